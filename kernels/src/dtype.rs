@@ -1,0 +1,34 @@
+//! Element types the kernels handle.
+
+use serde::{Deserialize, Serialize};
+
+/// Storage type of a tensor's elements. Accumulation is always f32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F16,
+}
+
+impl DType {
+    pub const fn size(self) -> u64 {
+        match self {
+            DType::F32 => 4,
+            DType::F16 => 2,
+        }
+    }
+
+    /// WGSL scalar type name; also used in variant and golden file names.
+    pub const fn wgsl(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+        }
+    }
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.wgsl())
+    }
+}

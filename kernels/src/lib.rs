@@ -1,0 +1,19 @@
+//! The GPU engine of onnxruntime-ep-wgpu: device capabilities, pure planners for GEMM (and
+//! conv, built on it), WGSL rendered from templates, and wgpu execution.
+//!
+//! `plan(problem, &DeviceCaps) -> Plan` is pure and unit-tested against recorded device
+//! profiles; `ShaderVariant::emit` renders a plan's program; `runtime::Gpu` compiles, caches
+//! and dispatches. No `unsafe` here: the ONNX Runtime boundary lives in the `provider` crate.
+#![forbid(unsafe_code)]
+
+pub mod caps;
+pub mod dtype;
+pub mod error;
+pub mod gemm;
+pub mod shader;
+
+pub use caps::{CoopMatrixConfig, CoopScalar, DeviceCaps, DeviceKind};
+pub use dtype::DType;
+pub use error::{GpuError, PlanError};
+pub use shader::ShaderVariant;
+pub mod runtime;

@@ -1,0 +1,142 @@
+//! Finding and choosing wgpu adapters.
+
+use crate::caps::DeviceKind;
+use crate::error::GpuError;
+
+/// Which adapter to open (option `adapter`: an index into [`list_adapters`] or a substring of
+/// its name).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AdapterSelector {
+    /// The most capable: discrete, then integrated, virtual, other, then software.
+    #[default]
+    Auto,
+    Index(usize),
+    Name(String),
+}
+
+impl std::str::FromStr for AdapterSelector {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.is_empty() || s == "auto" {
+            return Ok(AdapterSelector::Auto);
+        }
+        Ok(s.parse::<usize>()
+            .map(AdapterSelector::Index)
+            .unwrap_or_else(|_| AdapterSelector::Name(s.to_string())))
+    }
+}
+
+impl std::fmt::Display for AdapterSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AdapterSelector::Auto => f.write_str("auto"),
+            AdapterSelector::Index(i) => write!(f, "index {i}"),
+            AdapterSelector::Name(n) => write!(f, "name containing '{n}'"),
+        }
+    }
+}
+
+/// What an adapter is, as plain data (used for ORT device metadata and logs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterSummary {
+    pub index: usize,
+    pub name: String,
+    pub backend: String,
+    pub kind: DeviceKind,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub driver: String,
+    pub driver_info: String,
+}
+
+impl AdapterSummary {
+    /// A software rasterizer (llvmpipe/lavapipe, SwiftShader, WARP).
+    pub fn is_software(&self) -> bool {
+        self.kind == DeviceKind::Cpu
+    }
+
+    fn preference(&self) -> u8 {
+        match self.kind {
+            DeviceKind::DiscreteGpu => 0,
+            DeviceKind::IntegratedGpu => 1,
+            DeviceKind::VirtualGpu => 2,
+            DeviceKind::Other => 3,
+            DeviceKind::Cpu => 4,
+        }
+    }
+}
+
+fn backends() -> wgpu::Backends {
+    wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12
+}
+
+pub(super) fn instance(debug_validation: bool) -> wgpu::Instance {
+    let mut flags = wgpu::InstanceFlags::default();
+    if debug_validation {
+        flags |= wgpu::InstanceFlags::VALIDATION | wgpu::InstanceFlags::DEBUG;
+    } else {
+        flags.remove(wgpu::InstanceFlags::VALIDATION);
+    }
+    wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: backends(),
+        flags,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    })
+}
+
+fn summarize(index: usize, adapter: &wgpu::Adapter) -> AdapterSummary {
+    let info = adapter.get_info();
+    let caps = crate::caps::DeviceCaps::from_adapter(adapter);
+    AdapterSummary {
+        index,
+        name: info.name,
+        backend: info.backend.to_string(),
+        kind: caps.kind,
+        vendor_id: info.vendor,
+        device_id: info.device,
+        driver: info.driver,
+        driver_info: info.driver_info,
+    }
+}
+
+fn enumerate(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
+    pollster::block_on(instance.enumerate_adapters(backends()))
+}
+
+/// Every compute-capable adapter wgpu finds, in a stable order (the order of `adapter=N`).
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    let instance = instance(false);
+    enumerate(&instance)
+        .iter()
+        .enumerate()
+        .map(|(i, a)| summarize(i, a))
+        .collect()
+}
+
+pub(super) fn select(
+    instance: &wgpu::Instance,
+    selector: &AdapterSelector,
+) -> Result<(wgpu::Adapter, AdapterSummary), GpuError> {
+    let adapters: Vec<(wgpu::Adapter, AdapterSummary)> = enumerate(instance)
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let s = summarize(i, &a);
+            (a, s)
+        })
+        .collect();
+    let found = match selector {
+        AdapterSelector::Auto => adapters
+            .into_iter()
+            .min_by_key(|(_, s)| (s.preference(), s.index)),
+        AdapterSelector::Index(i) => adapters.into_iter().find(|(_, s)| s.index == *i),
+        AdapterSelector::Name(n) => {
+            let needle = n.to_lowercase();
+            adapters
+                .into_iter()
+                .find(|(_, s)| s.name.to_lowercase().contains(&needle))
+        }
+    };
+    found.ok_or_else(|| GpuError::NoAdapter(selector.to_string()))
+}

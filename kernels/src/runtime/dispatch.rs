@@ -1,0 +1,189 @@
+//! Prepared dispatches: a pipeline, its bind group (buffers + uniforms) and a grid, built once
+//! per shape and recorded into command encoders on every run.
+
+use bytemuck::bytes_of;
+
+use super::pipelines::BindingLayout;
+use super::{Gpu, GpuBuffer};
+use crate::error::GpuError;
+use crate::gemm::{GemmPlan, StepIo};
+use crate::shader::ShaderVariant;
+
+/// One ready-to-record dispatch. Its bind group keeps the bound buffers (uniforms, scratch)
+/// alive.
+#[derive(Debug)]
+pub struct Dispatch {
+    pub label: String,
+    pipeline: std::sync::Arc<wgpu::ComputePipeline>,
+    bind_group: wgpu::BindGroup,
+    grid: [u32; 3],
+}
+
+impl Dispatch {
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        let [x, y, z] = self.grid;
+        pass.dispatch_workgroups(x, y, z);
+    }
+
+    pub fn grid(&self) -> [u32; 3] {
+        self.grid
+    }
+}
+
+/// Buffers of one GEMM: inputs, optional bias and the output.
+#[derive(Clone, Copy, Debug)]
+pub struct GemmBindings<'a> {
+    pub a: &'a GpuBuffer,
+    pub b: &'a GpuBuffer,
+    pub bias: Option<&'a GpuBuffer>,
+    pub out: &'a GpuBuffer,
+}
+
+impl Gpu {
+    /// Builds a dispatch of `variant` with `params` as its uniforms and `buffers` bound at the
+    /// given binding indices.
+    pub fn prepare(
+        &self,
+        variant: ShaderVariant,
+        layout: BindingLayout,
+        params: &[u8],
+        buffers: &[(u32, &GpuBuffer)],
+        grid: [u32; 3],
+    ) -> Result<Dispatch, GpuError> {
+        let pipeline = self.pipeline(variant, layout)?;
+        let label = variant.name();
+        let uniforms = self.uniform_buffer(params, &label)?;
+        let layouts = self.layout(layout);
+        let mut entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .map(|&(binding, buf)| wgpu::BindGroupEntry {
+                binding,
+                resource: buf.binding(),
+            })
+            .collect();
+        entries.push(wgpu::BindGroupEntry {
+            binding: 4,
+            resource: uniforms.binding(),
+        });
+        let bind_group = self.scoped(&label, || {
+            Ok(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(&label),
+                layout: &layouts.0,
+                entries: &entries,
+            }))
+        })?;
+        Ok(Dispatch {
+            label,
+            pipeline,
+            bind_group,
+            grid,
+        })
+    }
+
+    fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
+        let buffer = self.scoped(label, || {
+            Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (params.len() as u64).next_multiple_of(16),
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }))
+        })?;
+        self.queue.write_buffer(&buffer, 0, params);
+        Ok(GpuBuffer {
+            buffer,
+            len: params.len() as u64,
+        })
+    }
+
+    /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.
+    pub fn prepare_gemm(
+        &self,
+        plan: &GemmPlan,
+        io: GemmBindings<'_>,
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        let (a, b) = if plan.swap_operands {
+            (io.b, io.a)
+        } else {
+            (io.a, io.b)
+        };
+        let dummy;
+        let bias = match io.bias {
+            Some(b) => b,
+            None => {
+                dummy = self.storage_buffer(4, "no-bias")?;
+                &dummy
+            }
+        };
+        let workspace = if plan.workspace_bytes > 0 {
+            Some(self.storage_buffer(plan.workspace_bytes, "split-k workspace")?)
+        } else {
+            None
+        };
+        let mut out = Vec::with_capacity(plan.steps.len());
+        for step in &plan.steps {
+            let variant = ShaderVariant::Gemm(step.variant);
+            let params = bytes_of(&step.params);
+            let dispatch = match (step.io, &workspace) {
+                (
+                    StepIo::Product {
+                        to_workspace: false,
+                    },
+                    _,
+                ) => self.prepare(
+                    variant,
+                    BindingLayout::PRODUCT,
+                    params,
+                    &[(0, a), (1, b), (2, bias), (3, io.out)],
+                    step.grid,
+                )?,
+                (StepIo::Product { to_workspace: true }, Some(ws)) => self.prepare(
+                    variant,
+                    BindingLayout::PRODUCT,
+                    params,
+                    &[(0, a), (1, b), (2, bias), (3, ws)],
+                    step.grid,
+                )?,
+                (StepIo::Reduce, Some(ws)) => self.prepare(
+                    variant,
+                    BindingLayout::REDUCE,
+                    params,
+                    &[(0, ws), (2, bias), (3, io.out)],
+                    step.grid,
+                )?,
+                (_, None) => {
+                    return Err(GpuError::Invalid("split-K step without a workspace".into()))
+                }
+            };
+            out.push(dispatch);
+        }
+        Ok(out)
+    }
+
+    /// Records `dispatches` into one compute pass of `encoder` (wgpu orders dependent
+    /// dispatches inside a pass).
+    pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch]) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: None,
+            timestamp_writes: None,
+        });
+        for d in dispatches {
+            d.record(&mut pass);
+        }
+    }
+
+    /// Records, submits and waits for `dispatches` (tests and tools).
+    pub fn run(&self, dispatches: &[&Dispatch]) -> Result<(), GpuError> {
+        self.scoped("run", || {
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("run") });
+            self.encode(&mut encoder, dispatches);
+            self.queue.submit([encoder.finish()]);
+            Ok(())
+        })?;
+        self.wait()
+    }
+}

@@ -1,0 +1,190 @@
+//! wgpu execution: adapter choice, the device, buffers, the pipeline cache and dispatches.
+//!
+//! Nothing here panics on a GPU error: wgpu's uncaptured-error handler is replaced by one that
+//! records the error, work runs inside error scopes, and a lost device is remembered so later
+//! calls fail with [`GpuError::DeviceLost`] instead of hanging.
+
+mod adapter;
+mod buffers;
+mod dispatch;
+mod pipelines;
+mod timing;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use adapter::{list_adapters, AdapterSelector, AdapterSummary};
+pub use buffers::{GpuBuffer, Readback};
+pub use dispatch::{Dispatch, GemmBindings};
+pub use pipelines::BindingLayout;
+pub use timing::GpuTimer;
+
+use crate::caps::DeviceCaps;
+use crate::error::GpuError;
+
+/// How to open a device.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    pub adapter: AdapterSelector,
+    /// Turn on the backend's validation layers (when installed) on top of wgpu's own checks.
+    pub debug_validation: bool,
+    /// Experimental wgpu features (cooperative matrices). The token is `unsafe` to make, so the
+    /// `provider` crate creates it; kernels never does.
+    pub experimental: wgpu::ExperimentalFeatures,
+}
+
+/// An open wgpu device with its capabilities and pipeline cache. Shared by every session on
+/// the same adapter (`Arc<Gpu>`); all methods take `&self` and are thread-safe.
+pub struct Gpu {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    caps: DeviceCaps,
+    summary: AdapterSummary,
+    pipelines: pipelines::PipelineCache,
+    errors: Arc<Mutex<Vec<String>>>,
+    lost: Arc<Mutex<Option<String>>>,
+    lost_flag: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("adapter", &self.summary.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gpu {
+    /// Opens a device on the selected adapter, asking for the adapter's own limits (wgpu's
+    /// defaults would cap workgroup storage at 16 KB) and the features the kernels use.
+    pub fn new(options: &GpuOptions) -> Result<Arc<Gpu>, GpuError> {
+        let instance = adapter::instance(options.debug_validation);
+        let (adapter, summary) = adapter::select(&instance, &options.adapter)?;
+        let mut caps = DeviceCaps::from_adapter(&adapter);
+        let wanted =
+            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
+        let mut features = adapter.features() & wanted;
+        if options.experimental.is_enabled() {
+            features |= adapter.features() & wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        } else {
+            caps.coop_matrix.clear();
+        }
+        let descriptor = wgpu::DeviceDescriptor {
+            label: Some("onnxruntime-ep-wgpu"),
+            required_features: features,
+            required_limits: adapter.limits(),
+            experimental_features: options.experimental,
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| {
+                GpuError::DeviceCreation {
+                    adapter: summary.name.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            tracing::error!(target: "ep_wgpu", "uncaptured wgpu error: {e}");
+            sink.lock().push(e.to_string());
+        }));
+        let lost = Arc::new(Mutex::new(None));
+        let lost_flag = Arc::new(AtomicBool::new(false));
+        let (lost_sink, flag) = (lost.clone(), lost_flag.clone());
+        device.set_device_lost_callback(move |reason, message| {
+            tracing::error!(target: "ep_wgpu", "wgpu device lost ({reason:?}): {message}");
+            *lost_sink.lock() = Some(format!("{reason:?}: {message}"));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let pipelines = pipelines::PipelineCache::new(&device);
+        tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
+        Ok(Arc::new(Gpu {
+            device,
+            queue,
+            caps,
+            summary,
+            pipelines,
+            errors,
+            lost,
+            lost_flag,
+        }))
+    }
+
+    pub fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.summary
+    }
+
+    /// Fails once the device is lost; call before starting work.
+    pub fn check_alive(&self) -> Result<(), GpuError> {
+        if self.lost_flag.load(Ordering::SeqCst) {
+            let reason = self.lost.lock().clone().unwrap_or_default();
+            return Err(GpuError::DeviceLost(reason));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` inside out-of-memory and validation error scopes and turns a captured error
+    /// (or one that escaped to the uncaptured handler meanwhile) into a [`GpuError`].
+    pub fn scoped<T>(
+        &self,
+        context: &str,
+        f: impl FnOnce() -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
+        self.check_alive()?;
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = f();
+        let validation_error = pollster::block_on(validation.pop());
+        let oom_error = pollster::block_on(oom.pop());
+        if let Some(e) = oom_error {
+            return Err(GpuError::OutOfMemory(format!("{context}: {e}")));
+        }
+        if let Some(e) = validation_error {
+            return Err(GpuError::Validation {
+                context: context.into(),
+                message: e.to_string(),
+            });
+        }
+        if let Some(e) = self.errors.lock().pop() {
+            return Err(GpuError::Validation {
+                context: context.into(),
+                message: e,
+            });
+        }
+        self.check_alive()?;
+        result
+    }
+
+    /// Blocks until all submitted work is done.
+    pub fn wait(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        self.check_alive()
+    }
+
+    /// wgpu's allocator report: bytes currently allocated on the device, when the backend
+    /// reports it.
+    pub fn allocated_bytes(&self) -> Option<u64> {
+        self.device
+            .generate_allocator_report()
+            .map(|r| r.total_allocated_bytes)
+    }
+
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+}

@@ -1,0 +1,179 @@
+//! Compiled pipelines, cached by shader variant (not by shape: shapes are uniforms).
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::Gpu;
+use crate::error::GpuError;
+use crate::shader::ShaderVariant;
+
+/// How a binding is used by a shader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    Read,
+    ReadWrite,
+    Uniform,
+}
+
+/// The bindings a family of shaders declares, as `(binding, access)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BindingLayout(pub &'static [(u32, Access)]);
+
+impl BindingLayout {
+    /// `a, b, bias → out`: GEMM products (the split-K partial kernel leaves bias unused).
+    pub const PRODUCT: BindingLayout = BindingLayout(&[
+        (0, Access::Read),
+        (1, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+    ]);
+    /// `partials, bias → out`: the split-K reduction.
+    pub const REDUCE: BindingLayout = BindingLayout(&[
+        (0, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+    ]);
+    /// `input → out`: data movement such as im2col.
+    pub const UNARY: BindingLayout = BindingLayout(&[
+        (0, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+    ]);
+}
+
+pub(super) struct PipelineCache {
+    layouts: Mutex<HashMap<BindingLayout, Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>>>,
+    pipelines: Mutex<HashMap<ShaderVariant, Arc<wgpu::ComputePipeline>>>,
+}
+
+impl PipelineCache {
+    pub(super) fn new(_device: &wgpu::Device) -> Self {
+        PipelineCache {
+            layouts: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn entry(binding: u32, access: Access) -> wgpu::BindGroupLayoutEntry {
+    let ty = match access {
+        Access::Uniform => wgpu::BufferBindingType::Uniform,
+        Access::Read => wgpu::BufferBindingType::Storage { read_only: true },
+        Access::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
+    };
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+impl Gpu {
+    pub(crate) fn layout(
+        &self,
+        layout: BindingLayout,
+    ) -> Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)> {
+        let mut layouts = self.pipelines.layouts.lock();
+        layouts
+            .entry(layout)
+            .or_insert_with(|| {
+                let entries: Vec<_> = layout.0.iter().map(|&(b, a)| entry(b, a)).collect();
+                let bgl = self
+                    .device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: None,
+                        entries: &entries,
+                    });
+                let pl = self
+                    .device
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: None,
+                        bind_group_layouts: &[Some(&bgl)],
+                        immediate_size: 0,
+                    });
+                Arc::new((bgl, pl))
+            })
+            .clone()
+    }
+
+    /// The compiled pipeline of `variant`, compiling it on first use.
+    pub fn pipeline(
+        &self,
+        variant: ShaderVariant,
+        layout: BindingLayout,
+    ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
+        if let Some(p) = self.pipelines.pipelines.lock().get(&variant) {
+            return Ok(p.clone());
+        }
+        let name = variant.name();
+        let source = variant.emit().map_err(|message| GpuError::ShaderCompile {
+            variant: name.clone(),
+            message,
+        })?;
+        let layouts = self.layout(layout);
+        let compile = || {
+            let module = self
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(&name),
+                    source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+                });
+            self.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&name),
+                    layout: Some(&layouts.1),
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+        };
+        // naga has panicked inside its SPIR-V backend on some inputs (gpu-machine.md): a panic
+        // here must become an error, never unwind into the host process.
+        let pipeline = self
+            .scoped(&name, || {
+                catch_unwind(AssertUnwindSafe(compile)).map_err(|panic| GpuError::ShaderCompile {
+                    variant: name.clone(),
+                    message: panic_message(&panic),
+                })
+            })
+            .map_err(|e| match e {
+                GpuError::Validation { message, .. } => GpuError::ShaderCompile {
+                    variant: name.clone(),
+                    message,
+                },
+                other => other,
+            })?;
+        let pipeline = Arc::new(pipeline);
+        self.pipelines
+            .pipelines
+            .lock()
+            .insert(variant, pipeline.clone());
+        tracing::debug!(target: "ep_wgpu", "compiled pipeline {name}");
+        Ok(pipeline)
+    }
+
+    /// Number of pipelines compiled so far (tests check that new shapes reuse them).
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.pipelines.lock().len()
+    }
+}
+
+/// The text of a caught panic payload.
+pub fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic with a non-string payload".into())
+}

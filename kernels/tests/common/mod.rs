@@ -1,0 +1,140 @@
+//! Shared helpers for GPU tests: the device, fresh random data, a float64 reference GEMM.
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+
+use ep_kernels::gemm::{GemmProblem, MatrixLayout, MAX_BATCH_DIMS};
+use ep_kernels::runtime::{Gpu, GpuOptions};
+use ep_kernels::DType;
+use rand::{Rng, SeedableRng};
+
+/// The test device: `EP_WGPU_TEST_ADAPTER` (index or name) or the best adapter found; on CI
+/// that is the Vulkan software rasterizer.
+pub fn gpu() -> Arc<Gpu> {
+    static GPU: OnceLock<Arc<Gpu>> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let adapter = std::env::var("EP_WGPU_TEST_ADAPTER")
+            .unwrap_or_default()
+            .parse()
+            .unwrap();
+        let gpu = Gpu::new(&GpuOptions {
+            adapter,
+            ..Default::default()
+        })
+        .expect("a wgpu adapter (install mesa-vulkan-drivers)");
+        eprintln!("test adapter: {:?}", gpu.adapter());
+        gpu
+    })
+    .clone()
+}
+
+/// A fresh generator each run; the seed is printed so a failure can be replayed with
+/// `EP_WGPU_TEST_SEED`.
+pub fn rng(test: &str) -> rand::rngs::StdRng {
+    let seed = std::env::var("EP_WGPU_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("{test}: seed {seed}");
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+pub fn random_vec(rng: &mut impl Rng, len: usize) -> Vec<f32> {
+    (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+}
+
+/// Values exactly representable in f16, so the f16 path is judged on accumulation only.
+pub fn round_f16(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect()
+}
+
+pub fn to_bytes(v: &[f32], dtype: DType) -> Vec<u8> {
+    match dtype {
+        DType::F32 => bytemuck::cast_slice(v).to_vec(),
+        DType::F16 => v
+            .iter()
+            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+            .collect(),
+    }
+}
+
+pub fn from_bytes(b: &[u8], dtype: DType) -> Vec<f32> {
+    match dtype {
+        DType::F32 => b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        DType::F16 => b
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+    }
+}
+
+fn batch_coords(mut b: u64, shape: &[u32; MAX_BATCH_DIMS]) -> [u64; MAX_BATCH_DIMS] {
+    let mut c = [0u64; MAX_BATCH_DIMS];
+    for i in (0..MAX_BATCH_DIMS).rev() {
+        c[i] = b % shape[i] as u64;
+        b /= shape[i] as u64;
+    }
+    c
+}
+
+fn at(data: &[f32], l: &MatrixLayout, coords: &[u64; MAX_BATCH_DIMS], row: u64, col: u64) -> f64 {
+    let mut idx = row * l.row_stride as u64 + col * l.col_stride as u64;
+    for i in 0..MAX_BATCH_DIMS {
+        idx += coords[i] * l.batch_strides[i] as u64;
+    }
+    data[idx as usize] as f64
+}
+
+/// Float64 reference of the whole problem, epilogue included; contiguous `[batch, M, N]`.
+pub fn reference(p: &GemmProblem, a: &[f32], b: &[f32], bias: Option<&[f32]>) -> Vec<f64> {
+    let (m, n, k) = (p.m as u64, p.n as u64, p.k as u64);
+    let mut out = Vec::with_capacity(p.output_len() as usize);
+    for bi in 0..p.batch_count() {
+        let c = batch_coords(bi, &p.batch);
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0f64;
+                for kk in 0..k {
+                    acc += at(a, &p.a, &c, i, kk) * at(b, &p.b, &c, kk, j);
+                }
+                let mut v = p.epilogue.alpha as f64 * acc;
+                if let (Some(l), Some(bias)) = (p.epilogue.bias, bias) {
+                    v += p.epilogue.beta as f64 * at(bias, &l, &c, i, j);
+                }
+                v = match p.epilogue.activation {
+                    ep_kernels::gemm::Activation::None => v,
+                    ep_kernels::gemm::Activation::Relu => v.max(0.0),
+                    ep_kernels::gemm::Activation::Clip { min, max } => {
+                        v.clamp(min as f64, max as f64)
+                    }
+                };
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Asserts |got − want| ≤ atol + rtol·|want| everywhere (NaN — an unwritten element — fails).
+pub fn assert_close(got: &[f32], want: &[f64], atol: f64, rtol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut worst = (0usize, 0f64);
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - w).abs();
+        assert!(
+            err.is_finite() && err <= atol + rtol * w.abs(),
+            "{what}: element {i} is {g}, expected {w} (|err| {err})"
+        );
+        if err > worst.1 {
+            worst = (i, err);
+        }
+    }
+}
+
+/// Elements an operand buffer must hold for its layout.
+pub fn extent(l: &MatrixLayout, rows: u32, cols: u32, batch: &[u32; MAX_BATCH_DIMS]) -> usize {
+    l.extent(rows, cols, batch) as usize
+}
