@@ -98,15 +98,10 @@ pub mod profiles {
 
     /// `(file stem, caps)` for every recorded profile.
     pub fn all() -> Vec<(&'static str, DeviceCaps)> {
-        [
-            ("h200", H200),
-            ("llvmpipe", LLVMPIPE),
-            ("mobile", MOBILE),
-            ("no_subgroups", NO_SUBGROUPS),
-        ]
-        .into_iter()
-        .map(|(name, json)| (name, parse(name, json)))
-        .collect()
+        [("h200", H200), ("llvmpipe", LLVMPIPE), ("mobile", MOBILE), ("no_subgroups", NO_SUBGROUPS)]
+            .into_iter()
+            .map(|(name, json)| (name, parse(name, json)))
+            .collect()
     }
 
     /// One recorded profile by file stem.
@@ -144,11 +139,7 @@ impl DeviceCaps {
         };
         let has_coop = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
         let coop_matrix = if has_coop {
-            adapter
-                .cooperative_matrix_properties()
-                .iter()
-                .filter_map(coop_config)
-                .collect()
+            adapter.cooperative_matrix_properties().iter().filter_map(coop_config).collect()
         } else {
             Vec::new()
         };
@@ -197,13 +188,7 @@ fn coop_config(p: &wgpu::CooperativeMatrixProperties) -> Option<CoopMatrixConfig
         wgpu::CooperativeScalarType::I32 => CoopScalar::I32,
         wgpu::CooperativeScalarType::U32 => CoopScalar::U32,
     };
-    Some(CoopMatrixConfig {
-        m: p.m_size,
-        n: p.n_size,
-        k: p.k_size,
-        ab: scalar(p.ab_type),
-        cr: scalar(p.cr_type),
-    })
+    Some(CoopMatrixConfig { m: p.m_size, n: p.n_size, k: p.k_size, ab: scalar(p.ab_type), cr: scalar(p.cr_type) })
 }
 
 /// wgpu reports no compute-unit count, so the split-K heuristic works from a per-kind guess.

@@ -9,16 +9,10 @@ pub enum PlanError {
     #[error("f16 tensors need the shader-f16 feature, which this adapter lacks")]
     F16Unsupported,
     #[error("{what} needs {needed} bytes in one storage binding; the device allows {limit}")]
-    BindingTooLarge {
-        what: &'static str,
-        needed: u64,
-        limit: u64,
-    },
+    BindingTooLarge { what: &'static str, needed: u64, limit: u64 },
     #[error("{workgroups} workgroups do not fit a grid of {limit}³")]
     GridTooLarge { workgroups: u64, limit: u32 },
-    #[error(
-        "the device allows {invocations} invocations per workgroup; at least {needed} are needed"
-    )]
+    #[error("the device allows {invocations} invocations per workgroup; at least {needed} are needed")]
     WorkgroupTooSmall { invocations: u32, needed: u32 },
     #[error("dimension {what} = {value} exceeds the 32-bit index range of the kernels")]
     IndexOverflow { what: &'static str, value: u64 },

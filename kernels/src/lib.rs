@@ -11,6 +11,7 @@ pub mod dtype;
 pub mod error;
 pub mod gemm;
 pub mod shader;
+pub mod variants;
 
 pub use caps::{CoopMatrixConfig, CoopScalar, DeviceCaps, DeviceKind};
 pub use dtype::DType;

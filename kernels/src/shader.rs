@@ -12,19 +12,10 @@ use crate::gemm::GemmVariant;
 
 /// Every template, embedded at build time (name, source).
 const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "gemm_common.wgsl.j2",
-        include_str!("../../wgsl/gemm_common.wgsl.j2"),
-    ),
-    (
-        "gemm_tiled.wgsl.j2",
-        include_str!("../../wgsl/gemm_tiled.wgsl.j2"),
-    ),
+    ("gemm_common.wgsl.j2", include_str!("../../wgsl/gemm_common.wgsl.j2")),
+    ("gemm_tiled.wgsl.j2", include_str!("../../wgsl/gemm_tiled.wgsl.j2")),
     ("gemv.wgsl.j2", include_str!("../../wgsl/gemv.wgsl.j2")),
-    (
-        "splitk_reduce.wgsl.j2",
-        include_str!("../../wgsl/splitk_reduce.wgsl.j2"),
-    ),
+    ("splitk_reduce.wgsl.j2", include_str!("../../wgsl/splitk_reduce.wgsl.j2")),
 ];
 
 fn env() -> &'static Environment<'static> {
@@ -36,8 +27,7 @@ fn env() -> &'static Environment<'static> {
         for (name, src) in TEMPLATES {
             // The templates are compiled into the binary and rendered by the goldens test for
             // every variant, so a syntax error cannot survive to a release.
-            env.add_template(name, src)
-                .unwrap_or_else(|e| panic!("template {name}: {e:#}"));
+            env.add_template(name, src).unwrap_or_else(|e| panic!("template {name}: {e:#}"));
         }
         env
     })
@@ -96,11 +86,7 @@ pub fn dtype_context(dtype: DType) -> Value {
 
 fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
     match v {
-        GemmVariant::Tiled {
-            dtype,
-            shape,
-            split_k,
-        } => {
+        GemmVariant::Tiled { dtype, shape, split_k } => {
             let [wg_x, wg_y] = shape.workgroup();
             let threads = shape.invocations();
             let ctx = context! {
@@ -120,10 +106,9 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
             "gemv.wgsl.j2",
             context! { ..dtype_context(dtype), ..context! { rows => shape.rows, threads => shape.threads, wide => shape.wide } },
         ),
-        GemmVariant::SplitKReduce { dtype, threads } => (
-            "splitk_reduce.wgsl.j2",
-            context! { ..dtype_context(dtype), ..context! { threads } },
-        ),
+        GemmVariant::SplitKReduce { dtype, threads } => {
+            ("splitk_reduce.wgsl.j2", context! { ..dtype_context(dtype), ..context! { threads } })
+        }
     }
 }
 

@@ -5,8 +5,7 @@ mod common;
 
 use common::*;
 use ep_kernels::gemm::{
-    broadcast_layout, matmul_problem, plan_gemm, Activation, Epilogue, GemmPlan, GemmProblem,
-    Tiling, TilingChoice,
+    broadcast_layout, matmul_problem, plan_gemm, Activation, Epilogue, GemmPlan, GemmProblem, Tiling, TilingChoice,
 };
 use ep_kernels::runtime::{GemmBindings, Gpu};
 use ep_kernels::DType;
@@ -29,20 +28,8 @@ fn run(
     let ab = gpu.upload(&to_bytes(a, p.dtype), "a").unwrap();
     let bb = gpu.upload(&to_bytes(b, p.dtype), "b").unwrap();
     let biasb = bias.map(|v| gpu.upload(&to_bytes(v, p.dtype), "bias").unwrap());
-    let out = gpu
-        .upload(&poison(p.output_len() as usize, p.dtype), "out")
-        .unwrap();
-    let dispatches = gpu
-        .prepare_gemm(
-            &plan,
-            GemmBindings {
-                a: &ab,
-                b: &bb,
-                bias: biasb.as_ref(),
-                out: &out,
-            },
-        )
-        .unwrap();
+    let out = gpu.upload(&poison(p.output_len() as usize, p.dtype), "out").unwrap();
+    let dispatches = gpu.prepare_gemm(&plan, GemmBindings { a: &ab, b: &bb, bias: biasb.as_ref(), out: &out }).unwrap();
     gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
     let got = from_bytes(&gpu.read_buffer(&out).unwrap(), p.dtype);
     (plan, got[..p.output_len() as usize].to_vec())
@@ -56,19 +43,10 @@ fn tolerance(dtype: DType, k: u32) -> (f64, f64) {
     }
 }
 
-fn check(
-    gpu: &Gpu,
-    p: &GemmProblem,
-    choice: TilingChoice,
-    rng: &mut impl Rng,
-    what: &str,
-) -> GemmPlan {
+fn check(gpu: &Gpu, p: &GemmProblem, choice: TilingChoice, rng: &mut impl Rng, what: &str) -> GemmPlan {
     let mut a = random_vec(rng, extent(&p.a, p.m, p.k, &p.batch));
     let mut b = random_vec(rng, extent(&p.b, p.k, p.n, &p.batch));
-    let mut bias = p
-        .epilogue
-        .bias
-        .map(|l| random_vec(rng, extent(&l, p.m, p.n, &p.batch).max(1)));
+    let mut bias = p.epilogue.bias.map(|l| random_vec(rng, extent(&l, p.m, p.n, &p.batch).max(1)));
     if p.dtype == DType::F16 {
         a = round_f16(&a);
         b = round_f16(&b);
@@ -77,13 +55,7 @@ fn check(
     let (plan, got) = run(gpu, p, choice, &a, &b, bias.as_deref());
     let want = reference(p, &a, &b, bias.as_deref());
     let (atol, rtol) = tolerance(p.dtype, p.k);
-    assert_close(
-        &got,
-        &want,
-        atol,
-        rtol,
-        &format!("{what} {:?}", plan.tiling),
-    );
+    assert_close(&got, &want, atol, rtol, &format!("{what} {:?}", plan.tiling));
     plan
 }
 
@@ -112,19 +84,8 @@ fn forced(choice: TilingChoice, expect: fn(Tiling) -> bool) {
                 activation: Activation::None,
             };
         }
-        let plan = check(
-            &gpu,
-            &p,
-            choice,
-            &mut rng,
-            &format!("{m}x{n}x{k} tA={ta} tB={tb}"),
-        );
-        assert!(
-            expect(plan.tiling),
-            "{choice:?} at {m}x{n}x{k} planned {:?} ({:?})",
-            plan.tiling,
-            plan.fallbacks
-        );
+        let plan = check(&gpu, &p, choice, &mut rng, &format!("{m}x{n}x{k} tA={ta} tB={tb}"));
+        assert!(expect(plan.tiling), "{choice:?} at {m}x{n}x{k} planned {:?} ({:?})", plan.tiling, plan.fallbacks);
     }
 }
 
@@ -159,20 +120,9 @@ fn epilogue_variants() {
     let mut rng = rng("epilogue");
     let (m, n, k) = (67u32, 45u32, 33u32);
     let bias_shapes: &[&[u64]] = &[&[], &[1], &[45], &[1, 45], &[67, 1], &[67, 45]];
-    let acts = [
-        Activation::None,
-        Activation::Relu,
-        Activation::Clip {
-            min: -0.25,
-            max: 0.5,
-        },
-    ];
+    let acts = [Activation::None, Activation::Relu, Activation::Clip { min: -0.25, max: 0.5 }];
     for (i, shape) in bias_shapes.iter().enumerate() {
-        for choice in [
-            TilingChoice::Tile64,
-            TilingChoice::SplitK,
-            TilingChoice::Gemv,
-        ] {
+        for choice in [TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv] {
             let mut p = GemmProblem::simple(DType::F32, m, n, k, i % 2 == 0, i % 3 == 0);
             p.epilogue = Epilogue {
                 alpha: 1.25,
@@ -180,13 +130,7 @@ fn epilogue_variants() {
                 bias: Some(broadcast_layout(shape, &[m as u64, n as u64], &p).unwrap()),
                 activation: acts[i % 3],
             };
-            check(
-                &gpu,
-                &p,
-                choice,
-                &mut rng,
-                &format!("bias {shape:?} {:?}", acts[i % 3]),
-            );
+            check(&gpu, &p, choice, &mut rng, &format!("bias {shape:?} {:?}", acts[i % 3]));
         }
     }
 }
@@ -206,26 +150,10 @@ fn batched_broadcasting() {
     ];
     for (a_shape, b_shape) in cases {
         let (p, out) = matmul_problem(a_shape, b_shape, DType::F32).unwrap();
-        for choice in [
-            TilingChoice::Auto,
-            TilingChoice::Tile128,
-            TilingChoice::SplitK,
-            TilingChoice::Gemv,
-        ] {
-            let plan = check(
-                &gpu,
-                &p,
-                choice,
-                &mut rng,
-                &format!("{a_shape:?}x{b_shape:?}"),
-            );
+        for choice in [TilingChoice::Auto, TilingChoice::Tile128, TilingChoice::SplitK, TilingChoice::Gemv] {
+            let plan = check(&gpu, &p, choice, &mut rng, &format!("{a_shape:?}x{b_shape:?}"));
             let expected: u64 = out.iter().product();
-            assert_eq!(
-                p.output_len(),
-                expected,
-                "{a_shape:?}x{b_shape:?} tiling {:?}",
-                plan.tiling
-            );
+            assert_eq!(p.output_len(), expected, "{a_shape:?}x{b_shape:?} tiling {:?}", plan.tiling);
         }
     }
 }
@@ -238,16 +166,10 @@ fn f16_matches_reference() {
         return;
     }
     let mut rng = rng("f16");
-    for choice in [
-        TilingChoice::Tile128,
-        TilingChoice::Tile64,
-        TilingChoice::SplitK,
-        TilingChoice::Gemv,
-    ] {
+    for choice in [TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv] {
         for &(m, n, k) in &[(1u32, 129u32, 7u32), (129, 7, 1000), (130, 257, 129)] {
             let mut p = GemmProblem::simple(DType::F16, m, n, k, false, m == 129);
-            p.epilogue.bias =
-                Some(broadcast_layout(&[n as u64], &[m as u64, n as u64], &p).unwrap());
+            p.epilogue.bias = Some(broadcast_layout(&[n as u64], &[m as u64, n as u64], &p).unwrap());
             p.epilogue.activation = Activation::Relu;
             check(&gpu, &p, choice, &mut rng, &format!("f16 {m}x{n}x{k}"));
         }
@@ -265,22 +187,14 @@ fn new_shapes_reuse_pipelines() {
         let p = GemmProblem::simple(DType::F32, m.max(9), 211, 77, false, true);
         check(&gpu, &p, TilingChoice::Tile64, &mut rng, "reuse");
     }
-    assert_eq!(
-        gpu.pipeline_count(),
-        before,
-        "a new shape compiled a new pipeline"
-    );
+    assert_eq!(gpu.pipeline_count(), before, "a new shape compiled a new pipeline");
 }
 
 #[test]
 fn zero_k_gives_epilogue_of_zero() {
     let gpu = gpu();
     let mut rng = rng("k0");
-    for choice in [
-        TilingChoice::Tile64,
-        TilingChoice::Gemv,
-        TilingChoice::SplitK,
-    ] {
+    for choice in [TilingChoice::Tile64, TilingChoice::Gemv, TilingChoice::SplitK] {
         let mut p = GemmProblem::simple(DType::F32, 9, 10, 0, false, false);
         p.epilogue.bias = Some(broadcast_layout(&[10], &[9, 10], &p).unwrap());
         check(&gpu, &p, choice, &mut rng, "K=0");

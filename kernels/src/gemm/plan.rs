@@ -90,11 +90,7 @@ impl GemmPlan {
 
 /// Plans `problem` on `caps`, honouring a forced tiling where the device allows it and falling
 /// back along 128×128 → 64×64 → GEMV otherwise.
-pub fn plan_gemm(
-    problem: &GemmProblem,
-    caps: &DeviceCaps,
-    choice: TilingChoice,
-) -> Result<GemmPlan, PlanError> {
+pub fn plan_gemm(problem: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Result<GemmPlan, PlanError> {
     if problem.dtype == DType::F16 && !caps.shader_f16 {
         return Err(PlanError::F16Unsupported);
     }
@@ -118,9 +114,7 @@ pub fn plan_gemm(
 
 /// Tilings to try, best first.
 fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
-    let split = Tiling::SplitK {
-        splits: split_count(p, caps, choice == TilingChoice::SplitK),
-    };
+    let split = Tiling::SplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK) };
     match choice {
         TilingChoice::Tile128 => vec![Tiling::Tile128, Tiling::Tile64, Tiling::Gemv],
         TilingChoice::Tile64 => vec![Tiling::Tile64, Tiling::Gemv],
@@ -163,44 +157,20 @@ fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool) -> u32 {
 
 fn build(p: &GemmProblem, caps: &DeviceCaps, tiling: Tiling) -> Result<GemmPlan, String> {
     match tiling {
-        Tiling::Tile128 => {
-            tiled(p, caps, TileShape::T128, None).map(|s| plan(tiling, vec![s], false, 0))
-        }
-        Tiling::Tile64 => {
-            tiled(p, caps, TileShape::T64, None).map(|s| plan(tiling, vec![s], false, 0))
-        }
+        Tiling::Tile128 => tiled(p, caps, TileShape::T128, None).map(|s| plan(tiling, vec![s], false, 0)),
+        Tiling::Tile64 => tiled(p, caps, TileShape::T64, None).map(|s| plan(tiling, vec![s], false, 0)),
         Tiling::SplitK { splits } => split_k(p, caps, splits),
         Tiling::Gemv => gemv(p, caps),
     }
 }
 
-fn plan(
-    tiling: Tiling,
-    steps: Vec<GemmStep>,
-    swap_operands: bool,
-    workspace_bytes: u64,
-) -> GemmPlan {
-    GemmPlan {
-        tiling,
-        steps,
-        swap_operands,
-        workspace_bytes,
-        fallbacks: Vec::new(),
-    }
+fn plan(tiling: Tiling, steps: Vec<GemmStep>, swap_operands: bool, workspace_bytes: u64) -> GemmPlan {
+    GemmPlan { tiling, steps, swap_operands, workspace_bytes, fallbacks: Vec::new() }
 }
 
 /// The tiled kernel; with `splits` it is the split-K partial kernel over that many K slices.
-fn tiled(
-    p: &GemmProblem,
-    caps: &DeviceCaps,
-    shape: TileShape,
-    splits: Option<u32>,
-) -> Result<GemmStep, String> {
-    let variant = GemmVariant::Tiled {
-        dtype: p.dtype,
-        shape,
-        split_k: splits.is_some(),
-    };
+fn tiled(p: &GemmProblem, caps: &DeviceCaps, shape: TileShape, splits: Option<u32>) -> Result<GemmStep, String> {
+    let variant = GemmVariant::Tiled { dtype: p.dtype, shape, split_k: splits.is_some() };
     variant.fits(caps)?;
     let mut splits = splits.unwrap_or(1).max(1);
     let k_chunk = p.k.div_ceil(splits).next_multiple_of(shape.bk);
@@ -216,15 +186,8 @@ fn tiled(
     params.tiles_m = tiles_m;
     params.splits = splits;
     params.k_chunk = k_chunk;
-    let io = StepIo::Product {
-        to_workspace: variant_is_split(variant),
-    };
-    Ok(GemmStep {
-        variant,
-        params,
-        grid,
-        io,
-    })
+    let io = StepIo::Product { to_workspace: variant_is_split(variant) };
+    Ok(GemmStep { variant, params, grid, io })
 }
 
 fn variant_is_split(v: GemmVariant) -> bool {
@@ -234,63 +197,33 @@ fn variant_is_split(v: GemmVariant) -> bool {
 fn split_k(p: &GemmProblem, caps: &DeviceCaps, splits: u32) -> Result<GemmPlan, String> {
     let workspace = splits as u64 * p.output_len() * 4;
     if workspace > caps.max_storage_binding_size {
-        return Err(format!(
-            "split-K workspace of {workspace} bytes exceeds one storage binding"
-        ));
+        return Err(format!("split-K workspace of {workspace} bytes exceeds one storage binding"));
     }
     let partial = tiled(p, caps, TileShape::T64, Some(splits))?;
-    let threads = [256u32, 128, 64, 32, 16, 8, 4, 2, 1]
-        .into_iter()
-        .find(|&t| caps.allows_workgroup(t, 1, 1))
-        .unwrap_or(1);
-    let variant = GemmVariant::SplitKReduce {
-        dtype: p.dtype,
-        threads,
-    };
+    let threads =
+        [256u32, 128, 64, 32, 16, 8, 4, 2, 1].into_iter().find(|&t| caps.allows_workgroup(t, 1, 1)).unwrap_or(1);
+    let variant = GemmVariant::SplitKReduce { dtype: p.dtype, threads };
     variant.fits(caps)?;
     let total = p.output_len().div_ceil(threads as u64);
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
     let mut params = base_params(p, grid, total);
     params.splits = partial.params.splits;
-    let reduce = GemmStep {
-        variant,
-        params,
-        grid,
-        io: StepIo::Reduce,
-    };
-    Ok(plan(
-        Tiling::SplitK {
-            splits: partial.params.splits,
-        },
-        vec![partial, reduce],
-        false,
-        workspace,
-    ))
+    let reduce = GemmStep { variant, params, grid, io: StepIo::Reduce };
+    Ok(plan(Tiling::SplitK { splits: partial.params.splits }, vec![partial, reduce], false, workspace))
 }
 
 fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
     let shape = GemvShape::for_caps(caps).ok_or_else(|| {
-        PlanError::WorkgroupTooSmall {
-            invocations: caps.max_invocations_per_workgroup,
-            needed: 32,
-        }
-        .to_string()
+        PlanError::WorkgroupTooSmall { invocations: caps.max_invocations_per_workgroup, needed: 32 }.to_string()
     })?;
-    let variant = GemmVariant::Gemv {
-        dtype: p.dtype,
-        shape,
-    };
+    let variant = GemmVariant::Gemv { dtype: p.dtype, shape };
     variant.fits(caps)?;
     // Few columns and many rows: compute Cᵀ = Bᵀ·Aᵀ so the short side is the row side.
     let swap = p.n <= 8 && p.m > p.n;
     let q = if swap { transposed(p) } else { *p };
     // Spread the wide lanes along whichever dimension of B is contiguous, so loads coalesce.
     let n_wide = q.b.col_stride == 1 && q.n > 1;
-    let cols = if n_wide {
-        shape.wide
-    } else {
-        shape.threads / shape.wide
-    };
+    let cols = if n_wide { shape.wide } else { shape.threads / shape.wide };
     let (tiles_n, tiles_m) = (q.n.div_ceil(cols), q.m.div_ceil(shape.rows));
     let total = tiles_n as u64 * tiles_m as u64 * q.batch_count();
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
@@ -306,14 +239,7 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
         params.c_cs = out.col_stride;
         params.c_bs = out.batch_strides;
     }
-    let step = GemmStep {
-        variant,
-        params,
-        grid,
-        io: StepIo::Product {
-            to_workspace: false,
-        },
-    };
+    let step = GemmStep { variant, params, grid, io: StepIo::Product { to_workspace: false } };
     Ok(plan(Tiling::Gemv, vec![step], swap, 0))
 }
 
@@ -330,21 +256,13 @@ fn transposed(p: &GemmProblem) -> GemmProblem {
 
 fn base_params(p: &GemmProblem, grid: [u32; 3], total: u64) -> GemmParams {
     let out = p.output_layout();
-    let bias = p.epilogue.bias.unwrap_or(MatrixLayout {
-        row_stride: 0,
-        col_stride: 0,
-        batch_strides: [0; 4],
-    });
+    let bias = p.epilogue.bias.unwrap_or(MatrixLayout { row_stride: 0, col_stride: 0, batch_strides: [0; 4] });
     let (act, clip_min, clip_max) = match p.epilogue.activation {
         Activation::None => (0, f32::NEG_INFINITY, f32::INFINITY),
         Activation::Relu => (1, 0.0, f32::INFINITY),
         Activation::Clip { min, max } => (2, min, max),
     };
-    let bias_flag = if p.epilogue.bias.is_some() {
-        FLAG_BIAS
-    } else {
-        0
-    };
+    let bias_flag = if p.epilogue.bias.is_some() { FLAG_BIAS } else { 0 };
     GemmParams {
         m: p.m,
         n: p.n,
@@ -386,10 +304,7 @@ pub fn fold_grid(total: u64, max: u32) -> Result<[u32; 3], PlanError> {
     let y = total.div_ceil(x).clamp(1, max);
     let z = total.div_ceil(x * y).max(1);
     if z > max || total > u32::MAX as u64 {
-        return Err(PlanError::GridTooLarge {
-            workgroups: total,
-            limit: max as u32,
-        });
+        return Err(PlanError::GridTooLarge { workgroups: total, limit: max as u32 });
     }
     Ok([x as u32, y as u32, z as u32])
 }
@@ -409,11 +324,7 @@ fn check_bindings(p: &GemmProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
     for (what, elems) in operands {
         let needed = elems * size;
         if needed > limit {
-            return Err(PlanError::BindingTooLarge {
-                what,
-                needed,
-                limit,
-            });
+            return Err(PlanError::BindingTooLarge { what, needed, limit });
         }
     }
     Ok(())
@@ -423,10 +334,7 @@ fn check_bindings(p: &GemmProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
 /// across batches, the batch is just more rows: one tall GEMM fills the device better.
 fn fold_batch_into_rows(p: &GemmProblem) -> GemmProblem {
     let count = p.batch_count();
-    if count <= 1
-        || p.b.batch_strides.iter().any(|&s| s != 0)
-        || count * p.m as u64 > u32::MAX as u64
-    {
+    if count <= 1 || p.b.batch_strides.iter().any(|&s| s != 0) || count * p.m as u64 > u32::MAX as u64 {
         return *p;
     }
     let rows_continue = |l: &MatrixLayout| {

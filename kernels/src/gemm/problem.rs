@@ -22,20 +22,12 @@ pub struct MatrixLayout {
 impl MatrixLayout {
     /// A contiguous row-major `[rows, cols]` matrix, the same for every batch.
     pub const fn row_major(cols: u32) -> Self {
-        MatrixLayout {
-            row_stride: cols,
-            col_stride: 1,
-            batch_strides: [0; MAX_BATCH_DIMS],
-        }
+        MatrixLayout { row_stride: cols, col_stride: 1, batch_strides: [0; MAX_BATCH_DIMS] }
     }
 
     /// The transpose of this layout (rows become columns).
     pub const fn transposed(self) -> Self {
-        MatrixLayout {
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-            ..self
-        }
+        MatrixLayout { row_stride: self.col_stride, col_stride: self.row_stride, ..self }
     }
 
     /// Index one past the last element reachable for `rows × cols` over `batch`.
@@ -43,8 +35,7 @@ impl MatrixLayout {
         if rows == 0 || cols == 0 || batch.contains(&0) {
             return 0;
         }
-        let mut last =
-            (rows as u64 - 1) * self.row_stride as u64 + (cols as u64 - 1) * self.col_stride as u64;
+        let mut last = (rows as u64 - 1) * self.row_stride as u64 + (cols as u64 - 1) * self.col_stride as u64;
         for (d, s) in batch.iter().zip(self.batch_strides) {
             last += (*d as u64 - 1) * s as u64;
         }
@@ -76,12 +67,7 @@ pub struct Epilogue {
 
 impl Default for Epilogue {
     fn default() -> Self {
-        Epilogue {
-            alpha: 1.0,
-            beta: 1.0,
-            bias: None,
-            activation: Activation::None,
-        }
+        Epilogue { alpha: 1.0, beta: 1.0, bias: None, activation: Activation::None }
     }
 }
 
@@ -102,26 +88,9 @@ pub struct GemmProblem {
 impl GemmProblem {
     /// A plain `[M,K]·[K,N]` product of contiguous matrices, optionally transposed as in Gemm.
     pub fn simple(dtype: DType, m: u32, n: u32, k: u32, trans_a: bool, trans_b: bool) -> Self {
-        let a = if trans_a {
-            MatrixLayout::row_major(m).transposed()
-        } else {
-            MatrixLayout::row_major(k)
-        };
-        let b = if trans_b {
-            MatrixLayout::row_major(k).transposed()
-        } else {
-            MatrixLayout::row_major(n)
-        };
-        GemmProblem {
-            dtype,
-            m,
-            n,
-            k,
-            batch: [1; MAX_BATCH_DIMS],
-            a,
-            b,
-            epilogue: Epilogue::default(),
-        }
+        let a = if trans_a { MatrixLayout::row_major(m).transposed() } else { MatrixLayout::row_major(k) };
+        let b = if trans_b { MatrixLayout::row_major(k).transposed() } else { MatrixLayout::row_major(n) };
+        GemmProblem { dtype, m, n, k, batch: [1; MAX_BATCH_DIMS], a, b, epilogue: Epilogue::default() }
     }
 
     pub fn batch_count(&self) -> u64 {
@@ -151,69 +120,32 @@ pub fn contiguous_layout(batch: &[u32; MAX_BATCH_DIMS], rows: u32, cols: u32) ->
         strides[i] = if batch[i] == 1 { 0 } else { step };
         step = step.saturating_mul(batch[i]);
     }
-    MatrixLayout {
-        row_stride: cols,
-        col_stride: 1,
-        batch_strides: strides,
-    }
+    MatrixLayout { row_stride: cols, col_stride: 1, batch_strides: strides }
 }
 
 /// ONNX `MatMul` (numpy `matmul`) of a contiguous A and B: the problem and the output shape.
-pub fn matmul_problem(
-    a_shape: &[u64],
-    b_shape: &[u64],
-    dtype: DType,
-) -> Result<(GemmProblem, Vec<u64>), PlanError> {
+pub fn matmul_problem(a_shape: &[u64], b_shape: &[u64], dtype: DType) -> Result<(GemmProblem, Vec<u64>), PlanError> {
     if a_shape.is_empty() || b_shape.is_empty() {
-        return Err(PlanError::Invalid(
-            "MatMul operands must have rank ≥ 1".into(),
-        ));
+        return Err(PlanError::Invalid("MatMul operands must have rank ≥ 1".into()));
     }
     // 1-D operands are promoted to matrices and the added dimension is dropped from the output.
-    let (a_mat, a_vec) = if a_shape.len() == 1 {
-        (vec![1, a_shape[0]], true)
-    } else {
-        (a_shape.to_vec(), false)
-    };
-    let (b_mat, b_vec) = if b_shape.len() == 1 {
-        (vec![b_shape[0], 1], true)
-    } else {
-        (b_shape.to_vec(), false)
-    };
+    let (a_mat, a_vec) = if a_shape.len() == 1 { (vec![1, a_shape[0]], true) } else { (a_shape.to_vec(), false) };
+    let (b_mat, b_vec) = if b_shape.len() == 1 { (vec![b_shape[0], 1], true) } else { (b_shape.to_vec(), false) };
     let (m, k) = (a_mat[a_mat.len() - 2], a_mat[a_mat.len() - 1]);
     let (kb, n) = (b_mat[b_mat.len() - 2], b_mat[b_mat.len() - 1]);
     if k != kb {
-        return Err(PlanError::Invalid(format!(
-            "MatMul inner dimensions differ: A {a_shape:?}, B {b_shape:?}"
-        )));
+        return Err(PlanError::Invalid(format!("MatMul inner dimensions differ: A {a_shape:?}, B {b_shape:?}")));
     }
     let a_batch = &a_mat[..a_mat.len() - 2];
     let b_batch = &b_mat[..b_mat.len() - 2];
     let out_batch = broadcast_shapes(a_batch, b_batch).ok_or_else(|| {
-        PlanError::Invalid(format!(
-            "MatMul batch dimensions do not broadcast: A {a_shape:?}, B {b_shape:?}"
-        ))
+        PlanError::Invalid(format!("MatMul batch dimensions do not broadcast: A {a_shape:?}, B {b_shape:?}"))
     })?;
     let (m32, n32, k32) = (to_u32("M", m)?, to_u32("N", n)?, to_u32("K", k)?);
     let dims = merge_batch_dims(&out_batch, &[a_batch, b_batch])?;
-    let a = MatrixLayout {
-        batch_strides: dims.strides(0, m * k)?,
-        ..MatrixLayout::row_major(k32)
-    };
-    let b = MatrixLayout {
-        batch_strides: dims.strides(1, k * n)?,
-        ..MatrixLayout::row_major(n32)
-    };
-    let problem = GemmProblem {
-        dtype,
-        m: m32,
-        n: n32,
-        k: k32,
-        batch: dims.out,
-        a,
-        b,
-        epilogue: Epilogue::default(),
-    };
+    let a = MatrixLayout { batch_strides: dims.strides(0, m * k)?, ..MatrixLayout::row_major(k32) };
+    let b = MatrixLayout { batch_strides: dims.strides(1, k * n)?, ..MatrixLayout::row_major(n32) };
+    let problem = GemmProblem { dtype, m: m32, n: n32, k: k32, batch: dims.out, a, b, epilogue: Epilogue::default() };
     let mut out_shape = out_batch;
     if !a_vec {
         out_shape.push(m);
@@ -227,19 +159,10 @@ pub fn matmul_problem(
 /// Layout of a tensor of `shape` broadcast (numpy rules) over the product's full output
 /// `[batch…, M, N]` (`full_shape`: no dimension dropped for 1-D operands). Used for Gemm's C
 /// and for fused Add biases.
-pub fn broadcast_layout(
-    shape: &[u64],
-    full_shape: &[u64],
-    problem: &GemmProblem,
-) -> Result<MatrixLayout, PlanError> {
+pub fn broadcast_layout(shape: &[u64], full_shape: &[u64], problem: &GemmProblem) -> Result<MatrixLayout, PlanError> {
     let rank = full_shape.len();
-    if rank < 2
-        || shape.len() > rank
-        || broadcast_shapes(shape, full_shape).as_deref() != Some(full_shape)
-    {
-        return Err(PlanError::Invalid(format!(
-            "bias shape {shape:?} does not broadcast to {full_shape:?}"
-        )));
+    if rank < 2 || shape.len() > rank || broadcast_shapes(shape, full_shape).as_deref() != Some(full_shape) {
+        return Err(PlanError::Invalid(format!("bias shape {shape:?} does not broadcast to {full_shape:?}")));
     }
     // Right-align the bias against the output; contiguous strides, 0 where it broadcasts.
     let mut padded = vec![1u64; rank - shape.len()];
@@ -252,9 +175,7 @@ pub fn broadcast_layout(
     }
     let dims = merge_batch_dims(&full_shape[..rank - 2], &[&padded[..rank - 2]])?;
     if dims.out != problem.batch {
-        return Err(PlanError::Invalid(format!(
-            "bias {shape:?}: batch dims differ from the product's"
-        )));
+        return Err(PlanError::Invalid(format!("bias {shape:?}: batch dims differ from the product's")));
     }
     Ok(MatrixLayout {
         row_stride: to_u32("bias stride", strides[rank - 2])?,
@@ -310,8 +231,8 @@ fn merge_batch_dims(out: &[u64], operands: &[&[u64]]) -> Result<MergedBatch, Pla
         .collect();
     let kind = |i: usize| -> Vec<bool> { padded.iter().map(|p| p[i] == out[i]).collect() };
     let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
-    for i in 0..rank {
-        if out[i] == 1 {
+    for (i, &dim) in out.iter().enumerate() {
+        if dim == 1 {
             continue;
         }
         match groups.last_mut() {
@@ -331,12 +252,7 @@ fn merge_batch_dims(out: &[u64], operands: &[&[u64]]) -> Result<MergedBatch, Pla
         let size: u64 = out[g.clone()].iter().product();
         merged[offset + j] = to_u32("batch", size)?;
     }
-    Ok(MergedBatch {
-        out: merged,
-        groups,
-        operands: padded,
-        rank,
-    })
+    Ok(MergedBatch { out: merged, groups, operands: padded, rank })
 }
 
 impl MergedBatch {
@@ -349,9 +265,7 @@ impl MergedBatch {
             elem_strides[i] = step;
             step *= shape[i];
         }
-        let masked: Vec<u64> = (0..self.rank)
-            .map(|i| if shape[i] == 1 { 0 } else { elem_strides[i] })
-            .collect();
+        let masked: Vec<u64> = (0..self.rank).map(|i| if shape[i] == 1 { 0 } else { elem_strides[i] }).collect();
         self.strides_from(&masked)
     }
 
@@ -405,35 +319,20 @@ mod tests {
         let p = GemmProblem::simple(DType::F32, 3, 5, 4, false, false);
         assert_eq!(
             broadcast_layout(&[5], &[3, 5], &p).unwrap(),
-            MatrixLayout {
-                row_stride: 0,
-                col_stride: 1,
-                batch_strides: [0; 4]
-            }
+            MatrixLayout { row_stride: 0, col_stride: 1, batch_strides: [0; 4] }
         );
         assert_eq!(
             broadcast_layout(&[3, 1], &[3, 5], &p).unwrap(),
-            MatrixLayout {
-                row_stride: 1,
-                col_stride: 0,
-                batch_strides: [0; 4]
-            }
+            MatrixLayout { row_stride: 1, col_stride: 0, batch_strides: [0; 4] }
         );
         assert_eq!(
             broadcast_layout(&[], &[3, 5], &p).unwrap(),
-            MatrixLayout {
-                row_stride: 0,
-                col_stride: 0,
-                batch_strides: [0; 4]
-            }
+            MatrixLayout { row_stride: 0, col_stride: 0, batch_strides: [0; 4] }
         );
         assert!(broadcast_layout(&[4], &[3, 5], &p).is_err());
         let (p, _) = matmul_problem(&[2, 3, 4], &[4, 5], DType::F32).unwrap();
         let l = broadcast_layout(&[2, 3, 5], &[2, 3, 5], &p).unwrap();
-        assert_eq!(
-            (l.row_stride, l.col_stride, l.batch_strides),
-            (5, 1, [0, 0, 0, 15])
-        );
+        assert_eq!((l.row_stride, l.col_stride, l.batch_strides), (5, 1, [0, 0, 0, 15]));
     }
 
     #[test]

@@ -52,9 +52,7 @@ impl std::str::FromStr for TilingChoice {
             "64x64" => Ok(TilingChoice::Tile64),
             "splitk" => Ok(TilingChoice::SplitK),
             "gemv" => Ok(TilingChoice::Gemv),
-            _ => Err(format!(
-                "'{s}' is not one of auto, 128x128, 64x64, splitk, gemv"
-            )),
+            _ => Err(format!("'{s}' is not one of auto, 128x128, 64x64, splitk, gemv")),
         }
     }
 }
@@ -73,20 +71,8 @@ pub struct TileShape {
 }
 
 impl TileShape {
-    pub const T128: TileShape = TileShape {
-        bm: 128,
-        bn: 128,
-        bk: 8,
-        tm: 8,
-        tn: 8,
-    };
-    pub const T64: TileShape = TileShape {
-        bm: 64,
-        bn: 64,
-        bk: 16,
-        tm: 4,
-        tn: 4,
-    };
+    pub const T128: TileShape = TileShape { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8 };
+    pub const T64: TileShape = TileShape { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 };
 
     pub const fn workgroup(self) -> [u32; 2] {
         [self.bn / self.tn, self.bm / self.tm]
@@ -120,13 +106,8 @@ impl GemvShape {
     /// The largest GEMV workgroup the device allows (256 invocations where possible).
     pub fn for_caps(caps: &DeviceCaps) -> Option<GemvShape> {
         [256u32, 128, 64, 32].into_iter().find_map(|threads| {
-            let shape = GemvShape {
-                rows: 4,
-                threads,
-                wide: 32,
-            };
-            (caps.allows_workgroup(threads, 1, 1)
-                && shape.storage_bytes() <= caps.max_workgroup_storage_bytes)
+            let shape = GemvShape { rows: 4, threads, wide: 32 };
+            (caps.allows_workgroup(threads, 1, 1) && shape.storage_bytes() <= caps.max_workgroup_storage_bytes)
                 .then_some(shape)
         })
     }
@@ -164,11 +145,7 @@ impl GemmVariant {
     /// Stable name: the golden file stem and the label of the pipeline.
     pub fn name(self) -> String {
         match self {
-            GemmVariant::Tiled {
-                dtype,
-                shape,
-                split_k,
-            } => {
+            GemmVariant::Tiled { dtype, shape, split_k } => {
                 let suffix = if split_k { "_splitk" } else { "" };
                 format!("gemm_{dtype}_{}x{}{suffix}", shape.bm, shape.bn)
             }

@@ -21,9 +21,7 @@ impl std::str::FromStr for AdapterSelector {
         if s.is_empty() || s == "auto" {
             return Ok(AdapterSelector::Auto);
         }
-        Ok(s.parse::<usize>()
-            .map(AdapterSelector::Index)
-            .unwrap_or_else(|_| AdapterSelector::Name(s.to_string())))
+        Ok(s.parse::<usize>().map(AdapterSelector::Index).unwrap_or_else(|_| AdapterSelector::Name(s.to_string())))
     }
 }
 
@@ -107,11 +105,7 @@ fn enumerate(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
 /// Every compute-capable adapter wgpu finds, in a stable order (the order of `adapter=N`).
 pub fn list_adapters() -> Vec<AdapterSummary> {
     let instance = instance(false);
-    enumerate(&instance)
-        .iter()
-        .enumerate()
-        .map(|(i, a)| summarize(i, a))
-        .collect()
+    enumerate(&instance).iter().enumerate().map(|(i, a)| summarize(i, a)).collect()
 }
 
 pub(super) fn select(
@@ -127,15 +121,11 @@ pub(super) fn select(
         })
         .collect();
     let found = match selector {
-        AdapterSelector::Auto => adapters
-            .into_iter()
-            .min_by_key(|(_, s)| (s.preference(), s.index)),
+        AdapterSelector::Auto => adapters.into_iter().min_by_key(|(_, s)| (s.preference(), s.index)),
         AdapterSelector::Index(i) => adapters.into_iter().find(|(_, s)| s.index == *i),
         AdapterSelector::Name(n) => {
             let needle = n.to_lowercase();
-            adapters
-                .into_iter()
-                .find(|(_, s)| s.name.to_lowercase().contains(&needle))
+            adapters.into_iter().find(|(_, s)| s.name.to_lowercase().contains(&needle))
         }
     };
     found.ok_or_else(|| GpuError::NoAdapter(selector.to_string()))

@@ -26,6 +26,9 @@ const fn padded(len: u64) -> u64 {
     l.next_multiple_of(4)
 }
 
+/// Outcome of each `map_async` callback, filled in by wgpu during `poll`.
+type MapResults = Arc<Mutex<Vec<Option<Result<(), String>>>>>;
+
 /// A mapped-readable staging buffer and the byte length to read from it.
 #[derive(Debug)]
 pub struct Readback {
@@ -47,9 +50,7 @@ impl Gpu {
             Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_DST
-                    | wgpu::BufferUsages::COPY_SRC,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             }))
         })?;
@@ -79,11 +80,7 @@ impl Gpu {
 
     /// A staging buffer that `encoder` fills from `src`; read it with [`Gpu::read`] after the
     /// encoder's submission.
-    pub fn copy_for_readback(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &GpuBuffer,
-    ) -> Readback {
+    pub fn copy_for_readback(&self, encoder: &mut wgpu::CommandEncoder, src: &GpuBuffer) -> Readback {
         let size = padded(src.len);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
@@ -92,21 +89,13 @@ impl Gpu {
             mapped_at_creation: false,
         });
         encoder.copy_buffer_to_buffer(&src.buffer, 0, &buffer, 0, size);
-        Readback {
-            buffer,
-            len: src.len,
-        }
+        Readback { buffer, len: src.len }
     }
 
     /// Maps the staging buffers (after their copies were submitted), waits, and hands each
     /// one's bytes to `sink` in order.
-    pub fn read(
-        &self,
-        readbacks: &[Readback],
-        mut sink: impl FnMut(usize, &[u8]),
-    ) -> Result<(), GpuError> {
-        let results: Arc<Mutex<Vec<Option<Result<(), String>>>>> =
-            Arc::new(Mutex::new(vec![None; readbacks.len()]));
+    pub fn read(&self, readbacks: &[Readback], mut sink: impl FnMut(usize, &[u8])) -> Result<(), GpuError> {
+        let results: MapResults = Arc::new(Mutex::new(vec![None; readbacks.len()]));
         for (i, r) in readbacks.iter().enumerate() {
             let slot = results.clone();
             r.buffer.map_async(wgpu::MapMode::Read, .., move |res| {
@@ -120,10 +109,7 @@ impl Gpu {
                 Some(Err(e)) => return Err(GpuError::Readback(e)),
                 None => return Err(GpuError::Readback("the map callback never ran".into())),
             }
-            let view = r
-                .buffer
-                .get_mapped_range(..)
-                .map_err(|e| GpuError::Readback(e.to_string()))?;
+            let view = r.buffer.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
             sink(i, &view[..r.len as usize]);
             drop(view);
             r.buffer.unmap();
@@ -133,11 +119,7 @@ impl Gpu {
 
     /// Reads a whole buffer back (tests and tools; the provider batches its read-backs).
     pub fn read_buffer(&self, src: &GpuBuffer) -> Result<Vec<u8>, GpuError> {
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("read"),
-            });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read") });
         let rb = self.copy_for_readback(&mut encoder, src);
         self.queue.submit([encoder.finish()]);
         let mut out = Vec::new();

@@ -56,17 +56,9 @@ impl Gpu {
         let label = variant.name();
         let uniforms = self.uniform_buffer(params, &label)?;
         let layouts = self.layout(layout);
-        let mut entries: Vec<wgpu::BindGroupEntry> = buffers
-            .iter()
-            .map(|&(binding, buf)| wgpu::BindGroupEntry {
-                binding,
-                resource: buf.binding(),
-            })
-            .collect();
-        entries.push(wgpu::BindGroupEntry {
-            binding: 4,
-            resource: uniforms.binding(),
-        });
+        let mut entries: Vec<wgpu::BindGroupEntry> =
+            buffers.iter().map(|&(binding, buf)| wgpu::BindGroupEntry { binding, resource: buf.binding() }).collect();
+        entries.push(wgpu::BindGroupEntry { binding: 4, resource: uniforms.binding() });
         let bind_group = self.scoped(&label, || {
             Ok(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(&label),
@@ -74,12 +66,7 @@ impl Gpu {
                 entries: &entries,
             }))
         })?;
-        Ok(Dispatch {
-            label,
-            pipeline,
-            bind_group,
-            grid,
-        })
+        Ok(Dispatch { label, pipeline, bind_group, grid })
     }
 
     fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
@@ -92,23 +79,12 @@ impl Gpu {
             }))
         })?;
         self.queue.write_buffer(&buffer, 0, params);
-        Ok(GpuBuffer {
-            buffer,
-            len: params.len() as u64,
-        })
+        Ok(GpuBuffer { buffer, len: params.len() as u64 })
     }
 
     /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.
-    pub fn prepare_gemm(
-        &self,
-        plan: &GemmPlan,
-        io: GemmBindings<'_>,
-    ) -> Result<Vec<Dispatch>, GpuError> {
-        let (a, b) = if plan.swap_operands {
-            (io.b, io.a)
-        } else {
-            (io.a, io.b)
-        };
+    pub fn prepare_gemm(&self, plan: &GemmPlan, io: GemmBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
+        let (a, b) = if plan.swap_operands { (io.b, io.a) } else { (io.a, io.b) };
         let dummy;
         let bias = match io.bias {
             Some(b) => b,
@@ -127,12 +103,7 @@ impl Gpu {
             let variant = ShaderVariant::Gemm(step.variant);
             let params = bytes_of(&step.params);
             let dispatch = match (step.io, &workspace) {
-                (
-                    StepIo::Product {
-                        to_workspace: false,
-                    },
-                    _,
-                ) => self.prepare(
+                (StepIo::Product { to_workspace: false }, _) => self.prepare(
                     variant,
                     BindingLayout::PRODUCT,
                     params,
@@ -146,16 +117,10 @@ impl Gpu {
                     &[(0, a), (1, b), (2, bias), (3, ws)],
                     step.grid,
                 )?,
-                (StepIo::Reduce, Some(ws)) => self.prepare(
-                    variant,
-                    BindingLayout::REDUCE,
-                    params,
-                    &[(0, ws), (2, bias), (3, io.out)],
-                    step.grid,
-                )?,
-                (_, None) => {
-                    return Err(GpuError::Invalid("split-K step without a workspace".into()))
+                (StepIo::Reduce, Some(ws)) => {
+                    self.prepare(variant, BindingLayout::REDUCE, params, &[(0, ws), (2, bias), (3, io.out)], step.grid)?
                 }
+                (_, None) => return Err(GpuError::Invalid("split-K step without a workspace".into())),
             };
             out.push(dispatch);
         }
@@ -165,10 +130,7 @@ impl Gpu {
     /// Records `dispatches` into one compute pass of `encoder` (wgpu orders dependent
     /// dispatches inside a pass).
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch]) {
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: None,
-            timestamp_writes: None,
-        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
         for d in dispatches {
             d.record(&mut pass);
         }
@@ -177,9 +139,8 @@ impl Gpu {
     /// Records, submits and waits for `dispatches` (tests and tools).
     pub fn run(&self, dispatches: &[&Dispatch]) -> Result<(), GpuError> {
         self.scoped("run", || {
-            let mut encoder = self
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("run") });
+            let mut encoder =
+                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("run") });
             self.encode(&mut encoder, dispatches);
             self.queue.submit([encoder.finish()]);
             Ok(())

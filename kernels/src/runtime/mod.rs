@@ -50,9 +50,7 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu")
-            .field("adapter", &self.summary.name)
-            .finish_non_exhaustive()
+        f.debug_struct("Gpu").field("adapter", &self.summary.name).finish_non_exhaustive()
     }
 }
 
@@ -63,8 +61,7 @@ impl Gpu {
         let instance = adapter::instance(options.debug_validation);
         let (adapter, summary) = adapter::select(&instance, &options.adapter)?;
         let mut caps = DeviceCaps::from_adapter(&adapter);
-        let wanted =
-            wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
+        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
         let mut features = adapter.features() & wanted;
         if options.experimental.is_enabled() {
             features |= adapter.features() & wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
@@ -79,13 +76,8 @@ impl Gpu {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
-        let (device, queue) =
-            pollster::block_on(adapter.request_device(&descriptor)).map_err(|e| {
-                GpuError::DeviceCreation {
-                    adapter: summary.name.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
+        let (device, queue) = pollster::block_on(adapter.request_device(&descriptor))
+            .map_err(|e| GpuError::DeviceCreation { adapter: summary.name.clone(), reason: e.to_string() })?;
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -102,16 +94,7 @@ impl Gpu {
         });
         let pipelines = pipelines::PipelineCache::new(&device);
         tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
-        Ok(Arc::new(Gpu {
-            device,
-            queue,
-            caps,
-            summary,
-            pipelines,
-            errors,
-            lost,
-            lost_flag,
-        }))
+        Ok(Arc::new(Gpu { device, queue, caps, summary, pipelines, errors, lost, lost_flag }))
     }
 
     pub fn caps(&self) -> &DeviceCaps {
@@ -133,11 +116,7 @@ impl Gpu {
 
     /// Runs `f` inside out-of-memory and validation error scopes and turns a captured error
     /// (or one that escaped to the uncaptured handler meanwhile) into a [`GpuError`].
-    pub fn scoped<T>(
-        &self,
-        context: &str,
-        f: impl FnOnce() -> Result<T, GpuError>,
-    ) -> Result<T, GpuError> {
+    pub fn scoped<T>(&self, context: &str, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
         self.check_alive()?;
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -148,16 +127,10 @@ impl Gpu {
             return Err(GpuError::OutOfMemory(format!("{context}: {e}")));
         }
         if let Some(e) = validation_error {
-            return Err(GpuError::Validation {
-                context: context.into(),
-                message: e.to_string(),
-            });
+            return Err(GpuError::Validation { context: context.into(), message: e.to_string() });
         }
         if let Some(e) = self.errors.lock().pop() {
-            return Err(GpuError::Validation {
-                context: context.into(),
-                message: e,
-            });
+            return Err(GpuError::Validation { context: context.into(), message: e });
         }
         self.check_alive()?;
         result
@@ -165,19 +138,14 @@ impl Gpu {
 
     /// Blocks until all submitted work is done.
     pub fn wait(&self) -> Result<(), GpuError> {
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map(|_| ()).map_err(|e| GpuError::Poll(e.to_string()))?;
         self.check_alive()
     }
 
     /// wgpu's allocator report: bytes currently allocated on the device, when the backend
     /// reports it.
     pub fn allocated_bytes(&self) -> Option<u64> {
-        self.device
-            .generate_allocator_report()
-            .map(|r| r.total_allocated_bytes)
+        self.device.generate_allocator_report().map(|r| r.total_allocated_bytes)
     }
 
     pub fn device(&self) -> &wgpu::Device {

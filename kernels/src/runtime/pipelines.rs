@@ -32,18 +32,10 @@ impl BindingLayout {
         (4, Access::Uniform),
     ]);
     /// `partials, bias → out`: the split-K reduction.
-    pub const REDUCE: BindingLayout = BindingLayout(&[
-        (0, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-    ]);
+    pub const REDUCE: BindingLayout =
+        BindingLayout(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
     /// `input → out`: data movement such as im2col.
-    pub const UNARY: BindingLayout = BindingLayout(&[
-        (0, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-    ]);
+    pub const UNARY: BindingLayout = BindingLayout(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
 }
 
 pub(super) struct PipelineCache {
@@ -53,10 +45,7 @@ pub(super) struct PipelineCache {
 
 impl PipelineCache {
     pub(super) fn new(_device: &wgpu::Device) -> Self {
-        PipelineCache {
-            layouts: Mutex::new(HashMap::new()),
-            pipelines: Mutex::new(HashMap::new()),
-        }
+        PipelineCache { layouts: Mutex::new(HashMap::new()), pipelines: Mutex::new(HashMap::new()) }
     }
 }
 
@@ -69,20 +58,13 @@ fn entry(binding: u32, access: Access) -> wgpu::BindGroupLayoutEntry {
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
+        ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
         count: None,
     }
 }
 
 impl Gpu {
-    pub(crate) fn layout(
-        &self,
-        layout: BindingLayout,
-    ) -> Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)> {
+    pub(crate) fn layout(&self, layout: BindingLayout) -> Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)> {
         let mut layouts = self.pipelines.layouts.lock();
         layouts
             .entry(layout)
@@ -90,17 +72,12 @@ impl Gpu {
                 let entries: Vec<_> = layout.0.iter().map(|&(b, a)| entry(b, a)).collect();
                 let bgl = self
                     .device
-                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                        label: None,
-                        entries: &entries,
-                    });
-                let pl = self
-                    .device
-                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                        label: None,
-                        bind_group_layouts: &[Some(&bgl)],
-                        immediate_size: 0,
-                    });
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
+                let pl = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: None,
+                    bind_group_layouts: &[Some(&bgl)],
+                    immediate_size: 0,
+                });
                 Arc::new((bgl, pl))
             })
             .clone()
@@ -116,49 +93,35 @@ impl Gpu {
             return Ok(p.clone());
         }
         let name = variant.name();
-        let source = variant.emit().map_err(|message| GpuError::ShaderCompile {
-            variant: name.clone(),
-            message,
-        })?;
+        let source = variant.emit().map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
         let compile = || {
-            let module = self
-                .device
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(&name),
-                    source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-                });
-            self.device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(&name),
-                    layout: Some(&layouts.1),
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
+            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&name),
+                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+            });
+            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&name),
+                layout: Some(&layouts.1),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
         };
         // naga has panicked inside its SPIR-V backend on some inputs (gpu-machine.md): a panic
         // here must become an error, never unwind into the host process.
         let pipeline = self
             .scoped(&name, || {
-                catch_unwind(AssertUnwindSafe(compile)).map_err(|panic| GpuError::ShaderCompile {
-                    variant: name.clone(),
-                    message: panic_message(&panic),
-                })
+                catch_unwind(AssertUnwindSafe(compile))
+                    .map_err(|panic| GpuError::ShaderCompile { variant: name.clone(), message: panic_message(&panic) })
             })
             .map_err(|e| match e {
-                GpuError::Validation { message, .. } => GpuError::ShaderCompile {
-                    variant: name.clone(),
-                    message,
-                },
+                GpuError::Validation { message, .. } => GpuError::ShaderCompile { variant: name.clone(), message },
                 other => other,
             })?;
         let pipeline = Arc::new(pipeline);
-        self.pipelines
-            .pipelines
-            .lock()
-            .insert(variant, pipeline.clone());
+        self.pipelines.pipelines.lock().insert(variant, pipeline.clone());
         tracing::debug!(target: "ep_wgpu", "compiled pipeline {name}");
         Ok(pipeline)
     }

@@ -13,11 +13,7 @@ pub struct GpuTimer {
 impl GpuTimer {
     /// `None` when the device has no timestamp queries.
     pub fn new(gpu: &Gpu) -> Option<GpuTimer> {
-        if !gpu
-            .device
-            .features()
-            .contains(wgpu::Features::TIMESTAMP_QUERY)
-        {
+        if !gpu.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
             return None;
         }
         let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -31,21 +27,14 @@ impl GpuTimer {
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        Some(GpuTimer {
-            queries,
-            resolve,
-            period_ns: gpu.queue.get_timestamp_period() as f64,
-        })
+        Some(GpuTimer { queries, resolve, period_ns: gpu.queue.get_timestamp_period() as f64 })
     }
 
     /// GPU seconds of one pass running `dispatches` `repeat` times.
     pub fn time(&self, gpu: &Gpu, dispatches: &[&Dispatch], repeat: u32) -> Result<f64, GpuError> {
         let stamps = gpu.scoped("timed run", || {
-            let mut encoder = gpu
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("timed"),
-                });
+            let mut encoder =
+                gpu.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("timed") });
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("timed"),
@@ -62,13 +51,7 @@ impl GpuTimer {
                 }
             }
             encoder.resolve_query_set(&self.queries, 0..2, &self.resolve, 0);
-            let rb = gpu.copy_for_readback(
-                &mut encoder,
-                &super::GpuBuffer {
-                    buffer: self.resolve.clone(),
-                    len: 16,
-                },
-            );
+            let rb = gpu.copy_for_readback(&mut encoder, &super::GpuBuffer { buffer: self.resolve.clone(), len: 16 });
             gpu.queue.submit([encoder.finish()]);
             Ok(rb)
         })?;

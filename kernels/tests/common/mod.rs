@@ -13,15 +13,9 @@ use rand::{Rng, SeedableRng};
 pub fn gpu() -> Arc<Gpu> {
     static GPU: OnceLock<Arc<Gpu>> = OnceLock::new();
     GPU.get_or_init(|| {
-        let adapter = std::env::var("EP_WGPU_TEST_ADAPTER")
-            .unwrap_or_default()
-            .parse()
-            .unwrap();
-        let gpu = Gpu::new(&GpuOptions {
-            adapter,
-            ..Default::default()
-        })
-        .expect("a wgpu adapter (install mesa-vulkan-drivers)");
+        let adapter = std::env::var("EP_WGPU_TEST_ADAPTER").unwrap_or_default().parse().unwrap();
+        let gpu = Gpu::new(&GpuOptions { adapter, ..Default::default() })
+            .expect("a wgpu adapter (install mesa-vulkan-drivers)");
         eprintln!("test adapter: {:?}", gpu.adapter());
         gpu
     })
@@ -31,10 +25,7 @@ pub fn gpu() -> Arc<Gpu> {
 /// A fresh generator each run; the seed is printed so a failure can be replayed with
 /// `EP_WGPU_TEST_SEED`.
 pub fn rng(test: &str) -> rand::rngs::StdRng {
-    let seed = std::env::var("EP_WGPU_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random::<u64>);
+    let seed = std::env::var("EP_WGPU_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random::<u64>);
     eprintln!("{test}: seed {seed}");
     rand::rngs::StdRng::seed_from_u64(seed)
 }
@@ -51,23 +42,14 @@ pub fn round_f16(v: &[f32]) -> Vec<f32> {
 pub fn to_bytes(v: &[f32], dtype: DType) -> Vec<u8> {
     match dtype {
         DType::F32 => bytemuck::cast_slice(v).to_vec(),
-        DType::F16 => v
-            .iter()
-            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
-            .collect(),
+        DType::F16 => v.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect(),
     }
 }
 
 pub fn from_bytes(b: &[u8], dtype: DType) -> Vec<f32> {
     match dtype {
-        DType::F32 => b
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        DType::F16 => b
-            .chunks_exact(2)
-            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-            .collect(),
+        DType::F32 => b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        DType::F16 => b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
     }
 }
 
@@ -82,8 +64,8 @@ fn batch_coords(mut b: u64, shape: &[u32; MAX_BATCH_DIMS]) -> [u64; MAX_BATCH_DI
 
 fn at(data: &[f32], l: &MatrixLayout, coords: &[u64; MAX_BATCH_DIMS], row: u64, col: u64) -> f64 {
     let mut idx = row * l.row_stride as u64 + col * l.col_stride as u64;
-    for i in 0..MAX_BATCH_DIMS {
-        idx += coords[i] * l.batch_strides[i] as u64;
+    for (c, s) in coords.iter().zip(l.batch_strides) {
+        idx += c * s as u64;
     }
     data[idx as usize] as f64
 }
@@ -107,9 +89,7 @@ pub fn reference(p: &GemmProblem, a: &[f32], b: &[f32], bias: Option<&[f32]>) ->
                 v = match p.epilogue.activation {
                     ep_kernels::gemm::Activation::None => v,
                     ep_kernels::gemm::Activation::Relu => v.max(0.0),
-                    ep_kernels::gemm::Activation::Clip { min, max } => {
-                        v.clamp(min as f64, max as f64)
-                    }
+                    ep_kernels::gemm::Activation::Clip { min, max } => v.clamp(min as f64, max as f64),
                 };
                 out.push(v);
             }
@@ -121,16 +101,12 @@ pub fn reference(p: &GemmProblem, a: &[f32], b: &[f32], bias: Option<&[f32]>) ->
 /// Asserts |got − want| ≤ atol + rtol·|want| everywhere (NaN — an unwritten element — fails).
 pub fn assert_close(got: &[f32], want: &[f64], atol: f64, rtol: f64, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
-    let mut worst = (0usize, 0f64);
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let err = (g as f64 - w).abs();
         assert!(
             err.is_finite() && err <= atol + rtol * w.abs(),
             "{what}: element {i} is {g}, expected {w} (|err| {err})"
         );
-        if err > worst.1 {
-            worst = (i, err);
-        }
     }
 }
 
