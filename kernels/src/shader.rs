@@ -8,12 +8,15 @@ use std::sync::OnceLock;
 use minijinja::{context, Environment, UndefinedBehavior, Value};
 
 use crate::dtype::DType;
-use crate::gemm::GemmVariant;
+use crate::gemm::{Contig, CoopVariant, GemmVariant, TileShape};
 
 /// Every template, embedded at build time (name, source).
 const TEMPLATES: &[(&str, &str)] = &[
     ("gemm_common.wgsl.j2", include_str!("../../wgsl/gemm_common.wgsl.j2")),
     ("gemm_tiled.wgsl.j2", include_str!("../../wgsl/gemm_tiled.wgsl.j2")),
+    ("gemm_simt_vec.wgsl.j2", include_str!("../../wgsl/gemm_simt_vec.wgsl.j2")),
+    ("gemm_coop.wgsl.j2", include_str!("../../wgsl/gemm_coop.wgsl.j2")),
+    ("coop_emulation.wgsl.j2", include_str!("../../wgsl/coop_emulation.wgsl.j2")),
     ("gemv.wgsl.j2", include_str!("../../wgsl/gemv.wgsl.j2")),
     ("splitk_reduce.wgsl.j2", include_str!("../../wgsl/splitk_reduce.wgsl.j2")),
 ];
@@ -52,11 +55,16 @@ impl ShaderVariant {
         }
     }
 
-    /// naga capabilities the program needs beyond the WebGPU baseline.
+    /// naga capabilities the program needs beyond the WebGPU baseline. Coop kernels stage
+    /// operands in f16 whatever the storage type; emulated ones need nothing more.
     pub fn capabilities(self) -> naga::valid::Capabilities {
         let mut caps = naga::valid::Capabilities::empty();
-        if self.dtype() == DType::F16 {
+        let ShaderVariant::Gemm(v) = self;
+        if self.dtype() == DType::F16 || v.is_coop() {
             caps |= naga::valid::Capabilities::SHADER_FLOAT16;
+        }
+        if matches!(v, GemmVariant::Coop(c) if !c.emulate) {
+            caps |= naga::valid::Capabilities::COOPERATIVE_MATRIX;
         }
         caps
     }
@@ -86,6 +94,10 @@ pub fn dtype_context(dtype: DType) -> Value {
 
 fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
     match v {
+        GemmVariant::TiledVec { dtype, shape, split_k, a, b } => {
+            ("gemm_simt_vec.wgsl.j2", simt_vec_context(dtype, shape, split_k, a, b))
+        }
+        GemmVariant::Coop(c) => ("gemm_coop.wgsl.j2", coop_context(c)),
         GemmVariant::Tiled { dtype, shape, split_k } => {
             let [wg_x, wg_y] = shape.workgroup();
             let threads = shape.invocations();
@@ -112,11 +124,74 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
     }
 }
 
+/// The numbers of the vec4 SIMT kernel. Staged rows are K-major with one vec4 of padding.
+fn simt_vec_context(dtype: DType, shape: TileShape, split_k: bool, a: Contig, b: Contig) -> Value {
+    let [wg_x, wg_y] = shape.workgroup();
+    let threads = shape.invocations();
+    // Chunks per row of the global slice: along K when K is contiguous, else along M (N).
+    let a_cpr = if a == Contig::K { shape.bk / 4 } else { shape.bm / 4 };
+    let b_cpr = if b == Contig::K { shape.bk / 4 } else { shape.bn / 4 };
+    context! {
+        ..dtype_context(dtype),
+        ..context! {
+            out_t => if split_k { "f32" } else { dtype.wgsl() },
+            split_k,
+            bm => shape.bm, bn => shape.bn, bk => shape.bk, tm => shape.tm, tn => shape.tn,
+            wg_x, wg_y, threads,
+            sav => shape.bm / 4 + 1, sbv => shape.bn / 4 + 1,
+            a_kc => a == Contig::K, b_nc => b == Contig::Mn,
+            a_cpr, b_cpr,
+            a_loads => shape.bm * shape.bk / 4 / threads,
+            b_loads => shape.bn * shape.bk / 4 / threads,
+        }
+    }
+}
+
+/// The numbers of a cooperative-matrix kernel (see `gemm_coop.wgsl.j2`).
+fn coop_context(c: CoopVariant) -> Value {
+    let s = c.shape;
+    let vw = c.load_width();
+    let threads = s.invocations();
+    let [fm, fn_] = s.frags();
+    let (sa, rows_a) = s.staged(s.bm, c.a);
+    let (sb, rows_b) = s.staged(s.bn, c.b);
+    let (in_elem, reg_t, zero_reg) = match (vw, c.dtype) {
+        (8, _) => ("mat2x4<f16>", "mat2x4<f16>", "mat2x4<f16>()"),
+        (4, _) => ("vec4<f32>", "vec4<f32>", "vec4<f32>()"),
+        (_, DType::F16) => ("f16", "f16", "f16(0.0)"),
+        (_, DType::F32) => ("f32", "f32", "0.0"),
+    };
+    context! {
+        t => c.dtype.wgsl(),
+        out_t => if c.split_k { "f32" } else { c.dtype.wgsl() },
+        split_k => c.split_k,
+        emulate => c.emulate,
+        bm => s.bm, bn => s.bn, bk => s.bk, sg_m => s.sg_m, sg_n => s.sg_n, stages => s.stages,
+        subgroups => s.subgroups(), threads, fm, fn => fn_, vw,
+        sa, sb, a_stage => sa * rows_a, b_stage => sb * rows_b,
+        a_kc => c.a == Contig::K, b_nc => c.b == Contig::Mn,
+        // Chunks per staged row: a staged row runs along the operand's contiguous dimension.
+        a_cpr => sa.saturating_sub(crate::gemm::tiling::COOP_PAD) / vw,
+        b_cpr => sb.saturating_sub(crate::gemm::tiling::COOP_PAD) / vw,
+        a_loads => s.bm * s.bk / vw / threads,
+        b_loads => s.bn * s.bk / vw / threads,
+        in_elem, reg_t, zero_reg,
+    }
+}
+
 /// Parses and validates WGSL with exactly `caps`; returns the module for inspection.
 pub fn validate(source: &str, caps: naga::valid::Capabilities) -> Result<naga::Module, String> {
+    validate_with_info(source, caps).map(|(module, _)| module)
+}
+
+/// [`validate`], also returning naga's analysis (what its backends take).
+pub fn validate_with_info(
+    source: &str,
+    caps: naga::valid::Capabilities,
+) -> Result<(naga::Module, naga::valid::ModuleInfo), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
         .validate(&module)
         .map_err(|e| e.emit_to_string(source))?;
-    Ok(module)
+    Ok((module, info))
 }

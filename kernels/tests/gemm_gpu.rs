@@ -5,15 +5,12 @@ mod common;
 
 use common::*;
 use ep_kernels::gemm::{
-    broadcast_layout, matmul_problem, plan_gemm, Activation, Epilogue, GemmPlan, GemmProblem, Tiling, TilingChoice,
+    broadcast_layout, matmul_problem, plan_gemm, Activation, Epilogue, GemmOptions, GemmPlan, GemmProblem, Tiling,
+    TilingChoice,
 };
-use ep_kernels::runtime::{GemmBindings, Gpu};
+use ep_kernels::runtime::Gpu;
 use ep_kernels::DType;
 use rand::Rng;
-
-fn poison(len: usize, dtype: DType) -> Vec<u8> {
-    to_bytes(&vec![f32::NAN; len], dtype)
-}
 
 /// Runs `p` with a forced tiling on fresh data; returns the plan and the output.
 fn run(
@@ -24,23 +21,9 @@ fn run(
     b: &[f32],
     bias: Option<&[f32]>,
 ) -> (GemmPlan, Vec<f32>) {
-    let plan = plan_gemm(p, gpu.caps(), choice).expect("plan");
-    let ab = gpu.upload(&to_bytes(a, p.dtype), "a").unwrap();
-    let bb = gpu.upload(&to_bytes(b, p.dtype), "b").unwrap();
-    let biasb = bias.map(|v| gpu.upload(&to_bytes(v, p.dtype), "bias").unwrap());
-    let out = gpu.upload(&poison(p.output_len() as usize, p.dtype), "out").unwrap();
-    let dispatches = gpu.prepare_gemm(&plan, GemmBindings { a: &ab, b: &bb, bias: biasb.as_ref(), out: &out }).unwrap();
-    gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
-    let got = from_bytes(&gpu.read_buffer(&out).unwrap(), p.dtype);
-    (plan, got[..p.output_len() as usize].to_vec())
-}
-
-fn tolerance(dtype: DType, k: u32) -> (f64, f64) {
-    match dtype {
-        DType::F32 => (1e-4 * (k as f64).sqrt().max(1.0), 1e-4),
-        // f16 storage of the result: half an ulp at |x| ≤ 32 is ≤ 2^-6.
-        DType::F16 => (2e-2 + 1e-3 * (k as f64).sqrt(), 2e-3),
-    }
+    let plan = plan_gemm(p, gpu.caps(), &GemmOptions::tiling(choice)).expect("plan");
+    let got = run_plan(gpu, p, &plan, a, b, bias);
+    (plan, got)
 }
 
 fn check(gpu: &Gpu, p: &GemmProblem, choice: TilingChoice, rng: &mut impl Rng, what: &str) -> GemmPlan {

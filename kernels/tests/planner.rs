@@ -2,7 +2,11 @@
 //! a recorded profile, and property tests check that every plan respects every limit.
 
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::{fold_grid, matmul_problem, plan_gemm, GemmPlan, GemmProblem, Tiling, TilingChoice};
+use ep_kernels::gemm::coop_device_check;
+use ep_kernels::gemm::{
+    fold_grid, matmul_problem, plan_gemm, Contig, CoopMode, GemmOptions, GemmPlan, GemmProblem, GemmVariant, StepIo,
+    Tiling, TilingChoice,
+};
 use ep_kernels::{DType, DeviceCaps, PlanError};
 use proptest::prelude::*;
 
@@ -14,15 +18,21 @@ fn square(n: u32) -> GemmProblem {
     GemmProblem::simple(DType::F32, n, n, n, false, false)
 }
 
+/// Options with the cooperative-matrix path switched off.
+fn off() -> GemmOptions {
+    GemmOptions { cooperative_matrix: CoopMode::Off, ..Default::default() }
+}
+
 fn tiling(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Tiling {
-    plan_gemm(p, caps, choice).unwrap().tiling
+    plan_gemm(p, caps, &GemmOptions::tiling(choice)).unwrap().tiling
 }
 
 #[test]
 fn large_problems_take_128_tiles() {
     assert_eq!(tiling(&square(4096), &h200(), TilingChoice::Auto), Tiling::Tile128);
     let mlp = GemmProblem::simple(DType::F16, 2048, 4096, 4096, false, false);
-    assert_eq!(tiling(&mlp, &h200(), TilingChoice::Auto), Tiling::Tile128);
+    assert_eq!(tiling(&mlp, &h200(), TilingChoice::Auto), Tiling::Coop128);
+    assert_eq!(plan_gemm(&mlp, &h200(), &off()).unwrap().tiling, Tiling::Tile128);
 }
 
 #[test]
@@ -37,10 +47,10 @@ fn few_tiles_and_long_k_split() {
 #[test]
 fn thin_problems_take_gemv_and_swap_when_n_is_small() {
     let p = GemmProblem::simple(DType::F32, 1, 4096, 4096, false, false);
-    let plan = plan_gemm(&p, &h200(), TilingChoice::Auto).unwrap();
+    let plan = plan_gemm(&p, &h200(), &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     assert_eq!((plan.tiling, plan.swap_operands), (Tiling::Gemv, false));
     let p = GemmProblem::simple(DType::F32, 4096, 1, 4096, false, false);
-    let plan = plan_gemm(&p, &h200(), TilingChoice::Auto).unwrap();
+    let plan = plan_gemm(&p, &h200(), &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     assert_eq!((plan.tiling, plan.swap_operands), (Tiling::Gemv, true));
 }
 
@@ -48,21 +58,26 @@ fn thin_problems_take_gemv_and_swap_when_n_is_small() {
 fn storage_limit_falls_back_from_128_to_64() {
     let mut caps = h200();
     caps.max_workgroup_storage_bytes = 12 * 1024;
-    let plan = plan_gemm(&square(4096), &caps, TilingChoice::Auto).unwrap();
+    let plan = plan_gemm(&square(4096), &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     assert_eq!(plan.tiling, Tiling::Tile64);
-    assert!(plan.fallbacks[0].contains("workgroup storage"), "{:?}", plan.fallbacks);
-    // f16 halves the storage: 128×128 fits again.
-    let p = GemmProblem::simple(DType::F16, 4096, 4096, 4096, false, false);
-    assert_eq!(tiling(&p, &caps, TilingChoice::Auto), Tiling::Tile128);
+    assert!(
+        plan.fallbacks.iter().any(|f| f.starts_with("128x128") && f.contains("workgroup storage")),
+        "{:?}",
+        plan.fallbacks
+    );
+    // f16 halves the storage: the scalar 128×128 fits again.
+    let p = GemmProblem::simple(DType::F16, 4093, 4096, 4096, false, false);
+    assert_eq!(plan_gemm(&p, &caps, &off()).unwrap().tiling, Tiling::Tile128);
 }
 
 #[test]
 fn invocation_limit_falls_back_to_gemv() {
     let mut caps = h200();
     caps.max_invocations_per_workgroup = 128;
-    let plan = plan_gemm(&square(4096), &caps, TilingChoice::Tile128).unwrap();
+    let plan = plan_gemm(&square(4096), &caps, &GemmOptions::tiling(TilingChoice::Tile128)).unwrap();
     assert_eq!(plan.tiling, Tiling::Gemv);
-    assert_eq!(plan.fallbacks.len(), 2, "{:?}", plan.fallbacks);
+    let tilings_tried: Vec<_> = plan.fallbacks.iter().filter(|f| !f.starts_with("coop: ")).collect();
+    assert_eq!(tilings_tried.len(), 2, "{:?}", plan.fallbacks);
     assert_eq!(plan.steps[0].variant.invocations(), 128);
 }
 
@@ -70,7 +85,7 @@ fn invocation_limit_falls_back_to_gemv() {
 fn workgroup_size_limit_falls_back() {
     let mut caps = h200();
     caps.max_workgroup_size = [8, 1024, 64];
-    let err = plan_gemm(&square(100), &caps, TilingChoice::Auto).unwrap_err();
+    let err = plan_gemm(&square(100), &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err();
     assert!(err.to_string().contains("no GEMM kernel fits"), "{err}");
     caps.max_workgroup_size = [256, 1, 1];
     assert_eq!(tiling(&square(1000), &caps, TilingChoice::Auto), Tiling::Gemv);
@@ -80,20 +95,21 @@ fn workgroup_size_limit_falls_back() {
 fn f16_needs_shader_f16() {
     let caps = profiles::get("mobile").unwrap();
     let p = GemmProblem::simple(DType::F16, 64, 64, 64, false, false);
-    assert_eq!(plan_gemm(&p, &caps, TilingChoice::Auto).unwrap_err(), PlanError::F16Unsupported);
+    assert_eq!(plan_gemm(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err(), PlanError::F16Unsupported);
 }
 
 #[test]
 fn binding_limit_declines_and_split_workspace_falls_back() {
     let mut caps = h200();
     caps.max_storage_binding_size = 1 << 20;
-    let err = plan_gemm(&square(1024), &caps, TilingChoice::Auto).unwrap_err();
+    let err = plan_gemm(&square(1024), &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err();
     assert!(matches!(err, PlanError::BindingTooLarge { .. }), "{err}");
-    // With 4 MB per binding every operand of 128×1024×1024 f32 fits; 9 splits of its 512 KB
+    // With 4 MB per binding every operand of 128×1024×1024 f32 fits; 16 splits of its 512 KB
     // output do not.
     caps.max_storage_binding_size = 4 << 20;
+    caps.parallelism = 600;
     let p = GemmProblem::simple(DType::F32, 128, 1024, 1024, false, false);
-    let plan = plan_gemm(&p, &caps, TilingChoice::SplitK).unwrap();
+    let plan = plan_gemm(&p, &caps, &GemmOptions::tiling(TilingChoice::SplitK)).unwrap();
     assert_eq!(plan.tiling, Tiling::Tile64, "{:?}", plan.fallbacks);
 }
 
@@ -101,14 +117,22 @@ fn binding_limit_declines_and_split_workspace_falls_back() {
 fn grid_folds_past_the_dimension_limit() {
     let mut caps = h200();
     caps.max_workgroups_per_dimension = 100;
-    let plan =
-        plan_gemm(&GemmProblem::simple(DType::F32, 1, 200_000, 8, false, false), &caps, TilingChoice::Auto).unwrap();
+    let plan = plan_gemm(
+        &GemmProblem::simple(DType::F32, 1, 200_000, 8, false, false),
+        &caps,
+        &GemmOptions::tiling(TilingChoice::Auto),
+    )
+    .unwrap();
     let [x, y, z] = plan.steps[0].grid;
     assert!(x <= 100 && y <= 100 && z <= 100 && (x * y * z) as u64 >= plan.steps[0].params.total_workgroups as u64);
     assert!(y > 1);
     caps.max_workgroups_per_dimension = 10;
     assert!(matches!(
-        plan_gemm(&GemmProblem::simple(DType::F32, 1, 200_000, 8, false, false), &caps, TilingChoice::Auto),
+        plan_gemm(
+            &GemmProblem::simple(DType::F32, 1, 200_000, 8, false, false),
+            &caps,
+            &GemmOptions::tiling(TilingChoice::Auto)
+        ),
         Err(PlanError::Invalid(_))
     ));
     assert_eq!(fold_grid(1, 65535).unwrap(), [1, 1, 1]);
@@ -118,11 +142,152 @@ fn grid_folds_past_the_dimension_limit() {
 #[test]
 fn shared_weights_fold_batch_into_rows() {
     let (p, _) = matmul_problem(&[4, 128, 512], &[512, 512], DType::F32).unwrap();
-    let plan = plan_gemm(&p, &h200(), TilingChoice::Auto).unwrap();
+    let plan = plan_gemm(&p, &h200(), &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     assert_eq!((plan.steps[0].params.m, plan.steps[0].params.batch_count), (512, 1));
     let (p, _) = matmul_problem(&[4, 128, 512], &[4, 512, 512], DType::F32).unwrap();
-    let plan = plan_gemm(&p, &h200(), TilingChoice::Auto).unwrap();
+    let plan = plan_gemm(&p, &h200(), &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     assert_eq!((plan.steps[0].params.m, plan.steps[0].params.batch_count), (128, 4));
+}
+
+fn f16(m: u32, n: u32, k: u32) -> GemmProblem {
+    GemmProblem::simple(DType::F16, m, n, k, false, false)
+}
+
+fn auto(p: &GemmProblem, caps: &DeviceCaps) -> GemmPlan {
+    plan_gemm(p, caps, &GemmOptions::default()).unwrap()
+}
+
+fn coop_reason(plan: &GemmPlan) -> &str {
+    plan.fallbacks.iter().find_map(|f| f.strip_prefix("coop: ")).unwrap_or("")
+}
+
+#[test]
+fn h200_takes_tensor_cores_for_f16() {
+    let caps = h200();
+    let plan = auto(&f16(4096, 4096, 4096), &caps);
+    assert_eq!(plan.tiling, Tiling::Coop128);
+    assert!(plan.uses_coop() && plan.fallbacks.is_empty(), "{:?}", plan.fallbacks);
+    assert_eq!(plan.steps[0].variant.name(), "gemm_f16_coop_128x128");
+    // Whisper's projections have too few 128×128 tiles to fill the device.
+    assert_eq!(auto(&f16(1500, 384, 384), &caps).tiling, Tiling::Coop64);
+    assert_eq!(auto(&f16(1500, 384, 384), &caps).steps[0].variant.name(), "gemm_f16_coop_64x64");
+    // Few output tiles and a long K: split-K on tensor cores.
+    let plan = auto(&f16(128, 4096, 4096), &caps);
+    assert!(matches!(plan.tiling, Tiling::CoopSplitK { splits } if splits >= 2), "{:?}", plan.tiling);
+    let names: Vec<String> = plan.variants().map(|v| v.name()).collect();
+    assert_eq!(names, ["gemm_f16_coop_64x64_splitk", "splitk_reduce_f16_t256"]);
+    // Transposed operands stage the other way round and load fragments column-major.
+    let p = GemmProblem::simple(DType::F16, 4096, 4096, 4096, true, true);
+    assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_at_bt");
+    // Unaligned K: scalar loads, still tensor cores.
+    assert_eq!(auto(&f16(4096, 4096, 4093), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_scalar");
+}
+
+#[test]
+fn thin_products_keep_gemv_unless_coop_is_forced() {
+    let caps = h200();
+    let plan = auto(&f16(4, 4096, 4096), &caps);
+    assert_eq!(plan.tiling, Tiling::Gemv);
+    assert!(coop_reason(&plan).contains("GEMV"), "{:?}", plan.fallbacks);
+    let on = GemmOptions { cooperative_matrix: CoopMode::On, ..Default::default() };
+    assert!(plan_gemm(&f16(4, 4096, 4096), &caps, &on).unwrap().uses_coop());
+}
+
+#[test]
+fn f32_stays_exact_unless_opted_in() {
+    let caps = h200();
+    let plan = auto(&square(4096), &caps);
+    assert!(!plan.uses_coop());
+    assert!(coop_reason(&plan).contains("f32_via_f16"), "{:?}", plan.fallbacks);
+    let opt_in = GemmOptions { f32_via_f16: true, ..Default::default() };
+    let plan = plan_gemm(&square(4096), &caps, &opt_in).unwrap();
+    assert_eq!(plan.steps[0].variant.name(), "gemm_f32_coop_128x128");
+}
+
+#[test]
+fn option_off_and_forced_tilings() {
+    let caps = h200();
+    let plan = plan_gemm(&f16(4096, 4096, 4096), &caps, &off()).unwrap();
+    assert_eq!(plan.tiling, Tiling::Tile128);
+    assert!(coop_reason(&plan).contains("cooperative_matrix=0"));
+    let forced = |tiling| GemmOptions { tiling, ..Default::default() };
+    let p = f16(4096, 4096, 4096);
+    assert_eq!(plan_gemm(&p, &caps, &forced(TilingChoice::Tile64)).unwrap().tiling, Tiling::Coop64);
+    assert!(matches!(plan_gemm(&p, &caps, &forced(TilingChoice::SplitK)).unwrap().tiling, Tiling::CoopSplitK { .. }));
+    assert_eq!(plan_gemm(&p, &caps, &forced(TilingChoice::Gemv)).unwrap().tiling, Tiling::Gemv);
+}
+
+#[test]
+fn devices_without_matching_coop_fall_back_with_a_reason() {
+    let on = GemmOptions { cooperative_matrix: CoopMode::On, ..Default::default() };
+    let opt_in = GemmOptions { cooperative_matrix: CoopMode::On, f32_via_f16: true, ..Default::default() };
+    for name in ["llvmpipe", "no_subgroups"] {
+        let caps = profiles::get(name).unwrap();
+        let plan = plan_gemm(&f16(4096, 4096, 4096), &caps, &on).unwrap();
+        assert!(!plan.uses_coop(), "{name}");
+        assert!(coop_reason(&plan).contains("cooperative-matrix configuration"), "{name}: {:?}", plan.fallbacks);
+    }
+    // No shader-f16: f16 problems are declined outright, f32 ones plan without tensor cores.
+    let mobile = profiles::get("mobile").unwrap();
+    let plan = plan_gemm(&square(1024), &mobile, &opt_in).unwrap();
+    assert!(!plan.uses_coop());
+    assert!(coop_reason(&plan).contains("shader-f16"), "{:?}", plan.fallbacks);
+    // Only an f16→f16 configuration: the kernels accumulate in f32.
+    let mut caps = h200();
+    caps.coop_matrix.retain(|c| c.cr == ep_kernels::CoopScalar::F16);
+    assert!(coop_reason(&auto(&f16(4096, 4096, 4096), &caps)).contains("f16→f32"));
+}
+
+#[test]
+fn subgroup_size_must_match_the_kernels_assumption() {
+    for (min, max) in [(16, 32), (32, 64), (64, 64), (0, 0)] {
+        let mut caps = h200();
+        caps.subgroup_min_size = min;
+        caps.subgroup_max_size = max;
+        let plan = auto(&f16(4096, 4096, 4096), &caps);
+        assert_eq!(plan.tiling, Tiling::Tile128, "{min}..{max}");
+        assert!(coop_reason(&plan).contains("subgroups of exactly 32"), "{:?}", plan.fallbacks);
+    }
+}
+
+#[test]
+fn coop_storage_limit_steps_down_one_shape_at_a_time() {
+    let p = f16(4096, 4096, 4096);
+    let shape = |plan: &GemmPlan| match plan.steps[0].variant {
+        GemmVariant::Coop(c) => Some(c.shape),
+        _ => None,
+    };
+    let mut caps = h200();
+    let full = shape(&auto(&p, &caps)).unwrap();
+    assert_eq!(full.stages, 2);
+    // Less storage than the double-buffered tile: the single-buffered 128×128.
+    caps.max_workgroup_storage_bytes = full.storage_bytes(Contig::K, Contig::Mn) - 1;
+    let plan = auto(&p, &caps);
+    assert_eq!((plan.tiling, shape(&plan).unwrap().stages), (Tiling::Coop128, 1));
+    // No 128×128 shape fits: the 64×64 coop tile, with the reason recorded.
+    caps.max_workgroup_storage_bytes = 16 * 1024;
+    let plan = auto(&p, &caps);
+    assert_eq!(plan.tiling, Tiling::Coop64);
+    assert!(plan.fallbacks.iter().any(|f| f.starts_with("coop128x128") && f.contains("workgroup storage")));
+    // Nothing coop fits: the SIMT kernels.
+    caps.max_workgroup_storage_bytes = 8 * 1024;
+    let plan = auto(&p, &caps);
+    assert!(!plan.uses_coop(), "{:?}", plan.tiling);
+    assert!(plan.fallbacks.iter().any(|f| f.starts_with("coop64x64") && f.contains("workgroup storage")));
+}
+
+#[test]
+fn coop_invocation_limit_steps_down() {
+    let p = f16(4096, 4096, 4096);
+    let mut caps = h200();
+    caps.max_invocations_per_workgroup = 128;
+    let plan = auto(&p, &caps);
+    assert_eq!(plan.tiling, Tiling::Coop128);
+    assert_eq!(plan.steps[0].variant.invocations(), 128);
+    caps.max_invocations_per_workgroup = 64;
+    let plan = auto(&p, &caps);
+    assert!(!plan.uses_coop());
+    assert!(plan.fallbacks.iter().any(|f| f.starts_with("coop64x64") && f.contains("invocations")));
 }
 
 /// Prints the decision table of every recorded profile (`--nocapture`); asserts each plans.
@@ -143,7 +308,7 @@ fn decision_table() {
         for &(label, m, n, k) in shapes {
             for dtype in [DType::F32, DType::F16] {
                 let p = GemmProblem::simple(dtype, m, n, k, false, false);
-                match plan_gemm(&p, &caps, TilingChoice::Auto) {
+                match plan_gemm(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)) {
                     Ok(plan) => println!("  {label:28} {dtype}: {}", describe(&plan)),
                     Err(e) => println!("  {label:28} {dtype}: declined: {e}"),
                 }
@@ -158,8 +323,16 @@ fn describe(plan: &GemmPlan) -> String {
 }
 
 fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
-    ((0u32..65536, 1u32..1025, 1u32..1025, 1u32..1025, 1u32..70000), (1u64 << 10..1u64 << 32, any::<bool>(), 1u32..600))
-        .prop_map(|((storage, inv, wx, wy, wpd), (binding, f16, par))| DeviceCaps {
+    let limits = (
+        (0u32..65536, 1u32..1025, 1u32..1025, 1u32..1025, 1u32..70000),
+        (1u64 << 10..1u64 << 32, any::<bool>(), 1u32..600),
+    );
+    // Coop configurations of the H200 (any subset) and subgroup sizes around the assumed 32.
+    let coop =
+        (proptest::collection::vec(any::<bool>(), 6), prop_oneof![Just(0u32), Just(16), Just(32), Just(64)], 0u32..3);
+    (limits, coop).prop_map(|(((storage, inv, wx, wy, wpd), (binding, f16, par)), (keep, sg, sg_spread))| {
+        let configs = h200().coop_matrix.into_iter().zip(keep).filter_map(|(c, k)| k.then_some(c)).collect();
+        DeviceCaps {
             max_workgroup_storage_bytes: storage,
             max_invocations_per_workgroup: inv,
             max_workgroup_size: [wx, wy, 64],
@@ -168,8 +341,18 @@ fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
             max_buffer_size: binding,
             shader_f16: f16,
             parallelism: par,
+            subgroup_min_size: sg,
+            subgroup_max_size: sg << sg_spread,
+            subgroups: sg > 0,
+            coop_matrix: configs,
             ..DeviceCaps::default()
-        })
+        }
+    })
+}
+
+fn arb_options() -> impl Strategy<Value = GemmOptions> {
+    (arb_choice(), prop_oneof![Just(CoopMode::Auto), Just(CoopMode::Off), Just(CoopMode::On)], any::<bool>())
+        .prop_map(|(tiling, cooperative_matrix, f32_via_f16)| GemmOptions { tiling, cooperative_matrix, f32_via_f16 })
 }
 
 fn arb_problem() -> impl Strategy<Value = GemmProblem> {
@@ -192,10 +375,18 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_plan_respects_every_limit(caps in arb_caps(), p in arb_problem(), choice in arb_choice()) {
-        match plan_gemm(&p, &caps, choice) {
+    fn every_plan_respects_every_limit(caps in arb_caps(), p in arb_problem(), options in arb_options()) {
+        match plan_gemm(&p, &caps, &options) {
             Ok(plan) => {
                 prop_assert!(!plan.steps.is_empty());
+                if plan.uses_coop() {
+                    prop_assert!(options.cooperative_matrix != CoopMode::Off);
+                    prop_assert!(p.dtype == DType::F16 || options.f32_via_f16);
+                    prop_assert!(coop_device_check(&caps).is_ok());
+                } else if options.cooperative_matrix != CoopMode::Off {
+                    // Declining the coop path always says why.
+                    prop_assert!(plan.fallbacks.iter().any(|f| f.starts_with("coop")), "{:?}", plan.fallbacks);
+                }
                 prop_assert!(plan.workspace_bytes <= caps.max_storage_binding_size);
                 for step in &plan.steps {
                     let v = step.variant;
@@ -203,6 +394,11 @@ proptest! {
                     prop_assert!(caps.allows_workgroup(x, y, z), "{v:?} workgroup");
                     prop_assert!(v.storage_bytes() <= caps.max_workgroup_storage_bytes, "{v:?} storage");
                     prop_assert!(v.dtype() == DType::F32 || caps.shader_f16);
+                    prop_assert_eq!(v.is_coop(), plan.uses_coop() && step.io != StepIo::Reduce);
+                    if let GemmVariant::Coop(c) = v {
+                        prop_assert!(!c.emulate);
+                        prop_assert!(v.fits(&caps).is_ok());
+                    }
                     let max = caps.max_workgroups_per_dimension;
                     let [gx, gy, gz] = step.grid;
                     prop_assert!(gx <= max && gy <= max && gz <= max, "grid {:?} > {max}", step.grid);

@@ -1,12 +1,23 @@
-//! Batched GEMM: problem description, tilings, the planner.
+//! Batched GEMM: problem description, tilings and kernel variants, the planner.
 
+pub(crate) mod coop;
+pub mod layout;
+pub mod options;
+pub mod params;
 pub mod plan;
 pub mod problem;
 pub mod tiling;
+pub mod tuning;
+pub mod variant;
 
-pub use plan::{fold_grid, plan_gemm, GemmParams, GemmPlan, GemmStep, StepIo};
+pub use layout::{a_contig, b_contig, wide_loads_ok};
+pub use options::{CoopMode, GemmOptions};
+pub use params::{fold_grid, GemmParams};
+pub use plan::{plan_gemm, plan_gemm_tuned, GemmPlan, GemmStep, StepIo};
 pub use problem::{
     broadcast_layout, broadcast_shapes, contiguous_layout, matmul_problem, Activation, Epilogue, GemmProblem,
     MatrixLayout, MAX_BATCH_DIMS,
 };
-pub use tiling::{GemmVariant, GemvShape, TileShape, Tiling, TilingChoice};
+pub use tiling::{Contig, CoopShape, GemvShape, TileShape, Tiling, TilingChoice};
+pub use tuning::Tuning;
+pub use variant::{coop_device_check, CoopVariant, GemmVariant, COOP_CONFIG};

@@ -1,54 +1,18 @@
-//! The GEMM planner: a pure function from a problem and a device's caps to the dispatches
-//! that compute it. All tile arithmetic lives here; templates only substitute the numbers.
+//! The GEMM planner: a pure function from a problem, a device's caps and the user's options
+//! to the dispatches that compute it. All tile arithmetic lives here; templates only
+//! substitute the numbers.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::problem::{Activation, GemmProblem, MatrixLayout, MAX_BATCH_DIMS};
-use super::tiling::{GemmVariant, GemvShape, TileShape, Tiling, TilingChoice};
+use super::coop;
+use super::layout::{a_contig, b_contig, check_bindings, fold_batch_into_rows, transposed, wide_loads_ok};
+use super::options::GemmOptions;
+use super::params::{base_params, fold_grid, GemmParams, FLAG_GEMV_N_WIDE};
+use super::problem::GemmProblem;
+use super::tiling::{GemvShape, TileShape, Tiling, TilingChoice};
+use super::tuning::Tuning;
+use super::variant::{CoopVariant, GemmVariant};
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::PlanError;
-
-/// Uniforms shared by every GEMM-family shader (`wgsl/gemm_params.wgsl` mirrors it).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-pub struct GemmParams {
-    pub m: u32,
-    pub n: u32,
-    pub k: u32,
-    /// K elements per split (split-K), else K rounded up.
-    pub k_chunk: u32,
-    pub a_rs: u32,
-    pub a_cs: u32,
-    pub b_rs: u32,
-    pub b_cs: u32,
-    pub c_rs: u32,
-    pub c_cs: u32,
-    pub bias_rs: u32,
-    pub bias_cs: u32,
-    pub tiles_n: u32,
-    pub tiles_m: u32,
-    pub splits: u32,
-    pub batch_count: u32,
-    pub grid_x: u32,
-    pub grid_y: u32,
-    pub total_workgroups: u32,
-    /// Bit 0: bias present; bits 1–2: activation (0 none, 1 relu, 2 clip); bit 3: the GEMV
-    /// spreads its wide lanes along N (B contiguous in N) rather than along K.
-    pub flags: u32,
-    pub alpha: f32,
-    pub beta: f32,
-    pub clip_min: f32,
-    pub clip_max: f32,
-    pub batch_shape: [u32; 4],
-    pub a_bs: [u32; 4],
-    pub b_bs: [u32; 4],
-    pub c_bs: [u32; 4],
-    pub bias_bs: [u32; 4],
-}
-
-pub const FLAG_BIAS: u32 = 1;
-pub const FLAG_GEMV_N_WIDE: u32 = 8;
 
 /// Which buffers a step binds, in binding order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,7 +41,8 @@ pub struct GemmPlan {
     pub swap_operands: bool,
     /// Bytes of f32 scratch the split-K partial sums need.
     pub workspace_bytes: u64,
-    /// Why tilings preferred over the chosen one were rejected on this device.
+    /// Why paths preferred over the chosen one were rejected (the cooperative-matrix path as
+    /// `coop: …`, tilings as `<tiling>: …`).
     pub fallbacks: Vec<String>,
 }
 
@@ -86,19 +51,41 @@ impl GemmPlan {
     pub fn variants(&self) -> impl Iterator<Item = GemmVariant> + '_ {
         self.steps.iter().map(|s| s.variant)
     }
+
+    /// Whether the product runs on cooperative matrices (tensor cores).
+    pub fn uses_coop(&self) -> bool {
+        self.tiling.is_coop()
+    }
 }
 
-/// Plans `problem` on `caps`, honouring a forced tiling where the device allows it and falling
-/// back along 128×128 → 64×64 → GEMV otherwise.
-pub fn plan_gemm(problem: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Result<GemmPlan, PlanError> {
+/// Plans `problem` on `caps` with the tuned shapes for that device.
+pub fn plan_gemm(problem: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Result<GemmPlan, PlanError> {
+    plan_gemm_tuned(problem, caps, options, &Tuning::for_caps(caps))
+}
+
+/// Plans with an explicit shape table: the coop path first where it is eligible, then the SIMT
+/// path, each honouring a forced tiling where the device allows it and falling back along
+/// 128×128 → 64×64 → GEMV otherwise.
+pub fn plan_gemm_tuned(
+    problem: &GemmProblem,
+    caps: &DeviceCaps,
+    options: &GemmOptions,
+    tuning: &Tuning,
+) -> Result<GemmPlan, PlanError> {
     if problem.dtype == DType::F16 && !caps.shader_f16 {
         return Err(PlanError::F16Unsupported);
     }
     check_bindings(problem, caps)?;
     let problem = fold_batch_into_rows(problem);
     let mut fallbacks = Vec::new();
-    for tiling in candidates(&problem, caps, choice) {
-        match build(&problem, caps, tiling) {
+    let mut tilings = Vec::new();
+    match coop::eligible(&problem, caps, options) {
+        Ok(()) => tilings.extend(coop::candidates(&problem, caps, options.tiling)),
+        Err(reason) => fallbacks.push(format!("coop: {reason}")),
+    }
+    tilings.extend(simt_candidates(&problem, caps, options.tiling));
+    for tiling in tilings {
+        match build(&problem, caps, tiling, tuning) {
             Ok(mut plan) => {
                 plan.fallbacks = fallbacks;
                 return Ok(plan);
@@ -112,9 +99,9 @@ pub fn plan_gemm(problem: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice)
         .unwrap_or_else(|| PlanError::Invalid("no GEMM kernel fits this device".into())))
 }
 
-/// Tilings to try, best first.
-fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
-    let split = Tiling::SplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK) };
+/// SIMT tilings to try, best first.
+fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
+    let split = Tiling::SplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK, TileShape::T64.bk) };
     match choice {
         TilingChoice::Tile128 => vec![Tiling::Tile128, Tiling::Tile64, Tiling::Gemv],
         TilingChoice::Tile64 => vec![Tiling::Tile64, Tiling::Gemv],
@@ -122,8 +109,7 @@ fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<T
         TilingChoice::Gemv => vec![Tiling::Gemv],
         TilingChoice::Auto if p.m.min(p.n) <= 8 => vec![Tiling::Gemv],
         TilingChoice::Auto => {
-            let tiles128 = tiles(p, TileShape::T128);
-            if tiles128 >= caps.parallelism as u64 {
+            if tiles(p, 128, 128) >= caps.parallelism as u64 {
                 vec![Tiling::Tile128, Tiling::Tile64, Tiling::Gemv]
             } else if matches!(split, Tiling::SplitK { splits } if splits >= 2) {
                 vec![split, Tiling::Tile64, Tiling::Gemv]
@@ -134,15 +120,15 @@ fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<T
     }
 }
 
-fn tiles(p: &GemmProblem, shape: TileShape) -> u64 {
-    p.m.div_ceil(shape.bm) as u64 * p.n.div_ceil(shape.bn) as u64 * p.batch_count()
+/// Output tiles of `bm×bn` over the whole batch.
+pub(crate) fn tiles(p: &GemmProblem, bm: u32, bn: u32) -> u64 {
+    p.m.div_ceil(bm) as u64 * p.n.div_ceil(bn) as u64 * p.batch_count()
 }
 
 /// Split-K pays when 64×64 tiles cannot fill the device and K is long; a forced split-K always
-/// splits where K allows.
-fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool) -> u32 {
-    let t = tiles(p, TileShape::T64).max(1);
-    let bk = TileShape::T64.bk;
+/// splits where K allows (slices of `bk`).
+pub(crate) fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool, bk: u32) -> u32 {
+    let t = tiles(p, 64, 64).max(1);
     let max_by_k = p.k.div_ceil(bk).max(1);
     if forced {
         let want = (caps.parallelism as u64).div_ceil(t).clamp(2, 16) as u32;
@@ -155,12 +141,22 @@ fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool) -> u32 {
     want.min(p.k / 256)
 }
 
-fn build(p: &GemmProblem, caps: &DeviceCaps, tiling: Tiling) -> Result<GemmPlan, String> {
+fn build(p: &GemmProblem, caps: &DeviceCaps, tiling: Tiling, tuning: &Tuning) -> Result<GemmPlan, String> {
+    let single = |step: GemmStep| plan(tiling, vec![step], false, 0);
     match tiling {
-        Tiling::Tile128 => tiled(p, caps, TileShape::T128, None).map(|s| plan(tiling, vec![s], false, 0)),
-        Tiling::Tile64 => tiled(p, caps, TileShape::T64, None).map(|s| plan(tiling, vec![s], false, 0)),
-        Tiling::SplitK { splits } => split_k(p, caps, splits),
+        Tiling::Tile128 => simt_step(p, caps, &tuning.simt_128, TileShape::T128, None).map(single),
+        Tiling::Tile64 => simt_step(p, caps, &tuning.simt_64, TileShape::T64, None).map(single),
+        Tiling::SplitK { splits } => {
+            let partial = simt_step(p, caps, &tuning.simt_64, TileShape::T64, Some(splits))?;
+            split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws))
+        }
         Tiling::Gemv => gemv(p, caps),
+        Tiling::Coop128 => coop::step(p, caps, &tuning.coop_128, None).map(single),
+        Tiling::Coop64 => coop::step(p, caps, &tuning.coop_64, None).map(single),
+        Tiling::CoopSplitK { splits } => {
+            let partial = coop::step(p, caps, &tuning.coop_64, Some(splits))?;
+            split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::CoopSplitK { splits: s }, steps, false, ws))
+        }
     }
 }
 
@@ -168,17 +164,44 @@ fn plan(tiling: Tiling, steps: Vec<GemmStep>, swap_operands: bool, workspace_byt
     GemmPlan { tiling, steps, swap_operands, workspace_bytes, fallbacks: Vec::new() }
 }
 
-/// The tiled kernel; with `splits` it is the split-K partial kernel over that many K slices.
-fn tiled(p: &GemmProblem, caps: &DeviceCaps, shape: TileShape, splits: Option<u32>) -> Result<GemmStep, String> {
-    let variant = GemmVariant::Tiled { dtype: p.dtype, shape, split_k: splits.is_some() };
+/// The SIMT tiled kernel: the first vec4 shape that fits when both operands allow 4-wide
+/// loads, else the scalar kernel of `scalar` shape.
+fn simt_step(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    vec_shapes: &[TileShape],
+    scalar: TileShape,
+    splits: Option<u32>,
+) -> Result<GemmStep, String> {
+    let split_k = splits.is_some();
+    if wide_loads_ok(p, 4) {
+        for &shape in vec_shapes.iter().filter(|s| s.vec_compatible()) {
+            let variant = GemmVariant::TiledVec { dtype: p.dtype, shape, split_k, a: a_contig(p), b: b_contig(p) };
+            if variant.fits(caps).is_ok() {
+                return tiled_step(p, caps, variant, [shape.bm, shape.bn, shape.bk], splits);
+            }
+        }
+    }
+    let variant = GemmVariant::Tiled { dtype: p.dtype, shape: scalar, split_k };
     variant.fits(caps)?;
+    tiled_step(p, caps, variant, [scalar.bm, scalar.bn, scalar.bk], splits)
+}
+
+/// A tiled product step (SIMT or coop): the grid over output tiles (and K splits).
+pub(crate) fn tiled_step(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    variant: GemmVariant,
+    [bm, bn, bk]: [u32; 3],
+    splits: Option<u32>,
+) -> Result<GemmStep, String> {
     let mut splits = splits.unwrap_or(1).max(1);
-    let k_chunk = p.k.div_ceil(splits).next_multiple_of(shape.bk);
+    let k_chunk = p.k.div_ceil(splits).next_multiple_of(bk);
     if p.k > 0 {
         // Rounding the chunk up to whole K slices can leave trailing splits empty: drop them.
         splits = p.k.div_ceil(k_chunk);
     }
-    let (tiles_n, tiles_m) = (p.n.div_ceil(shape.bn), p.m.div_ceil(shape.bm));
+    let (tiles_n, tiles_m) = (p.n.div_ceil(bn), p.m.div_ceil(bm));
     let total = tiles_n as u64 * tiles_m as u64 * p.batch_count() * splits as u64;
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
     let mut params = base_params(p, grid, total);
@@ -186,20 +209,23 @@ fn tiled(p: &GemmProblem, caps: &DeviceCaps, shape: TileShape, splits: Option<u3
     params.tiles_m = tiles_m;
     params.splits = splits;
     params.k_chunk = k_chunk;
-    let io = StepIo::Product { to_workspace: variant_is_split(variant) };
-    Ok(GemmStep { variant, params, grid, io })
+    let to_workspace = matches!(
+        variant,
+        GemmVariant::Tiled { split_k: true, .. }
+            | GemmVariant::TiledVec { split_k: true, .. }
+            | GemmVariant::Coop(CoopVariant { split_k: true, .. })
+    );
+    Ok(GemmStep { variant, params, grid, io: StepIo::Product { to_workspace } })
 }
 
-fn variant_is_split(v: GemmVariant) -> bool {
-    matches!(v, GemmVariant::Tiled { split_k: true, .. })
-}
-
-fn split_k(p: &GemmProblem, caps: &DeviceCaps, splits: u32) -> Result<GemmPlan, String> {
+/// The reduction after a split-K `partial` step: the steps, the workspace bytes and the
+/// number of splits actually used.
+fn split_k(p: &GemmProblem, caps: &DeviceCaps, partial: GemmStep) -> Result<(Vec<GemmStep>, u64, u32), String> {
+    let splits = partial.params.splits;
     let workspace = splits as u64 * p.output_len() * 4;
     if workspace > caps.max_storage_binding_size {
         return Err(format!("split-K workspace of {workspace} bytes exceeds one storage binding"));
     }
-    let partial = tiled(p, caps, TileShape::T64, Some(splits))?;
     let threads =
         [256u32, 128, 64, 32, 16, 8, 4, 2, 1].into_iter().find(|&t| caps.allows_workgroup(t, 1, 1)).unwrap_or(1);
     let variant = GemmVariant::SplitKReduce { dtype: p.dtype, threads };
@@ -207,9 +233,9 @@ fn split_k(p: &GemmProblem, caps: &DeviceCaps, splits: u32) -> Result<GemmPlan, 
     let total = p.output_len().div_ceil(threads as u64);
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
     let mut params = base_params(p, grid, total);
-    params.splits = partial.params.splits;
+    params.splits = splits;
     let reduce = GemmStep { variant, params, grid, io: StepIo::Reduce };
-    Ok(plan(Tiling::SplitK { splits: partial.params.splits }, vec![partial, reduce], false, workspace))
+    Ok((vec![partial, reduce], workspace, splits))
 }
 
 fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
@@ -241,123 +267,4 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
     }
     let step = GemmStep { variant, params, grid, io: StepIo::Product { to_workspace: false } };
     Ok(plan(Tiling::Gemv, vec![step], swap, 0))
-}
-
-/// `Cᵀ = Bᵀ·Aᵀ`: the same output written through transposed strides.
-fn transposed(p: &GemmProblem) -> GemmProblem {
-    let mut q = *p;
-    q.m = p.n;
-    q.n = p.m;
-    q.a = p.b.transposed();
-    q.b = p.a.transposed();
-    q.epilogue.bias = p.epilogue.bias.map(MatrixLayout::transposed);
-    q
-}
-
-fn base_params(p: &GemmProblem, grid: [u32; 3], total: u64) -> GemmParams {
-    let out = p.output_layout();
-    let bias = p.epilogue.bias.unwrap_or(MatrixLayout { row_stride: 0, col_stride: 0, batch_strides: [0; 4] });
-    let (act, clip_min, clip_max) = match p.epilogue.activation {
-        Activation::None => (0, f32::NEG_INFINITY, f32::INFINITY),
-        Activation::Relu => (1, 0.0, f32::INFINITY),
-        Activation::Clip { min, max } => (2, min, max),
-    };
-    let bias_flag = if p.epilogue.bias.is_some() { FLAG_BIAS } else { 0 };
-    GemmParams {
-        m: p.m,
-        n: p.n,
-        k: p.k,
-        k_chunk: p.k,
-        a_rs: p.a.row_stride,
-        a_cs: p.a.col_stride,
-        b_rs: p.b.row_stride,
-        b_cs: p.b.col_stride,
-        c_rs: out.row_stride,
-        c_cs: out.col_stride,
-        bias_rs: bias.row_stride,
-        bias_cs: bias.col_stride,
-        tiles_n: 1,
-        tiles_m: 1,
-        splits: 1,
-        batch_count: p.batch_count() as u32,
-        grid_x: grid[0],
-        grid_y: grid[1],
-        total_workgroups: total as u32,
-        flags: bias_flag | (act << 1),
-        alpha: p.epilogue.alpha,
-        beta: p.epilogue.beta,
-        clip_min,
-        clip_max,
-        batch_shape: p.batch,
-        a_bs: p.a.batch_strides,
-        b_bs: p.b.batch_strides,
-        c_bs: out.batch_strides,
-        bias_bs: bias.batch_strides,
-    }
-}
-
-/// Spreads `total` workgroups over up to three grid dimensions of at most `max` each; the
-/// shaders linearise the workgroup id and skip ids past `total`.
-pub fn fold_grid(total: u64, max: u32) -> Result<[u32; 3], PlanError> {
-    let max = max.max(1) as u64;
-    let x = total.clamp(1, max);
-    let y = total.div_ceil(x).clamp(1, max);
-    let z = total.div_ceil(x * y).max(1);
-    if z > max || total > u32::MAX as u64 {
-        return Err(PlanError::GridTooLarge { workgroups: total, limit: max as u32 });
-    }
-    Ok([x as u32, y as u32, z as u32])
-}
-
-/// Every operand must fit one storage binding (the kernels index with 32 bits).
-fn check_bindings(p: &GemmProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
-    let size = p.dtype.size();
-    let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
-    let mut operands = vec![
-        ("A", p.a.extent(p.m, p.k, &p.batch)),
-        ("B", p.b.extent(p.k, p.n, &p.batch)),
-        ("the output", p.output_len()),
-    ];
-    if let Some(bias) = p.epilogue.bias {
-        operands.push(("the bias", bias.extent(p.m, p.n, &p.batch)));
-    }
-    for (what, elems) in operands {
-        let needed = elems * size;
-        if needed > limit {
-            return Err(PlanError::BindingTooLarge { what, needed, limit });
-        }
-    }
-    Ok(())
-}
-
-/// When B is shared by every batch and A, the output and the bias continue row after row
-/// across batches, the batch is just more rows: one tall GEMM fills the device better.
-fn fold_batch_into_rows(p: &GemmProblem) -> GemmProblem {
-    let count = p.batch_count();
-    if count <= 1 || p.b.batch_strides.iter().any(|&s| s != 0) || count * p.m as u64 > u32::MAX as u64 {
-        return *p;
-    }
-    let rows_continue = |l: &MatrixLayout| {
-        let mut inner = p.m as u64;
-        (0..MAX_BATCH_DIMS).rev().all(|i| {
-            let ok = p.batch[i] == 1 || l.batch_strides[i] as u64 == l.row_stride as u64 * inner;
-            inner *= p.batch[i] as u64;
-            ok
-        })
-    };
-    let bias_ok = match p.epilogue.bias {
-        None => true,
-        Some(b) => (b.row_stride == 0 && b.batch_strides == [0; 4]) || rows_continue(&b),
-    };
-    if !rows_continue(&p.a) || !bias_ok {
-        return *p;
-    }
-    let mut q = *p;
-    q.m = (count * p.m as u64) as u32;
-    q.batch = [1; MAX_BATCH_DIMS];
-    q.a.batch_strides = [0; MAX_BATCH_DIMS];
-    if let Some(b) = q.epilogue.bias.as_mut() {
-        b.batch_strides = [0; MAX_BATCH_DIMS];
-    }
-    q
 }

@@ -1,7 +1,7 @@
-//! The GEMM kernel variants and the device limits each one needs.
+//! Tilings and the shapes of the kernels that implement them.
 //!
-//! A [`GemmVariant`] is everything that changes the WGSL text; shapes, strides and the epilogue
-//! travel in uniforms, so one compiled pipeline serves every shape of its variant.
+//! Shapes are plain numbers: the planner picks them (from [`super::tuning::Tuning`]) and the
+//! templates only substitute them.
 
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
@@ -9,16 +9,22 @@ use crate::dtype::DType;
 /// The tilings the planner chooses between.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tiling {
-    /// 128×128 output tile per workgroup, 8×8 outputs per invocation.
+    /// 128×128 output tile per workgroup on the SIMT (plain FMA) kernels.
     Tile128,
-    /// 64×64 output tile per workgroup, 4×4 outputs per invocation.
+    /// 64×64 output tile per workgroup on the SIMT kernels.
     Tile64,
-    /// 64×64 tiles over slices of K, summed by a second dispatch; fills the device when M·N is
-    /// small and K long.
+    /// 64×64 SIMT tiles over slices of K, summed by a second dispatch; fills the device when
+    /// M·N is small and K long.
     SplitK { splits: u32 },
     /// A few rows per workgroup, invocations split between columns and K; for M or N ≤ 8 and
     /// the universal fallback (it needs the least of every limit).
     Gemv,
+    /// 128×128 output tile on cooperative matrices (tensor cores), for large problems.
+    Coop128,
+    /// 64×64 output tile on cooperative matrices, for problems with few 128×128 tiles.
+    Coop64,
+    /// 64×64 cooperative-matrix tiles over slices of K plus the split-K reduction.
+    CoopSplitK { splits: u32 },
 }
 
 impl Tiling {
@@ -28,11 +34,20 @@ impl Tiling {
             Tiling::Tile64 => "64x64",
             Tiling::SplitK { .. } => "splitk",
             Tiling::Gemv => "gemv",
+            Tiling::Coop128 => "coop128x128",
+            Tiling::Coop64 => "coop64x64",
+            Tiling::CoopSplitK { .. } => "coop_splitk",
         }
+    }
+
+    /// Whether the tiling runs on cooperative matrices.
+    pub fn is_coop(self) -> bool {
+        matches!(self, Tiling::Coop128 | Tiling::Coop64 | Tiling::CoopSplitK { .. })
     }
 }
 
-/// A tiling forced by the user (option `tiling`), or `Auto`.
+/// A tiling forced by the user (option `tiling`), or `Auto`. The tile sizes apply to the
+/// cooperative-matrix path and to the SIMT path alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum TilingChoice {
     #[default]
@@ -57,7 +72,7 @@ impl std::str::FromStr for TilingChoice {
     }
 }
 
-/// Shape of the register-blocked tiled kernel.
+/// Shape of the register-blocked SIMT kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TileShape {
     /// Output rows and columns per workgroup.
@@ -82,9 +97,26 @@ impl TileShape {
         (self.bn / self.tn) * (self.bm / self.tm)
     }
 
-    /// Workgroup memory for one A slice and one B slice.
+    /// Workgroup memory of the scalar kernel: one A slice and one B slice in the storage type.
     pub const fn storage_bytes(self, dtype: DType) -> u32 {
         (self.bm + self.bn) * self.bk * dtype.size() as u32
+    }
+
+    /// Workgroup memory of the vec4 kernel: two f32 stages of both slices, each row of a stage
+    /// padded by one vec4 so transposing stores hit distinct banks.
+    pub const fn vec_storage_bytes(self) -> u32 {
+        2 * self.bk * (self.bm + 4 + self.bn + 4) * 4
+    }
+
+    /// Whether the vec4 kernel can run this shape: 4×4 register blocks, and every invocation
+    /// loads a whole number of vec4 chunks of each slice.
+    pub const fn vec_compatible(self) -> bool {
+        let threads = self.invocations();
+        self.tm % 4 == 0
+            && self.tn % 4 == 0
+            && self.bk % 4 == 0
+            && (self.bm * self.bk / 4) % threads == 0
+            && (self.bn * self.bk / 4) % threads == 0
     }
 }
 
@@ -113,100 +145,87 @@ impl GemvShape {
     }
 }
 
-/// Which WGSL program a dispatch runs: the pipeline-cache key and the golden file name.
+/// Edge of the cooperative-matrix fragment every coop kernel uses (16×16×16, f16 → f32).
+pub const FRAG: u32 = 16;
+/// Subgroup size the coop kernels assume: subgroup `s` is invocations `32s .. 32s+31` of the
+/// one-dimensional workgroup, so the device must run exactly this size.
+pub const COOP_SUBGROUP: u32 = 32;
+
+/// Shape of a cooperative-matrix kernel: a `bm×bn` output tile computed by a `sg_m×sg_n`
+/// grid of subgroups, each accumulating `(bm/16/sg_m) × (bn/16/sg_n)` 16×16 fragments, over K
+/// slices `bk` deep staged in workgroup memory (`stages` = 2: double-buffered).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GemmVariant {
-    /// Tiled GEMM; with `split_k` it writes f32 partial sums instead of the epilogue.
-    Tiled {
-        dtype: DType,
-        shape: TileShape,
-        split_k: bool,
-    },
-    Gemv {
-        dtype: DType,
-        shape: GemvShape,
-    },
-    /// Sums split-K partials and applies the epilogue.
-    SplitKReduce {
-        dtype: DType,
-        threads: u32,
-    },
+pub struct CoopShape {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub sg_m: u32,
+    pub sg_n: u32,
+    pub stages: u32,
 }
 
-impl GemmVariant {
-    pub fn dtype(self) -> DType {
-        match self {
-            GemmVariant::Tiled { dtype, .. }
-            | GemmVariant::Gemv { dtype, .. }
-            | GemmVariant::SplitKReduce { dtype, .. } => dtype,
+/// Padding (f16 elements) after every staged row: keeps fragment rows 16-byte aligned, as
+/// cooperative loads require, while shifting successive rows by four banks.
+pub const COOP_PAD: u32 = 8;
+
+impl CoopShape {
+    /// Fragments per subgroup along M and N.
+    pub const fn frags(self) -> [u32; 2] {
+        [self.bm / FRAG / self.sg_m, self.bn / FRAG / self.sg_n]
+    }
+
+    pub const fn subgroups(self) -> u32 {
+        self.sg_m * self.sg_n
+    }
+
+    pub const fn invocations(self) -> u32 {
+        self.subgroups() * COOP_SUBGROUP
+    }
+
+    /// Row stride and row count of one staged slice of an operand whose contiguous dimension
+    /// is `contig` (`outer` is the operand's M or N tile size).
+    pub const fn staged(self, outer: u32, contig: Contig) -> (u32, u32) {
+        match contig {
+            Contig::K => (self.bk + COOP_PAD, outer),
+            Contig::Mn => (outer + COOP_PAD, self.bk),
         }
     }
 
-    /// Stable name: the golden file stem and the label of the pipeline.
-    pub fn name(self) -> String {
-        match self {
-            GemmVariant::Tiled { dtype, shape, split_k } => {
-                let suffix = if split_k { "_splitk" } else { "" };
-                format!("gemm_{dtype}_{}x{}{suffix}", shape.bm, shape.bn)
-            }
-            GemmVariant::Gemv { dtype, shape } => {
-                format!("gemv_{dtype}_r{}_t{}", shape.rows, shape.threads)
-            }
-            GemmVariant::SplitKReduce { dtype, threads } => {
-                format!("splitk_reduce_{dtype}_t{threads}")
-            }
-        }
+    /// f16 elements of one stage of A and of B.
+    pub const fn stage_elems(self, a: Contig, b: Contig) -> (u32, u32) {
+        let (sa, ra) = self.staged(self.bm, a);
+        let (sb, rb) = self.staged(self.bn, b);
+        (sa * ra, sb * rb)
     }
 
-    /// Invocations per workgroup.
-    pub fn invocations(self) -> u32 {
-        match self {
-            GemmVariant::Tiled { shape, .. } => shape.invocations(),
-            GemmVariant::Gemv { shape, .. } => shape.threads,
-            GemmVariant::SplitKReduce { threads, .. } => threads,
-        }
+    /// Workgroup memory: `stages` f16 slices of A and B plus one 16×16 f32 scratch fragment
+    /// per subgroup for the epilogue.
+    pub const fn storage_bytes(self, a: Contig, b: Contig) -> u32 {
+        let (ea, eb) = self.stage_elems(a, b);
+        self.stages * (ea + eb) * 2 + self.subgroups() * FRAG * FRAG * 4
     }
 
-    /// Workgroup memory the variant declares.
-    pub fn storage_bytes(self) -> u32 {
-        match self {
-            GemmVariant::Tiled { dtype, shape, .. } => shape.storage_bytes(dtype),
-            GemmVariant::Gemv { shape, .. } => shape.storage_bytes(),
-            GemmVariant::SplitKReduce { .. } => 0,
-        }
+    /// Whether the numbers describe a kernel the template can emit with `vw`-wide loads.
+    pub const fn is_consistent(self, vw: u32) -> bool {
+        let [fm, fn_] = self.frags();
+        let threads = self.invocations();
+        fm >= 1
+            && fn_ >= 1
+            && fm * FRAG * self.sg_m == self.bm
+            && fn_ * FRAG * self.sg_n == self.bn
+            && self.bk % FRAG == 0
+            && self.bk > 0
+            && (self.stages == 1 || self.stages == 2)
+            && (self.bm * self.bk / vw) % threads == 0
+            && (self.bn * self.bk / vw) % threads == 0
     }
+}
 
-    /// `@workgroup_size` of the variant.
-    pub fn workgroup_size(self) -> [u32; 3] {
-        match self {
-            GemmVariant::Tiled { shape, .. } => {
-                let [x, y] = shape.workgroup();
-                [x, y, 1]
-            }
-            GemmVariant::Gemv { shape, .. } => [shape.threads, 1, 1],
-            GemmVariant::SplitKReduce { threads, .. } => [threads, 1, 1],
-        }
-    }
-
-    /// Whether the device can run this variant at all (dtype support, workgroup limits).
-    pub fn fits(self, caps: &DeviceCaps) -> Result<(), String> {
-        if self.dtype() == DType::F16 && !caps.shader_f16 {
-            return Err("f16 needs shader-f16".into());
-        }
-        let [x, y, z] = self.workgroup_size();
-        if !caps.allows_workgroup(x, y, z) {
-            return Err(format!(
-                "workgroup {x}×{y}×{z} exceeds the device's {} invocations / {:?}",
-                caps.max_invocations_per_workgroup, caps.max_workgroup_size
-            ));
-        }
-        if self.storage_bytes() > caps.max_workgroup_storage_bytes {
-            return Err(format!(
-                "needs {} bytes of workgroup storage; the device has {}",
-                self.storage_bytes(),
-                caps.max_workgroup_storage_bytes
-            ));
-        }
-        Ok(())
-    }
+/// Which dimension of an operand is contiguous in memory: K, or the other one (M for A, N
+/// for B). Decides how a slice is staged so that global loads coalesce and, on the coop path,
+/// whether fragments load row-major (`coopLoadT`) or column-major (`coopLoad`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Contig {
+    K,
+    Mn,
 }

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ep_kernels::gemm::{GemmProblem, MatrixLayout, MAX_BATCH_DIMS};
-use ep_kernels::runtime::{Gpu, GpuOptions};
+use ep_kernels::gemm::{GemmPlan, GemmProblem, MatrixLayout, MAX_BATCH_DIMS};
+use ep_kernels::runtime::{GemmBindings, Gpu, GpuOptions};
 use ep_kernels::DType;
 use rand::{Rng, SeedableRng};
 
@@ -113,4 +113,30 @@ pub fn assert_close(got: &[f32], want: &[f64], atol: f64, rtol: f64, what: &str)
 /// Elements an operand buffer must hold for its layout.
 pub fn extent(l: &MatrixLayout, rows: u32, cols: u32, batch: &[u32; MAX_BATCH_DIMS]) -> usize {
     l.extent(rows, cols, batch) as usize
+}
+
+/// An output buffer's contents before a run: NaN everywhere, so unwritten elements fail.
+pub fn poison(len: usize, dtype: DType) -> Vec<u8> {
+    to_bytes(&vec![f32::NAN; len], dtype)
+}
+
+/// Uploads the operands, runs `plan` and reads the output back.
+pub fn run_plan(gpu: &Gpu, p: &GemmProblem, plan: &GemmPlan, a: &[f32], b: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+    let ab = gpu.upload(&to_bytes(a, p.dtype), "a").unwrap();
+    let bb = gpu.upload(&to_bytes(b, p.dtype), "b").unwrap();
+    let biasb = bias.map(|v| gpu.upload(&to_bytes(v, p.dtype), "bias").unwrap());
+    let out = gpu.upload(&poison(p.output_len() as usize, p.dtype), "out").unwrap();
+    let dispatches = gpu.prepare_gemm(plan, GemmBindings { a: &ab, b: &bb, bias: biasb.as_ref(), out: &out }).unwrap();
+    gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
+    let got = from_bytes(&gpu.read_buffer(&out).unwrap(), p.dtype);
+    got[..p.output_len() as usize].to_vec()
+}
+
+/// Absolute and relative tolerance of a product with `k` terms stored as `dtype`.
+pub fn tolerance(dtype: DType, k: u32) -> (f64, f64) {
+    match dtype {
+        DType::F32 => (1e-4 * (k as f64).sqrt().max(1.0), 1e-4),
+        // f16 storage of the result: half an ulp at |x| ≤ 32 is ≤ 2^-6.
+        DType::F16 => (2e-2 + 1e-3 * (k as f64).sqrt(), 2e-3),
+    }
 }

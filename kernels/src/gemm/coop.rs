@@ -1,0 +1,83 @@
+//! When and how a GEMM runs on cooperative matrices (tensor cores).
+//!
+//! Eligibility is decided by capability alone: a matching fragment configuration, shader-f16,
+//! the subgroup size the kernels assume, and (per shape) workgroup storage and invocations.
+//! Anything missing is a recorded fallback to the SIMT kernels, never an error.
+
+use super::layout::{a_contig, b_contig, wide_loads_ok};
+use super::options::{CoopMode, GemmOptions};
+use super::plan::{split_count, tiled_step, tiles, GemmStep};
+use super::problem::GemmProblem;
+use super::tiling::{CoopShape, Tiling, TilingChoice};
+use super::tuning::COOP_64;
+use super::variant::{coop_device_check, CoopVariant, GemmVariant};
+use crate::caps::DeviceCaps;
+use crate::dtype::DType;
+
+/// Whether this problem should try the coop path at all; the error is the recorded reason.
+pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Result<(), String> {
+    let mode = options.cooperative_matrix;
+    if mode == CoopMode::Off {
+        return Err("disabled by option cooperative_matrix=0".into());
+    }
+    if p.dtype == DType::F32 && !options.f32_via_f16 {
+        return Err("f32 stays exact: the coop path rounds operands to f16 (opt in with f32_via_f16)".into());
+    }
+    if options.tiling == TilingChoice::Gemv {
+        return Err("tiling=gemv forced".into());
+    }
+    if mode == CoopMode::Auto && options.tiling == TilingChoice::Auto && p.m.min(p.n) <= 8 {
+        return Err("M or N ≤ 8: the GEMV kernel suits thin products better".into());
+    }
+    coop_device_check(caps)
+}
+
+/// Coop tilings to try, best first (the SIMT ones follow them).
+pub(crate) fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
+    let split = Tiling::CoopSplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK, COOP_64.bk) };
+    match choice {
+        TilingChoice::Tile128 => vec![Tiling::Coop128, Tiling::Coop64],
+        TilingChoice::Tile64 => vec![Tiling::Coop64],
+        TilingChoice::SplitK => vec![split, Tiling::Coop64],
+        TilingChoice::Gemv => Vec::new(),
+        TilingChoice::Auto => {
+            if tiles(p, 128, 128) >= caps.parallelism as u64 {
+                vec![Tiling::Coop128, Tiling::Coop64]
+            } else if matches!(split, Tiling::CoopSplitK { splits } if splits >= 2) {
+                vec![split, Tiling::Coop64]
+            } else {
+                vec![Tiling::Coop64]
+            }
+        }
+    }
+}
+
+/// The first of `shapes` the device can run, as a product step (split-K partial with `splits`).
+pub(crate) fn step(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    shapes: &[CoopShape],
+    splits: Option<u32>,
+) -> Result<GemmStep, String> {
+    let width = if p.dtype == DType::F16 { 8 } else { 4 };
+    let vec = wide_loads_ok(p, width);
+    let mut last = "no cooperative-matrix shape in the tuning table".to_string();
+    for &shape in shapes {
+        let variant = CoopVariant {
+            dtype: p.dtype,
+            shape,
+            split_k: splits.is_some(),
+            a: a_contig(p),
+            b: b_contig(p),
+            vec,
+            emulate: false,
+        };
+        match GemmVariant::Coop(variant).fits(caps) {
+            Ok(()) => {
+                return tiled_step(p, caps, GemmVariant::Coop(variant), [shape.bm, shape.bn, shape.bk], splits);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}

@@ -1,0 +1,47 @@
+//! User-facing knobs of the GEMM planner (session options `tiling`, `cooperative_matrix`,
+//! `f32_via_f16`).
+
+use super::tiling::TilingChoice;
+
+/// Whether to run on cooperative matrices (tensor cores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CoopMode {
+    /// Where the device offers a matching configuration and the problem suits it.
+    #[default]
+    Auto,
+    /// Never: the SIMT kernels only.
+    Off,
+    /// For every problem the coop kernels can compute, thin ones too. A device without a
+    /// matching configuration still falls back (with the reason in `GemmPlan::fallbacks`):
+    /// the option states a preference, not a requirement.
+    On,
+}
+
+impl std::str::FromStr for CoopMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" | "" => Ok(CoopMode::Auto),
+            "0" | "off" | "false" => Ok(CoopMode::Off),
+            "1" | "on" | "true" => Ok(CoopMode::On),
+            _ => Err(format!("'{s}' is not one of auto, 0, 1")),
+        }
+    }
+}
+
+/// How to plan a GEMM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct GemmOptions {
+    pub tiling: TilingChoice,
+    pub cooperative_matrix: CoopMode,
+    /// Opt-in precision trade: f32 problems may run on the f16 tensor-core path (operands
+    /// rounded to f16, f32 accumulation and output). Off by default: f32 stays exact.
+    pub f32_via_f16: bool,
+}
+
+impl GemmOptions {
+    /// Options forcing a tiling, everything else automatic.
+    pub fn tiling(tiling: TilingChoice) -> Self {
+        GemmOptions { tiling, ..Default::default() }
+    }
+}

@@ -1,0 +1,59 @@
+//! Which kernel shapes the planner prefers, per shape class, with the alternatives it tries
+//! when a device limit rules the preferred one out.
+//!
+//! The numbers come from measurements on the H200 (docs/PERFORMANCE.md, "GEMM kernels on the
+//! H200"); a device is matched by capability (workgroup storage, coop configurations), never by
+//! name. `kernel_bench --sweep` measures alternatives through [`plan_gemm_tuned`] with a
+//! one-candidate table.
+//!
+//! [`plan_gemm_tuned`]: super::plan::plan_gemm_tuned
+
+use super::tiling::{CoopShape, TileShape};
+
+/// The coop kernel for large problems: 128×128 tile, 2×4 subgroups of 4×2 fragments (64×32
+/// outputs each), double-buffered 32-deep K slices: 46 KB of workgroup storage.
+pub const COOP_128: CoopShape = CoopShape { bm: 128, bn: 128, bk: 32, sg_m: 2, sg_n: 4, stages: 2 };
+/// The coop kernel for medium problems and split-K: 64×64 tile, 2×2 subgroups of 2×2
+/// fragments, double-buffered 32-deep K slices: 23 KB.
+pub const COOP_64: CoopShape = CoopShape { bm: 64, bn: 64, bk: 32, sg_m: 2, sg_n: 2, stages: 2 };
+/// The vec4 SIMT kernel for large problems: 128×128 tile, 8×8 outputs per invocation, 8-deep
+/// double-buffered K slices: 17 KB.
+pub const SIMT_VEC_128: TileShape = TileShape { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
+/// The vec4 SIMT kernel for medium problems and split-K: 64×64 tile, 4×4 per invocation.
+pub const SIMT_VEC_64: TileShape = TileShape { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 };
+
+/// Shapes the planner tries, best first, per tiling.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuning {
+    pub coop_128: Vec<CoopShape>,
+    pub coop_64: Vec<CoopShape>,
+    /// vec4 SIMT shapes; the scalar kernel ([`TileShape::T128`], [`TileShape::T64`]) is the
+    /// fallback when alignment is not proven or none of these fits.
+    pub simt_128: Vec<TileShape>,
+    pub simt_64: Vec<TileShape>,
+}
+
+impl Tuning {
+    /// The table for a device. One table serves every device today; the alternatives after
+    /// the first of each list are what a device with less workgroup storage or fewer
+    /// invocations still runs.
+    pub fn for_caps(_caps: &crate::caps::DeviceCaps) -> Tuning {
+        Tuning {
+            coop_128: vec![
+                COOP_128,
+                // 35 KB: single-buffered, for 32–44 KB of workgroup storage.
+                CoopShape { stages: 1, ..COOP_128 },
+                // 4 subgroups of 4×4 fragments, 128 invocations.
+                CoopShape { sg_m: 2, sg_n: 2, stages: 1, ..COOP_128 },
+            ],
+            coop_64: vec![COOP_64, CoopShape { stages: 1, ..COOP_64 }],
+            simt_128: vec![SIMT_VEC_128],
+            simt_64: vec![SIMT_VEC_64],
+        }
+    }
+
+    /// A table with exactly one shape per tiling (kernel sweeps).
+    pub fn single(coop_128: CoopShape, coop_64: CoopShape, simt_128: TileShape, simt_64: TileShape) -> Tuning {
+        Tuning { coop_128: vec![coop_128], coop_64: vec![coop_64], simt_128: vec![simt_128], simt_64: vec![simt_64] }
+    }
+}

@@ -1,0 +1,237 @@
+//! The GEMM kernel variants and the device limits each one needs.
+//!
+//! A [`GemmVariant`] is everything that changes the WGSL text; shapes, strides and the epilogue
+//! travel in uniforms, so one compiled pipeline serves every shape of its variant.
+
+use super::tiling::{Contig, CoopShape, GemvShape, TileShape, COOP_SUBGROUP, FRAG};
+use super::tuning::{COOP_128, COOP_64, SIMT_VEC_128, SIMT_VEC_64};
+use crate::caps::{CoopMatrixConfig, CoopScalar, DeviceCaps};
+use crate::dtype::DType;
+
+/// The cooperative-matrix configuration every coop kernel multiplies with.
+pub const COOP_CONFIG: CoopMatrixConfig =
+    CoopMatrixConfig { m: FRAG, n: FRAG, k: FRAG, ab: CoopScalar::F16, cr: CoopScalar::F32 };
+
+/// A tensor-core GEMM: f16 operands staged in workgroup memory, f32 accumulators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopVariant {
+    /// Storage type of A, B, bias and output. f32 operands are rounded to f16 while staged
+    /// (the opt-in `f32_via_f16` precision).
+    pub dtype: DType,
+    pub shape: CoopShape,
+    /// Writes f32 partial sums of one K slice instead of the epilogue.
+    pub split_k: bool,
+    pub a: Contig,
+    pub b: Contig,
+    /// 16-byte global loads along each operand's contiguous dimension; the planner proved that
+    /// every chunk is aligned and lies wholly inside or outside the matrix.
+    pub vec: bool,
+    /// Cooperative-matrix operations replaced by plain WGSL with the same semantics (each
+    /// invocation computes its subgroup's whole fragment), so the staging, indexing and epilogue
+    /// of a coop kernel can be tested on adapters without tensor cores. Never planned.
+    pub emulate: bool,
+}
+
+impl CoopVariant {
+    /// Elements per global load: 8 f16 or 4 f32 (16 bytes), or 1 for scalar loads.
+    pub fn load_width(self) -> u32 {
+        match (self.vec, self.dtype) {
+            (false, _) => 1,
+            (true, DType::F16) => 8,
+            (true, DType::F32) => 4,
+        }
+    }
+
+    pub fn storage_bytes(self) -> u32 {
+        self.shape.storage_bytes(self.a, self.b)
+    }
+}
+
+/// Which WGSL program a dispatch runs: the pipeline-cache key and the golden file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmVariant {
+    /// SIMT tiled GEMM with scalar loads (any strides); with `split_k` it writes f32 partial
+    /// sums instead of the epilogue.
+    Tiled {
+        dtype: DType,
+        shape: TileShape,
+        split_k: bool,
+    },
+    /// SIMT tiled GEMM with vec4 global and workgroup loads and double-buffered K slices; the
+    /// planner proved 4-element alignment of both operands.
+    TiledVec {
+        dtype: DType,
+        shape: TileShape,
+        split_k: bool,
+        a: Contig,
+        b: Contig,
+    },
+    /// Cooperative-matrix GEMM.
+    Coop(CoopVariant),
+    Gemv {
+        dtype: DType,
+        shape: GemvShape,
+    },
+    /// Sums split-K partials and applies the epilogue.
+    SplitKReduce {
+        dtype: DType,
+        threads: u32,
+    },
+}
+
+fn layout_suffix(a: Contig, b: Contig) -> String {
+    let mut s = String::new();
+    if a == Contig::Mn {
+        s.push_str("_at");
+    }
+    if b == Contig::K {
+        s.push_str("_bt");
+    }
+    s
+}
+
+impl GemmVariant {
+    pub fn dtype(self) -> DType {
+        match self {
+            GemmVariant::Tiled { dtype, .. }
+            | GemmVariant::TiledVec { dtype, .. }
+            | GemmVariant::Gemv { dtype, .. }
+            | GemmVariant::SplitKReduce { dtype, .. } => dtype,
+            GemmVariant::Coop(c) => c.dtype,
+        }
+    }
+
+    pub fn is_coop(self) -> bool {
+        matches!(self, GemmVariant::Coop(_))
+    }
+
+    /// Stable name: the golden file stem and the label of the pipeline. Shapes other than the
+    /// tuned defaults carry their parameters, so every distinct program has its own name.
+    pub fn name(self) -> String {
+        match self {
+            GemmVariant::Tiled { dtype, shape, split_k } => {
+                let suffix = if split_k { "_splitk" } else { "" };
+                format!("gemm_{dtype}_{}x{}{suffix}", shape.bm, shape.bn)
+            }
+            GemmVariant::TiledVec { dtype, shape, split_k, a, b } => {
+                let split = if split_k { "_splitk" } else { "" };
+                let tuned = [SIMT_VEC_128, SIMT_VEC_64].contains(&shape);
+                let params = if tuned { String::new() } else { format!("_k{}_r{}x{}", shape.bk, shape.tm, shape.tn) };
+                format!("gemm_{dtype}_{}x{}_v4{}{split}{params}", shape.bm, shape.bn, layout_suffix(a, b))
+            }
+            GemmVariant::Coop(c) => {
+                let s = c.shape;
+                let split = if c.split_k { "_splitk" } else { "" };
+                let tuned = [COOP_128, COOP_64].contains(&s);
+                let params =
+                    if tuned { String::new() } else { format!("_k{}_w{}x{}_s{}", s.bk, s.sg_m, s.sg_n, s.stages) };
+                let scalar = if c.vec { "" } else { "_scalar" };
+                let emu = if c.emulate { "_emu" } else { "" };
+                format!(
+                    "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{emu}",
+                    c.dtype,
+                    s.bm,
+                    s.bn,
+                    layout_suffix(c.a, c.b)
+                )
+            }
+            GemmVariant::Gemv { dtype, shape } => {
+                format!("gemv_{dtype}_r{}_t{}", shape.rows, shape.threads)
+            }
+            GemmVariant::SplitKReduce { dtype, threads } => {
+                format!("splitk_reduce_{dtype}_t{threads}")
+            }
+        }
+    }
+
+    /// Invocations per workgroup.
+    pub fn invocations(self) -> u32 {
+        match self {
+            GemmVariant::Tiled { shape, .. } | GemmVariant::TiledVec { shape, .. } => shape.invocations(),
+            GemmVariant::Coop(c) => c.shape.invocations(),
+            GemmVariant::Gemv { shape, .. } => shape.threads,
+            GemmVariant::SplitKReduce { threads, .. } => threads,
+        }
+    }
+
+    /// Workgroup memory the variant declares.
+    pub fn storage_bytes(self) -> u32 {
+        match self {
+            GemmVariant::Tiled { dtype, shape, .. } => shape.storage_bytes(dtype),
+            GemmVariant::TiledVec { shape, .. } => shape.vec_storage_bytes(),
+            GemmVariant::Coop(c) => c.storage_bytes(),
+            GemmVariant::Gemv { shape, .. } => shape.storage_bytes(),
+            GemmVariant::SplitKReduce { .. } => 0,
+        }
+    }
+
+    /// `@workgroup_size` of the variant.
+    pub fn workgroup_size(self) -> [u32; 3] {
+        match self {
+            GemmVariant::Tiled { shape, .. } | GemmVariant::TiledVec { shape, .. } => {
+                let [x, y] = shape.workgroup();
+                [x, y, 1]
+            }
+            GemmVariant::Coop(c) => [c.shape.invocations(), 1, 1],
+            GemmVariant::Gemv { shape, .. } => [shape.threads, 1, 1],
+            GemmVariant::SplitKReduce { threads, .. } => [threads, 1, 1],
+        }
+    }
+
+    /// Whether the device can run this variant at all (features, subgroup size, workgroup
+    /// limits). The message names the missing capability; plans record it as a fallback reason.
+    pub fn fits(self, caps: &DeviceCaps) -> Result<(), String> {
+        let needs_f16 = self.dtype() == DType::F16 || self.is_coop();
+        if needs_f16 && !caps.shader_f16 {
+            return Err("f16 needs shader-f16".into());
+        }
+        if let GemmVariant::Coop(c) = self {
+            coop_fits(c, caps)?;
+        }
+        let [x, y, z] = self.workgroup_size();
+        if !caps.allows_workgroup(x, y, z) {
+            return Err(format!(
+                "workgroup {x}×{y}×{z} exceeds the device's {} invocations / {:?}",
+                caps.max_invocations_per_workgroup, caps.max_workgroup_size
+            ));
+        }
+        if self.storage_bytes() > caps.max_workgroup_storage_bytes {
+            return Err(format!(
+                "needs {} bytes of workgroup storage; the device has {}",
+                self.storage_bytes(),
+                caps.max_workgroup_storage_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Capabilities only the coop kernels need: shape consistency, then (unless emulated) the
+/// device's fragment configuration and subgroup size.
+fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
+    if !c.shape.is_consistent(c.load_width()) {
+        return Err(format!("inconsistent cooperative-matrix shape {:?}", c.shape));
+    }
+    if c.emulate {
+        return Ok(());
+    }
+    coop_device_check(caps)
+}
+
+/// Whether the device can run any coop kernel: shader-f16, the 16×16×16 f16→f32 fragment
+/// configuration, and subgroups of exactly the size the invocation-to-subgroup mapping assumes.
+pub fn coop_device_check(caps: &DeviceCaps) -> Result<(), String> {
+    if !caps.shader_f16 {
+        return Err("the coop kernels stage operands in f16, which needs shader-f16".into());
+    }
+    if !caps.has_coop(COOP_CONFIG) {
+        return Err("the adapter reports no 16×16×16 f16→f32 cooperative-matrix configuration".into());
+    }
+    if caps.subgroup_min_size != COOP_SUBGROUP || caps.subgroup_max_size != COOP_SUBGROUP {
+        return Err(format!(
+            "coop kernels assume subgroups of exactly {COOP_SUBGROUP}; the adapter runs {}..{}",
+            caps.subgroup_min_size, caps.subgroup_max_size
+        ));
+    }
+    Ok(())
+}

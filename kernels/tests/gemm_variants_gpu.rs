@@ -1,0 +1,165 @@
+//! The vec4 SIMT kernels and the cooperative-matrix kernels against a float64 reference on the
+//! test adapter. The coop kernels run *emulated* (cooperative operations replaced by plain
+//! WGSL of the same semantics), so their staging, fragment indexing — row-major `coopLoadT`
+//! against column-major `coopLoad`, i.e. transposed operands — and epilogue are checked on an
+//! adapter without tensor cores; the H200 runs the real ones (`kernel_bench`).
+
+mod common;
+
+use common::*;
+use ep_kernels::caps::profiles;
+use ep_kernels::gemm::tuning::{COOP_128, COOP_64, SIMT_VEC_128, SIMT_VEC_64};
+use ep_kernels::gemm::{
+    broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopShape, GemmOptions, GemmPlan, GemmProblem,
+    GemmVariant, Tiling, TilingChoice, Tuning,
+};
+use ep_kernels::{DType, DeviceCaps};
+use rand::Rng;
+
+/// Shapes that are multiples of 8 (so wide loads are proven) but of no tile, plus K shorter
+/// than one slice and K not a multiple of the slice depth.
+const ALIGNED: &[(u32, u32, u32)] = &[(136, 72, 104), (8, 200, 48), (72, 16, 8), (64, 64, 64)];
+const TRANSPOSES: &[(bool, bool)] = &[(false, false), (true, false), (false, true), (true, true)];
+
+fn data(p: &GemmProblem, rng: &mut impl Rng, round: bool) -> (Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
+    let mut a = random_vec(rng, extent(&p.a, p.m, p.k, &p.batch));
+    let mut b = random_vec(rng, extent(&p.b, p.k, p.n, &p.batch));
+    let mut bias = p.epilogue.bias.map(|l| random_vec(rng, extent(&l, p.m, p.n, &p.batch).max(1)));
+    if round {
+        a = round_f16(&a);
+        b = round_f16(&b);
+        bias = bias.map(|v| round_f16(&v));
+    }
+    (a, b, bias)
+}
+
+fn check_plan(p: &GemmProblem, plan: &GemmPlan, rng: &mut impl Rng, what: &str) {
+    let gpu = gpu();
+    // The coop path rounds operands to f16 even for f32 problems: give it f16-exact values so
+    // the comparison judges accumulation only.
+    let round = p.dtype == DType::F16 || plan.uses_coop();
+    let (a, b, bias) = data(p, rng, round);
+    let got = run_plan(&gpu, p, plan, &a, &b, bias.as_deref());
+    let want = reference(p, &a, &b, bias.as_deref());
+    let (atol, rtol) = tolerance(p.dtype, p.k);
+    let names: Vec<String> = plan.variants().map(|v| v.name()).collect();
+    assert_close(&got, &want, atol, rtol, &format!("{what} {names:?}"));
+}
+
+fn with_bias(mut p: GemmProblem) -> GemmProblem {
+    p.epilogue.bias = Some(broadcast_layout(&[p.n as u64], &[p.m as u64, p.n as u64], &p).unwrap());
+    p.epilogue.activation = Activation::Clip { min: -4.0, max: 4.0 };
+    p.epilogue.alpha = 0.75;
+    p
+}
+
+#[test]
+fn simt_vec4_matches_reference() {
+    let gpu = gpu();
+    let mut rng = rng("simt_vec4");
+    let dtypes: &[DType] = if gpu.caps().shader_f16 { &[DType::F32, DType::F16] } else { &[DType::F32] };
+    for &dtype in dtypes {
+        for choice in [TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK] {
+            for (i, &(m, n, k)) in ALIGNED.iter().enumerate() {
+                let (ta, tb) = TRANSPOSES[(i + choice as usize) % 4];
+                let mut p = GemmProblem::simple(dtype, m, n, k, ta, tb);
+                if i % 2 == 0 {
+                    p = with_bias(p);
+                }
+                let plan = plan_gemm(&p, gpu.caps(), &GemmOptions::tiling(choice)).unwrap();
+                assert!(
+                    matches!(plan.steps[0].variant, GemmVariant::TiledVec { .. }),
+                    "{m}x{n}x{k} planned {:?}",
+                    plan.steps[0].variant
+                );
+                check_plan(&p, &plan, &mut rng, &format!("{dtype} {m}x{n}x{k} tA={ta} tB={tb}"));
+            }
+        }
+    }
+}
+
+/// The H200's caps with the test adapter's workgroup storage, so plans carry coop variants
+/// that fit the test adapter once emulated.
+fn coop_caps() -> DeviceCaps {
+    let mut caps = profiles::get("h200").unwrap();
+    caps.max_workgroup_storage_bytes = gpu().caps().max_workgroup_storage_bytes;
+    caps
+}
+
+/// Plans `p` on coop caps with one coop shape, then swaps every coop step for its emulation.
+fn emulated_plan(p: &GemmProblem, shape: CoopShape, choice: TilingChoice, f32_via_f16: bool) -> Option<GemmPlan> {
+    let tuning = Tuning::single(shape, shape, SIMT_VEC_128, SIMT_VEC_64);
+    let options = GemmOptions { tiling: choice, f32_via_f16, ..Default::default() };
+    let mut plan = plan_gemm_tuned(p, &coop_caps(), &options, &tuning).ok()?;
+    if !plan.uses_coop() {
+        return None;
+    }
+    for step in &mut plan.steps {
+        if let GemmVariant::Coop(c) = &mut step.variant {
+            c.emulate = true;
+        }
+    }
+    Some(plan)
+}
+
+/// Coop shapes that fit 32 KB of workgroup storage: the tuned 64×64, and 128×128 variants.
+fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
+    vec![
+        (COOP_64, TilingChoice::Tile64),
+        (COOP_64, TilingChoice::SplitK),
+        (CoopShape { stages: 1, ..COOP_128 }, TilingChoice::Tile128),
+        (CoopShape { sg_m: 2, sg_n: 2, stages: 1, ..COOP_128 }, TilingChoice::Tile128),
+        (CoopShape { bk: 64, stages: 1, ..COOP_64 }, TilingChoice::Tile64),
+    ]
+}
+
+#[test]
+fn coop_emulated_matches_reference() {
+    let gpu = gpu();
+    if !gpu.caps().shader_f16 {
+        eprintln!("adapter has no shader-f16: coop kernels stage in f16");
+        return;
+    }
+    let mut rng = rng("coop_emulated");
+    // Aligned shapes take 16-byte loads; the odd ones (K, M, N not multiples of 8) scalar loads.
+    let shapes: &[(u32, u32, u32)] = &[(136, 72, 104), (72, 24, 40), (33, 70, 47), (130, 17, 9)];
+    let mut ran = 0;
+    for (s, (shape, choice)) in emulable_shapes().into_iter().enumerate() {
+        for (i, &(m, n, k)) in shapes.iter().enumerate() {
+            let (ta, tb) = TRANSPOSES[(i + s) % 4];
+            let mut p = GemmProblem::simple(DType::F16, m, n, k, ta, tb);
+            if (i + s) % 2 == 0 {
+                p = with_bias(p);
+            }
+            let Some(plan) = emulated_plan(&p, shape, choice, false) else {
+                panic!("{shape:?} {choice:?} at {m}x{n}x{k}: no coop plan");
+            };
+            if choice == TilingChoice::SplitK {
+                assert!(matches!(plan.tiling, Tiling::CoopSplitK { .. }), "{:?}", plan.tiling);
+            }
+            let GemmVariant::Coop(c) = plan.steps[0].variant else { unreachable!() };
+            assert_eq!(c.vec, m % 8 == 0 && n % 8 == 0 && k % 8 == 0, "{m}x{n}x{k}");
+            eprintln!("case {shape:?} {m}x{n}x{k}");
+            check_plan(&p, &plan, &mut rng, &format!("{shape:?} {m}x{n}x{k} tA={ta} tB={tb}"));
+            ran += 1;
+        }
+    }
+    assert!(ran > 0);
+}
+
+#[test]
+fn f32_via_f16_emulated_matches_reference() {
+    let gpu = gpu();
+    if !gpu.caps().shader_f16 {
+        return;
+    }
+    let mut rng = rng("f32_via_f16");
+    for (i, &(m, n, k)) in [(72u32, 40u32, 36u32), (37, 20, 19)].iter().enumerate() {
+        let (ta, tb) = TRANSPOSES[i * 3 % 4];
+        let p = with_bias(GemmProblem::simple(DType::F32, m, n, k, ta, tb));
+        let plan = emulated_plan(&p, COOP_64, TilingChoice::Auto, true).expect("coop plan");
+        let GemmVariant::Coop(c) = plan.steps[0].variant else { unreachable!() };
+        assert_eq!((c.dtype, c.vec), (DType::F32, i == 0));
+        check_plan(&p, &plan, &mut rng, &format!("f32 via f16 {m}x{n}x{k}"));
+    }
+}
