@@ -16,6 +16,9 @@ MAIN=${MAIN:-$ALL}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 t0=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv > "$R/gpu.txt" 2>&1
+# Clocks, power and temperature once a second for the whole call (reads only).
+nvidia-smi dmon -s pc -d 1 > "$R/dmon.txt" 2>&1 &
+DMON=$!
 if has caps; then timeout 60 "$B" --caps "$R/caps.json" > "$R/caps.log" 2>&1; fi
 if has edge; then
   timeout 90 "$B" --shapes $EDGE --dtypes f16,f32 --paths coop,simt --iters 2 --json "$R/edge.json" > "$R/edge.log" 2>&1
@@ -26,9 +29,9 @@ if has edge; then
   echo "edge done at $((SECONDS - t0)) s" >> "$R/time.log"
 fi
 if has sweep; then
-  timeout 90 "$B" --shapes 4096x4096x4096,1500x1536x384 --dtypes f16 --sweep coop --iters 5 \
-    --json "$R/sweep_coop.json" > "$R/sweep.log" 2>&1
-  timeout 60 "$B" --shapes 4096x4096x4096 --dtypes f32,f16 --sweep simt --iters 5 \
+  timeout 120 "$B" --shapes 4096x4096x4096,2048x4096x4096,128x4096x4096,1500x1536x384,1500x384x384 --dtypes f16 \
+    --sweep coop --iters 5 --json "$R/sweep_coop.json" > "$R/sweep.log" 2>&1
+  timeout 60 "$B" --shapes 4096x4096x4096,1500x1536x384 --dtypes f32,f16 --sweep simt --iters 5 \
     --json "$R/sweep_simt.json" >> "$R/sweep.log" 2>&1
   echo "sweep done at $((SECONDS - t0)) s" >> "$R/time.log"
 fi
@@ -39,9 +42,10 @@ fi
 if has cublas; then
   timeout 60 python3 "$D/cublas_ref.py" --shapes $ALL --json "$R/cublas.json" > "$R/cublas.log" 2>&1
 fi
+kill $DMON 2>/dev/null
 tar czf "${OUT:-/tmp}/results.tgz" -C "$R" .
 cat "$R/time.log" 2>/dev/null
 echo "== failures"; grep -h -E "FAIL|error|panick" "$R"/edge.log "$R"/sweep.log "$R"/main.log 2>/dev/null | head -30
-echo "== sweep"; grep -h -E "^[0-9]+x" "$R/sweep.log" 2>/dev/null | sort -u | cut -c1-140 | head -40
+echo "== sweep"; sed -n '/^shape /,/^$/p' "$R/sweep.log" 2>/dev/null | grep -v "^shape" | cut -c1-72,100-140
 echo "== main"; sed -n '/^shape /,$p' "$R/main.log" 2>/dev/null | cut -c1-140
 echo "== cublas"; tail -20 "$R/cublas.log" 2>/dev/null

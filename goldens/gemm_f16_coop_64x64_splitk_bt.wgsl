@@ -224,13 +224,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1c = eb0_1 / VW;
         let fb0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
         acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
-
         acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
-
         acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
-
         acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
-
         let ea1_0 = a_cur + 16u;
         let ea1_0c = ea1_0 / VW;
         let fa1_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_0c][0], SA);
@@ -244,13 +240,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1c = eb1_1 / VW;
         let fb1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
         acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
-
         acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
-
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
-
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
-
         if (has_next) {
         a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = array<f16, 8>(ra0[0].x, ra0[0].y, ra0[0].z, ra0[0].w, ra0[1].x, ra0[1].y, ra0[1].z, ra0[1].w);
         a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = array<f16, 8>(ra1[0].x, ra1[0].y, ra1[0].z, ra1[0].w, ra1[1].x, ra1[1].y, ra1[1].z, ra1[1].w);

@@ -292,13 +292,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1c = eb0_1 / VW;
         let fb0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
         acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
-
         acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
-
         acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
-
         acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
-
         let ea1_0 = a_cur + 1152u;
         let ea1_0c = ea1_0 / VW;
         let fa1_0 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_0c][0], SA);
@@ -312,13 +308,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1c = eb1_1 / VW;
         let fb1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
         acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
-
         acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
-
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
-
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
-
         if (has_next) {
         a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
         a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));

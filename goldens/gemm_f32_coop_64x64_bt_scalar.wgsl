@@ -696,13 +696,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1 = b_cur + 640u;
         let fb0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_1], SB);
         acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
-
         acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
-
         acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
-
         acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
-
         let ea1_0 = a_cur + 16u;
         let fa1_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_0], SA);
         let ea1_1 = a_cur + 656u;
@@ -712,13 +708,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1 = b_cur + 656u;
         let fb1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_1], SB);
         acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
-
         acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
-
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
-
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
-
         if (has_next) {
         a_tile[((1u - cur) * A_STAGE + a_st0)] = f16(ra0);
         a_tile[((1u - cur) * A_STAGE + a_st1)] = f16(ra1);

@@ -143,6 +143,12 @@ fn measure(gpu: &Gpu, timer: &GpuTimer, inp: &Inputs, plan: &GemmPlan, iters: us
     let err = max_rel_err(p, &values, &inp.elements, &inp.want);
     let once = timer.time(gpu, &refs, 1)?.max(1e-7);
     let repeat = ((5e-3 / once).ceil() as u32).clamp(1, 5000);
+    // Keep the GPU busy ~150 ms first: after host-side work it idles at low clocks, and short
+    // measurements would catch it ramping up.
+    let warm = (0.15 / (once * repeat as f64)).ceil() as usize;
+    for _ in 0..warm.clamp(1, 100) {
+        timer.time(gpu, &refs, repeat)?;
+    }
     let mut times: Vec<f64> =
         (0..iters).map(|_| timer.time(gpu, &refs, repeat).map(|t| t / repeat as f64)).collect::<Result<_, _>>()?;
     times.sort_by(|a, b| a.total_cmp(b));

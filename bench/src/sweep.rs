@@ -11,37 +11,42 @@ pub struct Candidate {
     pub tuning: Tuning,
 }
 
-fn coop(label: String, tiling: TilingChoice, shape: CoopShape) -> Candidate {
-    Candidate { label, tiling, tuning: Tuning::single(shape, shape, SIMT_VEC_128, SIMT_VEC_64) }
-}
-
 fn coop_label(s: &CoopShape) -> String {
-    format!("coop {}x{} k{} w{}x{} s{}", s.bm, s.bn, s.bk, s.sg_m, s.sg_n, s.stages)
+    let kst = if s.stage_k { " kst" } else { "" };
+    format!("coop {}x{} k{} w{}x{} s{} p{}{kst}", s.bm, s.bn, s.bk, s.sg_m, s.sg_n, s.stages, s.depth)
 }
 
-/// Cooperative-matrix shapes: tile size, subgroup grid (fragments per subgroup), K depth and
-/// buffering, each within 48 KB of workgroup storage.
+/// Cooperative-matrix shapes: tile size, subgroup grid (fragments per subgroup), K depth,
+/// buffering, prefetch depth and staging layout, each within 48 KB of workgroup storage. Each
+/// is planned with `Auto` and fills every slot of the table, so a problem runs it the way the
+/// planner would (128×128-class tiles, 64×64 tiles or split-K).
 pub fn coop_candidates() -> Vec<Candidate> {
-    let large = [
+    let kst = |s: CoopShape| CoopShape { stage_k: true, ..s };
+    let p2 = |s: CoopShape| CoopShape { depth: 2, ..s };
+    let shapes = [
         COOP_128,
-        CoopShape { stages: 1, ..COOP_128 },
-        CoopShape { bk: 16, ..COOP_128 },
-        CoopShape { bk: 64, stages: 1, ..COOP_128 },
-        CoopShape { sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
-        CoopShape { sg_m: 2, sg_n: 2, ..COOP_128 },
-        CoopShape { sg_m: 4, sg_n: 2, ..COOP_128 },
-        CoopShape { bn: 64, sg_m: 2, sg_n: 2, ..COOP_128 },
-        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
-    ];
-    let medium = [
+        kst(COOP_128),
+        p2(COOP_128),
+        kst(p2(COOP_128)),
+        kst(CoopShape { sg_m: 4, sg_n: 2, ..COOP_128 }),
+        kst(p2(CoopShape { sg_m: 2, sg_n: 2, ..COOP_128 })),
+        kst(p2(CoopShape { bk: 16, ..COOP_128 })),
+        kst(CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 }),
+        kst(p2(CoopShape { bn: 64, sg_m: 2, sg_n: 2, ..COOP_128 })),
         COOP_64,
-        CoopShape { bk: 64, ..COOP_64 },
-        CoopShape { stages: 1, ..COOP_64 },
-        CoopShape { sg_m: 1, sg_n: 2, ..COOP_64 },
+        kst(COOP_64),
+        kst(p2(COOP_64)),
+        kst(CoopShape { bk: 64, ..COOP_64 }),
+        kst(p2(CoopShape { sg_m: 1, sg_n: 2, ..COOP_64 })),
     ];
-    let mut out: Vec<Candidate> = large.iter().map(|s| coop(coop_label(s), TilingChoice::Tile128, *s)).collect();
-    out.extend(medium.iter().map(|s| coop(coop_label(s), TilingChoice::Tile64, *s)));
-    out
+    shapes
+        .iter()
+        .map(|s| Candidate {
+            label: coop_label(s),
+            tiling: TilingChoice::Auto,
+            tuning: Tuning::single(*s, *s, SIMT_VEC_128, SIMT_VEC_64),
+        })
+        .collect()
 }
 
 fn simt_label(s: &TileShape) -> String {
@@ -50,13 +55,7 @@ fn simt_label(s: &TileShape) -> String {
 
 /// vec4 SIMT shapes, and the scalar kernel for reference (an empty vec4 list).
 pub fn simt_candidates() -> Vec<Candidate> {
-    let shapes = [
-        SIMT_VEC_128,
-        TileShape { bk: 16, ..SIMT_VEC_128 },
-        TileShape { bn: 64, tn: 4, bk: 16, ..SIMT_VEC_128 },
-        TileShape { bm: 64, tm: 4, bk: 16, ..SIMT_VEC_128 },
-        SIMT_VEC_64,
-    ];
+    let shapes = [SIMT_VEC_128, TileShape { bk: 16, ..SIMT_VEC_128 }, SIMT_VEC_64];
     let mut out: Vec<Candidate> = shapes
         .iter()
         .map(|s| Candidate {

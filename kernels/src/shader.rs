@@ -153,26 +153,30 @@ fn coop_context(c: CoopVariant) -> Value {
     let vw = c.load_width();
     let threads = s.invocations();
     let [fm, fn_] = s.frags();
-    let (sa, rows_a) = s.staged(s.bm, c.a);
-    let (sb, rows_b) = s.staged(s.bn, c.b);
+    let (sa, rows_a) = s.staged(s.bm, c.a_staged());
+    let (sb, rows_b) = s.staged(s.bn, c.b_staged());
     let (in_elem, reg_t, zero_reg) = match (vw, c.dtype) {
         (8, _) => ("mat2x4<f16>", "mat2x4<f16>", "mat2x4<f16>()"),
         (4, _) => ("vec4<f32>", "vec4<f32>", "vec4<f32>()"),
         (_, DType::F16) => ("f16", "f16", "f16(0.0)"),
         (_, DType::F32) => ("f32", "f32", "0.0"),
     };
+    // Global chunks run along each operand's contiguous dimension; chunks per slice row.
+    let a_cpr = if c.a == Contig::K { s.bk } else { s.bm } / vw;
+    let b_cpr = if c.b == Contig::K { s.bk } else { s.bn } / vw;
     context! {
         t => c.dtype.wgsl(),
         out_t => if c.split_k { "f32" } else { c.dtype.wgsl() },
         split_k => c.split_k,
         emulate => c.emulate,
-        bm => s.bm, bn => s.bn, bk => s.bk, sg_m => s.sg_m, sg_n => s.sg_n, stages => s.stages,
+        bm => s.bm, bn => s.bn, bk => s.bk, sg_m => s.sg_m, sg_n => s.sg_n, stages => s.stages, depth => s.depth,
         subgroups => s.subgroups(), threads, fm, fn => fn_, vw,
         sa, sb, a_stage => sa * rows_a, b_stage => sb * rows_b,
-        a_kc => c.a == Contig::K, b_nc => c.b == Contig::Mn,
-        // Chunks per staged row: a staged row runs along the operand's contiguous dimension.
-        a_cpr => sa.saturating_sub(crate::gemm::tiling::COOP_PAD) / vw,
-        b_cpr => sb.saturating_sub(crate::gemm::tiling::COOP_PAD) / vw,
+        // Staged layouts decide how fragments load; global layouts how slices are fetched.
+        a_kc => c.a_staged() == Contig::K, b_nc => c.b_staged() == Contig::Mn,
+        a_gk => c.a == Contig::K, b_gn => c.b == Contig::Mn,
+        a_cpr, b_cpr,
+        sets => if s.depth == 2 { vec!["", "x"] } else { vec![""] },
         a_loads => s.bm * s.bk / vw / threads,
         b_loads => s.bn * s.bk / vw / threads,
         in_elem, reg_t, zero_reg,

@@ -102,7 +102,8 @@ fn emulated_plan(p: &GemmProblem, shape: CoopShape, choice: TilingChoice, f32_vi
     Some(plan)
 }
 
-/// Coop shapes that fit 32 KB of workgroup storage: the tuned 64×64, and 128×128 variants.
+/// Coop shapes that fit 32 KB of workgroup storage: the tuned 64×64, 128×128 variants, and
+/// each staging and prefetch option.
 fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
     vec![
         (COOP_64, TilingChoice::Tile64),
@@ -110,6 +111,10 @@ fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
         (CoopShape { stages: 1, ..COOP_128 }, TilingChoice::Tile128),
         (CoopShape { sg_m: 2, sg_n: 2, stages: 1, ..COOP_128 }, TilingChoice::Tile128),
         (CoopShape { bk: 64, stages: 1, ..COOP_64 }, TilingChoice::Tile64),
+        // Both operands staged K-contiguous (transposing stores), two register sets in flight.
+        (CoopShape { stage_k: true, depth: 2, ..COOP_64 }, TilingChoice::Tile64),
+        (CoopShape { stage_k: true, depth: 2, ..COOP_64 }, TilingChoice::SplitK),
+        (CoopShape { stage_k: true, stages: 1, ..COOP_128 }, TilingChoice::Tile128),
     ]
 }
 
@@ -139,7 +144,6 @@ fn coop_emulated_matches_reference() {
             }
             let GemmVariant::Coop(c) = plan.steps[0].variant else { unreachable!() };
             assert_eq!(c.vec, m % 8 == 0 && n % 8 == 0 && k % 8 == 0, "{m}x{n}x{k}");
-            eprintln!("case {shape:?} {m}x{n}x{k}");
             check_plan(&p, &plan, &mut rng, &format!("{shape:?} {m}x{n}x{k} tA={ta} tB={tb}"));
             ran += 1;
         }

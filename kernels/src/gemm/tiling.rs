@@ -162,6 +162,14 @@ pub struct CoopShape {
     pub sg_m: u32,
     pub sg_n: u32,
     pub stages: u32,
+    /// Slices in flight between global load and staging store: 1 loads the next slice while
+    /// the current one is multiplied; 2 keeps two register sets, so a load has two slices of
+    /// work to arrive (needs `stages` = 2).
+    pub depth: u32,
+    /// Stage both operands with K contiguous (transposing an operand whose other dimension is
+    /// contiguous in memory while storing it), so fragments of A load row-major and fragments
+    /// of B column-major, whatever the operands' layouts.
+    pub stage_k: bool,
 }
 
 /// Padding (f16 elements) after every staged row: keeps fragment rows 16-byte aligned, as
@@ -216,6 +224,7 @@ impl CoopShape {
             && self.bk % FRAG == 0
             && self.bk > 0
             && (self.stages == 1 || self.stages == 2)
+            && (self.depth == 1 || (self.depth == 2 && self.stages == 2))
             && (self.bm * self.bk / vw) % threads == 0
             && (self.bn * self.bk / vw) % threads == 0
     }

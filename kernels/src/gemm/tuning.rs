@@ -12,10 +12,12 @@ use super::tiling::{CoopShape, TileShape};
 
 /// The coop kernel for large problems: 128×128 tile, 2×4 subgroups of 4×2 fragments (64×32
 /// outputs each), double-buffered 32-deep K slices: 46 KB of workgroup storage.
-pub const COOP_128: CoopShape = CoopShape { bm: 128, bn: 128, bk: 32, sg_m: 2, sg_n: 4, stages: 2 };
+pub const COOP_128: CoopShape =
+    CoopShape { bm: 128, bn: 128, bk: 32, sg_m: 2, sg_n: 4, stages: 2, depth: 1, stage_k: false };
 /// The coop kernel for medium problems and split-K: 64×64 tile, 2×2 subgroups of 2×2
 /// fragments, double-buffered 32-deep K slices: 23 KB.
-pub const COOP_64: CoopShape = CoopShape { bm: 64, bn: 64, bk: 32, sg_m: 2, sg_n: 2, stages: 2 };
+pub const COOP_64: CoopShape =
+    CoopShape { bm: 64, bn: 64, bk: 32, sg_m: 2, sg_n: 2, stages: 2, depth: 1, stage_k: false };
 /// The vec4 SIMT kernel for large problems: 128×128 tile, 8×8 outputs per invocation, 8-deep
 /// double-buffered K slices: 17 KB.
 pub const SIMT_VEC_128: TileShape = TileShape { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };

@@ -42,8 +42,26 @@ impl CoopVariant {
         }
     }
 
+    /// How A is staged: K-contiguous (fragments load row-major) or M-contiguous.
+    pub fn a_staged(self) -> Contig {
+        if self.shape.stage_k {
+            Contig::K
+        } else {
+            self.a
+        }
+    }
+
+    /// How B is staged: N-contiguous (fragments load row-major) or K-contiguous.
+    pub fn b_staged(self) -> Contig {
+        if self.shape.stage_k {
+            Contig::K
+        } else {
+            self.b
+        }
+    }
+
     pub fn storage_bytes(self) -> u32 {
-        self.shape.storage_bytes(self.a, self.b)
+        self.shape.storage_bytes(self.a_staged(), self.b_staged())
     }
 }
 
@@ -123,8 +141,12 @@ impl GemmVariant {
                 let s = c.shape;
                 let split = if c.split_k { "_splitk" } else { "" };
                 let tuned = [COOP_128, COOP_64].contains(&s);
-                let params =
-                    if tuned { String::new() } else { format!("_k{}_w{}x{}_s{}", s.bk, s.sg_m, s.sg_n, s.stages) };
+                let params = if tuned {
+                    String::new()
+                } else {
+                    let kstage = if s.stage_k { "_kst" } else { "" };
+                    format!("_k{}_w{}x{}_s{}_p{}{kstage}", s.bk, s.sg_m, s.sg_n, s.stages, s.depth)
+                };
                 let scalar = if c.vec { "" } else { "_scalar" };
                 let emu = if c.emulate { "_emu" } else { "" };
                 format!(
