@@ -10,7 +10,7 @@ B=$D/kernel_bench
 R=/tmp/results
 mkdir -p "$R"
 PHASES=${*:-caps edge sweep main cublas}
-EDGE=1000x1000x1000,129x7x1000,4097x4095x4093,1000x1000x1000:tt,1000x1000x1000:tn,136x72x104:nt,128x4096x4096,1500x1500x64b6
+EDGE=1000x1000x1000,129x7x1000,4097x4095x4093,1000x1000x1000:tt,1000x1000x1000:tn,136x72x104:nt,1000x1004x1000,1004x1000x1004:tt,128x4096x4096,1500x1500x64b6,1500x1500x64b6:nt
 ALL=4096x4096x4096,8192x8192x8192,2048x4096x4096,128x4096x4096,1500x384x384,1500x1536x384,1500x384x1536,1500x1500x64b6
 MAIN=${MAIN:-$ALL}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
@@ -23,7 +23,7 @@ if has caps; then timeout 60 "$B" --caps "$R/caps.json" > "$R/caps.log" 2>&1; fi
 if has edge; then
   timeout 90 "$B" --shapes $EDGE --dtypes f16,f32 --paths coop,simt --iters 2 --json "$R/edge.json" > "$R/edge.log" 2>&1
   for t in 64x64 splitk; do
-    timeout 40 "$B" --shapes 1000x1000x1000,4097x4095x4093,136x72x104:tt --dtypes f16,f32 --paths coop,simt \
+    timeout 40 "$B" --shapes 1000x1000x1000,4097x4095x4093,136x72x104:tt,1004x1004x1004:tn --dtypes f16,f32 --paths coop,simt \
       --tiling $t --iters 2 --json "$R/edge_$t.json" >> "$R/edge.log" 2>&1
   done
   echo "edge done at $((SECONDS - t0)) s" >> "$R/time.log"

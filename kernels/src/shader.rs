@@ -157,7 +157,8 @@ fn coop_context(c: CoopVariant) -> Value {
     let (sb, rows_b) = s.staged(s.bn, c.b_staged());
     let (in_elem, reg_t, zero_reg) = match (vw, c.dtype) {
         (8, _) => ("mat2x4<f16>", "mat2x4<f16>", "mat2x4<f16>()"),
-        (4, _) => ("vec4<f32>", "vec4<f32>", "vec4<f32>()"),
+        (4, DType::F16) => ("vec4<f16>", "vec4<f16>", "vec4<f16>()"),
+        (4, DType::F32) => ("vec4<f32>", "vec4<f32>", "vec4<f32>()"),
         (_, DType::F16) => ("f16", "f16", "f16(0.0)"),
         (_, DType::F32) => ("f32", "f32", "0.0"),
     };

@@ -9,8 +9,8 @@ use crate::gemm::{plan_gemm, CoopMode, GemmOptions, GemmProblem, TilingChoice};
 use crate::shader::ShaderVariant;
 
 /// Sizes that reach every branch of the planners' decisions (aligned and unaligned, thin,
-/// small and large).
-const SIZES: &[u32] = &[1, 7, 129, 1000, 4096];
+/// small and large; 1500 is a multiple of 4 but not of 8).
+const SIZES: &[u32] = &[1, 7, 129, 1000, 1500, 4096];
 const CHOICES: &[TilingChoice] =
     &[TilingChoice::Auto, TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv];
 /// Transposed operands change how slices are staged and how fragments load.

@@ -59,8 +59,8 @@ pub(crate) fn step(
     shapes: &[CoopShape],
     splits: Option<u32>,
 ) -> Result<GemmStep, String> {
-    let width = if p.dtype == DType::F16 { 8 } else { 4 };
-    let vec = wide_loads_ok(p, width);
+    // The widest load the operands' alignment allows.
+    let width = CoopVariant::widths(p.dtype).iter().copied().find(|&w| w == 1 || wide_loads_ok(p, w)).unwrap_or(1);
     let mut last = "no cooperative-matrix shape in the tuning table".to_string();
     for &shape in shapes {
         let variant = CoopVariant {
@@ -69,7 +69,7 @@ pub(crate) fn step(
             split_k: splits.is_some(),
             a: a_contig(p),
             b: b_contig(p),
-            vec,
+            width,
             emulate: false,
         };
         match GemmVariant::Coop(variant).fits(caps) {

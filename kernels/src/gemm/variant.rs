@@ -23,9 +23,10 @@ pub struct CoopVariant {
     pub split_k: bool,
     pub a: Contig,
     pub b: Contig,
-    /// 16-byte global loads along each operand's contiguous dimension; the planner proved that
-    /// every chunk is aligned and lies wholly inside or outside the matrix.
-    pub vec: bool,
+    /// Elements per global load along each operand's contiguous dimension: 16 bytes (8 f16 or
+    /// 4 f32), 8 bytes (4 f16), or 1. For more than 1 the planner proved that every chunk is
+    /// aligned and lies wholly inside or outside the matrix.
+    pub width: u32,
     /// Cooperative-matrix operations replaced by plain WGSL with the same semantics (each
     /// invocation computes its subgroup's whole fragment), so the staging, indexing and epilogue
     /// of a coop kernel can be tested on adapters without tensor cores. Never planned.
@@ -33,12 +34,16 @@ pub struct CoopVariant {
 }
 
 impl CoopVariant {
-    /// Elements per global load: 8 f16 or 4 f32 (16 bytes), or 1 for scalar loads.
+    /// Elements per global load; an alias of `width`.
     pub fn load_width(self) -> u32 {
-        match (self.vec, self.dtype) {
-            (false, _) => 1,
-            (true, DType::F16) => 8,
-            (true, DType::F32) => 4,
+        self.width
+    }
+
+    /// The widths the kernels load with, widest first: 16 bytes, then (f16) 8 bytes, then 1.
+    pub fn widths(dtype: DType) -> &'static [u32] {
+        match dtype {
+            DType::F16 => &[8, 4, 1],
+            DType::F32 => &[4, 1],
         }
     }
 
@@ -147,7 +152,11 @@ impl GemmVariant {
                     let kstage = if s.stage_k { "_kst" } else { "" };
                     format!("_k{}_w{}x{}_s{}_p{}{kstage}", s.bk, s.sg_m, s.sg_n, s.stages, s.depth)
                 };
-                let scalar = if c.vec { "" } else { "_scalar" };
+                let scalar = match c.width {
+                    1 => "_scalar".to_string(),
+                    w if w * c.dtype.size() as u32 == 16 => String::new(),
+                    w => format!("_w{w}"),
+                };
                 let emu = if c.emulate { "_emu" } else { "" };
                 format!(
                     "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{emu}",
