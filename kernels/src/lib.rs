@@ -10,6 +10,7 @@ pub mod caps;
 pub mod dtype;
 pub mod error;
 pub mod gemm;
+pub mod graph;
 pub mod shader;
 pub mod variants;
 

@@ -1,5 +1,66 @@
 //! ONNX Runtime plugin-EP boundary of onnxruntime-ep-wgpu. The only crate with `unsafe` and
-//! `extern "C"`: it turns ORT objects into plain Rust values, calls the `ep_kernels` engine
-//! and maps errors to `OrtStatus` in one place.
+//! `extern "C"`: it turns ORT objects into plain Rust values, calls the `ep_kernels` engine and
+//! maps errors to `OrtStatus` in one place (`ort::guard`, which also stops panics).
 
+pub mod abi;
+mod compute;
+pub mod devices;
+mod ep;
 pub mod experimental;
+mod factory;
+mod graph_reader;
+pub mod options;
+pub mod ort;
+
+use std::ffi::c_char;
+
+use ort_sys::{OrtApiBase, OrtLogger};
+
+use crate::abi::OrtEpFactory;
+use crate::ort::{guard, EpError, Status};
+
+pub use factory::EP_NAME;
+
+/// Creates our single factory. Called by `register_execution_provider_library`.
+///
+/// # Safety
+/// Called by ONNX Runtime with a valid `OrtApiBase` and an output array of `max_factories`.
+#[no_mangle]
+pub unsafe extern "C" fn CreateEpFactories(
+    _registered_name: *const c_char,
+    ort_api_base: *const OrtApiBase,
+    default_logger: *const OrtLogger,
+    factories: *mut *mut OrtEpFactory,
+    max_factories: usize,
+    num_factories: *mut usize,
+) -> Status {
+    // SAFETY: ORT's API base is valid for the process; init negotiates the version and
+    // reports an unsupported host with a status built from GetApi(1).
+    if let Err(status) = unsafe { ort::init(ort_api_base) } {
+        return status;
+    }
+    guard("CreateEpFactories", || {
+        if factories.is_null() || num_factories.is_null() || max_factories < 1 {
+            return Err(EpError::invalid("CreateEpFactories: no room for a factory"));
+        }
+        // SAFETY: ORT's default logger lives as long as the environment, which outlives the
+        // factory (ORT releases factories before tearing the environment down).
+        let factory = factory::Factory::new(unsafe { ort::Logger::new(default_logger) });
+        // SAFETY: ORT passes valid output pointers (checked non-NULL above).
+        unsafe {
+            *factories = Box::into_raw(factory) as *mut OrtEpFactory;
+            *num_factories = 1;
+        }
+        Ok(())
+    })
+}
+
+/// Frees the factory. Called by `unregister_execution_provider_library`.
+///
+/// # Safety
+/// `factory` came from [`CreateEpFactories`] and is released once.
+#[no_mangle]
+pub unsafe extern "C" fn ReleaseEpFactory(factory: *mut OrtEpFactory) -> Status {
+    // SAFETY: guaranteed by ORT's contract (see above).
+    guard("ReleaseEpFactory", || unsafe { factory::destroy(factory) })
+}

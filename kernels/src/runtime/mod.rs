@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 pub use adapter::{list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback};
 pub use dispatch::{Dispatch, GemmBindings};
-pub use pipelines::BindingLayout;
+pub use pipelines::{panic_message, Access, BindingLayout};
 pub use timing::GpuTimer;
 
 use crate::caps::DeviceCaps;

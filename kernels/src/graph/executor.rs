@@ -1,0 +1,269 @@
+//! Runs a compiled [`Program`] on the GPU. Everything shape-dependent (plans, buffers, bind
+//! groups) is prepared once per set of input shapes and pooled, so a repeated run costs one
+//! upload per input, one submission and one read-back per output; concurrent runs of the same
+//! shapes take separate pooled sets.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::program::{Operand, ProductOp, Program};
+use super::support::ComputeOp;
+use crate::dtype::DType;
+use crate::error::GpuError;
+use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmProblem, TilingChoice};
+use crate::runtime::{Dispatch, GemmBindings, Gpu, GpuBuffer, Readback};
+
+/// An input tensor in host memory.
+#[derive(Clone, Copy, Debug)]
+pub struct HostTensor<'a> {
+    pub dtype: DType,
+    pub shape: &'a [u64],
+    pub data: &'a [u8],
+}
+
+/// Receives each output: `(index, shape, bytes)`; an error aborts the run.
+pub type OutputSink<'a> = dyn FnMut(usize, &[u64], &[u8]) -> Result<(), String> + 'a;
+
+/// Planning choices that apply to every op of a program.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecOptions {
+    pub tiling: TilingChoice,
+}
+
+/// Pooled sets kept per shape key; more concurrent runs than this allocate and then drop.
+const POOL_DEPTH: usize = 4;
+
+/// A program with its constants on the GPU.
+pub struct Executable {
+    gpu: Arc<Gpu>,
+    program: Program,
+    constants: Vec<GpuBuffer>,
+    options: ExecOptions,
+    pool: Mutex<HashMap<Vec<u64>, Vec<Prepared>>>,
+}
+
+/// Everything one run of a given set of input shapes needs.
+struct Prepared {
+    inputs: Vec<GpuBuffer>,
+    temps: Vec<GpuBuffer>,
+    readbacks: Vec<Readback>,
+    dispatches: Vec<Dispatch>,
+    output_shapes: Vec<Vec<u64>>,
+    /// One line per op: its problem and the chosen plan.
+    plans: Vec<String>,
+}
+
+impl Executable {
+    /// Uploads the program's constants.
+    pub fn new(gpu: Arc<Gpu>, program: Program, options: ExecOptions) -> Result<Executable, GpuError> {
+        let constants =
+            program.constants.iter().map(|c| gpu.upload(&c.data, &c.name)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Executable { gpu, program, constants, options, pool: Mutex::new(HashMap::new()) })
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// Runs once: `inputs` in the fused node's order; `outputs(i, shape, bytes)` receives each
+    /// result. Returns a description of each op's plan when these shapes were seen for the
+    /// first time (for logs), else `None`.
+    pub fn run(
+        &self,
+        inputs: &[HostTensor<'_>],
+        outputs: &mut OutputSink<'_>,
+    ) -> Result<Option<Vec<String>>, GpuError> {
+        self.check_inputs(inputs)?;
+        let key: Vec<u64> =
+            inputs.iter().flat_map(|t| std::iter::once(t.shape.len() as u64).chain(t.shape.iter().copied())).collect();
+        let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
+        let (prepared, report) = match pooled {
+            Some(p) => (p, None),
+            None => {
+                let p = self.prepare(inputs)?;
+                let report = p.plans.clone();
+                (p, Some(report))
+            }
+        };
+        let result = self.execute(&prepared, inputs, outputs);
+        if result.is_ok() {
+            let mut pool = self.pool.lock();
+            let slot = pool.entry(key).or_default();
+            if slot.len() < POOL_DEPTH {
+                slot.push(prepared);
+            }
+        }
+        result.map(|()| report)
+    }
+
+    fn check_inputs(&self, inputs: &[HostTensor<'_>]) -> Result<(), GpuError> {
+        if inputs.len() != self.program.inputs.len() {
+            return Err(GpuError::Invalid(format!(
+                "expected {} inputs, got {}",
+                self.program.inputs.len(),
+                inputs.len()
+            )));
+        }
+        for ((t, name), &dtype) in inputs.iter().zip(&self.program.inputs).zip(&self.program.input_dtypes) {
+            if t.dtype != dtype {
+                return Err(GpuError::Invalid(format!("input '{name}' is {}, expected {dtype}", t.dtype)));
+            }
+            let elems: u64 = t.shape.iter().product();
+            if elems * dtype.size() != t.data.len() as u64 {
+                return Err(GpuError::Invalid(format!(
+                    "input '{name}' of shape {:?} has {} bytes",
+                    t.shape,
+                    t.data.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn execute(
+        &self,
+        prepared: &Prepared,
+        inputs: &[HostTensor<'_>],
+        outputs: &mut OutputSink<'_>,
+    ) -> Result<(), GpuError> {
+        let gpu = &self.gpu;
+        gpu.scoped("run", || {
+            for (buf, t) in prepared.inputs.iter().zip(inputs) {
+                gpu.write(buf, t.data);
+            }
+            let mut encoder =
+                gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
+            let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
+            if !dispatches.is_empty() {
+                gpu.encode(&mut encoder, &dispatches);
+            }
+            for (rb, &t) in prepared.readbacks.iter().zip(&self.program.outputs) {
+                gpu.copy_to_readback(&mut encoder, &prepared.temps[t], rb);
+            }
+            gpu.queue().submit([encoder.finish()]);
+            Ok(())
+        })?;
+        let mut failure = None;
+        let readbacks: Vec<&Readback> = prepared.readbacks.iter().collect();
+        gpu.read(&readbacks, |i, bytes| {
+            if failure.is_none() {
+                if let Err(e) = outputs(i, &prepared.output_shapes[i], bytes) {
+                    failure = Some(e);
+                }
+            }
+        })?;
+        failure.map_or(Ok(()), |e| Err(GpuError::Invalid(e)))
+    }
+
+    /// Infers every op's shapes, plans it, allocates buffers and binds the dispatches.
+    fn prepare(&self, inputs: &[HostTensor<'_>]) -> Result<Prepared, GpuError> {
+        let gpu = &self.gpu;
+        let input_bufs = inputs
+            .iter()
+            .zip(&self.program.inputs)
+            .map(|(t, name)| gpu.storage_buffer(t.data.len() as u64, name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut shapes: Vec<Option<Vec<u64>>> = vec![None; self.program.temps];
+        let mut temps: Vec<Option<GpuBuffer>> = vec![None; self.program.temps];
+        let mut dispatches = Vec::new();
+        let mut plans = Vec::new();
+        for op in &self.program.ops {
+            let shape_of = |o: Operand| -> Result<Vec<u64>, GpuError> {
+                match o {
+                    Operand::Input(i) => Ok(inputs[i].shape.to_vec()),
+                    Operand::Const(i) => Ok(self.program.constants[i].shape.clone()),
+                    Operand::Temp(t) => {
+                        shapes[t].clone().ok_or_else(|| GpuError::Invalid("temp used before set".into()))
+                    }
+                }
+            };
+            let (problem, out_shape) =
+                op_problem(op, &shape_of(op.a)?, &shape_of(op.b)?, op.bias.map(shape_of).transpose()?)
+                    .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", kind_name(op.kind), op.name)))?;
+            let plan = plan_gemm(&problem, gpu.caps(), self.options.tiling)?;
+            let variants: Vec<String> = plan.variants().map(|v| v.name()).collect();
+            plans.push(format!(
+                "{} '{}': M={} N={} K={} batch={} {:?} [{}]{}",
+                kind_name(op.kind),
+                op.name,
+                problem.m,
+                problem.n,
+                problem.k,
+                problem.batch_count(),
+                plan.tiling,
+                variants.join(" + "),
+                if plan.fallbacks.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (fell back: {})", plan.fallbacks.join("; "))
+                }
+            ));
+            let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
+            if problem.output_len() > 0 {
+                let buf = |o: Operand| -> Result<&GpuBuffer, GpuError> {
+                    match o {
+                        Operand::Input(i) => Ok(&input_bufs[i]),
+                        Operand::Const(i) => Ok(&self.constants[i]),
+                        Operand::Temp(t) => {
+                            temps[t].as_ref().ok_or_else(|| GpuError::Invalid("temp used before set".into()))
+                        }
+                    }
+                };
+                let bias = op.bias.map(buf).transpose()?;
+                let io = GemmBindings { a: buf(op.a)?, b: buf(op.b)?, bias, out: &out };
+                dispatches.extend(gpu.prepare_gemm(&plan, io)?);
+            }
+            shapes[op.out] = Some(out_shape);
+            temps[op.out] = Some(out);
+        }
+        let temps: Vec<GpuBuffer> = temps
+            .into_iter()
+            .map(|t| t.ok_or_else(|| GpuError::Invalid("unset temp".into())))
+            .collect::<Result<_, _>>()?;
+        let output_shapes: Vec<Vec<u64>> =
+            self.program.outputs.iter().map(|&t| shapes[t].clone().unwrap_or_default()).collect();
+        let readbacks =
+            self.program.outputs.iter().map(|&t| gpu.readback(temps[t].len)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Prepared { inputs: input_bufs, temps, readbacks, dispatches, output_shapes, plans })
+    }
+}
+
+fn kind_name(kind: ComputeOp) -> &'static str {
+    match kind {
+        ComputeOp::MatMul => "MatMul",
+        ComputeOp::Gemm => "Gemm",
+    }
+}
+
+/// The GEMM problem of one op at these shapes and its ONNX output shape.
+pub fn op_problem(
+    op: &ProductOp,
+    a: &[u64],
+    b: &[u64],
+    bias: Option<Vec<u64>>,
+) -> Result<(GemmProblem, Vec<u64>), String> {
+    let (mut problem, out_shape) = match op.kind {
+        ComputeOp::MatMul => {
+            let (mut p, out) = matmul_problem(a, b, op.dtype).map_err(|e| e.to_string())?;
+            if let Some(bias) = &bias {
+                if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
+                    return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
+                }
+                if a.len() < 2 || b.len() < 2 {
+                    return Err("Add fused after a MatMul with a 1-D operand".into());
+                }
+                p.epilogue.bias = Some(broadcast_layout(bias, &out, &p).map_err(|e| e.to_string())?);
+            }
+            (p, out)
+        }
+        ComputeOp::Gemm => {
+            let p = op.gemm.problem(op.dtype, a, b, bias.as_deref())?;
+            let out = vec![p.m as u64, p.n as u64];
+            (p, out)
+        }
+    };
+    problem.epilogue.activation = op.activation;
+    Ok((problem, out_shape))
+}

@@ -1,0 +1,197 @@
+//! Which nodes we claim and how they are grouped into partitions.
+//!
+//! Claimed nodes are MatMul/Gemm, plus an Add/Relu/Clip that directly follows one (fused into
+//! its store). Groups must be convex for ONNX Runtime — no path may leave a group through an
+//! unclaimed node and come back — or ORT rejects the whole capability. Nodes are visited in
+//! topological order; for each node we track the groups that reach it through an unclaimed
+//! node, and a node only joins a neighbouring group that is not among them.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::model::Graph;
+use super::support::{
+    check_bias_shape, check_compute, clip_bounds, common_dtype, ComputeOp, EpilogueOp, PlacementOptions,
+};
+
+/// Why a node is ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Compute(ComputeOp),
+    /// Fused into the store of compute node `producer`.
+    Epilogue {
+        op: EpilogueOp,
+        producer: usize,
+    },
+}
+
+/// The verdict on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub node: usize,
+    pub verdict: Result<Role, String>,
+}
+
+/// Every node's verdict (in topological order) and the claimed groups.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placement {
+    pub decisions: Vec<Decision>,
+    /// Node indices of each partition, in topological order.
+    pub groups: Vec<Vec<usize>>,
+}
+
+impl Placement {
+    pub fn claimed(&self) -> usize {
+        self.decisions.iter().filter(|d| d.verdict.is_ok()).count()
+    }
+
+    pub fn declined(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.decisions.iter().filter_map(|d| d.verdict.as_ref().err().map(|e| (d.node, e.as_str())))
+    }
+}
+
+/// Epilogue slots already used on a compute node: the bias must come before the activation.
+#[derive(Clone, Copy, Debug, Default)]
+struct EpilogueState {
+    bias: bool,
+    activation: bool,
+}
+
+/// Places every node of `graph`.
+pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
+    let order = graph.topological_order();
+    let producers = graph.producers();
+    let consumers = graph.consumers();
+    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    let mut reach_bad: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); graph.nodes.len()];
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    // The value a compute node's (possibly fused) result currently lives in → that node.
+    let mut tail_of: HashMap<String, usize> = HashMap::new();
+    let mut state: HashMap<usize, EpilogueState> = HashMap::new();
+    let mut decisions = Vec::with_capacity(graph.nodes.len());
+
+    for &i in &order {
+        let node = &graph.nodes[i];
+        let parents: BTreeSet<usize> =
+            node.inputs.iter().flatten().filter_map(|v| producers.get(v.name.as_str()).copied()).collect();
+        let bad: BTreeSet<usize> = parents.iter().flat_map(|&p| reach_bad[p].iter().copied()).collect();
+        let single_use = |name: &str| consumers.get(name).map_or(0, Vec::len) == 1 && !graph.outputs.contains(name);
+
+        let verdict = if let Some(op) = ComputeOp::of(node) {
+            check_compute(node, op, opts).map(|()| Role::Compute(op))
+        } else if let Some(op) = EpilogueOp::of(node) {
+            epilogue_role(graph, i, op, opts, &tail_of, &state, &single_use)
+        } else {
+            Err(format!("{} is not an op this EP runs", node.op_type))
+        };
+
+        let verdict = verdict.and_then(|role| {
+            let group = match role {
+                Role::Epilogue { producer, .. } => {
+                    let g = group_of[&producer];
+                    if bad.contains(&g) {
+                        return Err("fusing it would make the partition non-convex".into());
+                    }
+                    g
+                }
+                Role::Compute(_) => {
+                    let joinable = parents.iter().filter_map(|p| group_of.get(p)).find(|g| !bad.contains(g));
+                    match joinable {
+                        Some(&g) => g,
+                        None => {
+                            groups.push(Vec::new());
+                            groups.len() - 1
+                        }
+                    }
+                }
+            };
+            group_of.insert(i, group);
+            groups[group].push(i);
+            Ok(role)
+        });
+
+        match &verdict {
+            Ok(Role::Compute(_)) => {
+                if let Some(out) = node.output(0) {
+                    tail_of.insert(out.name.clone(), i);
+                }
+                // Gemm's C already fills the bias slot.
+                let has_c = matches!(verdict, Ok(Role::Compute(ComputeOp::Gemm))) && node.input(2).is_some();
+                state.insert(i, EpilogueState { bias: has_c, activation: false });
+                reach_bad[i] = bad;
+            }
+            Ok(Role::Epilogue { op, producer }) => {
+                let st = state.entry(*producer).or_default();
+                match op {
+                    EpilogueOp::Add => st.bias = true,
+                    EpilogueOp::Relu | EpilogueOp::Clip => st.activation = true,
+                }
+                if let Some(out) = node.output(0) {
+                    tail_of.insert(out.name.clone(), *producer);
+                }
+                reach_bad[i] = bad;
+            }
+            Err(_) => {
+                // Everything that reaches an unclaimed node must not be re-entered after it.
+                let mut r = bad;
+                r.extend(parents.iter().filter_map(|p| group_of.get(p).copied()));
+                reach_bad[i] = r;
+            }
+        }
+        decisions.push(Decision { node: i, verdict });
+    }
+    groups.retain(|g| !g.is_empty());
+    Placement { decisions, groups }
+}
+
+fn epilogue_role(
+    graph: &Graph,
+    i: usize,
+    op: EpilogueOp,
+    opts: &PlacementOptions,
+    tail_of: &HashMap<String, usize>,
+    state: &HashMap<usize, EpilogueState>,
+    single_use: &dyn Fn(&str) -> bool,
+) -> Result<Role, String> {
+    let node = &graph.nodes[i];
+    let not_fusable = || format!("{} not directly after a MatMul/Gemm/Conv this EP runs", node.op_type);
+    let inputs: Vec<_> = node.inputs.iter().flatten().filter(|v| !v.name.is_empty()).collect();
+    let (tail_index, producer) =
+        inputs.iter().enumerate().find_map(|(k, v)| tail_of.get(&v.name).map(|&p| (k, p))).ok_or_else(not_fusable)?;
+    let tail = inputs[tail_index];
+    if !single_use(&tail.name) {
+        return Err(format!("'{}' has other consumers, so it cannot be fused", tail.name));
+    }
+    let st = state.get(&producer).copied().unwrap_or_default();
+    match op {
+        EpilogueOp::Relu | EpilogueOp::Clip => {
+            if st.activation {
+                return Err("the product already has a fused activation".into());
+            }
+            common_dtype(node, &[tail], opts)?;
+            if op == EpilogueOp::Clip {
+                clip_bounds(node)?;
+            }
+        }
+        EpilogueOp::Add => {
+            if st.bias || st.activation {
+                return Err("the product already has a fused bias or activation".into());
+            }
+            if inputs.len() != 2 || inputs[0].name == inputs[1].name {
+                return Err(not_fusable());
+            }
+            let bias = inputs[1 - tail_index];
+            common_dtype(node, &[tail, bias], opts)?;
+            let product = &graph.nodes[producer];
+            // A 1-D MatMul operand drops an output dimension, so the bias could not be laid out
+            // over [batch…, M, N]; require both ranks known and ≥ 2.
+            if ComputeOp::of(product) == Some(ComputeOp::MatMul)
+                && (0..2).any(|k| product.input(k).and_then(|v| v.rank()).is_none_or(|r| r < 2))
+            {
+                return Err("Add after a MatMul with a 1-D or unknown-rank operand is not fused".into());
+            }
+            let out = product.output(0);
+            check_bias_shape(bias, out.and_then(|o| o.fixed_shape()).as_deref(), out.and_then(|o| o.rank()))?;
+        }
+    }
+    Ok(Role::Epilogue { op, producer })
+}
