@@ -10,8 +10,8 @@ use ort_sys::{OrtGraph, OrtNode, OrtOpAttr, OrtOpAttrType, OrtTypeInfo, OrtValue
 
 use crate::ort::{check, cstr, ignore, EpError, Ort};
 
-/// Constants up to this size are copied into [`ValueInfo::small_data`] (Clip bounds).
-const SMALL_CONSTANT_BYTES: usize = 16;
+/// Constants up to this size are copied into [`ValueInfo::small_data`] (Clip bounds, Reshape shapes).
+const SMALL_CONSTANT_BYTES: usize = 64;
 
 /// A graph copied out of ORT, with the node handles in the same order as `graph.nodes`.
 pub struct ReadGraph {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::program::{Operand, ProductOp, Program};
+use super::program::{Operand, ProductOp, Program, Step};
 use super::support::ComputeOp;
 use crate::dtype::DType;
 use crate::error::GpuError;
@@ -165,11 +165,12 @@ impl Executable {
             .zip(&self.program.inputs)
             .map(|(t, name)| gpu.storage_buffer(t.data.len() as u64, name))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut shapes: Vec<Option<Vec<u64>>> = vec![None; self.program.temps];
-        let mut temps: Vec<Option<GpuBuffer>> = vec![None; self.program.temps];
+        let n = self.program.steps.len();
+        let mut shapes: Vec<Option<Vec<u64>>> = vec![None; n];
+        let mut temps: Vec<Option<GpuBuffer>> = vec![None; n];
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
-        for op in &self.program.ops {
+        for (t, step) in self.program.steps.iter().enumerate() {
             let shape_of = |o: Operand| -> Result<Vec<u64>, GpuError> {
                 match o {
                     Operand::Input(i) => Ok(inputs[i].shape.to_vec()),
@@ -179,44 +180,39 @@ impl Executable {
                     }
                 }
             };
-            let (problem, out_shape) =
-                op_problem(op, &shape_of(op.a)?, &shape_of(op.b)?, op.bias.map(shape_of).transpose()?)
-                    .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", kind_name(op.kind), op.name)))?;
-            let plan = plan_gemm(&problem, gpu.caps(), self.options.tiling)?;
-            let variants: Vec<String> = plan.variants().map(|v| v.name()).collect();
-            plans.push(format!(
-                "{} '{}': M={} N={} K={} batch={} {:?} [{}]{}",
-                kind_name(op.kind),
-                op.name,
-                problem.m,
-                problem.n,
-                problem.k,
-                problem.batch_count(),
-                plan.tiling,
-                variants.join(" + "),
-                if plan.fallbacks.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (fell back: {})", plan.fallbacks.join("; "))
-                }
-            ));
-            let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
-            if problem.output_len() > 0 {
-                let buf = |o: Operand| -> Result<&GpuBuffer, GpuError> {
-                    match o {
-                        Operand::Input(i) => Ok(&input_bufs[i]),
-                        Operand::Const(i) => Ok(&self.constants[i]),
-                        Operand::Temp(t) => {
-                            temps[t].as_ref().ok_or_else(|| GpuError::Invalid("temp used before set".into()))
-                        }
+            let buf = |o: Operand| -> Result<&GpuBuffer, GpuError> {
+                match o {
+                    Operand::Input(i) => Ok(&input_bufs[i]),
+                    Operand::Const(i) => Ok(&self.constants[i]),
+                    Operand::Temp(t) => {
+                        temps[t].as_ref().ok_or_else(|| GpuError::Invalid("temp used before set".into()))
                     }
-                };
-                let bias = op.bias.map(buf).transpose()?;
-                let io = GemmBindings { a: buf(op.a)?, b: buf(op.b)?, bias, out: &out };
-                dispatches.extend(gpu.prepare_gemm(&plan, io)?);
-            }
-            shapes[op.out] = Some(out_shape);
-            temps[op.out] = Some(out);
+                }
+            };
+            let (out, out_shape) = match step {
+                Step::Reshape { name, input, spec } => {
+                    let shape = spec
+                        .apply(&shape_of(*input)?)
+                        .map_err(|e| GpuError::Invalid(format!("Reshape '{name}': {e}")))?;
+                    (buf(*input)?.clone(), shape)
+                }
+                Step::Product(op) => {
+                    let bias_shape = op.bias.map(shape_of).transpose()?;
+                    let (problem, out_shape) = op_problem(op, &shape_of(op.a)?, &shape_of(op.b)?, bias_shape)
+                        .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", kind_name(op.kind), op.name)))?;
+                    let plan = plan_gemm(&problem, gpu.caps(), self.options.tiling)?;
+                    plans.push(describe(op, &problem, &plan));
+                    let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
+                    if problem.output_len() > 0 {
+                        let bias = op.bias.map(buf).transpose()?;
+                        let io = GemmBindings { a: buf(op.a)?, b: buf(op.b)?, bias, out: &out };
+                        dispatches.extend(gpu.prepare_gemm(&plan, io)?);
+                    }
+                    (out, out_shape)
+                }
+            };
+            shapes[t] = Some(out_shape);
+            temps[t] = Some(out);
         }
         let temps: Vec<GpuBuffer> = temps
             .into_iter()
@@ -228,6 +224,24 @@ impl Executable {
             self.program.outputs.iter().map(|&t| gpu.readback(temps[t].len)).collect::<Result<Vec<_>, _>>()?;
         Ok(Prepared { inputs: input_bufs, temps, readbacks, dispatches, output_shapes, plans })
     }
+}
+
+/// One log line: the op, its problem and the chosen plan (with any fallbacks).
+fn describe(op: &ProductOp, problem: &GemmProblem, plan: &crate::gemm::GemmPlan) -> String {
+    let variants: Vec<String> = plan.variants().map(|v| v.name()).collect();
+    let fallbacks =
+        if plan.fallbacks.is_empty() { String::new() } else { format!(" (fell back: {})", plan.fallbacks.join("; ")) };
+    format!(
+        "{} '{}': M={} N={} K={} batch={} {:?} [{}]{fallbacks}",
+        kind_name(op.kind),
+        op.name,
+        problem.m,
+        problem.n,
+        problem.k,
+        problem.batch_count(),
+        plan.tiling,
+        variants.join(" + "),
+    )
 }
 
 fn kind_name(kind: ComputeOp) -> &'static str {

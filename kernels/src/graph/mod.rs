@@ -5,6 +5,7 @@ pub mod executor;
 pub mod model;
 pub mod placement;
 pub mod program;
+pub mod reshape;
 pub mod support;
 
 pub use executor::{ExecOptions, Executable, HostTensor};

@@ -8,6 +8,7 @@ use crate::dtype::DType;
 /// ONNX `TensorProto.DataType` codes we care about.
 pub const ONNX_FLOAT: i32 = 1;
 pub const ONNX_FLOAT16: i32 = 10;
+pub const ONNX_INT64: i32 = 7;
 
 /// Our storage type for an ONNX element type, if we handle it.
 pub fn dtype_of(onnx_elem_type: i32) -> Option<DType> {
@@ -60,6 +61,19 @@ impl ValueInfo {
     /// The shape when every dimension is known.
     pub fn fixed_shape(&self) -> Option<Vec<u64>> {
         self.shape.as_ref()?.iter().map(Dim::fixed).collect()
+    }
+
+    /// The values of a small int64 constant (a Reshape's shape).
+    pub fn ints(&self) -> Option<Vec<i64>> {
+        if self.elem_type != ONNX_INT64 {
+            return None;
+        }
+        let data = self.small_data.as_ref()?;
+        Some(
+            data.chunks_exact(8)
+                .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+        )
     }
 
     /// The value of a scalar (or one-element) f32/f16 constant.

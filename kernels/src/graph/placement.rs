@@ -1,7 +1,8 @@
 //! Which nodes we claim and how they are grouped into partitions.
 //!
-//! Claimed nodes are MatMul/Gemm, plus an Add/Relu/Clip that directly follows one (fused into
-//! its store). Groups must be convex for ONNX Runtime — no path may leave a group through an
+//! Claimed nodes are MatMul/Gemm, an Add/Relu/Clip that directly follows one (fused into its
+//! store; an activation may also follow through Reshapes), and Reshapes with a constant shape
+//! that touch a claimed node (free on the GPU). Groups must be convex for ONNX Runtime — no path may leave a group through an
 //! unclaimed node and come back — or ORT rejects the whole capability. Nodes are visited in
 //! topological order; for each node we track the groups that reach it through an unclaimed
 //! node, and a node only joins a neighbouring group that is not among them.
@@ -9,6 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::model::Graph;
+use super::reshape::ReshapeSpec;
 use super::support::{
     check_bias_shape, check_compute, clip_bounds, common_dtype, ComputeOp, EpilogueOp, PlacementOptions,
 };
@@ -22,6 +24,8 @@ pub enum Role {
         op: EpilogueOp,
         producer: usize,
     },
+    /// A Reshape: the same GPU buffer under a new shape.
+    Reshape,
 }
 
 /// The verdict on one node.
@@ -49,6 +53,13 @@ impl Placement {
     }
 }
 
+/// The compute node a value's (fused) result belongs to, and whether a Reshape lies between.
+#[derive(Clone, Copy, Debug)]
+struct Tail {
+    producer: usize,
+    reshaped: bool,
+}
+
 /// Epilogue slots already used on a compute node: the bias must come before the activation.
 #[derive(Clone, Copy, Debug, Default)]
 struct EpilogueState {
@@ -65,7 +76,14 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
     let mut reach_bad: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); graph.nodes.len()];
     let mut groups: Vec<Vec<usize>> = Vec::new();
     // The value a compute node's (possibly fused) result currently lives in → that node.
-    let mut tail_of: HashMap<String, usize> = HashMap::new();
+    let mut tail_of: HashMap<String, Tail> = HashMap::new();
+    // Compute nodes are judged on their own first, so a Reshape can see whether it feeds one.
+    let compute_ok: HashMap<usize, bool> = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| ComputeOp::of(n).map(|op| (i, check_compute(n, op, opts).is_ok())))
+        .collect();
     let mut state: HashMap<usize, EpilogueState> = HashMap::new();
     let mut decisions = Vec::with_capacity(graph.nodes.len());
 
@@ -80,6 +98,13 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
             check_compute(node, op, opts).map(|()| Role::Compute(op))
         } else if let Some(op) = EpilogueOp::of(node) {
             epilogue_role(graph, i, op, opts, &tail_of, &state, &single_use)
+        } else if node.is_onnx() && node.op_type == "Reshape" {
+            let touches_ours = parents.iter().any(|p| group_of.contains_key(p))
+                || node
+                    .output(0)
+                    .and_then(|o| consumers.get(o.name.as_str()))
+                    .is_some_and(|cs| cs.iter().any(|c| compute_ok.get(c).copied().unwrap_or(false)));
+            reshape_role(node, opts, touches_ours)
         } else {
             Err(format!("{} is not an op this EP runs", node.op_type))
         };
@@ -93,7 +118,7 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
                     }
                     g
                 }
-                Role::Compute(_) => {
+                Role::Compute(_) | Role::Reshape => {
                     let joinable = parents.iter().filter_map(|p| group_of.get(p)).find(|g| !bad.contains(g));
                     match joinable {
                         Some(&g) => g,
@@ -112,7 +137,7 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
         match &verdict {
             Ok(Role::Compute(_)) => {
                 if let Some(out) = node.output(0) {
-                    tail_of.insert(out.name.clone(), i);
+                    tail_of.insert(out.name.clone(), Tail { producer: i, reshaped: false });
                 }
                 // Gemm's C already fills the bias slot.
                 let has_c = matches!(verdict, Ok(Role::Compute(ComputeOp::Gemm))) && node.input(2).is_some();
@@ -126,7 +151,19 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
                     EpilogueOp::Relu | EpilogueOp::Clip => st.activation = true,
                 }
                 if let Some(out) = node.output(0) {
-                    tail_of.insert(out.name.clone(), *producer);
+                    let reshaped =
+                        node.inputs.iter().flatten().any(|v| tail_of.get(&v.name).is_some_and(|t| t.reshaped));
+                    tail_of.insert(out.name.clone(), Tail { producer: *producer, reshaped });
+                }
+                reach_bad[i] = bad;
+            }
+            Ok(Role::Reshape) => {
+                // An activation may still fuse into the product through this Reshape.
+                let input = node.input(0).map(|v| v.name.as_str()).unwrap_or_default();
+                if let (Some(t), Some(out)) = (tail_of.get(input).copied(), node.output(0)) {
+                    if single_use(input) {
+                        tail_of.insert(out.name.clone(), Tail { producer: t.producer, reshaped: true });
+                    }
                 }
                 reach_bad[i] = bad;
             }
@@ -143,20 +180,30 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
     Placement { decisions, groups }
 }
 
+fn reshape_role(node: &super::model::Node, opts: &PlacementOptions, touches_ours: bool) -> Result<Role, String> {
+    if !touches_ours {
+        return Err("Reshape not next to a node this EP runs".into());
+    }
+    let data = node.input(0).ok_or("Reshape without data")?;
+    common_dtype(node, &[data], opts)?;
+    ReshapeSpec::of(node)?;
+    Ok(Role::Reshape)
+}
+
 fn epilogue_role(
     graph: &Graph,
     i: usize,
     op: EpilogueOp,
     opts: &PlacementOptions,
-    tail_of: &HashMap<String, usize>,
+    tail_of: &HashMap<String, Tail>,
     state: &HashMap<usize, EpilogueState>,
     single_use: &dyn Fn(&str) -> bool,
 ) -> Result<Role, String> {
     let node = &graph.nodes[i];
     let not_fusable = || format!("{} not directly after a MatMul/Gemm/Conv this EP runs", node.op_type);
     let inputs: Vec<_> = node.inputs.iter().flatten().filter(|v| !v.name.is_empty()).collect();
-    let (tail_index, producer) =
-        inputs.iter().enumerate().find_map(|(k, v)| tail_of.get(&v.name).map(|&p| (k, p))).ok_or_else(not_fusable)?;
+    let (tail_index, Tail { producer, reshaped }) =
+        inputs.iter().enumerate().find_map(|(k, v)| tail_of.get(&v.name).map(|&t| (k, t))).ok_or_else(not_fusable)?;
     let tail = inputs[tail_index];
     if !single_use(&tail.name) {
         return Err(format!("'{}' has other consumers, so it cannot be fused", tail.name));
@@ -175,6 +222,9 @@ fn epilogue_role(
         EpilogueOp::Add => {
             if st.bias || st.activation {
                 return Err("the product already has a fused bias or activation".into());
+            }
+            if reshaped {
+                return Err("an Add after a Reshape of the product is not fused".into());
             }
             if inputs.len() != 2 || inputs[0].name == inputs[1].name {
                 return Err(not_fusable());

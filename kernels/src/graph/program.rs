@@ -1,21 +1,22 @@
-//! A partition compiled into a list of GPU ops over numbered operands, with no reference to
+//! A partition compiled into a list of GPU steps over numbered operands, with no reference to
 //! ONNX Runtime objects (the provider copies names and constants at Compile time).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::model::Node;
+use super::reshape::ReshapeSpec;
 use super::support::{clip_bounds, ComputeOp, EpilogueOp, GemmAttrs};
 use crate::dtype::DType;
 use crate::gemm::Activation;
 
-/// Where an op reads or writes a tensor.
+/// Where a step reads or writes a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operand {
     /// The i-th input of the fused node (a host tensor each run).
     Input(usize),
     /// A constant uploaded once at compile time.
     Const(usize),
-    /// A tensor produced inside the partition (stays on the GPU).
+    /// The result of step i (stays on the GPU).
     Temp(usize),
 }
 
@@ -40,8 +41,18 @@ pub struct ProductOp {
     /// Gemm's C, or the other operand of a fused Add.
     pub bias: Option<Operand>,
     pub activation: Activation,
-    /// Always a `Temp`.
-    pub out: usize,
+}
+
+/// One step of a program; step i writes `Operand::Temp(i)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Product(ProductOp),
+    /// The input's buffer under a new shape (no GPU work).
+    Reshape {
+        name: String,
+        input: Operand,
+        spec: ReshapeSpec,
+    },
 }
 
 /// A compiled partition.
@@ -54,8 +65,39 @@ pub struct Program {
     /// The temp holding each output of the fused node, in ORT's order.
     pub outputs: Vec<usize>,
     pub constants: Vec<Constant>,
-    pub ops: Vec<ProductOp>,
-    pub temps: usize,
+    pub steps: Vec<Step>,
+}
+
+/// Names of values, and which product's buffer each fused result lives in.
+#[derive(Default)]
+struct Scope {
+    names: HashMap<String, Operand>,
+    /// Value name → product step whose (fused) result it is.
+    tail: HashMap<String, usize>,
+    /// Names that alias a product's buffer whose contents a later fused op changed.
+    stale: HashSet<String>,
+    input_dtypes: Vec<Option<DType>>,
+}
+
+impl Scope {
+    fn operand(&mut self, node: &Node, i: usize) -> Result<Operand, String> {
+        let v = node.input(i).ok_or_else(|| format!("{} '{}' lacks input {i}", node.op_type, node.name))?;
+        let op =
+            *self.names.get(&v.name).ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))?;
+        if let Operand::Input(k) = op {
+            self.input_dtypes[k] = v.dtype();
+        }
+        Ok(op)
+    }
+
+    /// Marks every name aliasing product `k`'s buffer stale, then names `out` its result.
+    fn fuse(&mut self, k: usize, input: &str, out: String) {
+        let aliases: Vec<String> = self.tail.iter().filter(|(_, &p)| p == k).map(|(n, _)| n.clone()).collect();
+        self.stale.extend(aliases);
+        let operand = self.names[input];
+        self.names.insert(out.clone(), operand);
+        self.tail.insert(out, k);
+    }
 }
 
 /// Builds the program of a partition from its nodes (topologically ordered), the fused node's
@@ -66,40 +108,24 @@ pub fn build_program(
     outputs: &[String],
     constants: Vec<Constant>,
 ) -> Result<Program, String> {
-    let mut names: HashMap<String, Operand> = HashMap::new();
+    let mut scope = Scope { input_dtypes: vec![None; inputs.len()], ..Scope::default() };
     for (i, n) in inputs.iter().enumerate() {
-        names.insert(n.clone(), Operand::Input(i));
+        scope.names.insert(n.clone(), Operand::Input(i));
     }
     for (i, c) in constants.iter().enumerate() {
-        names.entry(c.name.clone()).or_insert(Operand::Const(i));
+        scope.names.entry(c.name.clone()).or_insert(Operand::Const(i));
     }
-    let mut input_dtypes: Vec<Option<DType>> = vec![None; inputs.len()];
-    let mut ops: Vec<ProductOp> = Vec::new();
-    // Temp → index of the op producing it, and the value name its result currently has.
-    let mut tail: HashMap<usize, String> = HashMap::new();
-    let lookup = |names: &HashMap<String, Operand>, node: &Node, i: usize| -> Result<Operand, String> {
-        let v = node.input(i).ok_or_else(|| format!("{} '{}' lacks input {i}", node.op_type, node.name))?;
-        names.get(&v.name).copied().ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))
-    };
-
+    let mut steps: Vec<Step> = Vec::new();
     for node in nodes {
-        let out_name =
-            node.output(0).map(|o| o.name.clone()).ok_or_else(|| format!("'{}' has no output", node.name))?;
+        let out = node.output(0).map(|o| o.name.clone()).ok_or_else(|| format!("'{}' has no output", node.name))?;
         if let Some(kind) = ComputeOp::of(node) {
             let dtype = node.input(0).and_then(|v| v.dtype()).ok_or("product input of unsupported type")?;
-            let a = lookup(&names, node, 0)?;
-            let b = lookup(&names, node, 1)?;
-            let bias = match kind {
-                ComputeOp::Gemm if node.input(2).is_some_and(|v| !v.name.is_empty()) => Some(lookup(&names, node, 2)?),
-                _ => None,
-            };
-            for (k, op) in [Some(a), Some(b), bias].into_iter().enumerate() {
-                if let Some(Operand::Input(i)) = op {
-                    input_dtypes[i] = node.input(k).and_then(|v| v.dtype());
-                }
-            }
-            let out = ops.len();
-            ops.push(ProductOp {
+            let a = scope.operand(node, 0)?;
+            let b = scope.operand(node, 1)?;
+            let has_c = kind == ComputeOp::Gemm && node.input(2).is_some_and(|v| !v.name.is_empty());
+            let bias = if has_c { Some(scope.operand(node, 2)?) } else { None };
+            let k = steps.len();
+            steps.push(Step::Product(ProductOp {
                 name: node.name.clone(),
                 kind,
                 gemm: GemmAttrs::of(node),
@@ -108,36 +134,34 @@ pub fn build_program(
                 b,
                 bias,
                 activation: Activation::None,
-                out,
-            });
-            tail.insert(out, out_name.clone());
-            names.insert(out_name, Operand::Temp(out));
+            }));
+            scope.names.insert(out.clone(), Operand::Temp(k));
+            scope.tail.insert(out, k);
         } else if let Some(op) = EpilogueOp::of(node) {
-            let inputs: Vec<(usize, String)> = node
+            let present: Vec<(usize, String)> = node
                 .inputs
                 .iter()
                 .enumerate()
                 .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v.name.clone())))
                 .collect();
-            let (tail_k, t) = inputs
-                .iter()
-                .find_map(|(k, n)| match names.get(n) {
-                    Some(Operand::Temp(t)) if tail.get(t) == Some(n) => Some((*k, *t)),
-                    _ => None,
-                })
-                .ok_or_else(|| {
+            let (tail_k, tail_name, k) =
+                present.iter().find_map(|(i, n)| scope.tail.get(n).map(|&k| (*i, n.clone(), k))).ok_or_else(|| {
                     format!("{} '{}' does not follow a product in this partition", node.op_type, node.name)
                 })?;
-            let product = &mut ops[t];
-            match op {
+            let update = match op {
                 EpilogueOp::Add => {
                     let other =
-                        inputs.iter().find(|(k, _)| *k != tail_k).map(|(k, _)| *k).ok_or("Add with one input")?;
-                    let operand = lookup(&names, node, other)?;
-                    if let Operand::Input(i) = operand {
-                        input_dtypes[i] = node.input(other).and_then(|v| v.dtype());
-                    }
-                    product.bias = Some(operand);
+                        present.iter().find(|(i, _)| *i != tail_k).map(|(i, _)| *i).ok_or("Add with one input")?;
+                    Some(scope.operand(node, other)?)
+                }
+                _ => None,
+            };
+            let Some(Step::Product(product)) = steps.get_mut(k) else {
+                return Err(format!("'{}' fuses into a step that is not a product", node.name));
+            };
+            match op {
+                EpilogueOp::Add => {
+                    product.bias = update;
                     // A Gemm without C ignores beta; the fused Add's operand is added as is.
                     product.gemm.beta = 1.0;
                 }
@@ -147,8 +171,17 @@ pub fn build_program(
                     product.activation = Activation::Clip { min, max };
                 }
             }
-            tail.insert(t, out_name.clone());
-            names.insert(out_name, Operand::Temp(t));
+            scope.fuse(k, &tail_name, out);
+        } else if node.is_onnx() && node.op_type == "Reshape" {
+            let input = scope.operand(node, 0)?;
+            let spec = ReshapeSpec::of(node)?;
+            let t = steps.len();
+            steps.push(Step::Reshape { name: node.name.clone(), input, spec });
+            let in_name = node.input(0).map(|v| v.name.clone()).unwrap_or_default();
+            if let Some(&k) = scope.tail.get(&in_name) {
+                scope.tail.insert(out.clone(), k);
+            }
+            scope.names.insert(out, Operand::Temp(t));
         } else {
             return Err(format!("{} '{}' cannot run in a partition", node.op_type, node.name));
         }
@@ -156,17 +189,17 @@ pub fn build_program(
 
     let outputs = outputs
         .iter()
-        .map(|n| match names.get(n) {
-            Some(Operand::Temp(t)) if tail.get(t) == Some(n) => Ok(*t),
-            Some(Operand::Temp(_)) => Err(format!("output '{n}' is an intermediate of a fused epilogue")),
+        .map(|n| match scope.names.get(n) {
+            _ if scope.stale.contains(n) => Err(format!("output '{n}' was overwritten by a fused op")),
+            Some(Operand::Temp(t)) => Ok(*t),
             _ => Err(format!("output '{n}' is not produced by the partition")),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let input_dtypes = input_dtypes
+    let input_dtypes = scope
+        .input_dtypes
         .into_iter()
         .zip(inputs)
-        .map(|(d, n)| d.ok_or_else(|| format!("input '{n}' is not read by any op")))
+        .map(|(d, n)| d.ok_or_else(|| format!("input '{n}' is not read by any step")))
         .collect::<Result<Vec<_>, _>>()?;
-    let temps = ops.len();
-    Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, ops, temps })
+    Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps })
 }
