@@ -59,7 +59,10 @@ fn graph(nodes: Vec<Node>, outputs: &[&str]) -> Graph {
     Graph { nodes, outputs: outputs.iter().map(|s| s.to_string()).collect() }
 }
 
-fn verdicts(g: &Graph) -> (Vec<(String, Result<Role, String>)>, Vec<Vec<usize>>) {
+/// `(node name, verdict)` in placement order.
+type Verdicts = Vec<(String, Result<Role, String>)>;
+
+fn verdicts(g: &Graph) -> (Verdicts, Vec<Vec<usize>>) {
     let p = place(g, &opts());
     assert_convex(g, &p.groups);
     let v = p.decisions.iter().map(|d| (g.nodes[d.node].name.clone(), d.verdict.clone())).collect();
