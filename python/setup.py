@@ -3,7 +3,7 @@
 - build_py bundles the Rust library: the file named by the environment variable ONNXRUNTIME_EP_WGPU_LIB, else
   `release/libonnxruntime_ep_wgpu.so` in cargo's target folder (`../target`, or $CARGO_TARGET_DIR). It fails with
   a clear message if that file does not exist.
-- bdist_wheel tags the wheel `py3-none-manylinux_2_28_<arch>`: platform-specific because it carries a .so, but
+- bdist_wheel tags the wheel `py3-none-manylinux_2_35_<arch>`: platform-specific because it carries a .so, but
   independent of the Python ABI because it has no extension module. `--plat-name` still overrides the platform.
 """
 
@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = "onnxruntime_ep_wgpu"
 LIBRARY_NAME = "libonnxruntime_ep_wgpu.so"
 LIBRARY_ENV = "ONNXRUNTIME_EP_WGPU_LIB"
-MANYLINUX = "manylinux_2_28"
+MANYLINUX = "manylinux_2_35"
 
 
 def built_library() -> Path:

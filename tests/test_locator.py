@@ -76,7 +76,7 @@ def test_wheel_is_tagged_for_platform_not_python():
         pytest.skip(f"no wheel built in {WHEEL_DIR} (ci/test.sh builds one)")
     assert len(wheels) == 1, f"expected one wheel in {WHEEL_DIR}, found {[w.name for w in wheels]}"
     wheel = wheels[0]
-    assert wheel.name.endswith(f"-py3-none-manylinux_2_28_{os.uname().machine}.whl"), wheel.name
+    assert wheel.name.endswith(f"-py3-none-manylinux_2_35_{os.uname().machine}.whl"), wheel.name
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         assert "onnxruntime_ep_wgpu/libonnxruntime_ep_wgpu.so" in names
@@ -84,5 +84,5 @@ def test_wheel_is_tagged_for_platform_not_python():
         wheel_meta = zf.read(f"{dist_info}/WHEEL").decode()
         metadata = zf.read(f"{dist_info}/METADATA").decode()
     assert "Root-Is-Purelib: false" in wheel_meta
-    assert f"Tag: py3-none-manylinux_2_28_{os.uname().machine}" in wheel_meta
+    assert f"Tag: py3-none-manylinux_2_35_{os.uname().machine}" in wheel_meta
     assert "Requires-Dist: onnxruntime" not in metadata
