@@ -4,7 +4,7 @@
 #   .carry/bench/  our library (release build, debug info stripped) and, if bench/src/bin/kernel_bench.rs exists,
 #                  the Rust kernel microbenchmark binary
 #   .whl/          the peer's wheel, onnxruntime-ep-webgpu==0.4.0 (py3, manylinux x86_64, --no-deps)
-#   .gl/           the Vulkan loader .deb (libvulkan1)
+#   .gl/           the Vulkan loader and GLVND .debs (the NVIDIA ICD is libGLX_nvidia.so.0, which needs GLVND)
 # Then checks that the working tree plus these folders stay under the 64 MiB a device run may carry, and prints
 # the device command (bench/README.md).
 #   bash bench/h200_stage.sh
@@ -46,13 +46,17 @@ if ! compgen -G '.whl/onnxruntime_ep_webgpu-0.4.0-*.whl' >/dev/null; then
     -d .whl "$PEER"
 fi
 
-# The Vulkan loader (docs/gpu-machine.md): the H200 image has the NVIDIA ICD but no libvulkan.so.1.
-if ! compgen -G '.gl/libvulkan1_*.deb' >/dev/null; then
-  log "apt-get download libvulkan1 (amd64)"
+# The Vulkan loader: the H200 image has the NVIDIA ICD but no libvulkan.so.1, and the ICD library
+# (libGLX_nvidia.so.0) only loads with GLVND beside it ("Found no drivers!" otherwise).
+GL_PACKAGES=(libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2)
+missing=()
+for p in "${GL_PACKAGES[@]}"; do compgen -G ".gl/${p}_*.deb" >/dev/null || missing+=("$p"); done
+if ((${#missing[@]})); then
+  log "apt-get download ${missing[*]} (amd64)"
   mkdir -p /tmp/amd64/partial
   o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64)
   apt-get "${o[@]}" update -qq
-  (cd .gl && apt-get "${o[@]}" download libvulkan1)
+  (cd .gl && apt-get "${o[@]}" download "${missing[@]}")
 fi
 
 # What a device run sends: tracked and untracked-not-ignored files, plus the carried folders.
