@@ -360,3 +360,63 @@ fn new_lengths_reuse_pipelines() {
         assert_eq!(variants(&depthwise_1d(len), &mut rng), first.1, "length {len}");
     }
 }
+
+/// GPU time of each conv against a plain GEMM with the same M, N (pixels) and K, on the test
+/// adapter (`EP_WGPU_TEST_ADAPTER` picks another): the check of the "conv reaches ≥ 50% of
+/// the GEMM's throughput" target. Run with
+/// `cargo test --release --test conv_gpu conv_throughput -- --ignored --nocapture`.
+#[test]
+#[ignore = "benchmark; prints timings"]
+fn conv_throughput() {
+    use ep_kernels::gemm::{plan_gemm, GemmProblem};
+    use ep_kernels::runtime::{GemmBindings, GpuTimer};
+    let gpu = gpu();
+    let Some(timer) = GpuTimer::new(&gpu) else {
+        eprintln!("no timestamp queries on this adapter");
+        return;
+    };
+    let repeat = if gpu.adapter().is_software() { 2 } else { 50 };
+    let time = |dispatches: &[ep_kernels::runtime::Dispatch]| {
+        let refs: Vec<_> = dispatches.iter().collect();
+        timer.time(&gpu, &refs, 1).unwrap();
+        timer.time(&gpu, &refs, repeat).unwrap() / repeat as f64
+    };
+    let shapes: &[(&str, &[u64], &[u64], ConvAttrs)] = &[
+        ("whisper conv1", &[1, 80, 3000], &[384, 80, 3], attrs(&[1, 1], &[], &[], 1)),
+        ("whisper conv2", &[1, 384, 3000], &[384, 384, 3], attrs(&[1, 1], &[2], &[], 1)),
+        ("resnet 3x3 64", &[1, 64, 56, 56], &[64, 64, 3, 3], attrs(&[1, 1, 1, 1], &[], &[], 1)),
+        ("depthwise 3x3 32", &[1, 32, 56, 56], &[32, 1, 3, 3], attrs(&[1, 1, 1, 1], &[], &[], 32)),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !gpu.caps().shader_f16 {
+            continue;
+        }
+        for (label, x, w, attrs) in shapes {
+            let inputs = ConvInputs { x, w, bias: Some(&w[..1]), dtype };
+            let p = resolve(&inputs, attrs, true).unwrap();
+            let plan = plan_conv_with(&p, gpu.caps(), TilingChoice::Auto, ConvAlgo::Auto).unwrap();
+            let buf = |elems: u64, name| gpu.storage_buffer(elems * dtype.size(), name).unwrap();
+            let (xb, wb, bb, ob) =
+                (buf(p.input_len(), "x"), buf(p.weight_len(), "w"), buf(p.m as u64, "b"), buf(p.output_len(), "out"));
+            let io = ConvBindings { x: &xb, w: &wb, bias: Some(&bb), out: &ob };
+            let conv = time(&gpu.prepare_conv(&plan, io).unwrap());
+            let (m, n, k) = (p.m, (p.n as u64 * p.pixels()) as u32, p.k_per_group() as u32);
+            let g = GemmProblem::simple(dtype, m, n, k, false, false);
+            let gplan = plan_gemm(&g, gpu.caps(), TilingChoice::Auto).unwrap();
+            let (a, b, c) =
+                (buf(m as u64 * k as u64, "a"), buf(k as u64 * n as u64, "b"), buf(m as u64 * n as u64, "c"));
+            let gemm = time(&gpu.prepare_gemm(&gplan, GemmBindings { a: &a, b: &b, bias: None, out: &c }).unwrap());
+            let gflops = |s: f64| 2.0 * p.macs() as f64 / s * 1e-9;
+            eprintln!(
+                "{label:18} {dtype}: conv {:8.1} µs ({:7.1} GFLOP/s, {}) | \
+                 GEMM {m}x{n}x{k} {:8.1} µs ({:7.1} GFLOP/s) | {:.0}%",
+                conv * 1e6,
+                gflops(conv),
+                plan.describe(),
+                gemm * 1e6,
+                2.0 * m as f64 * n as f64 * k as f64 / gemm * 1e-9,
+                100.0 * gemm / conv * p.macs() as f64 / (m as f64 * n as f64 * k as f64),
+            );
+        }
+    }
+}

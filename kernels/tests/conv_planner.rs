@@ -369,7 +369,11 @@ proptest! {
     }
 
     #[test]
-    fn every_conv_plan_respects_every_limit(caps in arb_caps(), (x, w, attrs, bias, f16) in arb_node(), (algo, tiling) in arb_algo()) {
+    fn every_conv_plan_respects_every_limit(
+        caps in arb_caps(),
+        (x, w, attrs, bias, f16) in arb_node(),
+        (algo, tiling) in arb_algo(),
+    ) {
         let dtype = if f16 { DType::F16 } else { DType::F32 };
         let Ok(p) = resolve(&ConvInputs { x: &x, w: &w, bias: bias.then_some(&[w[0]][..]), dtype }, &attrs, true) else {
             return Ok(());
@@ -391,7 +395,8 @@ proptest! {
                     prop_assert!(gx <= max && gy <= max && gz <= max, "grid {:?} > {max}", step.grid);
                     prop_assert!(gx as u64 * gy as u64 * gz as u64 >= step.params.total_workgroups as u64);
                     prop_assert_eq!((step.params.grid_x, step.params.grid_y), (gx, gy));
-                    prop_assert!(step.params.total_workgroups as u64 * v.threads() as u64 >= step.params.invocations as u64);
+                    let lanes = step.params.total_workgroups as u64 * v.threads() as u64;
+                    prop_assert!(lanes >= step.params.invocations as u64);
                 }
                 if let Some(gemm) = plan.gemm() {
                     prop_assert!(gemm.workspace_bytes <= caps.max_storage_binding_size);

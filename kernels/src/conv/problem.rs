@@ -37,7 +37,7 @@ impl std::str::FromStr for AutoPad {
 
 /// The raw attributes of an ONNX `Conv` node, as the model states them. Empty vectors mean
 /// "attribute absent" (ONNX defaults: pads 0, strides 1, dilations 1).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConvAttrs {
     pub auto_pad: AutoPad,
     /// `[x1_begin, x2_begin, …, x1_end, x2_end, …]`.
@@ -51,9 +51,22 @@ pub struct ConvAttrs {
 }
 
 impl ConvAttrs {
-    /// The attributes of a node that states none (group 1, everything else defaulted).
+    /// The attributes of a node that states none: the ONNX defaults.
     pub fn new() -> Self {
-        ConvAttrs { group: 1, ..Default::default() }
+        ConvAttrs {
+            auto_pad: AutoPad::NotSet,
+            pads: Vec::new(),
+            strides: Vec::new(),
+            dilations: Vec::new(),
+            group: 1,
+            kernel_shape: None,
+        }
+    }
+}
+
+impl Default for ConvAttrs {
+    fn default() -> Self {
+        ConvAttrs::new()
     }
 }
 
