@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod caps;
+pub mod conv;
 pub mod dtype;
 pub mod error;
 pub mod gemm;

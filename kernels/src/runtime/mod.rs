@@ -6,6 +6,7 @@
 
 mod adapter;
 mod buffers;
+mod conv;
 mod dispatch;
 mod pipelines;
 mod timing;
@@ -17,6 +18,7 @@ use parking_lot::Mutex;
 
 pub use adapter::{list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback};
+pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipelines::{panic_message, Access, BindingLayout};
 pub use timing::GpuTimer;
