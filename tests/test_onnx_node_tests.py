@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx.backend.test.case.node import collect_testcases
 
-OPS = {"MatMul", "Gemm"}
+OPS = {"MatMul", "Gemm", "Conv"}
 # collect_testcases' op filter only applies on its first call (it imports the case modules once), so
 # collect everything and keep the single-op models of the ops we claim.
 CASES = [
@@ -30,4 +30,5 @@ def test_node_case(make_session, case):
 
 def test_cases_were_collected():
     names = {c.name for c in CASES}
-    assert any(n.startswith("test_matmul") for n in names) and any(n.startswith("test_gemm") for n in names), names
+    for prefix in ("test_matmul", "test_gemm", "test_conv", "test_basic_conv"):
+        assert any(n.startswith(prefix) for n in names), (prefix, names)

@@ -246,7 +246,9 @@ unsafe extern "system" fn compile(
                         build_program(&nodes, &inputs, &outputs, read_constants(graph)?).map_err(EpError::fail)?;
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
-                    let exec = Executable::new(ep.gpu.clone(), program, ExecOptions { tiling: ep.options.tiling })?;
+                    let exec_options =
+                        ExecOptions { tiling: ep.options.tiling, conv1d_as_conv2d: ep.options.conv1d_as_conv2d };
+                    let exec = Executable::new(ep.gpu.clone(), program, exec_options)?;
                     created.push(ComputeInfo::create(exec, cstr(name)));
                 }
                 Ok(())

@@ -10,10 +10,11 @@ use parking_lot::Mutex;
 
 use super::program::{Operand, ProductOp, Program, Step};
 use super::support::ComputeOp;
+use crate::conv::{plan_conv, resolve, ConvInputs};
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmProblem, TilingChoice};
-use crate::runtime::{Dispatch, GemmBindings, Gpu, GpuBuffer, Readback};
+use crate::runtime::{ConvBindings, Dispatch, GemmBindings, Gpu, GpuBuffer, Readback};
 
 /// An input tensor in host memory.
 #[derive(Clone, Copy, Debug)]
@@ -27,9 +28,16 @@ pub struct HostTensor<'a> {
 pub type OutputSink<'a> = dyn FnMut(usize, &[u64], &[u8]) -> Result<(), String> + 'a;
 
 /// Planning choices that apply to every op of a program.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct ExecOptions {
     pub tiling: TilingChoice,
+    pub conv1d_as_conv2d: bool,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions { tiling: TilingChoice::Auto, conv1d_as_conv2d: true }
+    }
 }
 
 /// Pooled sets kept per shape key; more concurrent runs than this allocate and then drop.
@@ -196,6 +204,23 @@ impl Executable {
                         .map_err(|e| GpuError::Invalid(format!("Reshape '{name}': {e}")))?;
                     (buf(*input)?.clone(), shape)
                 }
+                Step::Conv(op) => {
+                    let (x, w) = (shape_of(op.x)?, shape_of(op.w)?);
+                    let b = op.bias.map(shape_of).transpose()?;
+                    let inputs = ConvInputs { x: &x, w: &w, bias: b.as_deref(), dtype: op.dtype };
+                    let fail = |e: crate::PlanError| GpuError::Invalid(format!("Conv '{}': {e}", op.name));
+                    let mut problem = resolve(&inputs, &op.attrs, self.options.conv1d_as_conv2d).map_err(fail)?;
+                    problem.activation = op.activation;
+                    let plan = plan_conv(&problem, gpu.caps(), self.options.tiling).map_err(fail)?;
+                    plans.push(format!("Conv '{}': {}", op.name, plan.describe()));
+                    let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
+                    if problem.output_len() > 0 {
+                        let bias = op.bias.map(buf).transpose()?;
+                        let io = ConvBindings { x: buf(op.x)?, w: buf(op.w)?, bias, out: &out };
+                        dispatches.extend(gpu.prepare_conv(&plan, io)?);
+                    }
+                    (out, problem.output_shape.clone())
+                }
                 Step::Product(op) => {
                     let bias_shape = op.bias.map(shape_of).transpose()?;
                     let (problem, out_shape) = op_problem(op, &shape_of(op.a)?, &shape_of(op.b)?, bias_shape)
@@ -248,6 +273,7 @@ fn kind_name(kind: ComputeOp) -> &'static str {
     match kind {
         ComputeOp::MatMul => "MatMul",
         ComputeOp::Gemm => "Gemm",
+        ComputeOp::Conv => "Conv",
     }
 }
 
@@ -277,6 +303,7 @@ pub fn op_problem(
             let out = vec![p.m as u64, p.n as u64];
             (p, out)
         }
+        ComputeOp::Conv => return Err("a Conv is not a product step".into()),
     };
     problem.epilogue.activation = op.activation;
     Ok((problem, out_shape))

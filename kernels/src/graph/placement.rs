@@ -139,8 +139,9 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
                 if let Some(out) = node.output(0) {
                     tail_of.insert(out.name.clone(), Tail { producer: i, reshaped: false });
                 }
-                // Gemm's C already fills the bias slot.
-                let has_c = matches!(verdict, Ok(Role::Compute(ComputeOp::Gemm))) && node.input(2).is_some();
+                // Gemm's C already fills the bias slot; a Conv's bias is per channel (its own input).
+                let has_c = matches!(verdict, Ok(Role::Compute(ComputeOp::Gemm))) && node.input(2).is_some()
+                    || matches!(verdict, Ok(Role::Compute(ComputeOp::Conv)));
                 state.insert(i, EpilogueState { bias: has_c, activation: false });
                 reach_bad[i] = bad;
             }

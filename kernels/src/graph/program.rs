@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use super::model::Node;
 use super::reshape::ReshapeSpec;
-use super::support::{clip_bounds, ComputeOp, EpilogueOp, GemmAttrs};
+use super::support::{clip_bounds, conv_attrs, ComputeOp, EpilogueOp, GemmAttrs};
+use crate::conv::ConvAttrs;
 use crate::dtype::DType;
 use crate::gemm::Activation;
 
@@ -43,10 +44,23 @@ pub struct ProductOp {
     pub activation: Activation,
 }
 
+/// One Conv (1-D or 2-D; 1-D runs as 2-D with height 1) with its fused activation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvOp {
+    pub name: String,
+    pub dtype: DType,
+    pub x: Operand,
+    pub w: Operand,
+    pub bias: Option<Operand>,
+    pub attrs: ConvAttrs,
+    pub activation: Activation,
+}
+
 /// One step of a program; step i writes `Operand::Temp(i)`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Product(ProductOp),
+    Conv(ConvOp),
     /// The input's buffer under a new shape (no GPU work).
     Reshape {
         name: String,
@@ -118,7 +132,26 @@ pub fn build_program(
     let mut steps: Vec<Step> = Vec::new();
     for node in nodes {
         let out = node.output(0).map(|o| o.name.clone()).ok_or_else(|| format!("'{}' has no output", node.name))?;
-        if let Some(kind) = ComputeOp::of(node) {
+        if ComputeOp::of(node) == Some(ComputeOp::Conv) {
+            let dtype = node.input(0).and_then(|v| v.dtype()).ok_or("Conv input of unsupported type")?;
+            let x = scope.operand(node, 0)?;
+            let w = scope.operand(node, 1)?;
+            let bias =
+                if node.input(2).is_some_and(|v| !v.name.is_empty()) { Some(scope.operand(node, 2)?) } else { None };
+            let k = steps.len();
+            let attrs = conv_attrs(node)?;
+            steps.push(Step::Conv(ConvOp {
+                name: node.name.clone(),
+                dtype,
+                x,
+                w,
+                bias,
+                attrs,
+                activation: Activation::None,
+            }));
+            scope.names.insert(out.clone(), Operand::Temp(k));
+            scope.tail.insert(out, k);
+        } else if let Some(kind) = ComputeOp::of(node) {
             let dtype = node.input(0).and_then(|v| v.dtype()).ok_or("product input of unsupported type")?;
             let a = scope.operand(node, 0)?;
             let b = scope.operand(node, 1)?;
@@ -156,6 +189,18 @@ pub fn build_program(
                 }
                 _ => None,
             };
+            if let Some(Step::Conv(conv)) = steps.get_mut(k) {
+                conv.activation = match op {
+                    EpilogueOp::Relu => Activation::Relu,
+                    EpilogueOp::Clip => {
+                        let (min, max) = clip_bounds(node)?;
+                        Activation::Clip { min, max }
+                    }
+                    EpilogueOp::Add => return Err(format!("Add '{}' cannot fuse into a Conv", node.name)),
+                };
+                scope.fuse(k, &tail_name, out);
+                continue;
+            }
             let Some(Step::Product(product)) = steps.get_mut(k) else {
                 return Err(format!("'{}' fuses into a step that is not a product", node.name));
             };

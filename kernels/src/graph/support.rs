@@ -3,6 +3,7 @@
 
 use super::model::{Node, ValueInfo};
 use crate::caps::DeviceCaps;
+use crate::conv::{plan_conv, resolve, AutoPad, ConvAttrs, ConvInputs};
 use crate::dtype::DType;
 use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmProblem, TilingChoice};
 
@@ -20,6 +21,7 @@ pub struct PlacementOptions {
 pub enum ComputeOp {
     MatMul,
     Gemm,
+    Conv,
 }
 
 impl ComputeOp {
@@ -30,6 +32,7 @@ impl ComputeOp {
         match node.op_type.as_str() {
             "MatMul" => Some(ComputeOp::MatMul),
             "Gemm" => Some(ComputeOp::Gemm),
+            "Conv" => Some(ComputeOp::Conv),
             _ => None,
         }
     }
@@ -87,6 +90,7 @@ pub fn check_compute(node: &Node, op: ComputeOp, opts: &PlacementOptions) -> Res
     match op {
         ComputeOp::MatMul => check_matmul(node, opts),
         ComputeOp::Gemm => check_gemm(node, opts),
+        ComputeOp::Conv => check_conv(node, opts),
     }
 }
 
@@ -199,6 +203,45 @@ pub fn check_bias_shape(bias: &ValueInfo, out: Option<&[u64]>, out_rank: Option<
     if let (Some(b), Some(o)) = (bias.fixed_shape(), out) {
         if broadcast_shapes(&b, o).as_deref() != Some(o) {
             return Err(format!("Add operand {b:?} does not broadcast onto the product's {o:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The Conv attributes of a node (ONNX defaults where absent).
+pub fn conv_attrs(node: &Node) -> Result<ConvAttrs, String> {
+    let auto_pad: AutoPad =
+        node.string("auto_pad").unwrap_or("NOTSET").parse().map_err(|e: crate::PlanError| e.to_string())?;
+    let ints = |name: &str| node.ints(name).map(<[i64]>::to_vec).unwrap_or_default();
+    Ok(ConvAttrs {
+        auto_pad,
+        pads: ints("pads"),
+        strides: ints("strides"),
+        dilations: ints("dilations"),
+        group: node.int("group").unwrap_or(1),
+        kernel_shape: node.ints("kernel_shape").map(<[i64]>::to_vec),
+    })
+}
+
+fn check_conv(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+    let (x, w) = (required(node, 0, "X")?, required(node, 1, "W")?);
+    let mut values = vec![x, w];
+    let b = node.input(2).filter(|v| !v.name.is_empty());
+    values.extend(b);
+    let dtype = common_dtype(node, &values, opts)?;
+    let attrs = conv_attrs(node)?;
+    match x.rank().or(w.rank()) {
+        Some(3) if !opts.conv1d_as_conv2d => return Err("1-D Conv needs conv1d_as_conv2d=1".into()),
+        Some(3 | 4) | None => {}
+        Some(r) => return Err(format!("{}-D Conv is not supported (only 1-D and 2-D)", r.saturating_sub(2))),
+    }
+    if let (Some(xs), Some(ws)) = (x.fixed_shape(), w.fixed_shape()) {
+        let bs = b.map(ValueInfo::fixed_shape);
+        if bs != Some(None) {
+            let bs = bs.flatten();
+            let inputs = ConvInputs { x: &xs, w: &ws, bias: bs.as_deref(), dtype };
+            let problem = resolve(&inputs, &attrs, opts.conv1d_as_conv2d).map_err(|e| e.to_string())?;
+            plan_conv(&problem, &opts.caps, opts.tiling).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
