@@ -135,13 +135,17 @@ def test_zero_size_gemm_matches_cpu(make_session, run_cpu, m, n, k):
     assert_same(make_session(model).run(None, feeds)[0], run_cpu(model, feeds)[0])
 
 
-def test_matrix_times_empty_vector_is_zeros(make_session):
-    # [M, 0]·[0] is M zeros. (ONNX Runtime 1.31's CPU EP returns uninitialised memory here when K is 0 at run
-    # time, so the reference is numpy.)
+def test_zero_size_matmul_with_a_vector(make_session):
+    # [M, 0]·[0] is M zeros and [0, M, K]·[K] is empty. (ONNX Runtime 1.31's CPU EP returns uninitialised memory for
+    # the first and fails the second with "left operand cannot broadcast", so the reference is numpy.)
     sess = make_session(models.matmul(None, None, dims=(["m", "k"], ["k"])))
     for _ in range(3):
         got = sess.run(None, {"A": rand((20, 0)), "B": rand((0,))})[0]
         np.testing.assert_array_equal(got, np.zeros(20, np.float32))
+    sess = make_session(models.matmul(None, None, dims=(["b", "m", "k"], ["k"])))
+    a, b = rand((0, 23, 17)), rand((17,))
+    got = sess.run(None, {"A": a, "B": b})[0]
+    assert got.shape == (0, 23) and got.dtype == np.float32
 
 
 def test_gemm_with_k_zero_scales_the_bias_by_beta(make_session):

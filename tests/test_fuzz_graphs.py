@@ -1,6 +1,8 @@
 """Random small ONNX graphs (MatMul, Gemm, Add, Relu, Clip, Reshape, Sigmoid, Transpose; constants, symbolic dims,
-float16, the odd NaN/Inf) run with CPU fallback allowed must give the CPU EP's results. Each graph's seed is in the
-failure message; replay one with ONNXRUNTIME_EP_WGPU_FUZZ_SEED=<seed> ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS=1.
+float16, the odd NaN/Inf) run with CPU fallback allowed must give the CPU EP's results, NaN positions and infinities
+included; graphs whose values come near the type's overflow limit are compared by shape only (see near_overflow).
+Each graph's seed is in the failure message; replay one with ONNXRUNTIME_EP_WGPU_FUZZ_SEED=<seed>
+ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS=1.
 
 ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS sets the number of graphs (default 150, for CI); run more by hand."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from onnx import helper, numpy_helper
 
@@ -37,7 +40,7 @@ class GraphGen:
     def data(self, shape):
         x = self.rng.uniform(-1, 1, size=shape).astype(self.dtype)
         if x.size and self.rng.random() < 0.05:
-            x.reshape(-1)[self.rng.integers(0, x.size)] = self.rng.choice([np.nan, np.inf, -np.inf])
+            x.reshape(-1)[self.rng.integers(0, x.size)] = self.rng.choice([np.nan, np.nan, np.inf, -np.inf])
         return x
 
     def graph_input(self, shape):
@@ -181,31 +184,52 @@ class GraphGen:
         return model, self.feeds
 
 
+def near_overflow(x):
+    """Finite values beyond 1% of the type's limit. From there on, where a sum overflows (and so where Inf − Inf
+    makes NaN) depends on the order and the precision of accumulation, which legitimately differ between two correct
+    GEMMs: ours accumulates float16 in f32. Infinities alone are fine (their arithmetic does not depend on order)."""
+    if x.dtype.kind != "f":
+        return False
+    limit = 0.01 * float(np.finfo(x.dtype).max)
+    return bool((np.isfinite(x) & (np.abs(x.astype(np.float64)) > limit)).any())
+
+
 def close(got, want, dtype):
+    """Same NaN positions, same infinities, close finite values."""
     rtol, atol = (2e-3, 2e-3) if dtype == np.float32 else (5e-2, 5e-2)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
     scale = max(1.0, float(np.nanmax(np.abs(np.where(np.isinf(want), 0, want)), initial=0)))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol * scale, equal_nan=True)
 
 
 def run_reference(model, feeds):
-    """The CPU EP without graph optimizations: ORT 1.31's CPU fusions have bugs the fuzzer hit (Transpose →
-    MatMul with a 1-D B becomes a wrong FusedMatMul), and the reference should be the plain ONNX semantics."""
+    """The CPU EP without graph optimizations (ORT 1.31's CPU fusions have bugs the fuzzer hit: Transpose → MatMul
+    with a 1-D B becomes a wrong FusedMatMul; the reference should be the plain ONNX semantics). Returns the outputs
+    and whether any value of the graph, intermediates included, comes near overflow."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    declared = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for name in node.output:
+            if name and name not in declared:
+                probe.graph.output.append(helper.make_tensor_value_info(name, probe.graph.output[0].type.tensor_type.elem_type, None))
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    values = ort.InferenceSession(probe.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return values[: len(model.graph.output)], any(near_overflow(v) for v in values)
 
 
 def test_random_graphs_match_cpu(make_session, run_cpu):
     base = int(BASE_SEED) if BASE_SEED else int(np.random.default_rng().integers(0, 2**31))
-    ran = refused = 0
+    ran = refused = relaxed = 0
     for i in range(ITERATIONS):
         seed = base + i
         rng = np.random.default_rng(seed)
         dtype = np.float16 if rng.random() < 0.2 else np.float32
         model, feeds = GraphGen(rng, dtype).build(int(rng.integers(1, 10)))
         try:
-            want = run_reference(model, feeds)
+            want, overflowing = run_reference(model, feeds)
         except Exception:  # noqa: BLE001
             # E.g. an op without a float16 CPU kernel: nothing to compare with, but ours must still not crash.
             refused += 1
@@ -225,13 +249,22 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
                 refused += 1
                 continue
             raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}): {e}\n{helper.printable_graph(model.graph)}") from e
+        if overflowing:
+            # Only shapes and types are compared: see near_overflow.
+            relaxed += 1
+            assert [(g.shape, g.dtype) for g in got] == [(w.shape, w.dtype) for w in want], seed
+            ran += 1
+            continue
         try:
             for g, w in zip(got, want):
                 close(g, w, dtype)
         except AssertionError as e:
             raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}): {e}\n{helper.printable_graph(model.graph)}") from e
         ran += 1
-    print(f"fuzz: {ran} graphs matched the CPU EP, {refused} refused by ONNX Runtime itself, seeds {base}..{base + ITERATIONS - 1}")
+    print(
+        f"fuzz: {ran} graphs matched the CPU EP ({relaxed} of them near overflow: shapes only), "
+        f"{refused} refused by ONNX Runtime itself, seeds {base}..{base + ITERATIONS - 1}"
+    )
     assert ran >= ITERATIONS // 2
 
 

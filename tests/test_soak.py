@@ -98,7 +98,7 @@ print(json.dumps({{"seconds": time.time() - t0, "rss": rss_at}}))
 
 
 def test_register_unregister_cycles_keep_memory_flat(lib_path):
-    warm = min(5, REGISTRATIONS // 2)
+    warm = min(20, REGISTRATIONS // 2)
     r = run_script(
         lib_path,
         COMMON

@@ -312,6 +312,20 @@ mod tests {
     }
 
     #[test]
+    fn gpu_errors_keep_their_message_and_get_a_code() {
+        let oom =
+            EpError::from(GpuError::OutOfMemory("A: 3000000000 bytes exceeds the device's max buffer size".into()));
+        assert_eq!(oom.code, OrtErrorCode::ORT_EP_FAIL);
+        assert!(oom.message.starts_with("out of GPU memory: A: 3000000000 bytes"), "{}", oom.message);
+        let lost = EpError::from(GpuError::DeviceLost("Unknown: driver reset".into()));
+        assert_eq!(lost.code, OrtErrorCode::ORT_DEVICE_RESET);
+        assert!(lost.message.contains("driver reset") && lost.message.contains("create a new session"));
+        let plan = EpError::from(GpuError::Plan(PlanError::BindingTooLarge { what: "A", needed: 2, limit: 1 }));
+        assert_eq!(plan.code, OrtErrorCode::ORT_INVALID_ARGUMENT);
+        assert!(plan.message.contains("storage binding"));
+    }
+
+    #[test]
     fn guard_turns_panics_into_errors() {
         // Without ORT initialised the status is NULL, but the panic must not escape.
         let _ = guard("test", || panic!("boom"));
