@@ -6,7 +6,12 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
-NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
+NP_TO_ONNX = {
+    np.float32: TensorProto.FLOAT,
+    np.float16: TensorProto.FLOAT16,
+    np.int32: TensorProto.INT32,
+    np.int64: TensorProto.INT64,
+}
 
 
 def elem(dtype) -> int:

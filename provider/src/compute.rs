@@ -8,6 +8,7 @@ use ep_kernels::graph::{dtype_of, Executable, HostTensor};
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
 use crate::abi::{OrtNodeComputeContext, OrtNodeComputeInfo, ABI_VERSION};
+use crate::fault::{self, Fault, Site};
 use crate::ort::{check, guard, guard_value, ort, EpError, Logger, Status};
 
 #[repr(C)]
@@ -57,7 +58,7 @@ unsafe extern "system" fn create_state(
 }
 
 unsafe extern "system" fn release_state(_this: *mut OrtNodeComputeInfo, _state: *mut c_void) {
-    guard_value((), || ());
+    guard_value("ReleaseState", (), || ());
 }
 
 /// An input tensor's element type, shape and bytes, borrowed from ORT for this call.
@@ -98,9 +99,13 @@ unsafe extern "system" fn compute(
     ctx: *mut OrtKernelContext,
 ) -> Status {
     guard("Compute", || {
+        fault::panic_point(Site::Compute);
         let o = ort()?;
         // SAFETY: ORT passes back our compute info and a kernel context live for this call.
         let info = unsafe { &*(this as *const ComputeInfo) };
+        if fault::fires(Fault::LoseDevice, Site::Compute) {
+            info.exec.gpu().destroy("test fault lose_device:compute");
+        }
         let n = info.exec.program().inputs.len();
         let mut tensors: Vec<(i32, Vec<u64>, &[u8])> = Vec::with_capacity(n);
         for i in 0..n {

@@ -14,6 +14,7 @@ use crate::abi::{
 };
 use crate::compute::ComputeInfo;
 use crate::factory::EP_NAME;
+use crate::fault::{self, Site};
 use crate::graph_reader::{read_graph, tensor_bytes};
 use crate::options::EpOptions;
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
@@ -90,7 +91,7 @@ impl Ep {
 
 unsafe extern "system" fn get_name(this: *const OrtEp) -> *const c_char {
     // SAFETY: ORT passes back our EP.
-    guard_value(null(), || unsafe { Ep::from_ptr(this) }.name.as_ptr())
+    guard_value("OrtEp::GetName", null(), || unsafe { Ep::from_ptr(this) }.name.as_ptr())
 }
 
 unsafe extern "system" fn get_preferred_data_layout(_this: *mut OrtEp, layout: *mut i32) -> Status {
@@ -125,6 +126,7 @@ unsafe extern "system" fn get_capability(
     support: *mut OrtEpGraphSupportInfo,
 ) -> Status {
     guard("GetCapability", || {
+        fault::panic_point(Site::GetCapability);
         let o = ort()?;
         // SAFETY: ORT passes back our EP and a graph that is live during this call.
         let (ep, read) = unsafe { (Ep::from_ptr(this), read_graph(o, graph)?) };
@@ -228,6 +230,7 @@ unsafe extern "system" fn compile(
     _ep_context_nodes: *mut *mut OrtNode,
 ) -> Status {
     guard("Compile", || {
+        fault::panic_point(Site::Compile);
         let o = ort()?;
         // SAFETY: ORT passes back our EP and `count` live graphs and fused nodes, and an output
         // array of `count` slots that we fill (each slot owned by us until ReleaseNodeComputeInfos).
@@ -273,7 +276,7 @@ unsafe extern "system" fn release_node_compute_infos(
     infos: *mut *mut OrtNodeComputeInfo,
     count: usize,
 ) {
-    guard_value((), || {
+    guard_value("ReleaseNodeComputeInfos", (), || {
         for i in 0..count {
             // SAFETY: each entry came from ComputeInfo::create and ORT releases it once.
             unsafe { ComputeInfo::destroy(*infos.add(i)) };

@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use crate::abi::{OrtDataTransferImpl, OrtEp, OrtEpFactory, ABI_VERSION};
 use crate::devices::{pair, HwDevice};
 use crate::ep::Ep;
+use crate::fault::{self, Site};
 use crate::options::{CoopMode, EpOptions, Validation};
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
@@ -88,9 +89,20 @@ impl Factory {
         let debug = options.validation == Validation::Debug;
         let coop = options.cooperative_matrix != CoopMode::Off;
         let mut gpus = self.gpus.lock();
-        if let Some(g) = gpus.get(&(adapter, debug, coop)) {
-            g.check_alive()?;
-            return Ok(g.clone());
+        let key = (adapter, debug, coop);
+        match gpus.get(&key) {
+            // A lost device never comes back: sessions still holding it fail their runs with the
+            // reason, and new sessions get a freshly opened device.
+            Some(g) if g.is_lost() => {
+                let reason = g.check_alive().err().map(|e| e.to_string()).unwrap_or_default();
+                self.logger.log(
+                    OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+                    &format!("adapter {adapter}: reopening the device ({reason})"),
+                );
+                gpus.remove(&key);
+            }
+            Some(g) => return Ok(g.clone()),
+            None => {}
         }
         let experimental = if coop {
             crate::experimental::cooperative_matrix_opt_in()
@@ -99,8 +111,19 @@ impl Factory {
         };
         let gpu =
             Gpu::new(&GpuOptions { adapter: AdapterSelector::Index(adapter), debug_validation: debug, experimental })?;
-        gpus.insert((adapter, debug, coop), gpu.clone());
+        gpus.insert(key, gpu.clone());
         Ok(gpu)
+    }
+
+    /// Logs the GPU memory our open devices hold (wgpu's allocator report), so tests and users
+    /// can watch for leaks across sessions.
+    fn log_memory(&self, event: &str) {
+        let gpus: Vec<Arc<Gpu>> = self.gpus.lock().values().cloned().collect();
+        let bytes: u64 = gpus.iter().filter_map(|g| g.allocated_bytes()).sum();
+        self.logger.log(
+            OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
+            &format!("{event}; GPU memory held: {bytes} bytes on {} device(s)", gpus.len()),
+        );
     }
 
     /// Resolves the `adapter` option against the adapters found at load time.
@@ -122,25 +145,25 @@ impl Factory {
 
 unsafe extern "system" fn get_name(this: *const OrtEpFactory) -> *const c_char {
     // SAFETY: ORT passes back our factory.
-    guard_value(null(), || unsafe { Factory::from_ptr(this) }.name.as_ptr())
+    guard_value("OrtEpFactory::GetName", null(), || unsafe { Factory::from_ptr(this) }.name.as_ptr())
 }
 
 unsafe extern "system" fn get_vendor(this: *const OrtEpFactory) -> *const c_char {
     // SAFETY: ORT passes back our factory.
-    guard_value(null(), || unsafe { Factory::from_ptr(this) }.vendor.as_ptr())
+    guard_value("OrtEpFactory::GetVendor", null(), || unsafe { Factory::from_ptr(this) }.vendor.as_ptr())
 }
 
 unsafe extern "system" fn get_version(this: *const OrtEpFactory) -> *const c_char {
     // SAFETY: ORT passes back our factory.
-    guard_value(null(), || unsafe { Factory::from_ptr(this) }.version.as_ptr())
+    guard_value("OrtEpFactory::GetVersion", null(), || unsafe { Factory::from_ptr(this) }.version.as_ptr())
 }
 
 unsafe extern "system" fn get_vendor_id(_this: *const OrtEpFactory) -> u32 {
-    0
+    guard_value("OrtEpFactory::GetVendorId", 0, || 0)
 }
 
 unsafe extern "system" fn is_stream_aware(_this: *const OrtEpFactory) -> bool {
-    false
+    guard_value("OrtEpFactory::IsStreamAware", false, || false)
 }
 
 unsafe extern "system" fn create_data_transfer(_this: *mut OrtEpFactory, out: *mut *mut OrtDataTransferImpl) -> Status {
@@ -256,6 +279,8 @@ unsafe extern "system" fn create_ep(
     out: *mut *mut OrtEp,
 ) -> Status {
     guard("CreateEp", || {
+        fault::check_spec().map_err(EpError::invalid)?;
+        fault::panic_point(Site::CreateEp);
         let o = ort()?;
         // SAFETY: ORT passes back our factory, live metadata for each device and live session
         // options that we read (and copy) only during this call.
@@ -288,10 +313,13 @@ unsafe extern "system" fn create_ep(
     })
 }
 
-unsafe extern "system" fn release_ep(_this: *mut OrtEpFactory, ep: *mut OrtEp) {
-    guard_value((), || {
+unsafe extern "system" fn release_ep(this: *mut OrtEpFactory, ep: *mut OrtEp) {
+    guard_value("ReleaseEp", (), || {
         // SAFETY: `ep` came from `create_ep` and ORT releases it once.
-        unsafe { Ep::destroy(ep) }
+        unsafe { Ep::destroy(ep) };
+        fault::panic_point(Site::ReleaseEp);
+        // SAFETY: ORT passes back our factory.
+        unsafe { Factory::from_ptr(this) }.log_memory("session released");
     });
 }
 
@@ -305,5 +333,6 @@ pub unsafe fn destroy(f: *mut OrtEpFactory) -> Result<(), EpError> {
     }
     // SAFETY: guaranteed by the caller.
     drop(unsafe { Box::from_raw(f as *mut Factory) });
+    crate::ort::factory_released();
     Ok(())
 }

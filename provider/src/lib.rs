@@ -8,11 +8,13 @@ pub mod devices;
 mod ep;
 pub mod experimental;
 mod factory;
+pub mod fault;
 mod graph_reader;
 pub mod options;
 pub mod ort;
 
 use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ort_sys::{OrtApiBase, OrtLogger};
 
@@ -35,8 +37,23 @@ pub unsafe extern "C" fn CreateEpFactories(
     num_factories: *mut usize,
 ) -> Status {
     // SAFETY: ORT's API base is valid for the process; init negotiates the version and
-    // reports an unsupported host with a status built from GetApi(1).
-    if let Err(status) = unsafe { ort::init(ort_api_base) } {
+    // reports an unsupported host with a status built from GetApi(1). It runs before `guard`
+    // (which needs the negotiated API to build a status), so a panic in it is caught here.
+    let negotiated = catch_unwind(AssertUnwindSafe(|| unsafe { ort::init(ort_api_base) }));
+    let failure = match negotiated {
+        Ok(Ok(_)) => None,
+        Ok(Err(status)) => Some(status),
+        Err(_) => {
+            let message = "internal error negotiating the ONNX Runtime API";
+            // SAFETY: as above; building a status through GetApi(1) needs nothing negotiated.
+            Some(unsafe { ort::bootstrap_status(ort_api_base, message) })
+        }
+    };
+    if let Some(status) = failure {
+        if !num_factories.is_null() {
+            // SAFETY: ORT passes a valid out-pointer (checked non-NULL).
+            unsafe { *num_factories = 0 };
+        }
         return status;
     }
     guard("CreateEpFactories", || {
@@ -45,7 +62,9 @@ pub unsafe extern "C" fn CreateEpFactories(
         }
         // SAFETY: ORT's default logger lives as long as the environment, which outlives the
         // factory (ORT releases factories before tearing the environment down).
-        let factory = factory::Factory::new(unsafe { ort::Logger::new(default_logger) });
+        let logger = unsafe { ort::Logger::new(default_logger) };
+        let factory = factory::Factory::new(logger);
+        ort::factory_created(logger);
         // SAFETY: ORT passes valid output pointers (checked non-NULL above).
         unsafe {
             *factories = Box::into_raw(factory) as *mut OrtEpFactory;

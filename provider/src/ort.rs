@@ -4,6 +4,7 @@
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use ep_kernels::{GpuError, PlanError};
@@ -56,24 +57,17 @@ pub unsafe fn init(base: *const OrtApiBase) -> Result<&'static Ort, OrtStatusPtr
     if let Some(o) = ORT.get() {
         return Ok(o);
     }
+    if base.is_null() {
+        // Without the API base there is no way to build a status.
+        return Err(OrtStatusPtr(null_mut()));
+    }
     // SAFETY: ORT passes a valid OrtApiBase whose functions exist in every version.
     let base = unsafe { &*base };
     // SAFETY: GetVersionString returns a static NUL-terminated string.
     let version = unsafe { cstr((base.GetVersionString)()) };
     let minor = parse_ort_minor(&version);
-    let fail = |msg: String| {
-        // SAFETY: GetApi(1) exists in every ORT and CreateStatus is its first-generation slot.
-        let api1 = unsafe { (base.GetApi)(1) };
-        let c = c_string(&msg);
-        // SAFETY: api1 is ORT's table (or NULL, checked); the message outlives the call.
-        unsafe {
-            if api1.is_null() {
-                OrtStatusPtr(null_mut())
-            } else {
-                ((*api1).CreateStatus)(OrtErrorCode::ORT_FAIL, c.as_ptr())
-            }
-        }
-    };
+    // SAFETY: base is the valid API base (checked non-NULL above).
+    let fail = |msg: String| unsafe { bootstrap_status(base, &msg) };
     let Some(minor) = minor.filter(|&m| m >= MIN_ORT_MINOR) else {
         return Err(fail(format!(
             "onnxruntime-ep-wgpu needs ONNX Runtime >= 1.{MIN_ORT_MINOR}; this process runs {version}"
@@ -92,6 +86,27 @@ pub unsafe fn init(base: *const OrtApiBase) -> Result<&'static Ort, OrtStatusPtr
     // SAFETY: ep points to ORT's static OrtEpApi table (at least the API-23 prefix we declare).
     let ep = unsafe { &*(ep as *const OrtEpApi) };
     Ok(ORT.get_or_init(|| Ort { api, ep, version }))
+}
+
+/// A status built before the API is negotiated, through `GetApi(1)` (NULL if even that fails).
+///
+/// # Safety
+/// `base` is NULL or the `OrtApiBase` ORT passed to `CreateEpFactories`.
+pub unsafe fn bootstrap_status(base: *const OrtApiBase, msg: &str) -> OrtStatusPtr {
+    if base.is_null() {
+        return OrtStatusPtr(null_mut());
+    }
+    // SAFETY: GetApi(1) exists in every ORT and CreateStatus is its first-generation slot.
+    let api1 = unsafe { ((*base).GetApi)(1) };
+    let c = c_string(msg);
+    // SAFETY: api1 is ORT's table (or NULL, checked); the message outlives the call.
+    unsafe {
+        if api1.is_null() {
+            OrtStatusPtr(null_mut())
+        } else {
+            ((*api1).CreateStatus)(OrtErrorCode::ORT_FAIL, c.as_ptr())
+        }
+    }
 }
 
 /// An error on its way to ORT as an `OrtStatus`.
@@ -133,12 +148,14 @@ impl std::fmt::Display for EpError {
 
 impl From<GpuError> for EpError {
     fn from(e: GpuError) -> Self {
-        let code = match e {
-            GpuError::Invalid(_) | GpuError::Plan(_) => OrtErrorCode::ORT_INVALID_ARGUMENT,
-            GpuError::DeviceLost(_) => OrtErrorCode::ORT_DEVICE_RESET,
-            _ => OrtErrorCode::ORT_EP_FAIL,
+        let (code, hint) = match e {
+            GpuError::Invalid(_) | GpuError::Plan(_) => (OrtErrorCode::ORT_INVALID_ARGUMENT, ""),
+            GpuError::DeviceLost(_) => {
+                (OrtErrorCode::ORT_DEVICE_RESET, "; this session cannot run on it again, create a new session")
+            }
+            _ => (OrtErrorCode::ORT_EP_FAIL, ""),
         };
-        EpError::new(code, e.to_string())
+        EpError::new(code, format!("{e}{hint}"))
     }
 }
 
@@ -199,9 +216,40 @@ pub fn guard(entry: &str, body: impl FnOnce() -> Result<(), EpError>) -> OrtStat
     }
 }
 
-/// For slots that return a value rather than a status: a panic yields `fallback`.
-pub fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+/// For slots that return a value rather than a status: a panic yields `fallback` and is logged
+/// (at error level, on ORT's default logger), since the slot has no other way to report it.
+pub fn guard_value<T>(entry: &str, fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        let message = format!("internal error in {entry}: {}", panic_text(&payload));
+        // Logging must not unwind either: a panic in it is dropped.
+        let _ =
+            catch_unwind(AssertUnwindSafe(|| default_logger().log(OrtLoggingLevel::ORT_LOGGING_LEVEL_ERROR, &message)));
+        fallback
+    })
+}
+
+/// ORT's default logger, kept while at least one factory lives (ORT tears the environment and
+/// its logger down only after releasing every factory).
+static DEFAULT_LOGGER: AtomicPtr<OrtLogger> = AtomicPtr::new(null_mut());
+static LIVE_FACTORIES: AtomicUsize = AtomicUsize::new(0);
+
+/// Records the default logger when a factory is created.
+pub fn factory_created(logger: Logger) {
+    DEFAULT_LOGGER.store(logger.0 as *mut OrtLogger, Ordering::SeqCst);
+    LIVE_FACTORIES.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Forgets the default logger once the last factory is released.
+pub fn factory_released() {
+    let before = LIVE_FACTORIES.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    if before == Ok(1) {
+        DEFAULT_LOGGER.store(null_mut(), Ordering::SeqCst);
+    }
+}
+
+/// The default logger of the live factories (a no-op logger when there is none).
+pub fn default_logger() -> Logger {
+    Logger(DEFAULT_LOGGER.load(Ordering::SeqCst))
 }
 
 /// An ORT logger handle. Made only through the unsafe [`Logger::new`], whose caller promises
@@ -264,9 +312,23 @@ mod tests {
     }
 
     #[test]
+    fn gpu_errors_keep_their_message_and_get_a_code() {
+        let oom =
+            EpError::from(GpuError::OutOfMemory("A: 3000000000 bytes exceeds the device's max buffer size".into()));
+        assert_eq!(oom.code, OrtErrorCode::ORT_EP_FAIL);
+        assert!(oom.message.starts_with("out of GPU memory: A: 3000000000 bytes"), "{}", oom.message);
+        let lost = EpError::from(GpuError::DeviceLost("Unknown: driver reset".into()));
+        assert_eq!(lost.code, OrtErrorCode::ORT_DEVICE_RESET);
+        assert!(lost.message.contains("driver reset") && lost.message.contains("create a new session"));
+        let plan = EpError::from(GpuError::Plan(PlanError::BindingTooLarge { what: "A", needed: 2, limit: 1 }));
+        assert_eq!(plan.code, OrtErrorCode::ORT_INVALID_ARGUMENT);
+        assert!(plan.message.contains("storage binding"));
+    }
+
+    #[test]
     fn guard_turns_panics_into_errors() {
         // Without ORT initialised the status is NULL, but the panic must not escape.
         let _ = guard("test", || panic!("boom"));
-        assert_eq!(guard_value(7, || panic!("boom")), 7);
+        assert_eq!(guard_value("test", 7, || panic!("boom")), 7);
     }
 }

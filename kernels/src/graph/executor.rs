@@ -75,6 +75,11 @@ impl Executable {
         &self.program
     }
 
+    /// The device the program runs on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
     /// Runs once: `inputs` in the fused node's order; `outputs(i, shape, bytes)` receives each
     /// result. Returns a description of each op's plan when these shapes were seen for the
     /// first time (for logs), else `None`.

@@ -2,10 +2,11 @@
 //!
 //! Claimed nodes are MatMul/Gemm, an Add/Relu/Clip that directly follows one (fused into its
 //! store; an activation may also follow through Reshapes), and Reshapes with a constant shape
-//! that touch a claimed node (free on the GPU). Groups must be convex for ONNX Runtime — no path may leave a group through an
-//! unclaimed node and come back — or ORT rejects the whole capability. Nodes are visited in
-//! topological order; for each node we track the groups that reach it through an unclaimed
-//! node, and a node only joins a neighbouring group that is not among them.
+//! that touch a claimed node (free on the GPU). Groups must be convex for ONNX Runtime — no
+//! path may leave a group and come back, through an unclaimed node or another group — or ORT
+//! rejects the whole capability. Nodes are visited in topological order; for each node we track
+//! the groups that reach it through a node outside them, and a node only joins a neighbouring
+//! group that is not among them.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -143,7 +144,6 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
                 let has_c = matches!(verdict, Ok(Role::Compute(ComputeOp::Gemm))) && node.input(2).is_some()
                     || matches!(verdict, Ok(Role::Compute(ComputeOp::Conv)));
                 state.insert(i, EpilogueState { bias: has_c, activation: false });
-                reach_bad[i] = bad;
             }
             Ok(Role::Epilogue { op, producer }) => {
                 let st = state.entry(*producer).or_default();
@@ -156,7 +156,6 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
                         node.inputs.iter().flatten().any(|v| tail_of.get(&v.name).is_some_and(|t| t.reshaped));
                     tail_of.insert(out.name.clone(), Tail { producer: *producer, reshaped });
                 }
-                reach_bad[i] = bad;
             }
             Ok(Role::Reshape) => {
                 // An activation may still fuse into the product through this Reshape.
@@ -166,15 +165,16 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
                         tail_of.insert(out.name.clone(), Tail { producer: t.producer, reshaped: true });
                     }
                 }
-                reach_bad[i] = bad;
             }
-            Err(_) => {
-                // Everything that reaches an unclaimed node must not be re-entered after it.
-                let mut r = bad;
-                r.extend(parents.iter().filter_map(|p| group_of.get(p).copied()));
-                reach_bad[i] = r;
-            }
+            Err(_) => {}
         }
+        // A group whose node feeds this one from outside the group (this node is unclaimed, or
+        // in another partition) must not be re-entered after it: that path would leave the
+        // group and come back.
+        let own = group_of.get(&i).copied();
+        let mut reach = bad;
+        reach.extend(parents.iter().filter_map(|p| group_of.get(p).copied()).filter(|&g| Some(g) != own));
+        reach_bad[i] = reach;
         decisions.push(Decision { node: i, verdict });
     }
     groups.retain(|g| !g.is_empty());

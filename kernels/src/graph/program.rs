@@ -82,12 +82,19 @@ pub struct Program {
     pub steps: Vec<Step>,
 }
 
+/// The product step a value's (fused) result lives in, and whether a Reshape lies between.
+#[derive(Clone, Copy)]
+struct Tail {
+    step: usize,
+    reshaped: bool,
+}
+
 /// Names of values, and which product's buffer each fused result lives in.
 #[derive(Default)]
 struct Scope {
     names: HashMap<String, Operand>,
-    /// Value name → product step whose (fused) result it is.
-    tail: HashMap<String, usize>,
+    /// Value name → the product whose (fused) result it is.
+    tail: HashMap<String, Tail>,
     /// Names that alias a product's buffer whose contents a later fused op changed.
     stale: HashSet<String>,
     input_dtypes: Vec<Option<DType>>,
@@ -98,19 +105,23 @@ impl Scope {
         let v = node.input(i).ok_or_else(|| format!("{} '{}' lacks input {i}", node.op_type, node.name))?;
         let op =
             *self.names.get(&v.name).ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))?;
+        if self.stale.contains(&v.name) {
+            return Err(format!("'{}' reads '{}', which a fused op overwrote", node.name, v.name));
+        }
         if let Operand::Input(k) = op {
             self.input_dtypes[k] = v.dtype();
         }
         Ok(op)
     }
 
-    /// Marks every name aliasing product `k`'s buffer stale, then names `out` its result.
-    fn fuse(&mut self, k: usize, input: &str, out: String) {
-        let aliases: Vec<String> = self.tail.iter().filter(|(_, &p)| p == k).map(|(n, _)| n.clone()).collect();
+    /// Marks every name aliasing the buffer of `tail`'s product stale, then names `out` its result.
+    fn fuse(&mut self, tail: Tail, input: &str, out: String) {
+        let aliases: Vec<String> =
+            self.tail.iter().filter(|(_, t)| t.step == tail.step).map(|(n, _)| n.clone()).collect();
         self.stale.extend(aliases);
         let operand = self.names[input];
         self.names.insert(out.clone(), operand);
-        self.tail.insert(out, k);
+        self.tail.insert(out, tail);
     }
 }
 
@@ -169,7 +180,7 @@ pub fn build_program(
                 activation: Activation::None,
             }));
             scope.names.insert(out.clone(), Operand::Temp(k));
-            scope.tail.insert(out, k);
+            scope.tail.insert(out, Tail { step: k, reshaped: false });
         } else if let Some(op) = EpilogueOp::of(node) {
             let present: Vec<(usize, String)> = node
                 .inputs
@@ -177,14 +188,22 @@ pub fn build_program(
                 .enumerate()
                 .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v.name.clone())))
                 .collect();
-            let (tail_k, tail_name, k) =
-                present.iter().find_map(|(i, n)| scope.tail.get(n).map(|&k| (*i, n.clone(), k))).ok_or_else(|| {
+            // The same rule as placement: an Add fuses only into a product it directly follows
+            // (a bias cannot be laid out through a Reshape), an activation also through Reshapes.
+            let fusable = |t: &Tail| op != EpilogueOp::Add || !t.reshaped;
+            let (tail_k, tail_name, tail) = present
+                .iter()
+                .find_map(|(i, n)| scope.tail.get(n).filter(|t| fusable(t)).map(|&t| (*i, n.clone(), t)))
+                .ok_or_else(|| {
                     format!("{} '{}' does not follow a product in this partition", node.op_type, node.name)
                 })?;
+            let k = tail.step;
             let update = match op {
                 EpilogueOp::Add => {
                     let other =
                         present.iter().find(|(i, _)| *i != tail_k).map(|(i, _)| *i).ok_or("Add with one input")?;
+                    // The operand may be computed after the product (two products summed):
+                    // `run_order` below moves the product after it.
                     Some(scope.operand(node, other)?)
                 }
                 _ => None,
@@ -216,15 +235,15 @@ pub fn build_program(
                     product.activation = Activation::Clip { min, max };
                 }
             }
-            scope.fuse(k, &tail_name, out);
+            scope.fuse(tail, &tail_name, out);
         } else if node.is_onnx() && node.op_type == "Reshape" {
             let input = scope.operand(node, 0)?;
             let spec = ReshapeSpec::of(node)?;
             let t = steps.len();
             steps.push(Step::Reshape { name: node.name.clone(), input, spec });
             let in_name = node.input(0).map(|v| v.name.clone()).unwrap_or_default();
-            if let Some(&k) = scope.tail.get(&in_name) {
-                scope.tail.insert(out.clone(), k);
+            if let Some(&t) = scope.tail.get(&in_name) {
+                scope.tail.insert(out.clone(), Tail { reshaped: true, ..t });
             }
             scope.names.insert(out, Operand::Temp(t));
         } else {
@@ -246,5 +265,59 @@ pub fn build_program(
         .zip(inputs)
         .map(|(d, n)| d.ok_or_else(|| format!("input '{n}' is not read by any step")))
         .collect::<Result<Vec<_>, _>>()?;
+    let (steps, outputs) = run_order(steps, outputs)?;
     Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps })
+}
+
+/// The temps a step reads.
+fn reads(step: &Step) -> Vec<usize> {
+    let operands = match step {
+        Step::Product(p) => vec![Some(p.a), Some(p.b), p.bias],
+        Step::Reshape { input, .. } => vec![Some(*input)],
+    };
+    operands.into_iter().flatten().filter_map(|o| if let Operand::Temp(t) = o { Some(t) } else { None }).collect()
+}
+
+/// Reorders steps so each runs after the temps it reads, renumbering `Temp`s. Nodes arrive in
+/// topological order, but a fused Add makes its product read the Add's other operand, which
+/// may be computed after the product (`MatMul(z, W1) + MatMul(z, W2)`); the product's result
+/// has no other reader, so running it later is safe. Keeps the given order where it can.
+fn run_order(steps: Vec<Step>, outputs: Vec<usize>) -> Result<(Vec<Step>, Vec<usize>), String> {
+    let n = steps.len();
+    let deps: Vec<Vec<usize>> = steps.iter().map(reads).collect();
+    let mut order = Vec::with_capacity(n);
+    let mut placed = vec![false; n];
+    while order.len() < n {
+        let next = (0..n)
+            .find(|&i| !placed[i] && deps[i].iter().all(|&d| d < n && placed[d]))
+            .ok_or("the partition's steps depend on each other in a cycle")?;
+        placed[next] = true;
+        order.push(next);
+    }
+    let mut new_index = vec![0; n];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let renumber = |o: &mut Operand| {
+        if let Operand::Temp(t) = o {
+            *t = new_index[*t];
+        }
+    };
+    let mut slots: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
+    let mut ordered = Vec::with_capacity(n);
+    for &old in &order {
+        let mut step = slots[old].take().ok_or("a step was ordered twice")?;
+        match &mut step {
+            Step::Product(p) => {
+                renumber(&mut p.a);
+                renumber(&mut p.b);
+                if let Some(bias) = &mut p.bias {
+                    renumber(bias);
+                }
+            }
+            Step::Reshape { input, .. } => renumber(input),
+        }
+        ordered.push(step);
+    }
+    Ok((ordered, outputs.into_iter().map(|t| new_index[t]).collect()))
 }

@@ -151,7 +151,10 @@ impl GemmAttrs {
         p.epilogue.alpha = self.alpha;
         p.epilogue.beta = self.beta;
         if let Some(c) = c {
-            p.epilogue.bias = Some(broadcast_layout(c, &[m, n], &p).map_err(|e| e.to_string())?);
+            let layout = broadcast_layout(c, &[m, n], &p).map_err(|e| e.to_string())?;
+            // With beta = 0 ONNX Runtime's CPU EP never reads C, so NaN or Inf in C must not
+            // reach the output as 0·NaN; C's shape is still checked, as the CPU EP does.
+            p.epilogue.bias = (self.beta != 0.0).then_some(layout);
         }
         Ok(p)
     }
@@ -181,17 +184,20 @@ fn check_gemm(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// Clip bounds from attributes (opset < 11) or constant inputs (opset ≥ 11).
+/// Clip bounds from attributes (opset < 11) or constant inputs (opset ≥ 11). An absent bound is
+/// the type's lowest or highest finite value, as ONNX specifies: so ±Inf are clamped to finite
+/// values, exactly as ONNX Runtime's CPU EP does.
 pub fn clip_bounds(node: &Node) -> Result<(f32, f32), String> {
     if node.since_version < 11 {
-        return Ok((node.float("min").unwrap_or(f32::NEG_INFINITY), node.float("max").unwrap_or(f32::INFINITY)));
+        return Ok((node.float("min").unwrap_or(f32::MIN), node.float("max").unwrap_or(f32::MAX)));
     }
+    let (lowest, highest) = node.input(0).and_then(ValueInfo::dtype).unwrap_or(DType::F32).finite_range();
     let bound = |i: usize, default: f32| match node.input(i) {
         None => Ok(default),
         Some(v) if v.name.is_empty() => Ok(default),
         Some(v) => v.scalar_f32().ok_or_else(|| format!("Clip bound '{}' is not a constant scalar", v.name)),
     };
-    Ok((bound(1, f32::NEG_INFINITY)?, bound(2, f32::INFINITY)?))
+    Ok((bound(1, lowest)?, bound(2, highest)?))
 }
 
 /// Whether an Add operand of `shape` can be the bias of a product whose output is `out`.
