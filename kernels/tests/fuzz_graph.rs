@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashSet};
 
 use ep_kernels::caps::profiles;
 use ep_kernels::gemm::TilingChoice;
-use ep_kernels::graph::program::Step;
 use ep_kernels::graph::{
     build_program, dtype_of, place, Attr, Constant, Dim, Graph, Node, Operand, PlacementOptions, ValueInfo,
 };
@@ -287,6 +286,31 @@ impl Gen {
         self.node("Add", inputs.into_iter().map(Some).collect(), ty, out);
     }
 
+    /// A Conv over a rank-3/4 value (1-D or 2-D), sometimes grouped, with or without bias; the
+    /// output shape follows ONNX when it is valid and is arbitrary otherwise.
+    fn conv(&mut self) {
+        let x = self.pick();
+        let rank = x.shape.len().clamp(3, 4);
+        let c = x.shape.get(1).copied().unwrap_or(1).max(1);
+        let group = if c % 2 == 0 && self.chance(0.3) { 2 } else { 1 };
+        let m = group * self.rng.random_range(1..4);
+        let k: Vec<u64> = (2..rank).map(|_| self.rng.random_range(1..4)).collect();
+        let mut w_shape = vec![m, (c / group).max(1)];
+        w_shape.extend(&k);
+        let constant = self.chance(0.9);
+        let w = self.leaf(x.info.elem_type, w_shape, constant);
+        let mut inputs = vec![Some(x.info.clone()), Some(w.info)];
+        if self.chance(0.5) {
+            inputs.push(Some(self.leaf(x.info.elem_type, vec![m], true).info));
+        }
+        let mut out = vec![x.shape.first().copied().unwrap_or(1), m];
+        for (i, kk) in k.iter().enumerate() {
+            out.push(x.shape.get(2 + i).copied().unwrap_or(1).saturating_sub(kk - 1).max(1));
+        }
+        self.node("Conv", inputs, x.info.elem_type, out);
+        self.set_attr("group", Attr::Int(group as i64));
+    }
+
     fn unary(&mut self, op: &str) {
         let x = self.pick();
         self.node(op, vec![Some(x.info.clone())], x.info.elem_type, x.shape);
@@ -362,8 +386,9 @@ fn random_graph(ops: &[u8], seed: u64) -> Graph {
         g.leaf(ty, shape, false);
     }
     for &op in ops {
-        match op % 11 {
+        match op % 12 {
             0 | 1 => g.matmul(),
+            11 => g.conv(),
             2 => g.gemm(),
             3 => g.add(),
             4 => g.unary("Relu"),
@@ -483,11 +508,7 @@ fn check(g: &Graph, opts: &PlacementOptions) -> Result<(), TestCaseError> {
             // Every step reads only what earlier steps wrote, and the outputs exist.
             Ok(program) => {
                 for (i, step) in program.steps.iter().enumerate() {
-                    let operands = match step {
-                        Step::Product(p) => vec![Some(p.a), Some(p.b), p.bias],
-                        Step::Reshape { input, .. } => vec![Some(*input)],
-                    };
-                    for o in operands.into_iter().flatten() {
+                    for o in step.operands() {
                         let ok = match o {
                             Operand::Temp(t) => t < i,
                             Operand::Input(k) => k < program.inputs.len(),

@@ -161,7 +161,7 @@ pub fn build_program(
                 activation: Activation::None,
             }));
             scope.names.insert(out.clone(), Operand::Temp(k));
-            scope.tail.insert(out, k);
+            scope.tail.insert(out, Tail { step: k, reshaped: false });
         } else if let Some(kind) = ComputeOp::of(node) {
             let dtype = node.input(0).and_then(|v| v.dtype()).ok_or("product input of unsupported type")?;
             let a = scope.operand(node, 0)?;
@@ -217,7 +217,7 @@ pub fn build_program(
                     }
                     EpilogueOp::Add => return Err(format!("Add '{}' cannot fuse into a Conv", node.name)),
                 };
-                scope.fuse(k, &tail_name, out);
+                scope.fuse(tail, &tail_name, out);
                 continue;
             }
             let Some(Step::Product(product)) = steps.get_mut(k) else {
@@ -271,11 +271,19 @@ pub fn build_program(
 
 /// The temps a step reads.
 fn reads(step: &Step) -> Vec<usize> {
-    let operands = match step {
-        Step::Product(p) => vec![Some(p.a), Some(p.b), p.bias],
-        Step::Reshape { input, .. } => vec![Some(*input)],
-    };
-    operands.into_iter().flatten().filter_map(|o| if let Operand::Temp(t) = o { Some(t) } else { None }).collect()
+    step.operands().into_iter().filter_map(|o| if let Operand::Temp(t) = o { Some(t) } else { None }).collect()
+}
+
+impl Step {
+    /// Every operand the step reads.
+    pub fn operands(&self) -> Vec<Operand> {
+        let operands = match self {
+            Step::Product(p) => vec![Some(p.a), Some(p.b), p.bias],
+            Step::Conv(c) => vec![Some(c.x), Some(c.w), c.bias],
+            Step::Reshape { input, .. } => vec![Some(*input)],
+        };
+        operands.into_iter().flatten().collect()
+    }
 }
 
 /// Reorders steps so each runs after the temps it reads, renumbering `Temp`s. Nodes arrive in
@@ -312,6 +320,13 @@ fn run_order(steps: Vec<Step>, outputs: Vec<usize>) -> Result<(Vec<Step>, Vec<us
                 renumber(&mut p.a);
                 renumber(&mut p.b);
                 if let Some(bias) = &mut p.bias {
+                    renumber(bias);
+                }
+            }
+            Step::Conv(c) => {
+                renumber(&mut c.x);
+                renumber(&mut c.w);
+                if let Some(bias) = &mut c.bias {
                     renumber(bias);
                 }
             }
