@@ -18,6 +18,14 @@ impl DType {
         }
     }
 
+    /// The lowest and highest finite values (ONNX's `numeric_limits::lowest()` and `max()`).
+    pub fn finite_range(self) -> (f32, f32) {
+        match self {
+            DType::F32 => (f32::MIN, f32::MAX),
+            DType::F16 => (half::f16::MIN.to_f32(), half::f16::MAX.to_f32()),
+        }
+    }
+
     /// WGSL scalar type name; also used in variant and golden file names.
     pub const fn wgsl(self) -> &'static str {
         match self {

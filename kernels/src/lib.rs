@@ -7,9 +7,11 @@
 #![forbid(unsafe_code)]
 
 pub mod caps;
+pub mod conv;
 pub mod dtype;
 pub mod error;
 pub mod gemm;
+pub mod graph;
 pub mod shader;
 pub mod variants;
 

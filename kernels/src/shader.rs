@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use minijinja::{context, Environment, UndefinedBehavior, Value};
 
+use crate::conv::ConvVariant;
 use crate::dtype::DType;
 use crate::gemm::{Contig, CoopVariant, GemmVariant, TileShape};
 
@@ -19,6 +20,9 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("coop_emulation.wgsl.j2", include_str!("../../wgsl/coop_emulation.wgsl.j2")),
     ("gemv.wgsl.j2", include_str!("../../wgsl/gemv.wgsl.j2")),
     ("splitk_reduce.wgsl.j2", include_str!("../../wgsl/splitk_reduce.wgsl.j2")),
+    ("conv_common.wgsl.j2", include_str!("../../wgsl/conv_common.wgsl.j2")),
+    ("im2col.wgsl.j2", include_str!("../../wgsl/im2col.wgsl.j2")),
+    ("conv_direct.wgsl.j2", include_str!("../../wgsl/conv_direct.wgsl.j2")),
 ];
 
 fn env() -> &'static Environment<'static> {
@@ -40,18 +44,21 @@ fn env() -> &'static Environment<'static> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShaderVariant {
     Gemm(GemmVariant),
+    Conv(ConvVariant),
 }
 
 impl ShaderVariant {
     pub fn name(self) -> String {
         match self {
             ShaderVariant::Gemm(v) => v.name(),
+            ShaderVariant::Conv(v) => v.name(),
         }
     }
 
     pub fn dtype(self) -> DType {
         match self {
             ShaderVariant::Gemm(v) => v.dtype(),
+            ShaderVariant::Conv(v) => v.dtype(),
         }
     }
 
@@ -73,6 +80,7 @@ impl ShaderVariant {
     pub fn emit(self) -> Result<String, String> {
         let (template, ctx) = match self {
             ShaderVariant::Gemm(v) => gemm_context(v),
+            ShaderVariant::Conv(v) => v.template_context(),
         };
         env()
             .get_template(template)
@@ -84,6 +92,12 @@ impl ShaderVariant {
 impl From<GemmVariant> for ShaderVariant {
     fn from(v: GemmVariant) -> Self {
         ShaderVariant::Gemm(v)
+    }
+}
+
+impl From<ConvVariant> for ShaderVariant {
+    fn from(v: ConvVariant) -> Self {
+        ShaderVariant::Conv(v)
     }
 }
 

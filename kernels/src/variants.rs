@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::caps::DeviceCaps;
+use crate::conv::{plan_conv_with, resolve, ConvAlgo, ConvAttrs, ConvInputs};
 use crate::dtype::DType;
 use crate::gemm::{plan_gemm, CoopMode, GemmOptions, GemmProblem, TilingChoice};
 use crate::shader::ShaderVariant;
@@ -36,6 +37,38 @@ pub fn reachable_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> 
                                 }
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+    out.extend(conv_variants(caps));
+    out
+}
+
+/// Conv shapes reaching every conv path: 3×3 (im2col + GEMM), 1×1 (GEMM on X), depthwise
+/// (direct), a grouped conv with wide groups (per-group GEMMs), and a 1-D conv.
+const CONV_SHAPES: &[(&[u64], &[u64], i64)] = &[
+    (&[1, 8, 16, 16], &[16, 8, 3, 3], 1),
+    (&[2, 8, 16, 16], &[16, 8, 1, 1], 1),
+    (&[1, 32, 16, 16], &[32, 1, 3, 3], 32),
+    (&[1, 32, 16, 16], &[64, 8, 3, 3], 4),
+    (&[1, 80, 300], &[384, 80, 3], 1),
+];
+const ALGOS: &[ConvAlgo] = &[ConvAlgo::Auto, ConvAlgo::Gemm, ConvAlgo::Direct];
+
+fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
+    let mut out = BTreeMap::new();
+    for dtype in [DType::F32, DType::F16] {
+        for &(x, w, group) in CONV_SHAPES {
+            let attrs = ConvAttrs { group, ..ConvAttrs::new() };
+            let Ok(problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
+                continue;
+            };
+            for &algo in ALGOS {
+                for &choice in CHOICES {
+                    if let Ok(plan) = plan_conv_with(&problem, caps, choice, algo) {
+                        out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
                     }
                 }
             }

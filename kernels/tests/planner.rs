@@ -322,6 +322,11 @@ fn describe(plan: &GemmPlan) -> String {
     format!("{:?} grid {:?} [{}]", plan.tiling, plan.steps[0].grid, names.join(" + "))
 }
 
+/// Cases per property: `EP_WGPU_FUZZ_CASES` (CI: the default; by hand: e.g. 1000000).
+fn fuzz_cases() -> u32 {
+    std::env::var("EP_WGPU_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+}
+
 fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
     let limits = (
         (0u32..65536, 1u32..1025, 1u32..1025, 1u32..1025, 1u32..70000),
@@ -372,7 +377,7 @@ fn arb_choice() -> impl Strategy<Value = TilingChoice> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn every_plan_respects_every_limit(caps in arb_caps(), p in arb_problem(), options in arb_options()) {
@@ -414,6 +419,67 @@ proptest! {
                 // A typed reason, never a panic.
                 prop_assert!(!e.to_string().is_empty());
             }
+        }
+    }
+}
+
+/// Batch shapes of up to three dims, each operand broadcasting some of them.
+fn arb_batched() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, Option<Vec<u64>>, bool)> {
+    let dims = prop::collection::vec(prop_oneof![Just(0u64), Just(1u64), 1u64..9, 1u64..3000], 2..6);
+    (dims, prop::collection::vec(any::<bool>(), 6), 0usize..5, any::<bool>()).prop_map(|(d, mask, bias_kind, f16)| {
+        let (m, k, n) = (d[0], d[1], *d.get(2).unwrap_or(&7));
+        let batch: Vec<u64> = d[3.min(d.len())..].to_vec();
+        let keep = |i: usize, v: u64| if mask[i % mask.len()] { v } else { 1 };
+        let a: Vec<u64> = batch.iter().enumerate().map(|(i, &b)| keep(i, b)).chain([m, k]).collect();
+        let b: Vec<u64> = batch.iter().enumerate().map(|(i, &v)| keep(i + 3, v)).chain([k, n]).collect();
+        let bias = match bias_kind {
+            0 => None,
+            1 => Some(vec![n]),
+            2 => Some(vec![m, 1]),
+            3 => Some(vec![]),
+            _ => Some(batch.iter().copied().chain([m, n]).collect()),
+        };
+        (a, b, bias, f16)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(), ..ProptestConfig::default() })]
+
+    /// MatMul-shaped problems (batches, broadcasting, zero dims, a fused bias): every plan keeps
+    /// every operand's reachable extent within one binding and the grid within the device, or
+    /// the planner says why not.
+    #[test]
+    fn batched_plans_respect_every_limit(caps in arb_caps(), (a, b, bias, f16) in arb_batched(), choice in arb_choice()) {
+        let dtype = if f16 { DType::F16 } else { DType::F32 };
+        let Ok((mut p, out)) = matmul_problem(&a, &b, dtype) else { return Ok(()) };
+        if let Some(bias) = bias {
+            match ep_kernels::gemm::broadcast_layout(&bias, &out, &p) {
+                Ok(l) => p.epilogue.bias = Some(l),
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+        match plan_gemm(&p, &caps, choice) {
+            Ok(plan) => {
+                let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
+                let size = dtype.size();
+                prop_assert!(p.a.extent(p.m, p.k, &p.batch) * size <= limit);
+                prop_assert!(p.b.extent(p.k, p.n, &p.batch) * size <= limit);
+                prop_assert!(p.output_len() * size <= limit);
+                if let Some(l) = p.epilogue.bias {
+                    prop_assert!(l.extent(p.m, p.n, &p.batch) * size <= limit);
+                }
+                prop_assert!(plan.workspace_bytes <= caps.max_storage_binding_size);
+                for step in &plan.steps {
+                    let max = caps.max_workgroups_per_dimension;
+                    prop_assert!(step.grid.iter().all(|&g| g <= max), "grid {:?} > {max}", step.grid);
+                    prop_assert!(step.grid.iter().map(|&g| g as u64).product::<u64>() >= step.params.total_workgroups as u64);
+                    let [x, y, z] = step.variant.workgroup_size();
+                    prop_assert!(caps.allows_workgroup(x, y, z));
+                    prop_assert!(step.variant.storage_bytes() <= caps.max_workgroup_storage_bytes);
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
 }

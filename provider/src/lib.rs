@@ -1,5 +1,85 @@
 //! ONNX Runtime plugin-EP boundary of onnxruntime-ep-wgpu. The only crate with `unsafe` and
-//! `extern "C"`: it turns ORT objects into plain Rust values, calls the `ep_kernels` engine
-//! and maps errors to `OrtStatus` in one place.
+//! `extern "C"`: it turns ORT objects into plain Rust values, calls the `ep_kernels` engine and
+//! maps errors to `OrtStatus` in one place (`ort::guard`, which also stops panics).
 
+pub mod abi;
+mod compute;
+pub mod devices;
+mod ep;
 pub mod experimental;
+mod factory;
+pub mod fault;
+mod graph_reader;
+pub mod options;
+pub mod ort;
+
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use ort_sys::{OrtApiBase, OrtLogger};
+
+use crate::abi::OrtEpFactory;
+use crate::ort::{guard, EpError, Status};
+
+pub use factory::EP_NAME;
+
+/// Creates our single factory. Called by `register_execution_provider_library`.
+///
+/// # Safety
+/// Called by ONNX Runtime with a valid `OrtApiBase` and an output array of `max_factories`.
+#[no_mangle]
+pub unsafe extern "C" fn CreateEpFactories(
+    _registered_name: *const c_char,
+    ort_api_base: *const OrtApiBase,
+    default_logger: *const OrtLogger,
+    factories: *mut *mut OrtEpFactory,
+    max_factories: usize,
+    num_factories: *mut usize,
+) -> Status {
+    // SAFETY: ORT's API base is valid for the process; init negotiates the version and
+    // reports an unsupported host with a status built from GetApi(1). It runs before `guard`
+    // (which needs the negotiated API to build a status), so a panic in it is caught here.
+    let negotiated = catch_unwind(AssertUnwindSafe(|| unsafe { ort::init(ort_api_base) }));
+    let failure = match negotiated {
+        Ok(Ok(_)) => None,
+        Ok(Err(status)) => Some(status),
+        Err(_) => {
+            let message = "internal error negotiating the ONNX Runtime API";
+            // SAFETY: as above; building a status through GetApi(1) needs nothing negotiated.
+            Some(unsafe { ort::bootstrap_status(ort_api_base, message) })
+        }
+    };
+    if let Some(status) = failure {
+        if !num_factories.is_null() {
+            // SAFETY: ORT passes a valid out-pointer (checked non-NULL).
+            unsafe { *num_factories = 0 };
+        }
+        return status;
+    }
+    guard("CreateEpFactories", || {
+        if factories.is_null() || num_factories.is_null() || max_factories < 1 {
+            return Err(EpError::invalid("CreateEpFactories: no room for a factory"));
+        }
+        // SAFETY: ORT's default logger lives as long as the environment, which outlives the
+        // factory (ORT releases factories before tearing the environment down).
+        let logger = unsafe { ort::Logger::new(default_logger) };
+        let factory = factory::Factory::new(logger);
+        ort::factory_created(logger);
+        // SAFETY: ORT passes valid output pointers (checked non-NULL above).
+        unsafe {
+            *factories = Box::into_raw(factory) as *mut OrtEpFactory;
+            *num_factories = 1;
+        }
+        Ok(())
+    })
+}
+
+/// Frees the factory. Called by `unregister_execution_provider_library`.
+///
+/// # Safety
+/// `factory` came from [`CreateEpFactories`] and is released once.
+#[no_mangle]
+pub unsafe extern "C" fn ReleaseEpFactory(factory: *mut OrtEpFactory) -> Status {
+    // SAFETY: guaranteed by ORT's contract (see above).
+    guard("ReleaseEpFactory", || unsafe { factory::destroy(factory) })
+}

@@ -78,23 +78,27 @@ impl Gpu {
         }
     }
 
-    /// A staging buffer that `encoder` fills from `src`; read it with [`Gpu::read`] after the
-    /// encoder's submission.
-    pub fn copy_for_readback(&self, encoder: &mut wgpu::CommandEncoder, src: &GpuBuffer) -> Readback {
-        let size = padded(src.len);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        encoder.copy_buffer_to_buffer(&src.buffer, 0, &buffer, 0, size);
-        Readback { buffer, len: src.len }
+    /// A staging buffer to read `len` bytes of a storage buffer back through.
+    pub fn readback(&self, len: u64) -> Result<Readback, GpuError> {
+        let buffer = self.scoped("readback", || {
+            Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("readback"),
+                size: padded(len),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }))
+        })?;
+        Ok(Readback { buffer, len })
+    }
+
+    /// Records a copy of `src` into the staging buffer `dst`.
+    pub fn copy_to_readback(&self, encoder: &mut wgpu::CommandEncoder, src: &GpuBuffer, dst: &Readback) {
+        encoder.copy_buffer_to_buffer(&src.buffer, 0, &dst.buffer, 0, padded(dst.len.min(src.len)));
     }
 
     /// Maps the staging buffers (after their copies were submitted), waits, and hands each
     /// one's bytes to `sink` in order.
-    pub fn read(&self, readbacks: &[Readback], mut sink: impl FnMut(usize, &[u8])) -> Result<(), GpuError> {
+    pub fn read(&self, readbacks: &[&Readback], mut sink: impl FnMut(usize, &[u8])) -> Result<(), GpuError> {
         let results: MapResults = Arc::new(Mutex::new(vec![None; readbacks.len()]));
         for (i, r) in readbacks.iter().enumerate() {
             let slot = results.clone();
@@ -102,28 +106,42 @@ impl Gpu {
                 slot.lock()[i] = Some(res.map_err(|e| e.to_string()));
             });
         }
-        self.wait()?;
+        let waited = self.wait();
+        let mut outcome = waited;
         for (i, r) in readbacks.iter().enumerate() {
-            match results.lock()[i].take() {
-                Some(Ok(())) => {}
-                Some(Err(e)) => return Err(GpuError::Readback(e)),
-                None => return Err(GpuError::Readback("the map callback never ran".into())),
+            let mapped = match results.lock()[i].take() {
+                Some(Ok(())) => true,
+                Some(Err(e)) => {
+                    outcome = outcome.and(Err(GpuError::Readback(e)));
+                    false
+                }
+                None => {
+                    outcome = outcome.and(Err(GpuError::Readback("the map callback never ran".into())));
+                    false
+                }
+            };
+            if mapped {
+                if outcome.is_ok() {
+                    match r.buffer.get_mapped_range(..) {
+                        Ok(view) => sink(i, &view[..r.len as usize]),
+                        Err(e) => outcome = Err(GpuError::Readback(e.to_string())),
+                    }
+                }
+                // Always unmap, so a pooled staging buffer can be mapped again next run.
+                r.buffer.unmap();
             }
-            let view = r.buffer.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
-            sink(i, &view[..r.len as usize]);
-            drop(view);
-            r.buffer.unmap();
         }
-        Ok(())
+        outcome
     }
 
     /// Reads a whole buffer back (tests and tools; the provider batches its read-backs).
     pub fn read_buffer(&self, src: &GpuBuffer) -> Result<Vec<u8>, GpuError> {
+        let rb = self.readback(src.len)?;
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read") });
-        let rb = self.copy_for_readback(&mut encoder, src);
+        self.copy_to_readback(&mut encoder, src, &rb);
         self.queue.submit([encoder.finish()]);
         let mut out = Vec::new();
-        self.read(&[rb], |_, bytes| out.extend_from_slice(bytes))?;
+        self.read(&[&rb], |_, bytes| out.extend_from_slice(bytes))?;
         Ok(out)
     }
 }

@@ -6,6 +6,7 @@
 
 mod adapter;
 mod buffers;
+mod conv;
 mod dispatch;
 mod pipelines;
 mod timing;
@@ -17,8 +18,9 @@ use parking_lot::Mutex;
 
 pub use adapter::{list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback};
+pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
-pub use pipelines::BindingLayout;
+pub use pipelines::{panic_message, Access, BindingLayout};
 pub use timing::GpuTimer;
 
 use crate::caps::DeviceCaps;
@@ -89,7 +91,10 @@ impl Gpu {
         let (lost_sink, flag) = (lost.clone(), lost_flag.clone());
         device.set_device_lost_callback(move |reason, message| {
             tracing::error!(target: "ep_wgpu", "wgpu device lost ({reason:?}): {message}");
-            *lost_sink.lock() = Some(format!("{reason:?}: {message}"));
+            let mut lost = lost_sink.lock();
+            if lost.is_none() {
+                *lost = Some(format!("{reason:?}: {message}"));
+            }
             flag.store(true, Ordering::SeqCst);
         });
         let pipelines = pipelines::PipelineCache::new(&device);
@@ -103,6 +108,27 @@ impl Gpu {
 
     pub fn adapter(&self) -> &AdapterSummary {
         &self.summary
+    }
+
+    /// Destroys the device now, as a driver reset would: work in flight is dropped and every
+    /// later call fails with [`GpuError::DeviceLost`]. wgpu only reports the loss on its next
+    /// poll, so the flag is set here rather than left to the callback.
+    pub fn destroy(&self, reason: &str) {
+        self.mark_lost(format!("Destroyed: {reason}"));
+        self.device.destroy();
+    }
+
+    fn mark_lost(&self, reason: String) {
+        let mut lost = self.lost.lock();
+        if lost.is_none() {
+            *lost = Some(reason);
+        }
+        self.lost_flag.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the device was lost (or destroyed); a lost device never comes back.
+    pub fn is_lost(&self) -> bool {
+        self.lost_flag.load(Ordering::SeqCst)
     }
 
     /// Fails once the device is lost; call before starting work.
@@ -123,6 +149,8 @@ impl Gpu {
         let result = f();
         let validation_error = pollster::block_on(validation.pop());
         let oom_error = pollster::block_on(oom.pop());
+        // On a lost device every call also raises a validation error; the loss is the cause.
+        self.check_alive()?;
         if let Some(e) = oom_error {
             return Err(GpuError::OutOfMemory(format!("{context}: {e}")));
         }
@@ -132,19 +160,22 @@ impl Gpu {
         if let Some(e) = self.errors.lock().pop() {
             return Err(GpuError::Validation { context: context.into(), message: e });
         }
-        self.check_alive()?;
         result
     }
 
     /// Blocks until all submitted work is done.
     pub fn wait(&self) -> Result<(), GpuError> {
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map(|_| ()).map_err(|e| GpuError::Poll(e.to_string()))?;
-        self.check_alive()
+        let polled = self.device.poll(wgpu::PollType::wait_indefinitely());
+        self.check_alive()?;
+        polled.map(|_| ()).map_err(|e| GpuError::Poll(e.to_string()))
     }
 
     /// wgpu's allocator report: bytes currently allocated on the device, when the backend
-    /// reports it.
+    /// reports it (Vulkan and DX12 do; Metal does not).
     pub fn allocated_bytes(&self) -> Option<u64> {
+        // wgpu frees a dropped buffer once the submissions that used it are retired, which it
+        // notices only when polled; a non-blocking poll first keeps the report current.
+        let _ = self.device.poll(wgpu::PollType::Poll);
         self.device.generate_allocator_report().map(|r| r.total_allocated_bytes)
     }
 

@@ -51,12 +51,13 @@ impl GpuTimer {
                 }
             }
             encoder.resolve_query_set(&self.queries, 0..2, &self.resolve, 0);
-            let rb = gpu.copy_for_readback(&mut encoder, &super::GpuBuffer { buffer: self.resolve.clone(), len: 16 });
+            let rb = gpu.readback(16)?;
+            gpu.copy_to_readback(&mut encoder, &super::GpuBuffer { buffer: self.resolve.clone(), len: 16 }, &rb);
             gpu.queue.submit([encoder.finish()]);
             Ok(rb)
         })?;
         let mut ticks = [0u64; 2];
-        gpu.read(&[stamps], |_, bytes| {
+        gpu.read(&[&stamps], |_, bytes| {
             ticks[0] = u64::from_le_bytes(bytes[0..8].try_into().unwrap_or_default());
             ticks[1] = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
         })?;

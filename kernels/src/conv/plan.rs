@@ -1,0 +1,321 @@
+//! The conv planner: a pure function from a [`ConvProblem`] and a device's caps to the
+//! dispatches that compute it.
+//!
+//! A convolution over NCHW is a GEMM batched over (image, group):
+//! `out[n, g] (M/G × OH·OW) = W[g] (M/G × C/G·kh·kw) · col[n, g] (C/G·kh·kw × OH·OW)`.
+//! W in OIHW order is already `[G, M/G, C/G·kh·kw]` row-major, the im2col matrix
+//! `[N, C·kh·kw, OH·OW]` is `[N, G, C/G·kh·kw, OH·OW]`, and the contiguous GEMM output
+//! `[N, G, M/G, OH·OW]` is NCHW, so groups are only batch strides. A 1×1 kernel with unit
+//! stride and no padding reads X itself as `col`. When a group has so few output channels that
+//! its GEMM would be degenerate (depthwise), a direct kernel runs instead.
+
+use super::problem::ConvProblem;
+use super::variant::{ConvParams, ConvVariant};
+use crate::caps::DeviceCaps;
+use crate::dtype::DType;
+use crate::error::PlanError;
+use crate::gemm::{fold_grid, plan_gemm, Activation, Epilogue, GemmPlan, GemmProblem, MatrixLayout, TilingChoice};
+
+/// A group with at most this many output channels makes a GEMM whose tile rows mostly idle
+/// (even the GEMV computes 4 rows per workgroup); the direct kernel keeps every lane busy.
+pub const DIRECT_MAX_M_PER_GROUP: u32 = 4;
+/// Beyond this reduction length per output, the direct kernel's lack of operand reuse costs
+/// more than the idle GEMM rows.
+pub const DIRECT_MAX_K: u64 = 1024;
+/// im2col rows one invocation writes at most; more only lengthens the tail.
+const IM2COL_MAX_K_PER_THREAD: u64 = 16;
+
+/// The algorithm for a conv: chosen by the planner (`Auto`) or forced (tests, tools).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ConvAlgo {
+    #[default]
+    Auto,
+    /// im2col + GEMM (or the GEMM alone on X for a pointwise conv), batched over groups.
+    Gemm,
+    /// The direct kernel, any group count.
+    Direct,
+}
+
+/// What a plan runs, for logs and decision tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConvPath {
+    /// 1×1, stride 1, no padding: one GEMM reading X directly.
+    Pointwise,
+    /// im2col into a scratch buffer, then one GEMM batched over images and groups.
+    Im2colGemm,
+    /// The direct grouped kernel.
+    Direct,
+}
+
+/// One dispatch of a conv kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvStep {
+    pub variant: ConvVariant,
+    pub params: ConvParams,
+    pub grid: [u32; 3],
+}
+
+/// The dispatches of a plan, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConvSchedule {
+    /// `gemm` binds A = W, B = X.
+    Pointwise { gemm: GemmPlan },
+    /// `im2col` writes the scratch buffer (`ConvPlan::col_bytes`); `gemm` binds A = W, B = it.
+    Im2colGemm { im2col: ConvStep, gemm: GemmPlan },
+    /// Binds X, W, the bias and the output.
+    Direct { step: ConvStep },
+}
+
+/// How a conv runs on a device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvPlan {
+    pub problem: ConvProblem,
+    pub schedule: ConvSchedule,
+    /// Bytes of the im2col scratch buffer (0 when there is none).
+    pub col_bytes: u64,
+    /// Why algorithms preferred over the chosen one were rejected on this device.
+    pub fallbacks: Vec<String>,
+}
+
+impl ConvPlan {
+    pub fn path(&self) -> ConvPath {
+        match self.schedule {
+            ConvSchedule::Pointwise { .. } => ConvPath::Pointwise,
+            ConvSchedule::Im2colGemm { .. } => ConvPath::Im2colGemm,
+            ConvSchedule::Direct { .. } => ConvPath::Direct,
+        }
+    }
+
+    /// The GEMM of the plan, if it has one.
+    pub fn gemm(&self) -> Option<&GemmPlan> {
+        match &self.schedule {
+            ConvSchedule::Pointwise { gemm } | ConvSchedule::Im2colGemm { gemm, .. } => Some(gemm),
+            ConvSchedule::Direct { .. } => None,
+        }
+    }
+
+    /// The conv-specific dispatches of the plan (im2col or direct), in order.
+    pub fn conv_steps(&self) -> Vec<&ConvStep> {
+        match &self.schedule {
+            ConvSchedule::Pointwise { .. } => Vec::new(),
+            ConvSchedule::Im2colGemm { im2col, .. } => vec![im2col],
+            ConvSchedule::Direct { step } => vec![step],
+        }
+    }
+
+    /// Every shader the plan needs.
+    pub fn variants(&self) -> Vec<crate::shader::ShaderVariant> {
+        let conv = self.conv_steps().into_iter().map(|s| s.variant.into());
+        let gemm = self.gemm().into_iter().flat_map(|g| g.variants().map(Into::into));
+        conv.chain(gemm).collect()
+    }
+
+    /// One-line summary for logs and decision tables.
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self.variants().iter().map(|v| v.name()).collect();
+        let tiling = self.gemm().map(|g| format!(" {:?}", g.tiling)).unwrap_or_default();
+        format!("{:?}{tiling} [{}]", self.path(), names.join(" + "))
+    }
+}
+
+/// Plans `problem` on `caps`; `tiling` applies to the GEMM, if the plan has one.
+pub fn plan_conv(problem: &ConvProblem, caps: &DeviceCaps, tiling: TilingChoice) -> Result<ConvPlan, PlanError> {
+    plan_conv_with(problem, caps, tiling, ConvAlgo::Auto)
+}
+
+/// [`plan_conv`] with the algorithm forced (`Auto` lets the planner choose).
+pub fn plan_conv_with(
+    problem: &ConvProblem,
+    caps: &DeviceCaps,
+    tiling: TilingChoice,
+    algo: ConvAlgo,
+) -> Result<ConvPlan, PlanError> {
+    if problem.dtype == DType::F16 && !caps.shader_f16 {
+        return Err(PlanError::F16Unsupported);
+    }
+    check_bindings(problem, caps)?;
+    let candidates = match algo {
+        ConvAlgo::Auto if prefers_direct(problem) => vec![ConvAlgo::Direct, ConvAlgo::Gemm],
+        ConvAlgo::Auto | ConvAlgo::Gemm => vec![ConvAlgo::Gemm],
+        ConvAlgo::Direct => vec![ConvAlgo::Direct],
+    };
+    let mut fallbacks = Vec::new();
+    let mut first_error = None;
+    for candidate in candidates {
+        let built = match candidate {
+            ConvAlgo::Direct => direct(problem, caps),
+            _ => gemm_path(problem, caps, tiling),
+        };
+        match built {
+            Ok((schedule, col_bytes)) => {
+                return Ok(ConvPlan { problem: problem.clone(), schedule, col_bytes, fallbacks });
+            }
+            Err(e) => {
+                fallbacks.push(format!("{candidate:?}: {e}"));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| PlanError::Invalid("no conv algorithm was tried".into())))
+}
+
+/// Depthwise-like: few output channels per group and a short reduction. Grouped convs only;
+/// `group == 1` always takes im2col + GEMM.
+fn prefers_direct(p: &ConvProblem) -> bool {
+    p.group > 1 && p.m_per_group() <= DIRECT_MAX_M_PER_GROUP && p.k_per_group() <= DIRECT_MAX_K
+}
+
+/// The weights in the layout the plan reads. Every current schedule reads OIHW (already the
+/// `[G, M/G, C/G·kh·kw]` row-major A of the GEMM), so this checks the length and copies; it is
+/// the single place to change when a schedule wants another layout.
+pub fn prepack_weights(plan: &ConvPlan, weights: &[u8]) -> Result<Vec<u8>, PlanError> {
+    let want = plan.problem.weight_len() * plan.problem.dtype.size();
+    if weights.len() as u64 != want {
+        return Err(PlanError::Invalid(format!("the weights have {} bytes; the plan needs {want}", weights.len())));
+    }
+    Ok(weights.to_vec())
+}
+
+type Built = Result<(ConvSchedule, u64), PlanError>;
+
+fn gemm_path(p: &ConvProblem, caps: &DeviceCaps, tiling: TilingChoice) -> Built {
+    if p.is_pointwise() {
+        // X[n] is [C, H·W] = [C, OH·OW]: exactly the col matrix.
+        let gemm = plan_gemm(&gemm_problem(p, p.c as u64)?, caps, tiling)?;
+        return Ok((ConvSchedule::Pointwise { gemm }, 0));
+    }
+    let col_k = p.c as u64 * p.kh as u64 * p.kw as u64;
+    let col_bytes = p.n as u64 * col_k * p.pixels() * p.dtype.size();
+    check_binding("the im2col buffer", col_bytes, caps)?;
+    let im2col = im2col_step(p, caps, col_k)?;
+    let gemm = plan_gemm(&gemm_problem(p, col_k)?, caps, tiling)?;
+    Ok((ConvSchedule::Im2colGemm { im2col, gemm }, col_bytes))
+}
+
+/// The batched GEMM over (image, group). `b_rows` is the row count of one image's B matrix
+/// (`C` for X itself, `C·kh·kw` for im2col).
+fn gemm_problem(p: &ConvProblem, b_rows: u64) -> Result<GemmProblem, PlanError> {
+    let (mg, kg, pix) = (p.m_per_group() as u64, p.k_per_group(), p.pixels());
+    let group_stride = |s: u64| if p.group > 1 { to_u32("group stride", s) } else { Ok(0) };
+    let image_stride = |s: u64| if p.n > 1 { to_u32("image stride", s) } else { Ok(0) };
+    let batch = [1, 1, p.n, p.group];
+    let a = MatrixLayout { batch_strides: [0, 0, 0, group_stride(mg * kg)?], ..MatrixLayout::row_major(kg as u32) };
+    let b = MatrixLayout {
+        batch_strides: [0, 0, image_stride(b_rows * pix)?, group_stride(kg * pix)?],
+        ..MatrixLayout::row_major(to_u32("output pixels", pix)?)
+    };
+    // One bias value per output channel: down the rows, constant along pixels.
+    let bias = MatrixLayout { row_stride: 1, col_stride: 0, batch_strides: [0, 0, 0, group_stride(mg)?] };
+    Ok(GemmProblem {
+        dtype: p.dtype,
+        m: mg as u32,
+        n: pix as u32,
+        k: to_u32("reduction length", kg)?,
+        batch,
+        a,
+        b,
+        epilogue: Epilogue { alpha: 1.0, beta: 1.0, bias: p.has_bias.then_some(bias), activation: p.activation },
+    })
+}
+
+fn im2col_step(p: &ConvProblem, caps: &DeviceCaps, col_k: u64) -> Result<ConvStep, PlanError> {
+    let variant = ConvVariant::Im2col { dtype: p.dtype, threads: threads(caps)? };
+    variant.fits(caps).map_err(PlanError::Invalid)?;
+    // Enough invocations to fill the device a few times over; beyond that each one writes
+    // several rows, so its index arithmetic is amortised.
+    let elements = p.n as u64 * col_k * p.pixels();
+    let target = (caps.parallelism.max(1) as u64) * variant.threads() as u64 * 4;
+    let k_per_thread = (elements / target).clamp(1, IM2COL_MAX_K_PER_THREAD.min(col_k));
+    let tiles_k = col_k.div_ceil(k_per_thread);
+    let invocations = p.n as u64 * tiles_k * p.pixels();
+    let (mut params, grid) = base_params(p, variant, invocations, caps)?;
+    params.k_per_thread = k_per_thread as u32;
+    params.tiles_k = to_u32("im2col row blocks", tiles_k)?;
+    Ok(ConvStep { variant, params, grid })
+}
+
+fn direct(p: &ConvProblem, caps: &DeviceCaps) -> Built {
+    let variant = ConvVariant::Direct { dtype: p.dtype, threads: threads(caps)? };
+    variant.fits(caps).map_err(PlanError::Invalid)?;
+    let (params, grid) = base_params(p, variant, p.output_len(), caps)?;
+    Ok((ConvSchedule::Direct { step: ConvStep { variant, params, grid } }, 0))
+}
+
+fn threads(caps: &DeviceCaps) -> Result<u32, PlanError> {
+    ConvVariant::threads_for(caps)
+        .ok_or(PlanError::WorkgroupTooSmall { invocations: caps.max_invocations_per_workgroup, needed: 32 })
+}
+
+/// Shape, padding and epilogue uniforms, and the grid that spreads `invocations` over
+/// workgroups.
+fn base_params(
+    p: &ConvProblem,
+    v: ConvVariant,
+    invocations: u64,
+    caps: &DeviceCaps,
+) -> Result<(ConvParams, [u32; 3]), PlanError> {
+    let threads = v.threads() as u64;
+    // The kernels compute `workgroup · threads + lane` in 32 bits.
+    if invocations + threads > u32::MAX as u64 {
+        return Err(PlanError::IndexOverflow { what: "conv invocations", value: invocations });
+    }
+    let workgroups = invocations.div_ceil(threads);
+    let grid = fold_grid(workgroups, caps.max_workgroups_per_dimension)?;
+    let (act, clip_min, clip_max) = match p.activation {
+        Activation::None => (0, f32::NEG_INFINITY, f32::INFINITY),
+        Activation::Relu => (1, 0.0, f32::INFINITY),
+        Activation::Clip { min, max } => (2, min, max),
+    };
+    let params = ConvParams {
+        n: p.n,
+        c: p.c,
+        h: p.h,
+        w: p.w,
+        m: p.m,
+        oh: p.oh,
+        ow: p.ow,
+        pixels: to_u32("output pixels", p.pixels())?,
+        kh: p.kh,
+        kw: p.kw,
+        stride_h: p.strides[0],
+        stride_w: p.strides[1],
+        dil_h: p.dilations[0],
+        dil_w: p.dilations[1],
+        pad_top: p.pads[0],
+        pad_left: p.pads[1],
+        c_per_group: p.c_per_group(),
+        m_per_group: p.m_per_group(),
+        col_k: to_u32("im2col rows", p.c as u64 * p.kh as u64 * p.kw as u64)?,
+        k_per_thread: 1,
+        tiles_k: 1,
+        invocations: invocations as u32,
+        grid_x: grid[0],
+        grid_y: grid[1],
+        total_workgroups: workgroups as u32,
+        flags: p.has_bias as u32 | (act << 1),
+        clip_min,
+        clip_max,
+    };
+    Ok((params, grid))
+}
+
+/// X, W, the bias and the output must each fit one storage binding (32-bit indexing).
+fn check_bindings(p: &ConvProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
+    let size = p.dtype.size();
+    check_binding("the conv input", p.input_len() * size, caps)?;
+    check_binding("the conv weights", p.weight_len() * size, caps)?;
+    check_binding("the conv output", p.output_len() * size, caps)?;
+    check_binding("the conv bias", p.m as u64 * size, caps)
+}
+
+fn check_binding(what: &'static str, needed: u64, caps: &DeviceCaps) -> Result<(), PlanError> {
+    let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
+    if needed > limit {
+        return Err(PlanError::BindingTooLarge { what, needed, limit });
+    }
+    Ok(())
+}
+
+fn to_u32(what: &'static str, v: u64) -> Result<u32, PlanError> {
+    u32::try_from(v).map_err(|_| PlanError::IndexOverflow { what, value: v })
+}

@@ -1,0 +1,15 @@
+//! From ONNX nodes to GPU work: a plain-data graph model, per-node support predicates, convex
+//! partitioning, partition programs and their execution.
+
+pub mod executor;
+pub mod model;
+pub mod placement;
+pub mod program;
+pub mod reshape;
+pub mod support;
+
+pub use executor::{ExecOptions, Executable, HostTensor};
+pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
+pub use placement::{place, Decision, Placement, Role};
+pub use program::{build_program, Constant, Operand, Program};
+pub use support::{ComputeOp, EpilogueOp, PlacementOptions};

@@ -1,0 +1,94 @@
+//! Dispatches of a conv plan: the im2col scratch, the GEMM and the direct kernel bound to the
+//! node's buffers.
+
+use bytemuck::bytes_of;
+
+use super::dispatch::{Dispatch, GemmBindings};
+use super::pipelines::BindingLayout;
+use super::{Gpu, GpuBuffer};
+use crate::conv::{ConvPlan, ConvSchedule};
+use crate::error::GpuError;
+use crate::shader::ShaderVariant;
+
+/// Buffers of one conv: X, the weights as `prepack_weights` returned them, the optional bias B
+/// and the output (NCHW, or NCW for a 1-D conv: the same bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct ConvBindings<'a> {
+    pub x: &'a GpuBuffer,
+    pub w: &'a GpuBuffer,
+    pub bias: Option<&'a GpuBuffer>,
+    pub out: &'a GpuBuffer,
+}
+
+impl Gpu {
+    /// The dispatches of a conv plan bound to `io`, in order. Allocates the im2col scratch;
+    /// the dispatches keep it alive.
+    pub fn prepare_conv(&self, plan: &ConvPlan, io: ConvBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
+        check_sizes(plan, &io)?;
+        match &plan.schedule {
+            ConvSchedule::Pointwise { gemm } => {
+                self.prepare_gemm(gemm, GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out })
+            }
+            ConvSchedule::Im2colGemm { im2col, gemm } => {
+                let col = self.storage_buffer(plan.col_bytes, "im2col")?;
+                let mut dispatches = vec![self.prepare(
+                    ShaderVariant::Conv(im2col.variant),
+                    BindingLayout::UNARY,
+                    bytes_of(&im2col.params),
+                    &[(0, io.x), (3, &col)],
+                    im2col.grid,
+                )?];
+                dispatches
+                    .extend(self.prepare_gemm(gemm, GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out })?);
+                Ok(dispatches)
+            }
+            ConvSchedule::Direct { step } => {
+                let dummy;
+                let bias = match io.bias {
+                    Some(b) => b,
+                    None => {
+                        dummy = self.storage_buffer(4, "no-bias")?;
+                        &dummy
+                    }
+                };
+                let dispatch = self.prepare(
+                    ShaderVariant::Conv(step.variant),
+                    BindingLayout::PRODUCT,
+                    bytes_of(&step.params),
+                    &[(0, io.x), (1, io.w), (2, bias), (3, io.out)],
+                    step.grid,
+                )?;
+                Ok(vec![dispatch])
+            }
+        }
+    }
+}
+
+/// A buffer shorter than its tensor would be read out of bounds (zeros under robust access,
+/// garbage without): refuse it with a message instead.
+fn check_sizes(plan: &ConvPlan, io: &ConvBindings<'_>) -> Result<(), GpuError> {
+    let p = &plan.problem;
+    let size = p.dtype.size();
+    if p.has_bias != io.bias.is_some() {
+        return Err(GpuError::Invalid(format!(
+            "the conv plan has_bias={} but a bias was bound: {}",
+            p.has_bias,
+            io.bias.is_some()
+        )));
+    }
+    let mut buffers =
+        vec![("X", io.x, p.input_len()), ("W", io.w, p.weight_len()), ("the output", io.out, p.output_len())];
+    if let Some(b) = io.bias {
+        buffers.push(("B", b, p.m as u64));
+    }
+    for (what, buf, elems) in buffers {
+        if buf.len < elems * size {
+            return Err(GpuError::Invalid(format!(
+                "conv {what}: buffer of {} bytes, the tensor needs {}",
+                buf.len,
+                elems * size
+            )));
+        }
+    }
+    Ok(())
+}

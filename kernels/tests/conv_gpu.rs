@@ -1,0 +1,422 @@
+//! Conv against a float64 reference with ONNX semantics on the real adapter (the Vulkan
+//! software rasterizer in CI): a randomized sweep over the attribute space, explicit edge
+//! cases, and the Whisper frontend shapes. Outputs are poisoned with NaN; data is fresh each
+//! run with the seed printed.
+
+mod common;
+
+use common::*;
+use ep_kernels::conv::{
+    plan_conv_with, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPath, ConvPlan,
+};
+use ep_kernels::gemm::{Activation, TilingChoice};
+use ep_kernels::runtime::{ConvBindings, Gpu};
+use ep_kernels::DType;
+use rand::Rng;
+
+/// One conv node with its data-independent settings.
+#[derive(Clone, Debug)]
+struct Case {
+    x: Vec<u64>,
+    w: Vec<u64>,
+    attrs: ConvAttrs,
+    bias: bool,
+    activation: Activation,
+    dtype: DType,
+    algo: ConvAlgo,
+    tiling: TilingChoice,
+}
+
+impl Case {
+    fn new(x: &[u64], w: &[u64], attrs: ConvAttrs) -> Case {
+        Case {
+            x: x.to_vec(),
+            w: w.to_vec(),
+            attrs,
+            bias: true,
+            activation: Activation::None,
+            dtype: DType::F32,
+            algo: ConvAlgo::Auto,
+            tiling: TilingChoice::Auto,
+        }
+    }
+}
+
+/// Per spatial axis: `(pad_begin, pad_end, output_len)` by the ONNX spec, or `None` when the
+/// kernel does not fit the padded input.
+fn reference_axis(
+    input: u64,
+    kernel: u64,
+    stride: u64,
+    dilation: u64,
+    attrs: &ConvAttrs,
+    axis: (usize, usize),
+) -> Option<(u64, u64, u64)> {
+    let (axis, rank) = axis;
+    let reach = (kernel - 1) * dilation + 1;
+    let (begin, end) = match attrs.auto_pad {
+        AutoPad::NotSet if attrs.pads.is_empty() => (0, 0),
+        AutoPad::NotSet => (attrs.pads[axis] as u64, attrs.pads[rank + axis] as u64),
+        AutoPad::Valid => (0, 0),
+        AutoPad::SameUpper | AutoPad::SameLower => {
+            let out = input.div_ceil(stride);
+            let need = ((out - 1) * stride + reach).saturating_sub(input);
+            let head = if attrs.auto_pad == AutoPad::SameUpper { need / 2 } else { need - need / 2 };
+            (head, need - head)
+        }
+    };
+    let padded = input + begin + end;
+    (padded >= reach).then(|| (begin, end, (padded - reach) / stride + 1))
+}
+
+/// Float64 conv by direct loops: `(output shape, output)`, or `None` for an invalid node.
+fn reference(case: &Case, x: &[f32], w: &[f32], bias: Option<&[f32]>) -> Option<(Vec<u64>, Vec<f64>)> {
+    let spatial = case.x.len() - 2;
+    let (n, c, m, cg) = (case.x[0], case.x[1], case.w[0], case.w[1]);
+    let g = case.attrs.group as u64;
+    let attr = |v: &Vec<i64>, i: usize| v.get(i).map_or(1, |&s| s as u64);
+    let mut axes = Vec::new();
+    for i in 0..spatial {
+        let (s, d) = (attr(&case.attrs.strides, i), attr(&case.attrs.dilations, i));
+        let (b, _, o) = reference_axis(case.x[2 + i], case.w[2 + i], s, d, &case.attrs, (i, spatial))?;
+        axes.push((case.x[2 + i], case.w[2 + i], s, d, b, o));
+    }
+    // A 1-D conv is the 2-D one with a unit height axis in front.
+    if spatial == 1 {
+        axes.insert(0, (1, 1, 1, 1, 0, 1));
+    }
+    let [(h, kh, sh, dh, ph, oh), (wd, kw, sw, dw, pw, ow)] = [axes[0], axes[1]];
+    let mut out = vec![0f64; (n * m * oh * ow) as usize];
+    for ni in 0..n {
+        for mi in 0..m {
+            let gi = mi / (m / g);
+            let plane = &mut out[((ni * m + mi) * oh * ow) as usize..][..(oh * ow) as usize];
+            for ci in 0..cg {
+                let xc = &x[((ni * c + gi * cg + ci) * h * wd) as usize..][..(h * wd) as usize];
+                for i in 0..kh {
+                    for j in 0..kw {
+                        let wv = w[(((mi * cg + ci) * kh + i) * kw + j) as usize] as f64;
+                        for y in 0..oh {
+                            let ih = (y * sh + i * dh) as i64 - ph as i64;
+                            if ih < 0 || ih >= h as i64 {
+                                continue;
+                            }
+                            for xo in 0..ow {
+                                let iw = (xo * sw + j * dw) as i64 - pw as i64;
+                                if iw >= 0 && iw < wd as i64 {
+                                    plane[(y * ow + xo) as usize] +=
+                                        wv * xc[(ih as u64 * wd + iw as u64) as usize] as f64;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for v in plane.iter_mut() {
+                *v += bias.map_or(0.0, |b| b[mi as usize] as f64);
+                *v = match case.activation {
+                    Activation::None => *v,
+                    Activation::Relu => v.max(0.0),
+                    Activation::Clip { min, max } => v.clamp(min as f64, max as f64),
+                };
+            }
+        }
+    }
+    let mut shape = vec![n, m];
+    shape.extend(axes[2 - spatial..].iter().map(|a| a.5));
+    Some((shape, out))
+}
+
+fn data(rng: &mut impl Rng, len: u64, dtype: DType) -> Vec<f32> {
+    let v = random_vec(rng, len as usize);
+    if dtype == DType::F16 {
+        round_f16(&v)
+    } else {
+        v
+    }
+}
+
+/// Runs `case` on the GPU with fresh data and compares with the reference; returns the plan
+/// (`None` when the node is invalid, which the reference must agree with).
+fn check(gpu: &Gpu, case: &Case, rng: &mut impl Rng) -> Option<ConvPlan> {
+    let len = |s: &[u64]| s.iter().product::<u64>();
+    let x = data(rng, len(&case.x), case.dtype);
+    let w = data(rng, len(&case.w), case.dtype);
+    let bias = case.bias.then(|| data(rng, case.w[0], case.dtype));
+    let want = reference(case, &x, &w, bias.as_deref());
+    let bias_shape = [case.w[0]];
+    let inputs = ConvInputs { x: &case.x, w: &case.w, bias: case.bias.then_some(&bias_shape[..]), dtype: case.dtype };
+    let mut problem = match (resolve(&inputs, &case.attrs, true), &want) {
+        (Ok(p), Some(_)) => p,
+        (Err(_), None) => return None,
+        (got, _) => panic!(
+            "{case:?}: resolve gave {got:?}, the reference {}",
+            if want.is_some() { "a result" } else { "an error" }
+        ),
+    };
+    let (shape, want) = want?;
+    assert_eq!(problem.output_shape, shape, "{case:?}");
+    problem.activation = case.activation;
+    let plan = plan_conv_with(&problem, gpu.caps(), case.tiling, case.algo).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+    let xb = gpu.upload(&to_bytes(&x, case.dtype), "x").unwrap();
+    let packed = prepack_weights(&plan, &to_bytes(&w, case.dtype)).unwrap();
+    let wb = gpu.upload(&packed, "w").unwrap();
+    let bb = bias.as_ref().map(|b| gpu.upload(&to_bytes(b, case.dtype), "b").unwrap());
+    let out = gpu.upload(&to_bytes(&vec![f32::NAN; want.len()], case.dtype), "out").unwrap();
+    let io = ConvBindings { x: &xb, w: &wb, bias: bb.as_ref(), out: &out };
+    let dispatches = gpu.prepare_conv(&plan, io).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+    gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
+    let got = from_bytes(&gpu.read_buffer(&out).unwrap(), case.dtype);
+    let k = (problem.k_per_group() as f64).sqrt();
+    let (atol, rtol) = match case.dtype {
+        DType::F32 => (1e-4 * k.max(1.0), 1e-4),
+        DType::F16 => (2e-2 + 1e-3 * k, 2e-3),
+    };
+    assert_close(&got[..want.len()], &want, atol, rtol, &format!("{case:?} via {}", plan.describe()));
+    Some(plan)
+}
+
+fn attrs(pads: &[i64], strides: &[i64], dilations: &[i64], group: i64) -> ConvAttrs {
+    ConvAttrs {
+        pads: pads.to_vec(),
+        strides: strides.to_vec(),
+        dilations: dilations.to_vec(),
+        group,
+        ..ConvAttrs::new()
+    }
+}
+
+fn random_case(rng: &mut impl Rng, f16: bool) -> Case {
+    let spatial = if rng.random_bool(0.4) { 1 } else { 2 };
+    let n = if rng.random_bool(0.75) { 1 } else { 3 };
+    let (group, cg, mg) = match rng.random_range(0..10) {
+        0..5 => (1, rng.random_range(1..=7), rng.random_range(1..=9)),
+        5..7 => (rng.random_range(2..=9), 1, rng.random_range(1..=2)),
+        _ => (rng.random_range(2..=4), rng.random_range(1..=5), rng.random_range(1..=7)),
+    };
+    let mut attrs = ConvAttrs { group: group as i64, ..ConvAttrs::new() };
+    let (mut x, mut w) = (vec![n, group * cg], vec![group * mg, cg]);
+    for _ in 0..spatial {
+        let k = rng.random_range(1..=7u64);
+        let d = rng.random_range(1..=2u64);
+        let len = if spatial == 1 { rng.random_range(1..=3000) } else { rng.random_range(1..=64) };
+        // Mostly inputs the kernel fits; sometimes only the padding makes it fit, or nothing does.
+        let reach = (k - 1) * d + 1;
+        x.push(if rng.random_bool(0.9) { len.max(reach) } else { rng.random_range(1..=reach) });
+        w.push(k);
+        attrs.strides.push(rng.random_range(1..=3));
+        attrs.dilations.push(d as i64);
+    }
+    attrs.auto_pad = match rng.random_range(0..8) {
+        0 => AutoPad::Valid,
+        1 => AutoPad::SameUpper,
+        2 => AutoPad::SameLower,
+        _ => AutoPad::NotSet,
+    };
+    if attrs.auto_pad == AutoPad::NotSet && rng.random_bool(0.8) {
+        attrs.pads = (0..2 * spatial).map(|_| rng.random_range(0..=3)).collect();
+    }
+    let mut case = Case::new(&x, &w, attrs);
+    case.bias = rng.random_bool(0.5);
+    case.activation = match rng.random_range(0..4) {
+        0 => Activation::Relu,
+        1 => Activation::Clip { min: -0.5, max: 0.75 },
+        _ => Activation::None,
+    };
+    case.dtype = if f16 && rng.random_bool(0.2) { DType::F16 } else { DType::F32 };
+    case.algo = match rng.random_range(0..5) {
+        0 => ConvAlgo::Gemm,
+        1 => ConvAlgo::Direct,
+        _ => ConvAlgo::Auto,
+    };
+    case.tiling = match rng.random_range(0..8) {
+        0 => TilingChoice::Gemv,
+        1 => TilingChoice::SplitK,
+        2 => TilingChoice::Tile128,
+        _ => TilingChoice::Auto,
+    };
+    case
+}
+
+#[test]
+fn random_attribute_sweep() {
+    let gpu = gpu();
+    let mut rng = rng("conv sweep");
+    let f16 = gpu.caps().shader_f16;
+    let (mut planned, mut declined) = (std::collections::BTreeMap::new(), 0);
+    for _ in 0..300 {
+        let case = random_case(&mut rng, f16);
+        match check(&gpu, &case, &mut rng) {
+            Some(plan) => *planned.entry(format!("{:?}", plan.path())).or_insert(0) += 1,
+            None => declined += 1,
+        }
+    }
+    eprintln!("sweep: {planned:?}, {declined} invalid nodes declined");
+    assert!(planned.contains_key("Im2colGemm") && planned.contains_key("Direct"), "{planned:?}");
+}
+
+#[test]
+fn edge_cases() {
+    let gpu = gpu();
+    let mut rng = rng("conv edges");
+    let same = |mode, strides: &[i64]| ConvAttrs { auto_pad: mode, strides: strides.to_vec(), ..ConvAttrs::new() };
+    let cases = [
+        // Pointwise, plain and grouped, batch 3: the GEMM reads X.
+        (Case::new(&[3, 6, 5, 7], &[10, 6, 1, 1], attrs(&[], &[], &[], 1)), Some(ConvPath::Pointwise)),
+        (Case::new(&[3, 6, 5, 7], &[10, 3, 1, 1], attrs(&[], &[], &[], 2)), Some(ConvPath::Pointwise)),
+        (Case::new(&[1, 5, 9], &[7, 5, 1], attrs(&[], &[], &[], 1)), Some(ConvPath::Pointwise)),
+        // 1×1 with stride or padding needs the gather.
+        (Case::new(&[1, 6, 9, 9], &[5, 6, 1, 1], attrs(&[], &[2, 2], &[], 1)), Some(ConvPath::Im2colGemm)),
+        (Case::new(&[1, 6, 9, 9], &[5, 6, 1, 1], attrs(&[1, 0, 0, 2], &[], &[], 1)), Some(ConvPath::Im2colGemm)),
+        // The kernel exactly covers the padded input: a single output pixel.
+        (Case::new(&[1, 3, 4, 5], &[4, 3, 6, 5], attrs(&[1, 0, 1, 0], &[], &[], 1)), None),
+        // Input smaller than the kernel; padding makes it fit.
+        (Case::new(&[2, 3, 2], &[4, 3, 5], attrs(&[2, 1], &[], &[], 1)), None),
+        (Case::new(&[1, 2, 2, 2], &[3, 2, 3, 3], attrs(&[1, 0, 0, 1], &[], &[], 1)), None),
+        // SAME with strides 2 and 3 on even and odd sizes, dilated.
+        (Case::new(&[1, 3, 10, 11], &[4, 3, 3, 4], same(AutoPad::SameUpper, &[2, 3])), None),
+        (Case::new(&[1, 3, 10, 11], &[4, 3, 3, 4], same(AutoPad::SameLower, &[3, 2])), None),
+        (Case::new(&[1, 3, 17], &[2, 3, 4], ConvAttrs { dilations: vec![2], ..same(AutoPad::SameLower, &[2]) }), None),
+        (Case::new(&[1, 3, 17], &[2, 3, 2], same(AutoPad::SameUpper, &[3])), None),
+        (Case::new(&[1, 3, 7, 7], &[2, 3, 3, 3], same(AutoPad::Valid, &[2, 2])), None),
+        // Stride larger than the kernel: SAME needs no padding.
+        (Case::new(&[1, 2, 5, 5], &[2, 2, 1, 1], same(AutoPad::SameUpper, &[3, 3])), Some(ConvPath::Im2colGemm)),
+        // Depthwise, with a channel multiplier of 2, and a wide grouped conv.
+        (Case::new(&[1, 13, 20, 20], &[13, 1, 3, 3], attrs(&[1, 1, 1, 1], &[], &[], 13)), Some(ConvPath::Direct)),
+        (Case::new(&[3, 5, 33], &[10, 1, 5], attrs(&[2, 2], &[2], &[], 5)), Some(ConvPath::Direct)),
+        (Case::new(&[1, 10, 9, 9], &[30, 5, 3, 3], attrs(&[0, 1, 2, 0], &[], &[2, 1], 2)), Some(ConvPath::Im2colGemm)),
+        // Long 1-D, dilated, asymmetric padding.
+        (Case::new(&[1, 3, 3000], &[5, 3, 7], attrs(&[3, 0], &[3], &[2], 1)), Some(ConvPath::Im2colGemm)),
+    ];
+    for (mut case, path) in cases {
+        for activation in [Activation::None, Activation::Relu] {
+            case.activation = activation;
+            let plan = check(&gpu, &case, &mut rng).unwrap_or_else(|| panic!("{case:?} declined"));
+            if let Some(path) = path {
+                assert_eq!(plan.path(), path, "{case:?}");
+            }
+        }
+    }
+}
+
+fn whisper(x: &[u64], w: &[u64], strides: &[i64], dtype: DType, algo: ConvAlgo) -> Case {
+    Case { dtype, algo, ..Case::new(x, w, attrs(&[1, 1], strides, &[], 1)) }
+}
+
+#[test]
+fn whisper_frontend() {
+    let gpu = gpu();
+    let mut rng = rng("whisper");
+    let mut dtypes = vec![DType::F32];
+    if gpu.caps().shader_f16 {
+        dtypes.push(DType::F16);
+    }
+    for dtype in dtypes {
+        let conv1 = whisper(&[1, 80, 3000], &[384, 80, 3], &[1], dtype, ConvAlgo::Auto);
+        let conv2 = whisper(&[1, 384, 3000], &[384, 384, 3], &[2], dtype, ConvAlgo::Auto);
+        for case in [conv1, conv2] {
+            let plan = check(&gpu, &case, &mut rng).unwrap();
+            assert_eq!(plan.path(), ConvPath::Im2colGemm);
+        }
+    }
+}
+
+#[test]
+fn direct_and_gemm_paths_agree_on_depthwise() {
+    let gpu = gpu();
+    let mut rng = rng("depthwise");
+    for algo in [ConvAlgo::Auto, ConvAlgo::Gemm, ConvAlgo::Direct] {
+        for tiling in [TilingChoice::Auto, TilingChoice::Tile64] {
+            let mut case = Case::new(&[1, 32, 17, 19], &[32, 1, 3, 3], attrs(&[1, 1, 1, 1], &[2, 1], &[], 32));
+            case.algo = algo;
+            case.tiling = tiling;
+            case.activation = Activation::Clip { min: 0.0, max: 0.5 };
+            check(&gpu, &case, &mut rng).unwrap();
+        }
+    }
+}
+
+fn depthwise_1d(len: u64) -> Case {
+    Case::new(&[1, 16, len], &[16, 1, 3], attrs(&[1, 1], &[], &[], 16))
+}
+
+/// Pipelines are cached by variant, so equal variants across lengths mean no recompilation
+/// (the pipeline count itself is shared with tests running in parallel).
+#[test]
+fn new_lengths_reuse_pipelines() {
+    let gpu = gpu();
+    let mut rng = rng("conv reuse");
+    let gemm = |len| Case {
+        tiling: TilingChoice::Tile64,
+        ..whisper(&[1, 16, len], &[24, 16, 3], &[1], DType::F32, ConvAlgo::Gemm)
+    };
+    let variants = |case: &Case, rng: &mut _| {
+        let plan = check(&gpu, case, rng).unwrap();
+        plan.variants().iter().map(|v| v.name()).collect::<Vec<_>>()
+    };
+    let first = (variants(&gemm(300), &mut rng), variants(&depthwise_1d(300), &mut rng));
+    for len in [7u64, 301, 1000] {
+        assert_eq!(variants(&gemm(len), &mut rng), first.0, "length {len}");
+        assert_eq!(variants(&depthwise_1d(len), &mut rng), first.1, "length {len}");
+    }
+}
+
+/// GPU time of each conv against a plain GEMM with the same M, N (pixels) and K, on the test
+/// adapter (`EP_WGPU_TEST_ADAPTER` picks another): the check of the "conv reaches ≥ 50% of
+/// the GEMM's throughput" target. Run with
+/// `cargo test --release --test conv_gpu conv_throughput -- --ignored --nocapture`.
+#[test]
+#[ignore = "benchmark; prints timings"]
+fn conv_throughput() {
+    use ep_kernels::gemm::{plan_gemm, GemmProblem};
+    use ep_kernels::runtime::{GemmBindings, GpuTimer};
+    let gpu = gpu();
+    let Some(timer) = GpuTimer::new(&gpu) else {
+        eprintln!("no timestamp queries on this adapter");
+        return;
+    };
+    let repeat = if gpu.adapter().is_software() { 2 } else { 50 };
+    let time = |dispatches: &[ep_kernels::runtime::Dispatch]| {
+        let refs: Vec<_> = dispatches.iter().collect();
+        timer.time(&gpu, &refs, 1).unwrap();
+        timer.time(&gpu, &refs, repeat).unwrap() / repeat as f64
+    };
+    let shapes: &[(&str, &[u64], &[u64], ConvAttrs)] = &[
+        ("whisper conv1", &[1, 80, 3000], &[384, 80, 3], attrs(&[1, 1], &[], &[], 1)),
+        ("whisper conv2", &[1, 384, 3000], &[384, 384, 3], attrs(&[1, 1], &[2], &[], 1)),
+        ("resnet 3x3 64", &[1, 64, 56, 56], &[64, 64, 3, 3], attrs(&[1, 1, 1, 1], &[], &[], 1)),
+        ("depthwise 3x3 32", &[1, 32, 56, 56], &[32, 1, 3, 3], attrs(&[1, 1, 1, 1], &[], &[], 32)),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !gpu.caps().shader_f16 {
+            continue;
+        }
+        for (label, x, w, attrs) in shapes {
+            let inputs = ConvInputs { x, w, bias: Some(&w[..1]), dtype };
+            let p = resolve(&inputs, attrs, true).unwrap();
+            let plan = plan_conv_with(&p, gpu.caps(), TilingChoice::Auto, ConvAlgo::Auto).unwrap();
+            let buf = |elems: u64, name| gpu.storage_buffer(elems * dtype.size(), name).unwrap();
+            let (xb, wb, bb, ob) =
+                (buf(p.input_len(), "x"), buf(p.weight_len(), "w"), buf(p.m as u64, "b"), buf(p.output_len(), "out"));
+            let io = ConvBindings { x: &xb, w: &wb, bias: Some(&bb), out: &ob };
+            let conv = time(&gpu.prepare_conv(&plan, io).unwrap());
+            let (m, n, k) = (p.m, (p.n as u64 * p.pixels()) as u32, p.k_per_group() as u32);
+            let g = GemmProblem::simple(dtype, m, n, k, false, false);
+            let gplan = plan_gemm(&g, gpu.caps(), TilingChoice::Auto).unwrap();
+            let (a, b, c) =
+                (buf(m as u64 * k as u64, "a"), buf(k as u64 * n as u64, "b"), buf(m as u64 * n as u64, "c"));
+            let gemm = time(&gpu.prepare_gemm(&gplan, GemmBindings { a: &a, b: &b, bias: None, out: &c }).unwrap());
+            let gflops = |s: f64| 2.0 * p.macs() as f64 / s * 1e-9;
+            eprintln!(
+                "{label:18} {dtype}: conv {:8.1} µs ({:7.1} GFLOP/s, {}) | \
+                 GEMM {m}x{n}x{k} {:8.1} µs ({:7.1} GFLOP/s) | {:.0}%",
+                conv * 1e6,
+                gflops(conv),
+                plan.describe(),
+                gemm * 1e6,
+                2.0 * m as f64 * n as f64 * k as f64 / gemm * 1e-9,
+                100.0 * gemm / conv * p.macs() as f64 / (m as f64 * n as f64 * k as f64),
+            );
+        }
+    }
+}

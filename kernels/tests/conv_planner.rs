@@ -1,0 +1,416 @@
+//! Conv attribute resolution (every auto_pad mode, every error) and the conv planner on the
+//! recorded profiles: which path each shape takes, fallbacks under changed limits, and a
+//! property test that every plan respects every limit.
+
+use ep_kernels::caps::profiles;
+use ep_kernels::conv::{
+    plan_conv, plan_conv_with, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPath,
+    ConvProblem,
+};
+use ep_kernels::gemm::{Tiling, TilingChoice};
+use ep_kernels::{DType, DeviceCaps, PlanError};
+use proptest::prelude::*;
+
+fn problem(x: &[u64], w: &[u64], attrs: &ConvAttrs) -> Result<ConvProblem, PlanError> {
+    resolve(&ConvInputs { x, w, bias: None, dtype: DType::F32 }, attrs, true)
+}
+
+fn with(auto_pad: AutoPad, strides: &[i64], dilations: &[i64]) -> ConvAttrs {
+    ConvAttrs { auto_pad, strides: strides.to_vec(), dilations: dilations.to_vec(), ..ConvAttrs::new() }
+}
+
+/// `(pads [top, left, bottom, right], output shape)` of a resolved 2-D problem.
+fn pads_and_shape(x: &[u64], w: &[u64], attrs: &ConvAttrs) -> ([u32; 4], Vec<u64>) {
+    let p = problem(x, w, attrs).unwrap();
+    (p.pads, p.output_shape)
+}
+
+#[test]
+fn explicit_asymmetric_pads() {
+    let attrs = ConvAttrs { pads: vec![1, 2, 0, 1], strides: vec![2, 1], ..ConvAttrs::new() };
+    let p = problem(&[2, 3, 10, 11], &[4, 3, 3, 3], &attrs).unwrap();
+    // ONNX pads are [h_begin, w_begin, h_end, w_end].
+    assert_eq!(p.pads, [1, 2, 0, 1]);
+    assert_eq!(p.output_shape, vec![2, 4, 5, 12]);
+    assert_eq!((p.oh, p.ow, p.strides), (5, 12, [2, 1]));
+}
+
+#[test]
+fn valid_and_notset_without_pads() {
+    assert_eq!(pads_and_shape(&[1, 1, 7], &[1, 1, 3], &with(AutoPad::Valid, &[2], &[])), ([0; 4], vec![1, 1, 3]));
+    assert_eq!(pads_and_shape(&[1, 1, 7, 6], &[1, 1, 3, 2], &ConvAttrs::new()), ([0; 4], vec![1, 1, 5, 5]));
+    // VALID ignores pads, as ONNX Runtime does with any auto_pad.
+    let attrs = ConvAttrs { pads: vec![3, 3], ..with(AutoPad::Valid, &[], &[]) };
+    assert_eq!(pads_and_shape(&[1, 1, 7], &[1, 1, 3], &attrs), ([0; 4], vec![1, 1, 5]));
+}
+
+#[test]
+fn same_upper_and_lower() {
+    // Stride 1, even total padding 3 for k=4: the odd pixel goes to the end (upper) or the
+    // beginning (lower).
+    let x = [1, 1, 10, 10];
+    let w = [1, 1, 4, 4];
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameUpper, &[], &[])), ([1, 1, 2, 2], vec![1, 1, 10, 10]));
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameLower, &[], &[])), ([2, 2, 1, 1], vec![1, 1, 10, 10]));
+    // Stride 2: out = ceil(in / 2); H: in 10 needs (5-1)·2+3-10 = 1, W: in 11 needs 2.
+    let (x, w) = ([1, 1, 10, 11], [1, 1, 3, 3]);
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameUpper, &[2, 2], &[])), ([0, 1, 1, 1], vec![1, 1, 5, 6]));
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameLower, &[2, 2], &[])), ([1, 1, 0, 1], vec![1, 1, 5, 6]));
+    // Stride 3, k=4 on 10: out 4, needs 3·3+4-10 = 3.
+    let (x, w) = ([1, 1, 10], [1, 1, 4]);
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameUpper, &[3], &[])), ([0, 1, 0, 2], vec![1, 1, 4]));
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameLower, &[3], &[])), ([0, 2, 0, 1], vec![1, 1, 4]));
+    // Dilation 2 makes k=3 span 5 pixels: total padding 4.
+    let (x, w) = ([1, 1, 9], [1, 1, 3]);
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameUpper, &[], &[2])), ([0, 2, 0, 2], vec![1, 1, 9]));
+    // Stride past the kernel: no padding needed (ONNX Runtime's negative tail trims nothing
+    // that is read).
+    let (x, w) = ([1, 1, 5], [1, 1, 1]);
+    assert_eq!(pads_and_shape(&x, &w, &with(AutoPad::SameLower, &[3], &[])), ([0; 4], vec![1, 1, 2]));
+}
+
+#[test]
+fn conv1d_is_conv2d_of_height_1() {
+    let attrs = ConvAttrs { pads: vec![1, 1], ..ConvAttrs::new() };
+    let p = problem(&[1, 80, 3000], &[384, 80, 3], &attrs).unwrap();
+    assert_eq!((p.n, p.c, p.h, p.w, p.m, p.kh, p.kw, p.oh, p.ow), (1, 80, 1, 3000, 384, 1, 3, 1, 3000));
+    assert_eq!(p.pads, [0, 1, 0, 1]);
+    assert_eq!(p.output_shape, vec![1, 384, 3000]);
+    let attrs = ConvAttrs { pads: vec![1, 1], strides: vec![2], ..ConvAttrs::new() };
+    let p = problem(&[1, 384, 3000], &[384, 384, 3], &attrs).unwrap();
+    assert_eq!((p.ow, p.strides, p.output_shape.clone()), (1500, [1, 2], vec![1, 384, 1500]));
+    let err = resolve(&ConvInputs { x: &[1, 8, 9], w: &[4, 8, 3], bias: None, dtype: DType::F32 }, &attrs, false);
+    assert!(matches!(err, Err(PlanError::Invalid(m)) if m.contains("conv1d_as_conv2d")));
+}
+
+#[test]
+fn groups_and_kernel_shape() {
+    let attrs = ConvAttrs { group: 4, kernel_shape: Some(vec![3, 3]), ..ConvAttrs::new() };
+    let p = problem(&[1, 8, 5, 5], &[12, 2, 3, 3], &attrs).unwrap();
+    assert_eq!((p.group, p.c_per_group(), p.m_per_group(), p.k_per_group()), (4, 2, 3, 18));
+    let bias = resolve(
+        &ConvInputs { x: &[1, 8, 5, 5], w: &[12, 2, 3, 3], bias: Some(&[12]), dtype: DType::F16 },
+        &attrs,
+        true,
+    );
+    assert!(bias.unwrap().has_bias);
+}
+
+fn invalid(x: &[u64], w: &[u64], attrs: &ConvAttrs, needle: &str) {
+    match problem(x, w, attrs) {
+        Err(PlanError::Invalid(m)) => assert!(m.contains(needle), "'{m}' lacks '{needle}'"),
+        other => panic!("{x:?} {w:?} {attrs:?}: expected Invalid(…{needle}…), got {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_nodes_are_declined_with_a_reason() {
+    let plain = ConvAttrs::new();
+    let group = |g| ConvAttrs { group: g, ..ConvAttrs::new() };
+    invalid(&[1, 6, 5, 5], &[4, 4, 3, 3], &group(2), "channels");
+    invalid(&[1, 6, 5, 5], &[5, 3, 3, 3], &group(2), "divisible by group");
+    invalid(&[1, 6, 5, 5], &[4, 6, 3], &plain, "rank");
+    invalid(
+        &[1, 6, 5, 5],
+        &[4, 6, 3, 3],
+        &ConvAttrs { kernel_shape: Some(vec![3, 2]), ..plain.clone() },
+        "kernel_shape",
+    );
+    invalid(&[1, 1, 2, 2], &[1, 1, 3, 3], &plain, "padded input");
+    invalid(&[1, 1, 4], &[1, 1, 3], &with(AutoPad::NotSet, &[], &[2]), "padded input");
+    invalid(&[1, 1, 4, 4, 4], &[1, 1, 3, 3, 3], &plain, "3-D");
+    invalid(&[1, 4], &[1, 4], &plain, "rank 3 or 4");
+    invalid(&[1, 1, 4], &[1, 1, 3], &with(AutoPad::NotSet, &[0], &[]), "strides");
+    invalid(&[1, 1, 4], &[1, 1, 3], &with(AutoPad::NotSet, &[1, 1], &[]), "strides");
+    invalid(&[1, 1, 4], &[1, 1, 3], &with(AutoPad::NotSet, &[], &[-1]), "dilations");
+    invalid(&[1, 1, 4], &[1, 1, 3], &ConvAttrs { pads: vec![1], ..plain.clone() }, "pads");
+    invalid(&[1, 1, 4], &[1, 1, 3], &ConvAttrs { pads: vec![-1, 0], ..plain.clone() }, "negative");
+    invalid(&[1, 1, 4], &[1, 1, 3], &group(0), "group");
+    invalid(&[0, 1, 4], &[1, 1, 3], &plain, "empty");
+    let bad_bias =
+        resolve(&ConvInputs { x: &[1, 1, 4], w: &[2, 1, 3], bias: Some(&[3]), dtype: DType::F32 }, &plain, true);
+    assert!(matches!(bad_bias, Err(PlanError::Invalid(m)) if m.contains("bias")));
+    let huge = problem(&[1, 1, 1 << 33], &[1, 1, 3], &plain);
+    assert!(matches!(huge, Err(PlanError::IndexOverflow { .. })), "{huge:?}");
+    assert_eq!("SAME_LOWER".parse::<AutoPad>(), Ok(AutoPad::SameLower));
+    assert!("SAME".parse::<AutoPad>().is_err());
+}
+
+fn conv(x: &[u64], w: &[u64], pads: &[i64], strides: &[i64], group: i64, dtype: DType) -> ConvProblem {
+    let attrs = ConvAttrs { pads: pads.to_vec(), strides: strides.to_vec(), group, ..ConvAttrs::new() };
+    resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true).unwrap()
+}
+
+/// The shapes of the decision table, with the path every profile must choose.
+fn table_shapes(dtype: DType) -> Vec<(&'static str, ConvProblem, ConvPath)> {
+    vec![
+        (
+            "Whisper conv1 80→384 k3 p1 L3000",
+            conv(&[1, 80, 3000], &[384, 80, 3], &[1, 1], &[], 1, dtype),
+            ConvPath::Im2colGemm,
+        ),
+        (
+            "Whisper conv2 384→384 k3 s2 p1",
+            conv(&[1, 384, 3000], &[384, 384, 3], &[1, 1], &[2], 1, dtype),
+            ConvPath::Im2colGemm,
+        ),
+        (
+            "ResNet 3×3 64→64 56×56",
+            conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, dtype),
+            ConvPath::Im2colGemm,
+        ),
+        (
+            "depthwise 3×3 32ch 56×56",
+            conv(&[1, 32, 56, 56], &[32, 1, 3, 3], &[1, 1, 1, 1], &[], 32, dtype),
+            ConvPath::Direct,
+        ),
+        (
+            "pointwise 1×1 64→256 56×56",
+            conv(&[1, 64, 56, 56], &[256, 64, 1, 1], &[], &[], 1, dtype),
+            ConvPath::Pointwise,
+        ),
+        (
+            "ResNeXt 3×3 128→128 g32 28×28",
+            conv(&[1, 128, 28, 28], &[128, 4, 3, 3], &[1, 1, 1, 1], &[], 32, dtype),
+            ConvPath::Direct,
+        ),
+        (
+            "grouped 3×3 64→64 g4 28×28 N3",
+            conv(&[3, 64, 28, 28], &[64, 16, 3, 3], &[1, 1, 1, 1], &[], 4, dtype),
+            ConvPath::Im2colGemm,
+        ),
+    ]
+}
+
+/// Prints the decision table of every recorded profile (`--nocapture`) and checks the path.
+#[test]
+fn decision_table() {
+    for (name, caps) in profiles::all() {
+        println!("profile {name}:");
+        for dtype in [DType::F32, DType::F16] {
+            for (label, p, path) in table_shapes(dtype) {
+                match plan_conv(&p, &caps, TilingChoice::Auto) {
+                    Ok(plan) => {
+                        println!("  {label:32} {dtype}: {}", plan.describe());
+                        assert_eq!(plan.path(), path, "{name} {label} {dtype}");
+                    }
+                    Err(e) => {
+                        println!("  {label:32} {dtype}: declined: {e}");
+                        assert!(dtype == DType::F16 && !caps.shader_f16, "{name} {label} {dtype}: {e}");
+                        assert_eq!(e, PlanError::F16Unsupported);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn h200() -> DeviceCaps {
+    profiles::get("h200").unwrap()
+}
+
+#[test]
+fn whisper_gemms_on_h200() {
+    let caps = h200();
+    for (label, p, _) in table_shapes(DType::F32).into_iter().take(2) {
+        let plan = plan_conv(&p, &caps, TilingChoice::Auto).unwrap();
+        let gemm = plan.gemm().unwrap();
+        let params = &gemm.steps[0].params;
+        // One GEMM over the whole output: M channels × pixels, K = C·k.
+        assert_eq!((params.m, params.n, params.batch_count), (384, p.ow, 1), "{label}");
+        assert_eq!(params.k, p.c * 3, "{label}");
+        assert_eq!(gemm.tiling, Tiling::Tile64, "{label}: {:?}", gemm.fallbacks);
+        assert_eq!(plan.col_bytes, p.c as u64 * 3 * p.ow as u64 * 4);
+    }
+}
+
+#[test]
+fn groups_become_gemm_batches() {
+    let p = conv(&[3, 64, 28, 28], &[64, 16, 3, 3], &[1, 1, 1, 1], &[], 4, DType::F32);
+    let plan = plan_conv(&p, &h200(), TilingChoice::Tile64).unwrap();
+    let params = &plan.gemm().unwrap().steps[0].params;
+    assert_eq!((params.m, params.n, params.k), (16, 784, 144));
+    assert_eq!(params.batch_shape, [1, 1, 3, 4]);
+    assert_eq!(params.a_bs, [0, 0, 0, 16 * 144]);
+    assert_eq!(params.b_bs, [0, 0, 576 * 784, 144 * 784]);
+    assert_eq!(params.c_bs, [0, 0, 64 * 784, 16 * 784]);
+    assert_eq!((params.bias_rs, params.bias_cs, params.bias_bs), (1, 0, [0, 0, 0, 16]));
+}
+
+#[test]
+fn forced_algorithms() {
+    let dw = conv(&[1, 32, 56, 56], &[32, 1, 3, 3], &[1, 1, 1, 1], &[], 32, DType::F32);
+    let plan = plan_conv_with(&dw, &h200(), TilingChoice::Auto, ConvAlgo::Gemm).unwrap();
+    assert_eq!(plan.path(), ConvPath::Im2colGemm);
+    let resnet = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    let plan = plan_conv_with(&resnet, &h200(), TilingChoice::Auto, ConvAlgo::Direct).unwrap();
+    assert_eq!(plan.path(), ConvPath::Direct);
+}
+
+#[test]
+fn im2col_larger_than_a_binding_is_declined() {
+    let mut caps = h200();
+    // ResNet 3×3 64→64 at 56×56: col is 576 × 3136 f32 = 7.2 MB, X only 0.8 MB.
+    caps.max_storage_binding_size = 4 << 20;
+    let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    let err = plan_conv(&p, &caps, TilingChoice::Auto).unwrap_err();
+    assert!(matches!(err, PlanError::BindingTooLarge { what: "the im2col buffer", .. }), "{err}");
+    // The pointwise conv needs no col buffer.
+    let p = conv(&[1, 64, 56, 56], &[256, 64, 1, 1], &[], &[], 1, DType::F32);
+    assert_eq!(plan_conv(&p, &caps, TilingChoice::Auto).unwrap().path(), ConvPath::Pointwise);
+    // The direct kernel neither.
+    let p = conv(&[1, 64, 56, 56], &[64, 1, 3, 3], &[1, 1, 1, 1], &[], 64, DType::F32);
+    assert_eq!(plan_conv(&p, &caps, TilingChoice::Auto).unwrap().path(), ConvPath::Direct);
+}
+
+#[test]
+fn smaller_workgroups_and_grids() {
+    let mut caps = h200();
+    caps.max_invocations_per_workgroup = 128;
+    let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    let plan = plan_conv(&p, &caps, TilingChoice::Auto).unwrap();
+    let names: Vec<String> = plan.variants().iter().map(|v| v.name()).collect();
+    assert_eq!(names, ["im2col_f32_t128", "gemv_f32_r4_t128"], "{:?}", plan.gemm().unwrap().fallbacks);
+    caps.max_invocations_per_workgroup = 16;
+    assert!(matches!(plan_conv(&p, &caps, TilingChoice::Auto), Err(PlanError::WorkgroupTooSmall { .. })));
+    let mut caps = h200();
+    caps.max_workgroups_per_dimension = 4;
+    let dw = conv(&[1, 32, 56, 56], &[32, 1, 3, 3], &[1, 1, 1, 1], &[], 32, DType::F32);
+    let err = plan_conv(&dw, &caps, TilingChoice::Auto).unwrap_err();
+    assert!(matches!(err, PlanError::GridTooLarge { .. }), "{err}");
+    caps.max_workgroups_per_dimension = 16;
+    let plan = plan_conv(&dw, &caps, TilingChoice::Auto).unwrap();
+    assert_eq!(plan.conv_steps()[0].grid, [16, 16, 2]);
+}
+
+#[test]
+fn prepacked_weights_are_oihw() {
+    let p = conv(&[1, 8, 5, 5], &[12, 2, 3, 3], &[], &[], 4, DType::F16);
+    let plan = plan_conv(&p, &h200(), TilingChoice::Auto).unwrap();
+    let w: Vec<u8> = (0..12 * 2 * 9 * 2).map(|i| i as u8).collect();
+    assert_eq!(prepack_weights(&plan, &w).unwrap(), w);
+    assert!(matches!(prepack_weights(&plan, &w[1..]), Err(PlanError::Invalid(_))));
+}
+
+fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
+    ((0u32..65536, 1u32..1025, 1u32..1025, 1u32..70000), (1u64 << 10..1u64 << 32, any::<bool>(), 1u32..600)).prop_map(
+        |((storage, inv, wx, wpd), (binding, f16, par))| DeviceCaps {
+            max_workgroup_storage_bytes: storage,
+            max_invocations_per_workgroup: inv,
+            max_workgroup_size: [wx, 1024, 64],
+            max_workgroups_per_dimension: wpd,
+            max_storage_binding_size: binding,
+            max_buffer_size: binding,
+            shader_f16: f16,
+            parallelism: par,
+            ..DeviceCaps::default()
+        },
+    )
+}
+
+/// A random valid-or-not conv node: `(x, w, attrs, bias, f16)`.
+fn arb_node() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, ConvAttrs, bool, bool)> {
+    let dims = (1u64..4, 1u64..9, 1u64..9, 1u64..17, 1u64..2049, 1u64..2049, any::<bool>());
+    let kernel = (1u64..8, 1u64..8, 1i64..4, 1i64..4, 1i64..3, 1i64..3);
+    let pads = (proptest::collection::vec(0i64..4, 4), 0usize..4, any::<bool>(), any::<bool>());
+    (dims, kernel, pads).prop_map(|((n, g, cg, mg, h, w, is_1d), (kh, kw, sh, sw, dh, dw), (pads, mode, bias, f16))| {
+        let auto_pad = [AutoPad::NotSet, AutoPad::SameUpper, AutoPad::SameLower, AutoPad::Valid][mode];
+        let (x, wt, attrs) = if is_1d {
+            let attrs = ConvAttrs {
+                auto_pad,
+                pads: pads[..2].to_vec(),
+                strides: vec![sw],
+                dilations: vec![dw],
+                ..ConvAttrs::new()
+            };
+            (vec![n, g * cg, w], vec![g * mg, cg, kw], attrs)
+        } else {
+            let attrs =
+                ConvAttrs { auto_pad, pads, strides: vec![sh, sw], dilations: vec![dh, dw], ..ConvAttrs::new() };
+            (vec![n, g * cg, h / 16 + 1, w / 16 + 1], vec![g * mg, cg, kh, kw], attrs)
+        };
+        (x, wt, ConvAttrs { group: g as i64, ..attrs }, bias, f16)
+    })
+}
+
+fn arb_algo() -> impl Strategy<Value = (ConvAlgo, TilingChoice)> {
+    let algo = prop_oneof![Just(ConvAlgo::Auto), Just(ConvAlgo::Gemm), Just(ConvAlgo::Direct)];
+    let tiling = prop_oneof![
+        Just(TilingChoice::Auto),
+        Just(TilingChoice::Tile128),
+        Just(TilingChoice::Tile64),
+        Just(TilingChoice::SplitK),
+        Just(TilingChoice::Gemv)
+    ];
+    (algo, tiling)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn resolved_shapes_follow_onnx((x, w, attrs, _, _) in arb_node()) {
+        let Ok(p) = problem(&x, &w, &attrs) else { return Ok(()) };
+        let spatial = x.len() - 2;
+        for i in 0..spatial {
+            let a = 2 - spatial + i;
+            let (input, k, s, d) = (x[2 + i], w[2 + i], p.strides[a] as u64, p.dilations[a] as u64);
+            let padded = input + p.pads[a] as u64 + p.pads[a + 2] as u64;
+            prop_assert_eq!(p.output_shape[2 + i], (padded - (k - 1) * d - 1) / s + 1);
+            match attrs.auto_pad {
+                AutoPad::SameUpper | AutoPad::SameLower => prop_assert_eq!(p.output_shape[2 + i], input.div_ceil(s)),
+                AutoPad::Valid => prop_assert_eq!(padded, input),
+                AutoPad::NotSet => prop_assert_eq!(
+                    (p.pads[a] as i64, p.pads[a + 2] as i64),
+                    (attrs.pads[i], attrs.pads[spatial + i])
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn every_conv_plan_respects_every_limit(
+        caps in arb_caps(),
+        (x, w, attrs, bias, f16) in arb_node(),
+        (algo, tiling) in arb_algo(),
+    ) {
+        let dtype = if f16 { DType::F16 } else { DType::F32 };
+        let Ok(p) = resolve(&ConvInputs { x: &x, w: &w, bias: bias.then_some(&[w[0]][..]), dtype }, &attrs, true) else {
+            return Ok(());
+        };
+        match plan_conv_with(&p, &caps, tiling, algo) {
+            Ok(plan) => {
+                let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
+                prop_assert!(dtype == DType::F32 || caps.shader_f16);
+                prop_assert!(plan.col_bytes <= limit);
+                for bytes in [p.input_len(), p.weight_len(), p.output_len()].map(|e| e * dtype.size()) {
+                    prop_assert!(bytes <= limit);
+                }
+                let max = caps.max_workgroups_per_dimension;
+                for step in plan.conv_steps() {
+                    let v = step.variant;
+                    let [x, y, z] = v.workgroup_size();
+                    prop_assert!(caps.allows_workgroup(x, y, z), "{v:?} workgroup");
+                    let [gx, gy, gz] = step.grid;
+                    prop_assert!(gx <= max && gy <= max && gz <= max, "grid {:?} > {max}", step.grid);
+                    prop_assert!(gx as u64 * gy as u64 * gz as u64 >= step.params.total_workgroups as u64);
+                    prop_assert_eq!((step.params.grid_x, step.params.grid_y), (gx, gy));
+                    let lanes = step.params.total_workgroups as u64 * v.threads() as u64;
+                    prop_assert!(lanes >= step.params.invocations as u64);
+                }
+                if let Some(gemm) = plan.gemm() {
+                    prop_assert!(gemm.workspace_bytes <= caps.max_storage_binding_size);
+                    for step in &gemm.steps {
+                        let v = step.variant;
+                        let [x, y, z] = v.workgroup_size();
+                        prop_assert!(caps.allows_workgroup(x, y, z), "{v:?} workgroup");
+                        prop_assert!(v.storage_bytes() <= caps.max_workgroup_storage_bytes, "{v:?} storage");
+                        let [gx, gy, gz] = step.grid;
+                        prop_assert!(gx <= max && gy <= max && gz <= max, "grid {:?} > {max}", step.grid);
+                    }
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}

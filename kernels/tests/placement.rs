@@ -1,0 +1,224 @@
+//! Placement on plain graphs: what is claimed, why the rest is declined, and that every group is
+//! convex (no path leaves a group through an unclaimed node and comes back).
+
+use std::collections::{BTreeMap, HashSet};
+
+use ep_kernels::caps::profiles;
+use ep_kernels::gemm::TilingChoice;
+use ep_kernels::graph::{place, Attr, Dim, Graph, Node, PlacementOptions, Role, ValueInfo};
+
+fn opts() -> PlacementOptions {
+    PlacementOptions {
+        caps: profiles::get("llvmpipe").unwrap(),
+        enable_f16: true,
+        tiling: TilingChoice::Auto,
+        conv1d_as_conv2d: true,
+    }
+}
+
+fn value(name: &str, shape: &[i64]) -> ValueInfo {
+    ValueInfo {
+        name: name.into(),
+        elem_type: 1,
+        shape: Some(
+            shape.iter().map(|&d| if d < 0 { Dim::Symbolic("s".into()) } else { Dim::Fixed(d as u64) }).collect(),
+        ),
+        constant: false,
+        small_data: None,
+    }
+}
+
+fn constant(name: &str, shape: &[i64]) -> ValueInfo {
+    ValueInfo { constant: true, ..value(name, shape) }
+}
+
+fn shape_const(name: &str, dims: &[i64]) -> ValueInfo {
+    ValueInfo {
+        name: name.into(),
+        elem_type: 7,
+        shape: Some(vec![Dim::Fixed(dims.len() as u64)]),
+        constant: true,
+        small_data: Some(dims.iter().flat_map(|d| d.to_le_bytes()).collect()),
+    }
+}
+
+fn node(op: &str, name: &str, inputs: Vec<ValueInfo>, output: ValueInfo) -> Node {
+    Node {
+        name: name.into(),
+        op_type: op.into(),
+        domain: String::new(),
+        since_version: 17,
+        inputs: inputs.into_iter().map(Some).collect(),
+        outputs: vec![Some(output)],
+        attrs: BTreeMap::new(),
+        assigned_ep: None,
+    }
+}
+
+fn graph(nodes: Vec<Node>, outputs: &[&str]) -> Graph {
+    Graph { nodes, outputs: outputs.iter().map(|s| s.to_string()).collect() }
+}
+
+/// `(node name, verdict)` in placement order.
+type Verdicts = Vec<(String, Result<Role, String>)>;
+
+fn verdicts(g: &Graph) -> (Verdicts, Vec<Vec<usize>>) {
+    let p = place(g, &opts());
+    assert_convex(g, &p.groups);
+    let v = p.decisions.iter().map(|d| (g.nodes[d.node].name.clone(), d.verdict.clone())).collect();
+    (v, p.groups)
+}
+
+/// No path from a group member through a node outside the group back into the group.
+fn assert_convex(g: &Graph, groups: &[Vec<usize>]) {
+    let consumers = g.consumers();
+    for group in groups {
+        let members: HashSet<usize> = group.iter().copied().collect();
+        // Walk forward from every member; once outside, reaching a member is a violation.
+        let mut stack: Vec<(usize, bool)> = group.iter().map(|&m| (m, false)).collect();
+        let mut seen = HashSet::new();
+        while let Some((n, left)) = stack.pop() {
+            if !seen.insert((n, left)) {
+                continue;
+            }
+            for out in g.nodes[n].outputs.iter().flatten() {
+                for &c in consumers.get(out.name.as_str()).into_iter().flatten() {
+                    let inside = members.contains(&c);
+                    assert!(!(left && inside), "group {group:?} is not convex (re-enters at node {c})");
+                    stack.push((c, left || !inside));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn mlp_with_reshapes_is_one_partition() {
+    // ORT's MatMulAddFusion rewrites 3-D MatMul+Add as Reshape → Gemm → Reshape.
+    let g = graph(
+        vec![
+            node(
+                "Reshape",
+                "r_in",
+                vec![value("x", &[2, 7, 64]), shape_const("s1", &[-1, 64])],
+                value("x2", &[14, 64]),
+            ),
+            node(
+                "Gemm",
+                "gemm",
+                vec![value("x2", &[14, 64]), constant("w", &[64, 32]), constant("b", &[32])],
+                value("y2", &[14, 32]),
+            ),
+            node(
+                "Reshape",
+                "r_out",
+                vec![value("y2", &[14, 32]), shape_const("s2", &[2, 7, 32])],
+                value("y", &[2, 7, 32]),
+            ),
+            node("Relu", "relu", vec![value("y", &[2, 7, 32])], value("z", &[2, 7, 32])),
+        ],
+        &["z"],
+    );
+    let (v, groups) = verdicts(&g);
+    assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
+    assert_eq!(groups.len(), 1);
+    assert!(matches!(v[3].1, Ok(Role::Epilogue { producer: 1, .. })), "{v:?}");
+}
+
+#[test]
+fn lone_reshape_and_other_ops_are_declined() {
+    let g = graph(
+        vec![
+            node("Reshape", "r", vec![value("x", &[4, 4]), shape_const("s", &[16])], value("y", &[16])),
+            node("Sigmoid", "sig", vec![value("y", &[16])], value("z", &[16])),
+        ],
+        &["z"],
+    );
+    let (v, groups) = verdicts(&g);
+    assert!(v[0].1.as_ref().unwrap_err().contains("not next to"), "{v:?}");
+    assert!(v[1].1.as_ref().unwrap_err().contains("not an op"), "{v:?}");
+    assert!(groups.is_empty());
+}
+
+#[test]
+fn unclaimed_node_on_a_path_splits_the_group() {
+    // a = x·w; s = sigmoid(a); c = a·s  → c may not join a's group.
+    let g = graph(
+        vec![
+            node("MatMul", "a", vec![value("x", &[8, 8]), constant("w", &[8, 8])], value("a", &[8, 8])),
+            node("Sigmoid", "s", vec![value("a", &[8, 8])], value("s", &[8, 8])),
+            node("MatMul", "c", vec![value("a", &[8, 8]), value("s", &[8, 8])], value("c", &[8, 8])),
+        ],
+        &["c"],
+    );
+    let (v, groups) = verdicts(&g);
+    assert!(v[0].1.is_ok() && v[2].1.is_ok());
+    assert_eq!(groups.len(), 2, "{groups:?}");
+}
+
+#[test]
+fn epilogue_rules() {
+    // Relu whose input has another consumer cannot fuse; Add after Gemm with C cannot fuse.
+    let g = graph(
+        vec![
+            node("MatMul", "m", vec![value("x", &[4, 8]), constant("w", &[8, 8])], value("m", &[4, 8])),
+            node("Relu", "relu", vec![value("m", &[4, 8])], value("r", &[4, 8])),
+            node(
+                "Gemm",
+                "g",
+                vec![value("x", &[4, 8]), constant("w2", &[8, 8]), constant("c", &[8])],
+                value("g", &[4, 8]),
+            ),
+            node("Add", "add", vec![value("g", &[4, 8]), constant("c2", &[8])], value("o", &[4, 8])),
+        ],
+        &["r", "m", "o"],
+    );
+    let (v, _) = verdicts(&g);
+    assert!(v.iter().find(|(n, _)| n == "relu").unwrap().1.as_ref().unwrap_err().contains("other consumers"));
+    assert!(v.iter().find(|(n, _)| n == "add").unwrap().1.as_ref().unwrap_err().contains("already has"));
+}
+
+#[test]
+fn matmul_then_add_then_clip_fuses() {
+    let mut clip = node(
+        "Clip",
+        "clip",
+        vec![
+            value("a", &[3, 5, 8]),
+            ValueInfo { small_data: Some(0f32.to_le_bytes().to_vec()), ..constant("lo", &[]) },
+        ],
+        value("y", &[3, 5, 8]),
+    );
+    clip.inputs.push(Some(ValueInfo { small_data: Some(6f32.to_le_bytes().to_vec()), ..constant("hi", &[]) }));
+    let g = graph(
+        vec![
+            node("MatMul", "m", vec![value("x", &[3, 5, 4]), constant("w", &[4, 8])], value("m", &[3, 5, 8])),
+            node("Add", "add", vec![constant("b", &[8]), value("m", &[3, 5, 8])], value("a", &[3, 5, 8])),
+            clip,
+        ],
+        &["y"],
+    );
+    let (v, groups) = verdicts(&g);
+    assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
+    assert_eq!(groups, vec![vec![0, 1, 2]]);
+}
+
+#[test]
+fn declines_say_why() {
+    let mut int_mm = node("MatMul", "i", vec![value("x", &[2, 2]), value("w", &[2, 2])], value("y", &[2, 2]));
+    for v in int_mm.inputs.iter_mut().flatten() {
+        v.elem_type = 6;
+    }
+    let bad_k = node("MatMul", "k", vec![value("x", &[2, 3]), value("w", &[4, 2])], value("z", &[2, 2]));
+    let mut gemm3 = node("Gemm", "g", vec![value("x", &[2, 3, 4]), value("w", &[4, 2])], value("q", &[2, 2]));
+    gemm3.attrs.insert("transB".into(), Attr::Int(0));
+    let mut domain = node("MatMul", "d", vec![value("x", &[2, 2]), value("w", &[2, 2])], value("u", &[2, 2]));
+    domain.domain = "com.microsoft".into();
+    let g = graph(vec![int_mm, bad_k, gemm3, domain], &["y", "z", "q", "u"]);
+    let (v, _) = verdicts(&g);
+    let reason = |i: usize| v[i].1.clone().unwrap_err();
+    assert!(reason(0).contains("element type 6"), "{}", reason(0));
+    assert!(reason(1).contains("inner dimensions"), "{}", reason(1));
+    assert!(reason(2).contains("not 2-D"), "{}", reason(2));
+    assert!(reason(3).contains("not an op"), "{}", reason(3));
+}

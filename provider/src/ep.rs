@@ -1,0 +1,285 @@
+//! `OrtEp`: one per session. GetCapability places nodes with `ep_kernels::graph::place`;
+//! Compile turns each fused partition into an `Executable` behind an `OrtNodeComputeInfo`.
+
+use std::ffi::{c_char, CString};
+use std::ptr::null;
+use std::sync::Arc;
+
+use ep_kernels::graph::{build_program, dtype_of, place, Constant, ExecOptions, Executable, PlacementOptions};
+use ep_kernels::runtime::Gpu;
+use ort_sys::{OrtGraph, OrtLoggingLevel, OrtNode, OrtValue, OrtValueInfo};
+
+use crate::abi::{
+    OrtEp, OrtEpGraphSupportInfo, OrtKernelRegistry, OrtNodeComputeInfo, OrtNodeFusionOptions, ABI_VERSION,
+};
+use crate::compute::ComputeInfo;
+use crate::factory::EP_NAME;
+use crate::fault::{self, Site};
+use crate::graph_reader::{read_graph, tensor_bytes};
+use crate::options::EpOptions;
+use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
+
+#[repr(C)]
+pub struct Ep {
+    /// Must stay the first field: ORT hands this pointer back to every callback.
+    base: OrtEp,
+    name: CString,
+    gpu: Arc<Gpu>,
+    options: EpOptions,
+    /// The session logger, valid for the EP's lifetime.
+    logger: Logger,
+}
+
+impl Ep {
+    /// Boxes a new EP and returns the pointer ORT keeps.
+    pub fn create(gpu: Arc<Gpu>, options: EpOptions, logger: Logger) -> *mut OrtEp {
+        let ep = Box::new(Ep {
+            base: OrtEp {
+                ort_version_supported: ABI_VERSION,
+                GetName: get_name,
+                GetCapability: get_capability,
+                Compile: compile,
+                ReleaseNodeComputeInfos: release_node_compute_infos,
+                GetPreferredDataLayout: Some(get_preferred_data_layout),
+                ShouldConvertDataLayoutForOp: None,
+                SetDynamicOptions: None,
+                OnRunStart: None,
+                OnRunEnd: None,
+                CreateAllocator: None,
+                CreateSyncStreamForDevice: None,
+                GetCompiledModelCompatibilityInfo: None,
+                GetKernelRegistry: Some(get_kernel_registry),
+                IsConcurrentRunSupported: Some(is_concurrent_run_supported),
+            },
+            name: c_string(EP_NAME),
+            gpu,
+            options,
+            logger,
+        });
+        Box::into_raw(ep) as *mut OrtEp
+    }
+
+    /// # Safety
+    /// `ep` came from [`Ep::create`] and is released once.
+    pub unsafe fn destroy(ep: *mut OrtEp) {
+        if !ep.is_null() {
+            // SAFETY: guaranteed by the caller.
+            drop(unsafe { Box::from_raw(ep as *mut Ep) });
+        }
+    }
+
+    /// # Safety
+    /// `this` is a pointer made by [`Ep::create`].
+    unsafe fn from_ptr<'a>(this: *const OrtEp) -> &'a Ep {
+        // SAFETY: `base` is the first field of the #[repr(C)] Ep we boxed.
+        unsafe { &*(this as *const Ep) }
+    }
+
+    fn placement_options(&self) -> PlacementOptions {
+        PlacementOptions {
+            caps: self.gpu.caps().clone(),
+            enable_f16: self.options.enable_f16,
+            tiling: self.options.tiling,
+            conv1d_as_conv2d: self.options.conv1d_as_conv2d,
+        }
+    }
+
+    fn log(&self, level: OrtLoggingLevel, message: &str) {
+        self.logger.log(level, message);
+    }
+}
+
+unsafe extern "system" fn get_name(this: *const OrtEp) -> *const c_char {
+    // SAFETY: ORT passes back our EP.
+    guard_value("OrtEp::GetName", null(), || unsafe { Ep::from_ptr(this) }.name.as_ptr())
+}
+
+unsafe extern "system" fn get_preferred_data_layout(_this: *mut OrtEp, layout: *mut i32) -> Status {
+    guard("GetPreferredDataLayout", || {
+        // SAFETY: ORT passes a valid out-pointer. 0 = NCHW, what our conv kernels read.
+        unsafe { *layout = 0 };
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn get_kernel_registry(_this: *mut OrtEp, registry: *mut *const OrtKernelRegistry) -> Status {
+    guard("GetKernelRegistry", || {
+        // SAFETY: ORT passes a valid out-pointer; we compile partitions, we have no kernels.
+        unsafe { *registry = null() };
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn is_concurrent_run_supported(_this: *mut OrtEp, supported: *mut bool) -> Status {
+    guard("IsConcurrentRunSupported", || {
+        // Executables pool their per-run buffers behind a mutex and wgpu's device and queue are
+        // thread-safe, so concurrent Run() calls on one session are safe (tested with 8 threads).
+        // SAFETY: ORT passes a valid out-pointer.
+        unsafe { *supported = true };
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn get_capability(
+    this: *mut OrtEp,
+    graph: *const OrtGraph,
+    support: *mut OrtEpGraphSupportInfo,
+) -> Status {
+    guard("GetCapability", || {
+        fault::panic_point(Site::GetCapability);
+        let o = ort()?;
+        // SAFETY: ORT passes back our EP and a graph that is live during this call.
+        let (ep, read) = unsafe { (Ep::from_ptr(this), read_graph(o, graph)?) };
+        let placement = place(&read.graph, &ep.placement_options());
+        for (i, reason) in placement.declined() {
+            let node = &read.graph.nodes[i];
+            let ours = matches!(node.op_type.as_str(), "MatMul" | "Gemm" | "Conv");
+            let level = if ours {
+                OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING
+            } else {
+                OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE
+            };
+            ep.log(level, &format!("declined {} '{}': {reason}", node.op_type, node.name));
+        }
+        ep.log(
+            OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+            &format!(
+                "GetCapability: claimed {} of {} nodes in {} partition(s); declined {}",
+                placement.claimed(),
+                read.graph.nodes.len(),
+                placement.groups.len(),
+                read.graph.nodes.len() - placement.claimed()
+            ),
+        );
+        let fusion = OrtNodeFusionOptions { ort_version_supported: ABI_VERSION, drop_constant_initializers: true };
+        for group in &placement.groups {
+            let nodes: Vec<*const OrtNode> = group.iter().map(|&i| read.handles[i]).collect();
+            // SAFETY: the node handles belong to the live graph; ORT copies the list.
+            check(unsafe { (o.ep.EpGraphSupportInfo_AddNodesToFuse)(support, nodes.as_ptr(), nodes.len(), &fusion) })?;
+        }
+        Ok(())
+    })
+}
+
+/// Names of a node's inputs or outputs (empty string for omitted optional ones).
+///
+/// # Safety
+/// `node` is live.
+unsafe fn io_names(node: *const OrtNode, outputs: bool) -> Result<Vec<String>, EpError> {
+    let o = ort()?;
+    let (count_fn, get_fn) = if outputs {
+        (o.api.Node_GetNumOutputs, o.api.Node_GetOutputs)
+    } else {
+        (o.api.Node_GetNumInputs, o.api.Node_GetInputs)
+    };
+    let mut n = 0usize;
+    // SAFETY: node is live; the array is sized by ORT's count; names are copied.
+    unsafe {
+        check(count_fn(node, &mut n))?;
+        let mut vals: Vec<*const OrtValueInfo> = vec![null(); n];
+        check(get_fn(node, vals.as_mut_ptr(), n))?;
+        vals.iter()
+            .map(|&v| {
+                if v.is_null() {
+                    return Ok(String::new());
+                }
+                let mut p = null();
+                check((o.api.GetValueInfoName)(v, &mut p))?;
+                Ok(cstr(p))
+            })
+            .collect()
+    }
+}
+
+/// Copies the initializers of a partition's graph (the weights dropped from the fused inputs).
+///
+/// # Safety
+/// `graph` is live.
+unsafe fn read_constants(graph: *const OrtGraph) -> Result<Vec<Constant>, EpError> {
+    let o = ort()?;
+    let mut n = 0usize;
+    // SAFETY: graph is live; arrays are sized by ORT's count; tensors are copied.
+    unsafe {
+        check((o.api.Graph_GetNumInitializers)(graph, &mut n))?;
+        let mut infos: Vec<*const OrtValueInfo> = vec![null(); n];
+        check((o.api.Graph_GetInitializers)(graph, infos.as_mut_ptr(), n))?;
+        let mut out = Vec::with_capacity(n);
+        for &vi in infos.iter().filter(|p| !p.is_null()) {
+            let mut name = null();
+            check((o.api.GetValueInfoName)(vi, &mut name))?;
+            let name = cstr(name);
+            let mut value: *const OrtValue = null();
+            check((o.api.ValueInfo_GetInitializerValue)(vi, &mut value))?;
+            if value.is_null() {
+                continue;
+            }
+            let t = tensor_bytes(o, value, usize::MAX)?;
+            let Some(dtype) = dtype_of(t.elem_type) else { continue };
+            out.push(Constant { name, dtype, shape: t.shape, data: t.data });
+        }
+        Ok(out)
+    }
+}
+
+unsafe extern "system" fn compile(
+    this: *mut OrtEp,
+    graphs: *const *const OrtGraph,
+    fused_nodes: *const *const OrtNode,
+    count: usize,
+    compute_infos: *mut *mut OrtNodeComputeInfo,
+    _ep_context_nodes: *mut *mut OrtNode,
+) -> Status {
+    guard("Compile", || {
+        fault::panic_point(Site::Compile);
+        let o = ort()?;
+        // SAFETY: ORT passes back our EP and `count` live graphs and fused nodes, and an output
+        // array of `count` slots that we fill (each slot owned by us until ReleaseNodeComputeInfos).
+        unsafe {
+            let ep = Ep::from_ptr(this);
+            let mut created: Vec<*mut OrtNodeComputeInfo> = Vec::with_capacity(count);
+            let mut build = || -> Result<(), EpError> {
+                for i in 0..count {
+                    let (graph, fused) = (*graphs.add(i), *fused_nodes.add(i));
+                    let inputs = io_names(fused, false)?;
+                    let outputs = io_names(fused, true)?;
+                    let read = read_graph(o, graph)?;
+                    let order = read.graph.topological_order();
+                    let nodes: Vec<_> = order.iter().map(|&k| read.graph.nodes[k].clone()).collect();
+                    let program =
+                        build_program(&nodes, &inputs, &outputs, read_constants(graph)?).map_err(EpError::fail)?;
+                    let mut name = null();
+                    check((o.api.Node_GetName)(fused, &mut name))?;
+                    let exec_options =
+                        ExecOptions { tiling: ep.options.tiling, conv1d_as_conv2d: ep.options.conv1d_as_conv2d };
+                    let exec = Executable::new(ep.gpu.clone(), program, exec_options)?;
+                    created.push(ComputeInfo::create(exec, cstr(name)));
+                }
+                Ok(())
+            };
+            if let Err(e) = build() {
+                // ORT will not call ReleaseNodeComputeInfos for a failed Compile.
+                for info in created {
+                    ComputeInfo::destroy(info);
+                }
+                return Err(e);
+            }
+            for (i, info) in created.into_iter().enumerate() {
+                *compute_infos.add(i) = info;
+            }
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn release_node_compute_infos(
+    _this: *mut OrtEp,
+    infos: *mut *mut OrtNodeComputeInfo,
+    count: usize,
+) {
+    guard_value("ReleaseNodeComputeInfos", (), || {
+        for i in 0..count {
+            // SAFETY: each entry came from ComputeInfo::create and ORT releases it once.
+            unsafe { ComputeInfo::destroy(*infos.add(i)) };
+        }
+    });
+}

@@ -1,0 +1,338 @@
+//! `OrtEpFactory`: one per loaded library. It lists an `OrtEpDevice` per usable wgpu adapter,
+//! opens devices (shared by every session on the same adapter) and creates EPs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{c_char, CString};
+use std::ptr::{null, null_mut};
+use std::sync::Arc;
+
+use ep_kernels::runtime::{list_adapters, AdapterSelector, AdapterSummary, Gpu, GpuOptions};
+use ort_sys::{
+    OrtEpDevice, OrtErrorCode, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtLoggingLevel, OrtSessionOptions,
+};
+use parking_lot::Mutex;
+
+use crate::abi::{OrtDataTransferImpl, OrtEp, OrtEpFactory, ABI_VERSION};
+use crate::devices::{pair, HwDevice};
+use crate::ep::Ep;
+use crate::fault::{self, Site};
+use crate::options::{CoopMode, EpOptions, Validation};
+use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
+
+pub const EP_NAME: &str = "WgpuExecutionProvider";
+pub const VENDOR: &str = "onnxruntime-ep-wgpu";
+
+/// Metadata key holding the wgpu adapter index of an `OrtEpDevice`.
+pub const META_ADAPTER_INDEX: &str = "wgpu.adapter_index";
+
+#[repr(C)]
+pub struct Factory {
+    /// Must stay the first field: ORT hands this pointer back to every callback.
+    base: OrtEpFactory,
+    name: CString,
+    vendor: CString,
+    version: CString,
+    adapters: Vec<AdapterSummary>,
+    /// Open devices by (adapter index, debug validation, cooperative matrices).
+    gpus: Mutex<HashMap<(usize, bool, bool), Arc<Gpu>>>,
+    logger: Logger,
+}
+
+impl Factory {
+    pub fn new(logger: Logger) -> Box<Factory> {
+        let adapters = list_adapters();
+        for a in &adapters {
+            logger.log(
+                OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+                &format!("found adapter {}: {} ({:?}, {})", a.index, a.name, a.kind, a.backend),
+            );
+        }
+        Box::new(Factory {
+            base: OrtEpFactory {
+                ort_version_supported: ABI_VERSION,
+                GetName: get_name,
+                GetVendor: get_vendor,
+                GetSupportedDevices: get_supported_devices,
+                CreateEp: create_ep,
+                ReleaseEp: release_ep,
+                GetVendorId: get_vendor_id,
+                GetVersion: get_version,
+                ValidateCompiledModelCompatibilityInfo: None,
+                CreateAllocator: None,
+                ReleaseAllocator: None,
+                CreateDataTransfer: create_data_transfer,
+                IsStreamAware: is_stream_aware,
+                CreateSyncStreamForDevice: None,
+                GetHardwareDeviceIncompatibilityDetails: None,
+                CreateExternalResourceImporterForDevice: None,
+                GetNumCustomOpDomains: Some(get_num_custom_op_domains),
+                GetCustomOpDomains: Some(get_custom_op_domains),
+            },
+            name: c_string(EP_NAME),
+            vendor: c_string(VENDOR),
+            version: c_string(env!("CARGO_PKG_VERSION")),
+            adapters,
+            gpus: Mutex::new(HashMap::new()),
+            logger,
+        })
+    }
+
+    /// # Safety
+    /// `this` is a pointer ORT got from `CreateEpFactories`.
+    unsafe fn from_ptr<'a>(this: *const OrtEpFactory) -> &'a Factory {
+        // SAFETY: `base` is the first field of the #[repr(C)] Factory we boxed.
+        unsafe { &*(this as *const Factory) }
+    }
+
+    /// The device for an adapter, opened on first use.
+    fn gpu(&self, adapter: usize, options: &EpOptions) -> Result<Arc<Gpu>, EpError> {
+        let debug = options.validation == Validation::Debug;
+        let coop = options.cooperative_matrix != CoopMode::Off;
+        let mut gpus = self.gpus.lock();
+        let key = (adapter, debug, coop);
+        match gpus.get(&key) {
+            // A lost device never comes back: sessions still holding it fail their runs with the
+            // reason, and new sessions get a freshly opened device.
+            Some(g) if g.is_lost() => {
+                let reason = g.check_alive().err().map(|e| e.to_string()).unwrap_or_default();
+                self.logger.log(
+                    OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+                    &format!("adapter {adapter}: reopening the device ({reason})"),
+                );
+                gpus.remove(&key);
+            }
+            Some(g) => return Ok(g.clone()),
+            None => {}
+        }
+        let experimental = if coop {
+            crate::experimental::cooperative_matrix_opt_in()
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
+        let gpu =
+            Gpu::new(&GpuOptions { adapter: AdapterSelector::Index(adapter), debug_validation: debug, experimental })?;
+        gpus.insert(key, gpu.clone());
+        Ok(gpu)
+    }
+
+    /// Logs the GPU memory our open devices hold (wgpu's allocator report), so tests and users
+    /// can watch for leaks across sessions.
+    fn log_memory(&self, event: &str) {
+        let gpus: Vec<Arc<Gpu>> = self.gpus.lock().values().cloned().collect();
+        let bytes: u64 = gpus.iter().filter_map(|g| g.allocated_bytes()).sum();
+        self.logger.log(
+            OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
+            &format!("{event}; GPU memory held: {bytes} bytes on {} device(s)", gpus.len()),
+        );
+    }
+
+    /// Resolves the `adapter` option against the adapters found at load time.
+    fn resolve_adapter(&self, selector: &AdapterSelector) -> Result<usize, EpError> {
+        let found = match selector {
+            AdapterSelector::Auto => self.adapters.first().map(|a| a.index),
+            AdapterSelector::Index(i) => self.adapters.iter().find(|a| a.index == *i).map(|a| a.index),
+            AdapterSelector::Name(n) => {
+                let n = n.to_lowercase();
+                self.adapters.iter().find(|a| a.name.to_lowercase().contains(&n)).map(|a| a.index)
+            }
+        };
+        found.ok_or_else(|| {
+            let names: Vec<String> = self.adapters.iter().map(|a| format!("{}: {}", a.index, a.name)).collect();
+            EpError::invalid(format!("option 'adapter': no adapter matches {selector} (found: {})", names.join(", ")))
+        })
+    }
+}
+
+unsafe extern "system" fn get_name(this: *const OrtEpFactory) -> *const c_char {
+    // SAFETY: ORT passes back our factory.
+    guard_value("OrtEpFactory::GetName", null(), || unsafe { Factory::from_ptr(this) }.name.as_ptr())
+}
+
+unsafe extern "system" fn get_vendor(this: *const OrtEpFactory) -> *const c_char {
+    // SAFETY: ORT passes back our factory.
+    guard_value("OrtEpFactory::GetVendor", null(), || unsafe { Factory::from_ptr(this) }.vendor.as_ptr())
+}
+
+unsafe extern "system" fn get_version(this: *const OrtEpFactory) -> *const c_char {
+    // SAFETY: ORT passes back our factory.
+    guard_value("OrtEpFactory::GetVersion", null(), || unsafe { Factory::from_ptr(this) }.version.as_ptr())
+}
+
+unsafe extern "system" fn get_vendor_id(_this: *const OrtEpFactory) -> u32 {
+    guard_value("OrtEpFactory::GetVendorId", 0, || 0)
+}
+
+unsafe extern "system" fn is_stream_aware(_this: *const OrtEpFactory) -> bool {
+    guard_value("OrtEpFactory::IsStreamAware", false, || false)
+}
+
+unsafe extern "system" fn create_data_transfer(_this: *mut OrtEpFactory, out: *mut *mut OrtDataTransferImpl) -> Status {
+    guard("CreateDataTransfer", || {
+        // Tensors cross our boundary in CPU memory, so ORT needs no copies from us; the slot
+        // must still exist (a NULL slot crashes ORT at registration).
+        if !out.is_null() {
+            // SAFETY: ORT passes a valid out-pointer.
+            unsafe { *out = null_mut() };
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn get_num_custom_op_domains(_this: *mut OrtEpFactory, n: *mut usize) -> Status {
+    guard("GetNumCustomOpDomains", || {
+        if !n.is_null() {
+            // SAFETY: ORT passes a valid out-pointer.
+            unsafe { *n = 0 };
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn get_custom_op_domains(
+    _this: *mut OrtEpFactory,
+    _domains: *mut *mut ort_sys::OrtCustomOpDomain,
+    _n: usize,
+) -> Status {
+    guard("GetCustomOpDomains", || Ok(()))
+}
+
+/// # Safety
+/// `kvp` is a live key-value-pairs object or NULL.
+unsafe fn key_values(kvp: *const OrtKeyValuePairs) -> Result<BTreeMap<String, String>, EpError> {
+    let mut map = BTreeMap::new();
+    if kvp.is_null() {
+        return Ok(map);
+    }
+    let o = ort()?;
+    let (mut keys, mut values, mut n) = (null(), null(), 0usize);
+    // SAFETY: kvp is live; ORT fills arrays of n C strings owned by kvp.
+    unsafe {
+        (o.api.GetKeyValuePairs)(kvp, &mut keys, &mut values, &mut n);
+        for i in 0..n {
+            map.insert(cstr(*keys.add(i)), cstr(*values.add(i)));
+        }
+    }
+    Ok(map)
+}
+
+unsafe extern "system" fn get_supported_devices(
+    this: *mut OrtEpFactory,
+    devices: *const *const OrtHardwareDevice,
+    num_devices: usize,
+    ep_devices: *mut *mut OrtEpDevice,
+    max_ep_devices: usize,
+    num_ep_devices: *mut usize,
+) -> Status {
+    guard("GetSupportedDevices", || {
+        let o = ort()?;
+        // SAFETY: ORT passes back our factory, `num_devices` live hardware devices and an
+        // output array of `max_ep_devices` slots; HardwareDevice_Type returns a C enum that we
+        // read as i32 (same ABI) so an unknown kind from a newer ORT is just a number.
+        unsafe {
+            *num_ep_devices = 0;
+            let factory = Factory::from_ptr(this);
+            let handles = if num_devices == 0 { &[][..] } else { std::slice::from_raw_parts(devices, num_devices) };
+            let kind_of: unsafe extern "system" fn(*const OrtHardwareDevice) -> i32 =
+                std::mem::transmute(o.api.HardwareDevice_Type);
+            let hw: Vec<HwDevice> = handles
+                .iter()
+                .map(|&d| HwDevice {
+                    kind: kind_of(d),
+                    vendor_id: (o.api.HardwareDevice_VendorId)(d),
+                    device_id: (o.api.HardwareDevice_DeviceId)(d),
+                })
+                .collect();
+            for (di, ai) in pair(&factory.adapters, &hw).into_iter().take(max_ep_devices) {
+                let a = &factory.adapters[ai];
+                let mut meta = null_mut();
+                (o.api.CreateKeyValuePairs)(&mut meta);
+                let entries = [
+                    (META_ADAPTER_INDEX, a.index.to_string()),
+                    ("wgpu.adapter", a.name.clone()),
+                    ("wgpu.backend", a.backend.clone()),
+                    ("wgpu.driver", format!("{} {}", a.driver, a.driver_info).trim().to_string()),
+                    ("wgpu.software", if a.is_software() { "1" } else { "0" }.to_string()),
+                ];
+                for (k, v) in entries {
+                    let (k, v) = (c_string(k), c_string(&v));
+                    (o.api.AddKeyValuePair)(meta, k.as_ptr(), v.as_ptr());
+                }
+                let mut dev = null_mut();
+                let status = (o.ep.CreateEpDevice)(this, handles[di], meta, null(), &mut dev);
+                (o.api.ReleaseKeyValuePairs)(meta);
+                check(status)?;
+                *ep_devices.add(*num_ep_devices) = dev;
+                *num_ep_devices += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn create_ep(
+    this: *mut OrtEpFactory,
+    _devices: *const *const OrtHardwareDevice,
+    ep_metadata: *const *const OrtKeyValuePairs,
+    num_devices: usize,
+    session_options: *const OrtSessionOptions,
+    logger: *const OrtLogger,
+    out: *mut *mut OrtEp,
+) -> Status {
+    guard("CreateEp", || {
+        fault::check_spec().map_err(EpError::invalid)?;
+        fault::panic_point(Site::CreateEp);
+        let o = ort()?;
+        // SAFETY: ORT passes back our factory, live metadata for each device and live session
+        // options that we read (and copy) only during this call.
+        unsafe {
+            let factory = Factory::from_ptr(this);
+            let mut config = null_mut();
+            check((o.api.GetSessionOptionsConfigEntries)(session_options, &mut config))?;
+            let entries = key_values(config);
+            (o.api.ReleaseKeyValuePairs)(config);
+            let options = EpOptions::from_config(&entries?).map_err(EpError::invalid)?;
+            let meta =
+                if num_devices > 0 && !ep_metadata.is_null() { key_values(*ep_metadata)? } else { BTreeMap::new() };
+            let adapter = match &options.adapter {
+                Some(sel) => factory.resolve_adapter(sel)?,
+                None => match meta.get(META_ADAPTER_INDEX).and_then(|v| v.parse().ok()) {
+                    Some(i) => i,
+                    None => factory.resolve_adapter(&AdapterSelector::Auto)?,
+                },
+            };
+            let gpu = factory.gpu(adapter, &options)?;
+            // The session logger lives as long as the EP, which ORT releases before the session.
+            let logger = Logger::new(logger);
+            logger.log(
+                OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+                &format!("session on adapter {adapter}: {}", gpu.adapter().name),
+            );
+            *out = Ep::create(gpu, options, logger);
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn release_ep(this: *mut OrtEpFactory, ep: *mut OrtEp) {
+    guard_value("ReleaseEp", (), || {
+        // SAFETY: `ep` came from `create_ep` and ORT releases it once.
+        unsafe { Ep::destroy(ep) };
+        fault::panic_point(Site::ReleaseEp);
+        // SAFETY: ORT passes back our factory.
+        unsafe { Factory::from_ptr(this) }.log_memory("session released");
+    });
+}
+
+/// Frees a factory made by [`Factory::new`].
+///
+/// # Safety
+/// `f` came from `Box::into_raw(Factory::new(..))` and is released once.
+pub unsafe fn destroy(f: *mut OrtEpFactory) -> Result<(), EpError> {
+    if f.is_null() {
+        return Err(EpError::new(OrtErrorCode::ORT_INVALID_ARGUMENT, "ReleaseEpFactory(NULL)"));
+    }
+    // SAFETY: guaranteed by the caller.
+    drop(unsafe { Box::from_raw(f as *mut Factory) });
+    crate::ort::factory_released();
+    Ok(())
+}

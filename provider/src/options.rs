@@ -1,0 +1,132 @@
+//! Session options of the EP: `add_provider_for_devices(devices, {key: value})` stores each as
+//! the session config entry `ep.wgpuexecutionprovider.<key>`.
+
+use std::collections::BTreeMap;
+
+use ep_kernels::gemm::TilingChoice;
+use ep_kernels::runtime::AdapterSelector;
+
+/// Prefix of our keys in the session config (ORT lower-cases the EP name).
+pub const PREFIX: &str = "ep.wgpuexecutionprovider.";
+
+/// `cooperative_matrix`: use tensor-core kernels when the adapter offers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CoopMode {
+    #[default]
+    Auto,
+    Off,
+    On,
+}
+
+/// `validation`: wgpu's own checks always run; `debug` adds the backend's validation layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Validation {
+    #[default]
+    Basic,
+    Debug,
+}
+
+/// Parsed options with their defaults.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct EpOptions {
+    /// `None`: the adapter of the selected OrtEpDevice.
+    pub adapter: Option<AdapterSelector>,
+    pub tiling: TilingChoice,
+    pub enable_f16: bool,
+    pub cooperative_matrix: CoopMode,
+    pub conv1d_as_conv2d: bool,
+    pub validation: Validation,
+}
+
+/// Every key we accept, with a one-line description (shown in errors).
+pub const KEYS: &[(&str, &str)] = &[
+    ("adapter", "wgpu adapter: its index or a substring of its name (default: the selected device's)"),
+    ("tiling", "auto | 128x128 | 64x64 | splitk | gemv"),
+    ("enable_f16", "1 | 0: run float16 nodes"),
+    ("cooperative_matrix", "auto | 0 | 1: tensor-core kernels"),
+    ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
+    ("validation", "basic | debug: add the backend's validation layers"),
+];
+
+fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        _ => Err(format!("option '{key}': '{v}' is not 1 or 0")),
+    }
+}
+
+impl EpOptions {
+    /// Reads our entries out of all session config entries; unknown keys and bad values are
+    /// errors that name the key.
+    pub fn from_config(entries: &BTreeMap<String, String>) -> Result<EpOptions, String> {
+        let mut o = EpOptions { enable_f16: true, conv1d_as_conv2d: true, ..EpOptions::default() };
+        for (full_key, value) in entries {
+            let Some(key) = full_key.strip_prefix(PREFIX) else { continue };
+            let v = value.trim();
+            match key {
+                "adapter" => o.adapter = Some(v.parse().map_err(|e| format!("option 'adapter': {e}"))?),
+                "tiling" => o.tiling = v.parse().map_err(|e| format!("option 'tiling': {e}"))?,
+                "enable_f16" => o.enable_f16 = parse_bool(key, v)?,
+                "cooperative_matrix" => {
+                    o.cooperative_matrix = match v {
+                        "auto" => CoopMode::Auto,
+                        "0" | "off" => CoopMode::Off,
+                        "1" | "on" => CoopMode::On,
+                        _ => return Err(format!("option 'cooperative_matrix': '{v}' is not auto, 0 or 1")),
+                    }
+                }
+                "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
+                "validation" => {
+                    o.validation = match v {
+                        "basic" => Validation::Basic,
+                        "debug" => Validation::Debug,
+                        _ => return Err(format!("option 'validation': '{v}' is not basic or debug")),
+                    }
+                }
+                _ => {
+                    let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+                    return Err(format!("unknown option '{key}' (known: {})", known.join(", ")));
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<EpOptions, String> {
+        let map = pairs.iter().map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string())).collect();
+        EpOptions::from_config(&map)
+    }
+
+    #[test]
+    fn defaults() {
+        let o = parse(&[]).unwrap();
+        assert!(o.enable_f16 && o.conv1d_as_conv2d);
+        assert_eq!((o.tiling, o.cooperative_matrix, o.adapter), (TilingChoice::Auto, CoopMode::Auto, None));
+    }
+
+    #[test]
+    fn values_parse() {
+        let o = parse(&[("tiling", "64x64"), ("enable_f16", "0"), ("adapter", "llvm"), ("cooperative_matrix", "1")])
+            .unwrap();
+        assert_eq!(o.tiling, TilingChoice::Tile64);
+        assert!(!o.enable_f16);
+        assert_eq!(o.adapter, Some(AdapterSelector::Name("llvm".into())));
+        assert_eq!(o.cooperative_matrix, CoopMode::On);
+        assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        assert!(parse(&[("tile", "1")]).unwrap_err().contains("unknown option 'tile'"));
+        assert!(parse(&[("tiling", "huge")]).unwrap_err().contains("tiling"));
+        assert!(parse(&[("enable_f16", "maybe")]).unwrap_err().contains("enable_f16"));
+        let other: BTreeMap<String, String> = [("session.x".to_string(), "1".to_string())].into();
+        assert!(EpOptions::from_config(&other).is_ok());
+    }
+}

@@ -1,0 +1,175 @@
+"""Shared fixtures of the Python tests.
+
+End-to-end tests ask for `make_session` (a session on our EP) and `run_cpu` (the CPU EP reference):
+
+    def test_matmul(make_session, run_cpu):
+        sess = make_session(model, {"tiling": "64x64"})
+        got = sess.run(None, feeds)
+        want = run_cpu(model, feeds)
+
+The library is registered once per pytest process (`registered_ep`) and unregistered at the end, after every
+session made here has been released (ONNX Runtime does not refcount plugin libraries).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EP_NAME = "WgpuExecutionProvider"
+REGISTRATION_NAME = "wgpu_test"
+LIBRARY_NAME = "libonnxruntime_ep_wgpu.so"
+LIBRARY_ENV = "ONNXRUNTIME_EP_WGPU_LIB"
+
+# Sessions made by `make_session`, released before the library is unregistered.
+_sessions: weakref.WeakSet = weakref.WeakSet()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "smoke: quick checks also run against the oldest supported ONNX Runtime")
+
+
+def pytest_report_header(config):
+    try:
+        import onnxruntime as ort
+
+        header = f"onnxruntime {ort.__version__}; "
+    except ImportError:
+        header = "onnxruntime not installed; "
+    try:
+        path = Path(find_library())
+    except FileNotFoundError as e:
+        return header + f"EP library: none ({e})"
+    header += f"EP library: {path}"
+    built = REPO / os.environ.get("CARGO_TARGET_DIR", "target") / "release" / LIBRARY_NAME
+    if built.is_file() and path != built.resolve() and built.stat().st_mtime > path.stat().st_mtime:
+        header += f"\nwarning: {built} is newer than the installed one; `bash ci/wheel.sh .venv` reinstalls it"
+    return header
+
+
+def find_library() -> str:
+    """ONNXRUNTIME_EP_WGPU_LIB, else the installed locator package's library, else cargo's release output."""
+    override = os.environ.get(LIBRARY_ENV)
+    if override:
+        if not Path(override).is_file():
+            raise FileNotFoundError(f"{LIBRARY_ENV}={override} does not exist")
+        return str(Path(override).resolve())
+    try:
+        import onnxruntime_ep_wgpu
+
+        return onnxruntime_ep_wgpu.get_library_path()
+    except (ImportError, FileNotFoundError):
+        pass
+    fallback = REPO / os.environ.get("CARGO_TARGET_DIR", "target") / "release" / LIBRARY_NAME
+    if fallback.is_file():
+        return str(fallback)
+    raise FileNotFoundError(
+        f"{LIBRARY_NAME} not found: install the locator package (`pip install ./python`) or build "
+        f"`cargo build --release -p onnxruntime-ep-wgpu` (looked for {fallback})"
+    )
+
+
+def model_arg(model):
+    """InferenceSession accepts a path or serialized bytes; also take an onnx.ModelProto or a pathlib.Path."""
+    if hasattr(model, "SerializeToString"):
+        return model.SerializeToString()
+    if isinstance(model, Path):
+        return str(model)
+    return model
+
+
+def run_cpu_reference(model, feeds: dict) -> list:
+    """Outputs of `model` on the CPU EP alone (the reference the EP is compared against)."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(model_arg(model), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+@pytest.fixture(scope="session")
+def lib_path() -> str:
+    try:
+        return find_library()
+    except FileNotFoundError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def registered_ep(lib_path):
+    """Registers the library once as `wgpu_test`; yields the registration name."""
+    import onnxruntime as ort
+
+    try:
+        ort.register_execution_provider_library(REGISTRATION_NAME, lib_path)
+    except Exception as e:  # noqa: BLE001 - any failure here must fail every EP test with the message
+        pytest.fail(
+            f"onnxruntime {ort.__version__} could not register {lib_path} as {REGISTRATION_NAME!r}: {e}",
+            pytrace=False,
+        )
+    yield REGISTRATION_NAME
+    _release_sessions()
+    ort.unregister_execution_provider_library(REGISTRATION_NAME)
+
+
+def _release_sessions():
+    # A failed test's traceback (kept for post-mortem debugging) can hold its session alive.
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+    gc.collect()
+    for sess in list(_sessions):
+        if hasattr(sess, "_sess"):
+            sess._sess = None  # drops the native session even if Python still references the wrapper
+    gc.collect()
+
+
+@pytest.fixture(scope="session")
+def ep_devices(registered_ep) -> list:
+    """The OrtEpDevices our EP offers (all of them belong to our factory)."""
+    import onnxruntime as ort
+
+    devices = [d for d in ort.get_ep_devices() if d.ep_name == EP_NAME]
+    if not devices:
+        offered = sorted({d.ep_name for d in ort.get_ep_devices()})
+        pytest.fail(
+            f"{EP_NAME} is registered but offers no device (EP devices: {offered}); is a Vulkan driver "
+            "installed (Debian: mesa-vulkan-drivers, libvulkan1)?",
+            pytrace=False,
+        )
+    return devices
+
+
+@pytest.fixture(scope="session")
+def make_session(ep_devices):
+    """make_session(model, options=None, fallback=False, config=None) -> InferenceSession on our EP.
+
+    `options` are EP options (reaching the EP as `ep.wgpuexecutionprovider.<key>`); `config` extra session config
+    entries. Unless `fallback=True`, nodes that our EP declines make session creation fail instead of running on
+    the CPU EP. Python's silent retry on CPU is always off (`enable_fallback=0`).
+    """
+    import onnxruntime as ort
+
+    def make(model, options: dict | None = None, fallback: bool = False, config: dict | None = None):
+        so = ort.SessionOptions()
+        so.add_provider_for_devices(ep_devices, {k: str(v) for k, v in (options or {}).items()})
+        if not fallback:
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        for key, value in (config or {}).items():
+            so.add_session_config_entry(key, str(value))
+        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
+        _sessions.add(sess)
+        return sess
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def run_cpu():
+    """run_cpu(model, feeds) -> list of outputs from the CPU EP."""
+    return run_cpu_reference

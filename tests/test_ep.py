@@ -1,0 +1,225 @@
+"""End-to-end: the built library in the real ONNX Runtime, on the Vulkan software adapter in CI, against the CPU
+EP. Fresh random data every run; fallback to the CPU EP disabled wherever every node must be ours."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import models
+
+RNG = np.random.default_rng()
+TOL = {np.float32: (1e-4, 1e-4), np.float16: (3e-2, 1e-2)}
+
+
+def rand(shape, dtype=np.float32):
+    return RNG.uniform(-1, 1, size=shape).astype(dtype)
+
+
+def assert_close(got, want, dtype=np.float32):
+    rtol, atol = TOL[np.dtype(dtype).type]
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol * max(1, np.sqrt(got.size / 1e3)))
+
+
+def test_device_is_listed_with_adapter_metadata(ep_devices):
+    dev = ep_devices[0]
+    assert dev.ep_name == "WgpuExecutionProvider"
+    meta = dev.ep_metadata
+    for key in ("wgpu.adapter", "wgpu.backend", "wgpu.software", "wgpu.adapter_index", "version"):
+        assert key in meta, meta
+    assert meta["wgpu.software"] in ("0", "1")
+
+
+@pytest.mark.smoke
+def test_session_lists_our_provider(make_session):
+    sess = make_session(models.matmul([4, 8], [8, 3]))
+    assert sess.get_providers()[0] == "WgpuExecutionProvider"
+    a, b = rand((4, 8)), rand((8, 3))
+    assert_close(sess.run(None, {"A": a, "B": b})[0], a @ b)
+
+
+MATMUL_SHAPES = [
+    ([1, 1], [1, 1]),
+    ([7, 129], [129, 1000]),
+    ([1000, 7], [7, 1]),
+    ([129], [129, 33]),
+    ([33, 129], [129]),
+    ([129], [129]),
+    ([3, 7, 65], [65, 130]),
+    ([2, 1, 7, 9], [3, 9, 5]),
+    ([1, 4, 33, 17], [2, 1, 17, 66]),
+    ([5, 1, 2, 3, 7, 9], [9, 4]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("a_shape,b_shape", MATMUL_SHAPES)
+def test_matmul_matches_cpu(make_session, run_cpu, a_shape, b_shape, dtype):
+    model = models.matmul(a_shape, b_shape, dtype)
+    feeds = {"A": rand(a_shape, dtype), "B": rand(b_shape, dtype)}
+    got = make_session(model).run(None, feeds)[0]
+    assert_close(got, run_cpu(model, feeds)[0], dtype)
+
+
+def test_matmul_with_dynamic_dims_and_constant_weights(make_session, run_cpu):
+    w = rand((64, 48))
+    model = models.matmul(None, None, b_value=w, dims=(["batch", "seq", 64], None))
+    sess = make_session(model)
+    for shape in [(1, 1, 64), (2, 7, 64), (3, 129, 64), (1, 1000, 64)]:
+        a = rand(shape)
+        assert_close(sess.run(None, {"A": a})[0], a @ w)
+
+
+GEMM_CASES = [
+    dict(m=7, n=129, k=33, transA=0, transB=0, c=[129]),
+    dict(m=129, n=7, k=1000, transA=1, transB=0, c=[129, 7]),
+    dict(m=1, n=1000, k=7, transA=0, transB=1, c=[1, 1000]),
+    dict(m=65, n=66, k=67, transA=1, transB=1, c=[65, 1], alpha=0.5, beta=-2.0),
+    dict(m=5, n=6, k=7, transA=0, transB=0, c=[], alpha=2.0),
+    dict(m=5, n=6, k=7, transA=0, transB=1, c=None, alpha=1.5, beta=3.0),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", GEMM_CASES, ids=lambda c: "m{m}n{n}k{k}tA{transA}tB{transB}".format(**c))
+def test_gemm_matches_cpu(make_session, run_cpu, case, dtype):
+    m, n, k = case["m"], case["n"], case["k"]
+    a_shape = [k, m] if case["transA"] else [m, k]
+    b_shape = [n, k] if case["transB"] else [k, n]
+    attrs = {key: case[key] for key in ("transA", "transB", "alpha", "beta") if key in case}
+    model = models.gemm(a_shape, b_shape, case["c"], dtype, **attrs)
+    feeds = {"A": rand(a_shape, dtype), "B": rand(b_shape, dtype)}
+    if case["c"] is not None:
+        feeds["C"] = rand(case["c"], dtype)
+    assert_close(make_session(model).run(None, feeds)[0], run_cpu(model, feeds)[0], dtype)
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Clip", None])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_matmul_add_activation_chain_is_one_partition(make_session, run_cpu, activation, dtype):
+    model = models.mlp([2, 37], [64, 129, 65, 7], dtype, activation=activation)
+    feeds = {"X": rand((2, 37, 64), dtype)}
+    sess = make_session(model)  # CPU fallback disabled: every MatMul/Add/act node is ours
+    assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0], dtype)
+
+
+def test_unsupported_node_in_between_runs_on_cpu(make_session, run_cpu):
+    from onnx import helper
+
+    w1, w2 = rand((16, 32)), rand((32, 8))
+    nodes = [
+        helper.make_node("MatMul", ["X", "W1"], ["h"], name="mm1"),
+        helper.make_node("Sigmoid", ["h"], ["s"], name="sig"),
+        helper.make_node("MatMul", ["s", "W2"], ["Y"], name="mm2"),
+    ]
+    from onnx import numpy_helper
+
+    model = models.finish(
+        nodes,
+        [models.tensor("X", np.float32, [5, 16])],
+        [models.tensor("Y", np.float32, None)],
+        [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")],
+    )
+    feeds = {"X": rand((5, 16))}
+    with pytest.raises(Exception, match="(?i)fallback|assigned|CPU"):
+        make_session(model)  # Sigmoid must run on CPU, which is disabled
+    got = make_session(model, fallback=True).run(None, feeds)[0]
+    assert_close(got, run_cpu(model, feeds)[0])
+
+
+def _plan_log(capfd, options, model, feeds):
+    so = ort.SessionOptions()
+    so.log_severity_level = 1
+    devs = [d for d in ort.get_ep_devices() if d.ep_name == "WgpuExecutionProvider"]
+    so.add_provider_for_devices(devs, options)
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    sess = ort.InferenceSession(model.SerializeToString(), sess_options=so, enable_fallback=0)
+    capfd.readouterr()
+    out = sess.run(None, feeds)[0]
+    del sess
+    log = capfd.readouterr().err
+    return out, [line for line in log.splitlines() if "MatMul 'matmul'" in line]
+
+
+@pytest.mark.parametrize("tiling,expected", [("64x64", "Tile64"), ("128x128", "Tile128"), ("splitk", "SplitK"), ("gemv", "Gemv")])
+def test_forced_tiling_changes_the_plan(ep_devices, capfd, tiling, expected):
+    a, b = rand((300, 200)), rand((200, 100))
+    model = models.matmul([300, 200], [200, 100])
+    out, lines = _plan_log(capfd, {"tiling": tiling}, model, {"A": a, "B": b})
+    assert_close(out, a @ b)
+    assert lines and expected in lines[0], lines
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("options,needle", [({"no_such_option": "1"}, "no_such_option"), ({"tiling": "huge"}, "tiling"), ({"enable_f16": "maybe"}, "enable_f16"), ({"adapter": "no-such-gpu"}, "adapter")])
+def test_bad_options_fail_session_creation(make_session, options, needle):
+    with pytest.raises(Exception, match=needle):
+        make_session(models.matmul([2, 3], [3, 4]), options)
+
+
+def test_enable_f16_off_declines_f16_nodes(make_session, run_cpu):
+    model = models.matmul([4, 8], [8, 3], np.float16)
+    with pytest.raises(Exception):
+        make_session(model, {"enable_f16": "0"})
+    feeds = {"A": rand((4, 8), np.float16), "B": rand((8, 3), np.float16)}
+    got = make_session(model, {"enable_f16": "0"}, fallback=True).run(None, feeds)[0]
+    assert_close(got, run_cpu(model, feeds)[0], np.float16)
+
+
+def test_incompatible_runtime_shapes_raise(make_session):
+    model = models.matmul(None, None, dims=(["m", "k1"], ["k2", "n"]))
+    sess = make_session(model)
+    with pytest.raises(Exception, match="inner dimensions"):
+        sess.run(None, {"A": rand((3, 4)), "B": rand((5, 6))})
+    a, b = rand((3, 4)), rand((4, 6))
+    assert_close(sess.run(None, {"A": a, "B": b})[0], a @ b)  # the session still works
+
+
+def test_concurrent_runs_on_one_session(make_session):
+    w = rand((96, 80))
+    sess = make_session(models.matmul(None, None, b_value=w, dims=(["m", 96], None)))
+    errors = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for i in range(20):
+                a = rng.uniform(-1, 1, size=(1 + (seed * 7 + i) % 50, 96)).astype(np.float32)
+                np.testing.assert_allclose(sess.run(None, {"A": a})[0], a @ w, rtol=1e-4, atol=1e-4)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
+@pytest.mark.smoke
+def test_register_run_unregister_in_a_fresh_process(lib_path):
+    code = f"""
+import numpy as np, onnxruntime as ort, sys
+sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
+import models
+for cycle in range(3):
+    ort.register_execution_provider_library("cycle", {lib_path!r})
+    devs = [d for d in ort.get_ep_devices() if d.ep_name == "WgpuExecutionProvider"]
+    so = ort.SessionOptions(); so.add_provider_for_devices(devs, {{}})
+    sess = ort.InferenceSession(models.matmul([3, 4], [4, 5]).SerializeToString(), sess_options=so, enable_fallback=0)
+    a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    assert (sess.run(None, {{"A": a, "B": b}})[0] == 4).all()
+    del sess
+    ort.unregister_execution_provider_library("cycle")
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
