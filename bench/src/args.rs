@@ -8,12 +8,18 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
              [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--json FILE]
 
   --caps FILE   write the adapter's DeviceCaps as JSON (then run the cases, if any)
-  --shapes      GEMMs: M×N×K, optional batch (b6) and transposes (:tn = A transposed, B not)
+  --shapes      GEMMs: M×N×K, optional batch (b6) and transposes (:tn = A transposed, B not);
+                without --shapes and --caps: the target shapes (4096³, 8192³, the MLP and Whisper GEMMs)
   --paths       coop: cooperative matrices (fp32 runs f32_via_f16); simt: plain FMA kernels;
                 auto: whatever the planner picks
   --sweep       instead of the planner's shapes, every candidate shape of the coop or SIMT kernels
   --iters       timed passes per case (median reported); each pass repeats the dispatches
                 until it exceeds ~5 ms";
+
+/// The target shapes of `docs/PERFORMANCE.md` ("GEMM kernels on the H200"), run when no
+/// shapes are given.
+pub const DEFAULT_SHAPES: &str =
+    "4096x4096x4096,8192x8192x8192,2048x4096x4096,128x4096x4096,1500x384x384,1500x1536x384,1500x384x1536,1500x1500x64b6";
 
 /// Which kernels a case runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +139,9 @@ impl Args {
                 "-h" | "--help" => return Err(USAGE.to_string()),
                 other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
             }
+        }
+        if args.shapes.is_empty() && args.caps.is_none() {
+            args.shapes = list(DEFAULT_SHAPES, parse_shape)?;
         }
         Ok(args)
     }

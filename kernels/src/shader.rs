@@ -66,11 +66,14 @@ impl ShaderVariant {
     /// operands in f16 whatever the storage type; emulated ones need nothing more.
     pub fn capabilities(self) -> naga::valid::Capabilities {
         let mut caps = naga::valid::Capabilities::empty();
-        let ShaderVariant::Gemm(v) = self;
-        if self.dtype() == DType::F16 || v.is_coop() {
+        let coop = match self {
+            ShaderVariant::Gemm(GemmVariant::Coop(c)) => Some(c),
+            _ => None,
+        };
+        if self.dtype() == DType::F16 || coop.is_some() {
             caps |= naga::valid::Capabilities::SHADER_FLOAT16;
         }
-        if matches!(v, GemmVariant::Coop(c) if !c.emulate) {
+        if coop.is_some_and(|c| !c.emulate) {
             caps |= naga::valid::Capabilities::COOPERATIVE_MATRIX;
         }
         caps

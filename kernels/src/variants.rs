@@ -67,7 +67,7 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
             };
             for &algo in ALGOS {
                 for &choice in CHOICES {
-                    if let Ok(plan) = plan_conv_with(&problem, caps, choice, algo) {
+                    if let Ok(plan) = plan_conv_with(&problem, caps, &GemmOptions::tiling(choice), algo) {
                         out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
                     }
                 }

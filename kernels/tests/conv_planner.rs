@@ -7,7 +7,7 @@ use ep_kernels::conv::{
     plan_conv, plan_conv_with, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPath,
     ConvProblem,
 };
-use ep_kernels::gemm::{Tiling, TilingChoice};
+use ep_kernels::gemm::{GemmOptions, Tiling, TilingChoice};
 use ep_kernels::{DType, DeviceCaps, PlanError};
 use proptest::prelude::*;
 
@@ -189,7 +189,7 @@ fn decision_table() {
         println!("profile {name}:");
         for dtype in [DType::F32, DType::F16] {
             for (label, p, path) in table_shapes(dtype) {
-                match plan_conv(&p, &caps, TilingChoice::Auto) {
+                match plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)) {
                     Ok(plan) => {
                         println!("  {label:32} {dtype}: {}", plan.describe());
                         assert_eq!(plan.path(), path, "{name} {label} {dtype}");
@@ -213,7 +213,7 @@ fn h200() -> DeviceCaps {
 fn whisper_gemms_on_h200() {
     let caps = h200();
     for (label, p, _) in table_shapes(DType::F32).into_iter().take(2) {
-        let plan = plan_conv(&p, &caps, TilingChoice::Auto).unwrap();
+        let plan = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
         let gemm = plan.gemm().unwrap();
         let params = &gemm.steps[0].params;
         // One GEMM over the whole output: M channels × pixels, K = C·k.
@@ -227,7 +227,7 @@ fn whisper_gemms_on_h200() {
 #[test]
 fn groups_become_gemm_batches() {
     let p = conv(&[3, 64, 28, 28], &[64, 16, 3, 3], &[1, 1, 1, 1], &[], 4, DType::F32);
-    let plan = plan_conv(&p, &h200(), TilingChoice::Tile64).unwrap();
+    let plan = plan_conv(&p, &h200(), &GemmOptions::tiling(TilingChoice::Tile64)).unwrap();
     let params = &plan.gemm().unwrap().steps[0].params;
     assert_eq!((params.m, params.n, params.k), (16, 784, 144));
     assert_eq!(params.batch_shape, [1, 1, 3, 4]);
@@ -240,10 +240,10 @@ fn groups_become_gemm_batches() {
 #[test]
 fn forced_algorithms() {
     let dw = conv(&[1, 32, 56, 56], &[32, 1, 3, 3], &[1, 1, 1, 1], &[], 32, DType::F32);
-    let plan = plan_conv_with(&dw, &h200(), TilingChoice::Auto, ConvAlgo::Gemm).unwrap();
+    let plan = plan_conv_with(&dw, &h200(), &GemmOptions::tiling(TilingChoice::Auto), ConvAlgo::Gemm).unwrap();
     assert_eq!(plan.path(), ConvPath::Im2colGemm);
     let resnet = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
-    let plan = plan_conv_with(&resnet, &h200(), TilingChoice::Auto, ConvAlgo::Direct).unwrap();
+    let plan = plan_conv_with(&resnet, &h200(), &GemmOptions::tiling(TilingChoice::Auto), ConvAlgo::Direct).unwrap();
     assert_eq!(plan.path(), ConvPath::Direct);
 }
 
@@ -253,14 +253,14 @@ fn im2col_larger_than_a_binding_is_declined() {
     // ResNet 3×3 64→64 at 56×56: col is 576 × 3136 f32 = 7.2 MB, X only 0.8 MB.
     caps.max_storage_binding_size = 4 << 20;
     let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
-    let err = plan_conv(&p, &caps, TilingChoice::Auto).unwrap_err();
+    let err = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err();
     assert!(matches!(err, PlanError::BindingTooLarge { what: "the im2col buffer", .. }), "{err}");
     // The pointwise conv needs no col buffer.
     let p = conv(&[1, 64, 56, 56], &[256, 64, 1, 1], &[], &[], 1, DType::F32);
-    assert_eq!(plan_conv(&p, &caps, TilingChoice::Auto).unwrap().path(), ConvPath::Pointwise);
+    assert_eq!(plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap().path(), ConvPath::Pointwise);
     // The direct kernel neither.
     let p = conv(&[1, 64, 56, 56], &[64, 1, 3, 3], &[1, 1, 1, 1], &[], 64, DType::F32);
-    assert_eq!(plan_conv(&p, &caps, TilingChoice::Auto).unwrap().path(), ConvPath::Direct);
+    assert_eq!(plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap().path(), ConvPath::Direct);
 }
 
 #[test]
@@ -268,25 +268,28 @@ fn smaller_workgroups_and_grids() {
     let mut caps = h200();
     caps.max_invocations_per_workgroup = 128;
     let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
-    let plan = plan_conv(&p, &caps, TilingChoice::Auto).unwrap();
+    let plan = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     let names: Vec<String> = plan.variants().iter().map(|v| v.name()).collect();
     assert_eq!(names, ["im2col_f32_t128", "gemv_f32_r4_t128"], "{:?}", plan.gemm().unwrap().fallbacks);
     caps.max_invocations_per_workgroup = 16;
-    assert!(matches!(plan_conv(&p, &caps, TilingChoice::Auto), Err(PlanError::WorkgroupTooSmall { .. })));
+    assert!(matches!(
+        plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)),
+        Err(PlanError::WorkgroupTooSmall { .. })
+    ));
     let mut caps = h200();
     caps.max_workgroups_per_dimension = 4;
     let dw = conv(&[1, 32, 56, 56], &[32, 1, 3, 3], &[1, 1, 1, 1], &[], 32, DType::F32);
-    let err = plan_conv(&dw, &caps, TilingChoice::Auto).unwrap_err();
+    let err = plan_conv(&dw, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err();
     assert!(matches!(err, PlanError::GridTooLarge { .. }), "{err}");
     caps.max_workgroups_per_dimension = 16;
-    let plan = plan_conv(&dw, &caps, TilingChoice::Auto).unwrap();
+    let plan = plan_conv(&dw, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     assert_eq!(plan.conv_steps()[0].grid, [16, 16, 2]);
 }
 
 #[test]
 fn prepacked_weights_are_oihw() {
     let p = conv(&[1, 8, 5, 5], &[12, 2, 3, 3], &[], &[], 4, DType::F16);
-    let plan = plan_conv(&p, &h200(), TilingChoice::Auto).unwrap();
+    let plan = plan_conv(&p, &h200(), &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     let w: Vec<u8> = (0..12 * 2 * 9 * 2).map(|i| i as u8).collect();
     assert_eq!(prepack_weights(&plan, &w).unwrap(), w);
     assert!(matches!(prepack_weights(&plan, &w[1..]), Err(PlanError::Invalid(_))));
@@ -378,7 +381,7 @@ proptest! {
         let Ok(p) = resolve(&ConvInputs { x: &x, w: &w, bias: bias.then_some(&[w[0]][..]), dtype }, &attrs, true) else {
             return Ok(());
         };
-        match plan_conv_with(&p, &caps, tiling, algo) {
+        match plan_conv_with(&p, &caps, &GemmOptions::tiling(tiling), algo) {
             Ok(plan) => {
                 let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
                 prop_assert!(dtype == DType::F32 || caps.shader_f16);

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::TilingChoice;
+use ep_kernels::gemm::{GemmOptions, TilingChoice};
 use ep_kernels::graph::{
     build_program, dtype_of, place, Attr, Constant, Dim, Graph, Node, Operand, PlacementOptions, ValueInfo,
 };
@@ -415,7 +415,7 @@ fn random_options(choice: u8) -> PlacementOptions {
     let (_, caps) = all[choice as usize % all.len()].clone();
     let tiling =
         [TilingChoice::Auto, TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv][choice as usize / 4 % 4];
-    PlacementOptions { caps, enable_f16: choice % 3 != 0, tiling, conv1d_as_conv2d: true }
+    PlacementOptions { caps, enable_f16: choice % 3 != 0, gemm: GemmOptions::tiling(tiling), conv1d_as_conv2d: true }
 }
 
 /// What ORT computes for a fused group (with `drop_constant_initializers`): the values read

@@ -121,3 +121,44 @@ fn every_profile_reaches_a_plan() {
         assert!(!reachable_variants(&caps).is_empty(), "{name}: no variant");
     }
 }
+
+/// Coop shapes the planner does not emit today but the tuning sweep measures (K-contiguous
+/// staging, two-deep prefetch, single stage, other subgroup grids), in every layout and load
+/// width: each must render, validate with exactly its capabilities and pass naga's SPIR-V
+/// backend, so a retuned table cannot pick a program that panics at pipeline creation.
+#[test]
+fn tuning_candidates_validate_and_compile() {
+    use ep_kernels::gemm::tuning::{COOP_128, COOP_64};
+    use ep_kernels::gemm::{Contig, CoopShape, CoopVariant, GemmVariant};
+    use ep_kernels::DType;
+    let shapes = [
+        CoopShape { stage_k: true, ..COOP_128 },
+        CoopShape { depth: 2, ..COOP_128 },
+        CoopShape { stage_k: true, depth: 2, ..COOP_64 },
+        CoopShape { stages: 1, sg_m: 4, sg_n: 4, ..COOP_128 },
+        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, stage_k: true, ..COOP_128 },
+        CoopShape { bk: 64, ..COOP_64 },
+    ];
+    let mut failures = Vec::new();
+    for shape in shapes {
+        for (a, b) in [(Contig::K, Contig::Mn), (Contig::Mn, Contig::K)] {
+            for (dtype, width) in [(DType::F16, 8), (DType::F16, 4), (DType::F16, 1), (DType::F32, 4)] {
+                for split_k in [false, true] {
+                    let v = GemmVariant::Coop(CoopVariant { dtype, shape, split_k, a, b, width, emulate: false });
+                    let variant = ShaderVariant::Gemm(v);
+                    let name = variant.name();
+                    let source = variant.emit().unwrap_or_else(|e| panic!("{name}: {e}"));
+                    match validate_with_info(&source, variant.capabilities()) {
+                        Ok((module, info)) => {
+                            if let Err(e) = spirv_compiles(&module, &info) {
+                                failures.push(format!("{name}: {e}"));
+                            }
+                        }
+                        Err(e) => failures.push(format!("{name}: {e}")),
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

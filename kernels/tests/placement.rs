@@ -4,14 +4,14 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::TilingChoice;
+use ep_kernels::gemm::GemmOptions;
 use ep_kernels::graph::{place, Attr, Dim, Graph, Node, PlacementOptions, Role, ValueInfo};
 
 fn opts() -> PlacementOptions {
     PlacementOptions {
         caps: profiles::get("llvmpipe").unwrap(),
         enable_f16: true,
-        tiling: TilingChoice::Auto,
+        gemm: GemmOptions::default(),
         conv1d_as_conv2d: true,
     }
 }

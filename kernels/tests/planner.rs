@@ -450,7 +450,7 @@ proptest! {
     /// every operand's reachable extent within one binding and the grid within the device, or
     /// the planner says why not.
     #[test]
-    fn batched_plans_respect_every_limit(caps in arb_caps(), (a, b, bias, f16) in arb_batched(), choice in arb_choice()) {
+    fn batched_plans_respect_every_limit(caps in arb_caps(), (a, b, bias, f16) in arb_batched(), options in arb_options()) {
         let dtype = if f16 { DType::F16 } else { DType::F32 };
         let Ok((mut p, out)) = matmul_problem(&a, &b, dtype) else { return Ok(()) };
         if let Some(bias) = bias {
@@ -459,7 +459,7 @@ proptest! {
                 Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
         }
-        match plan_gemm(&p, &caps, choice) {
+        match plan_gemm(&p, &caps, &options) {
             Ok(plan) => {
                 let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
                 let size = dtype.size();

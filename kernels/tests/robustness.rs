@@ -123,7 +123,7 @@ fn tensors_past_the_device_limits_fail_with_the_limit() {
     // One operand past a storage binding: declined by the planner before any allocation.
     let rows = caps.max_storage_binding_size / 4 / 64 + 1;
     let (p, _) = ep_kernels::gemm::matmul_problem(&[rows, 64], &[64, 1], DType::F32).unwrap();
-    let err = ep_kernels::gemm::plan_gemm(&p, &caps, Default::default()).unwrap_err();
+    let err = ep_kernels::gemm::plan_gemm(&p, &caps, &Default::default()).unwrap_err();
     assert!(err.to_string().contains("storage binding"), "{err}");
 }
 

@@ -79,7 +79,7 @@ impl Ep {
         PlacementOptions {
             caps: self.gpu.caps().clone(),
             enable_f16: self.options.enable_f16,
-            tiling: self.options.tiling,
+            gemm: self.options.gemm_options(),
             conv1d_as_conv2d: self.options.conv1d_as_conv2d,
         }
     }
@@ -250,7 +250,7 @@ unsafe extern "system" fn compile(
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
                     let exec_options =
-                        ExecOptions { tiling: ep.options.tiling, conv1d_as_conv2d: ep.options.conv1d_as_conv2d };
+                        ExecOptions { gemm: ep.options.gemm_options(), conv1d_as_conv2d: ep.options.conv1d_as_conv2d };
                     let exec = Executable::new(ep.gpu.clone(), program, exec_options)?;
                     created.push(ComputeInfo::create(exec, cstr(name)));
                 }

@@ -3,20 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use ep_kernels::gemm::TilingChoice;
+pub use ep_kernels::gemm::CoopMode;
+use ep_kernels::gemm::{GemmOptions, TilingChoice};
 use ep_kernels::runtime::AdapterSelector;
 
 /// Prefix of our keys in the session config (ORT lower-cases the EP name).
 pub const PREFIX: &str = "ep.wgpuexecutionprovider.";
-
-/// `cooperative_matrix`: use tensor-core kernels when the adapter offers them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CoopMode {
-    #[default]
-    Auto,
-    Off,
-    On,
-}
 
 /// `validation`: wgpu's own checks always run; `debug` adds the backend's validation layers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -33,7 +25,10 @@ pub struct EpOptions {
     pub adapter: Option<AdapterSelector>,
     pub tiling: TilingChoice,
     pub enable_f16: bool,
+    /// `cooperative_matrix`: use tensor-core kernels when the adapter offers them.
     pub cooperative_matrix: CoopMode,
+    /// `f32_via_f16`: let fp32 products run on the f16 tensor-core path (opt-in precision).
+    pub f32_via_f16: bool,
     pub conv1d_as_conv2d: bool,
     pub validation: Validation,
 }
@@ -44,6 +39,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("tiling", "auto | 128x128 | 64x64 | splitk | gemv"),
     ("enable_f16", "1 | 0: run float16 nodes"),
     ("cooperative_matrix", "auto | 0 | 1: tensor-core kernels"),
+    ("f32_via_f16", "0 | 1: run float32 products on the f16 tensor-core path (operands rounded to f16)"),
     ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
     ("validation", "basic | debug: add the backend's validation layers"),
 ];
@@ -69,13 +65,9 @@ impl EpOptions {
                 "tiling" => o.tiling = v.parse().map_err(|e| format!("option 'tiling': {e}"))?,
                 "enable_f16" => o.enable_f16 = parse_bool(key, v)?,
                 "cooperative_matrix" => {
-                    o.cooperative_matrix = match v {
-                        "auto" => CoopMode::Auto,
-                        "0" | "off" => CoopMode::Off,
-                        "1" | "on" => CoopMode::On,
-                        _ => return Err(format!("option 'cooperative_matrix': '{v}' is not auto, 0 or 1")),
-                    }
+                    o.cooperative_matrix = v.parse().map_err(|e| format!("option 'cooperative_matrix': {e}"))?
                 }
+                "f32_via_f16" => o.f32_via_f16 = parse_bool(key, v)?,
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "validation" => {
                     o.validation = match v {
@@ -91,6 +83,11 @@ impl EpOptions {
             }
         }
         Ok(o)
+    }
+
+    /// What the GEMM planner (and the conv GEMMs) take from these options.
+    pub fn gemm_options(&self) -> GemmOptions {
+        GemmOptions { tiling: self.tiling, cooperative_matrix: self.cooperative_matrix, f32_via_f16: self.f32_via_f16 }
     }
 }
 
@@ -118,6 +115,8 @@ mod tests {
         assert!(!o.enable_f16);
         assert_eq!(o.adapter, Some(AdapterSelector::Name("llvm".into())));
         assert_eq!(o.cooperative_matrix, CoopMode::On);
+        assert!(!o.f32_via_f16 && parse(&[("f32_via_f16", "1")]).unwrap().gemm_options().f32_via_f16);
+        assert_eq!(parse(&[("cooperative_matrix", "0")]).unwrap().gemm_options().cooperative_matrix, CoopMode::Off);
         assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));
     }
 

@@ -14,7 +14,7 @@ use super::variant::{ConvParams, ConvVariant};
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::PlanError;
-use crate::gemm::{fold_grid, plan_gemm, Activation, Epilogue, GemmPlan, GemmProblem, MatrixLayout, TilingChoice};
+use crate::gemm::{fold_grid, plan_gemm, Activation, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout};
 
 /// A group with at most this many output channels makes a GEMM whose tile rows mostly idle
 /// (even the GEMV computes 4 rows per workgroup); the direct kernel keeps every lane busy.
@@ -118,16 +118,17 @@ impl ConvPlan {
     }
 }
 
-/// Plans `problem` on `caps`; `tiling` applies to the GEMM, if the plan has one.
-pub fn plan_conv(problem: &ConvProblem, caps: &DeviceCaps, tiling: TilingChoice) -> Result<ConvPlan, PlanError> {
-    plan_conv_with(problem, caps, tiling, ConvAlgo::Auto)
+/// Plans `problem` on `caps`; `gemm` (tiling, tensor cores, precision) applies to the GEMM, if
+/// the plan has one.
+pub fn plan_conv(problem: &ConvProblem, caps: &DeviceCaps, gemm: &GemmOptions) -> Result<ConvPlan, PlanError> {
+    plan_conv_with(problem, caps, gemm, ConvAlgo::Auto)
 }
 
 /// [`plan_conv`] with the algorithm forced (`Auto` lets the planner choose).
 pub fn plan_conv_with(
     problem: &ConvProblem,
     caps: &DeviceCaps,
-    tiling: TilingChoice,
+    gemm: &GemmOptions,
     algo: ConvAlgo,
 ) -> Result<ConvPlan, PlanError> {
     if problem.dtype == DType::F16 && !caps.shader_f16 {
@@ -144,7 +145,7 @@ pub fn plan_conv_with(
     for candidate in candidates {
         let built = match candidate {
             ConvAlgo::Direct => direct(problem, caps),
-            _ => gemm_path(problem, caps, tiling),
+            _ => gemm_path(problem, caps, gemm),
         };
         match built {
             Ok((schedule, col_bytes)) => {
@@ -178,17 +179,17 @@ pub fn prepack_weights(plan: &ConvPlan, weights: &[u8]) -> Result<Vec<u8>, PlanE
 
 type Built = Result<(ConvSchedule, u64), PlanError>;
 
-fn gemm_path(p: &ConvProblem, caps: &DeviceCaps, tiling: TilingChoice) -> Built {
+fn gemm_path(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built {
     if p.is_pointwise() {
         // X[n] is [C, H·W] = [C, OH·OW]: exactly the col matrix.
-        let gemm = plan_gemm(&gemm_problem(p, p.c as u64)?, caps, tiling)?;
+        let gemm = plan_gemm(&gemm_problem(p, p.c as u64)?, caps, options)?;
         return Ok((ConvSchedule::Pointwise { gemm }, 0));
     }
     let col_k = p.c as u64 * p.kh as u64 * p.kw as u64;
     let col_bytes = p.n as u64 * col_k * p.pixels() * p.dtype.size();
     check_binding("the im2col buffer", col_bytes, caps)?;
     let im2col = im2col_step(p, caps, col_k)?;
-    let gemm = plan_gemm(&gemm_problem(p, col_k)?, caps, tiling)?;
+    let gemm = plan_gemm(&gemm_problem(p, col_k)?, caps, options)?;
     Ok((ConvSchedule::Im2colGemm { im2col, gemm }, col_bytes))
 }
 

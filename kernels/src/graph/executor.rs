@@ -13,7 +13,7 @@ use super::support::ComputeOp;
 use crate::conv::{plan_conv, resolve, ConvInputs};
 use crate::dtype::DType;
 use crate::error::GpuError;
-use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmProblem, TilingChoice};
+use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmOptions, GemmProblem};
 use crate::runtime::{ConvBindings, Dispatch, GemmBindings, Gpu, GpuBuffer, Readback};
 
 /// An input tensor in host memory.
@@ -30,13 +30,14 @@ pub type OutputSink<'a> = dyn FnMut(usize, &[u64], &[u8]) -> Result<(), String> 
 /// Planning choices that apply to every op of a program.
 #[derive(Clone, Copy, Debug)]
 pub struct ExecOptions {
-    pub tiling: TilingChoice,
+    /// Tiling, tensor cores and precision of every GEMM (and conv GEMM).
+    pub gemm: GemmOptions,
     pub conv1d_as_conv2d: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { tiling: TilingChoice::Auto, conv1d_as_conv2d: true }
+        ExecOptions { gemm: GemmOptions::default(), conv1d_as_conv2d: true }
     }
 }
 
@@ -216,7 +217,7 @@ impl Executable {
                     let fail = |e: crate::PlanError| GpuError::Invalid(format!("Conv '{}': {e}", op.name));
                     let mut problem = resolve(&inputs, &op.attrs, self.options.conv1d_as_conv2d).map_err(fail)?;
                     problem.activation = op.activation;
-                    let plan = plan_conv(&problem, gpu.caps(), self.options.tiling).map_err(fail)?;
+                    let plan = plan_conv(&problem, gpu.caps(), &self.options.gemm).map_err(fail)?;
                     plans.push(format!("Conv '{}': {}", op.name, plan.describe()));
                     let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
                     if problem.output_len() > 0 {
@@ -230,7 +231,7 @@ impl Executable {
                     let bias_shape = op.bias.map(shape_of).transpose()?;
                     let (problem, out_shape) = op_problem(op, &shape_of(op.a)?, &shape_of(op.b)?, bias_shape)
                         .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", kind_name(op.kind), op.name)))?;
-                    let plan = plan_gemm(&problem, gpu.caps(), self.options.tiling)?;
+                    let plan = plan_gemm(&problem, gpu.caps(), &self.options.gemm)?;
                     plans.push(describe(op, &problem, &plan));
                     let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
                     if problem.output_len() > 0 {

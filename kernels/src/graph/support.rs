@@ -5,14 +5,15 @@ use super::model::{Node, ValueInfo};
 use crate::caps::DeviceCaps;
 use crate::conv::{plan_conv, resolve, AutoPad, ConvAttrs, ConvInputs};
 use crate::dtype::DType;
-use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmProblem, TilingChoice};
+use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmOptions, GemmProblem};
 
 /// What placement decisions depend on besides the graph.
 #[derive(Clone, Debug)]
 pub struct PlacementOptions {
     pub caps: DeviceCaps,
     pub enable_f16: bool,
-    pub tiling: TilingChoice,
+    /// Tiling, tensor cores and precision of every GEMM (and conv GEMM).
+    pub gemm: GemmOptions,
     pub conv1d_as_conv2d: bool,
 }
 
@@ -112,7 +113,7 @@ fn check_matmul(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
     }
     if let (Some(sa), Some(sb)) = (a.fixed_shape(), b.fixed_shape()) {
         let (problem, _) = matmul_problem(&sa, &sb, dtype).map_err(|e| e.to_string())?;
-        plan_gemm(&problem, &opts.caps, opts.tiling).map_err(|e| e.to_string())?;
+        plan_gemm(&problem, &opts.caps, &opts.gemm).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -178,7 +179,7 @@ fn check_gemm(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
         let sc = c.map(ValueInfo::fixed_shape);
         if sc != Some(None) {
             let problem = GemmAttrs::of(node).problem(dtype, &sa, &sb, sc.flatten().as_deref())?;
-            plan_gemm(&problem, &opts.caps, opts.tiling).map_err(|e| e.to_string())?;
+            plan_gemm(&problem, &opts.caps, &opts.gemm).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
@@ -247,7 +248,7 @@ fn check_conv(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
             let bs = bs.flatten();
             let inputs = ConvInputs { x: &xs, w: &ws, bias: bs.as_deref(), dtype };
             let problem = resolve(&inputs, &attrs, opts.conv1d_as_conv2d).map_err(|e| e.to_string())?;
-            plan_conv(&problem, &opts.caps, opts.tiling).map_err(|e| e.to_string())?;
+            plan_conv(&problem, &opts.caps, &opts.gemm).map_err(|e| e.to_string())?;
         }
     }
     Ok(())
