@@ -6,6 +6,7 @@ use ep_kernels::DType;
 pub const USAGE: &str = "\
 kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--paths coop,simt,auto]
              [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--json FILE]
+             [--unchecked]
 
   --caps FILE   write the adapter's DeviceCaps as JSON (then run the cases, if any)
   --shapes      GEMMs: M×N×K, optional batch (b6) and transposes (:tn = A transposed, B not);
@@ -14,7 +15,8 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
                 auto: whatever the planner picks
   --sweep       instead of the planner's shapes, every candidate shape of the coop or SIMT kernels
   --iters       timed passes per case (median reported); each pass repeats the dispatches
-                until it exceeds ~5 ms";
+                until it exceeds ~5 ms
+  --unchecked   compile the GEMM kernels without wgpu's injected runtime checks";
 
 /// The target shapes of `docs/PERFORMANCE.md` ("GEMM kernels on the H200"), run when no
 /// shapes are given.
@@ -73,6 +75,8 @@ pub struct Args {
     pub iters: usize,
     pub sweep: Option<Path>,
     pub json: Option<String>,
+    /// Compile the kernels without wgpu's runtime checks.
+    pub unchecked: bool,
 }
 
 fn parse_shape(s: &str) -> Result<Shape, String> {
@@ -117,6 +121,7 @@ impl Args {
             iters: 10,
             sweep: None,
             json: None,
+            unchecked: false,
         };
         let mut it = argv.into_iter();
         while let Some(flag) = it.next() {
@@ -136,6 +141,7 @@ impl Args {
                 "--iters" => args.iters = value()?.parse::<usize>().map_err(|e| format!("--iters: {e}"))?.max(1),
                 "--sweep" => args.sweep = Some(path(&value()?)?),
                 "--json" => args.json = Some(value()?),
+                "--unchecked" => args.unchecked = true,
                 "-h" | "--help" => return Err(USAGE.to_string()),
                 other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
             }

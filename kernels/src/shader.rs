@@ -48,6 +48,23 @@ pub enum ShaderVariant {
 }
 
 impl ShaderVariant {
+    /// Whether the template bounds-checks every buffer access itself against the uniforms the
+    /// planner sized the bindings for (and the planner proved vector loads whole), so wgpu's
+    /// injected checks are redundant. The SIMT, GEMV and reduction kernels qualify; the
+    /// cooperative-matrix kernel keeps wgpu's checks (measured gain 5%, too little for its
+    /// more intricate indexing) and so do the conv kernels.
+    pub fn guards_every_access(self) -> bool {
+        matches!(
+            self,
+            ShaderVariant::Gemm(
+                GemmVariant::Tiled { .. }
+                    | GemmVariant::TiledVec { .. }
+                    | GemmVariant::Gemv { .. }
+                    | GemmVariant::SplitKReduce { .. }
+            )
+        )
+    }
+
     pub fn name(self) -> String {
         match self {
             ShaderVariant::Gemm(v) => v.name(),

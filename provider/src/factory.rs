@@ -109,8 +109,13 @@ impl Factory {
         } else {
             wgpu::ExperimentalFeatures::disabled()
         };
-        let gpu =
-            Gpu::new(&GpuOptions { adapter: AdapterSelector::Index(adapter), debug_validation: debug, experimental })?;
+        let gpu = Gpu::new(&GpuOptions {
+            adapter: AdapterSelector::Index(adapter),
+            debug_validation: debug,
+            experimental,
+            // Debug validation keeps every runtime check wgpu can inject.
+            trusted_shaders: if debug { None } else { Some(Arc::new(crate::experimental::UncheckedShaders)) },
+        })?;
         gpus.insert(key, gpu.clone());
         Ok(gpu)
     }

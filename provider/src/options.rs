@@ -10,7 +10,9 @@ use ep_kernels::runtime::AdapterSelector;
 /// Prefix of our keys in the session config (ORT lower-cases the EP name).
 pub const PREFIX: &str = "ep.wgpuexecutionprovider.";
 
-/// `validation`: wgpu's own checks always run; `debug` adds the backend's validation layers.
+/// `validation`: wgpu's API validation always runs; `debug` adds the backend's validation layers
+/// and keeps wgpu's shader runtime checks on every kernel (by default the self-guarding GEMM
+/// kernels are compiled without them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Validation {
     #[default]
@@ -41,7 +43,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("cooperative_matrix", "auto | 0 | 1: tensor-core kernels"),
     ("f32_via_f16", "0 | 1: run float32 products on the f16 tensor-core path (operands rounded to f16)"),
     ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
-    ("validation", "basic | debug: add the backend's validation layers"),
+    ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {

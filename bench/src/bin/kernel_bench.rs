@@ -28,8 +28,14 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<bool, String> {
+    let trusted: Option<std::sync::Arc<dyn ep_kernels::runtime::TrustedShaders>> = if args.unchecked {
+        Some(std::sync::Arc::new(onnxruntime_ep_wgpu::experimental::UncheckedShaders))
+    } else {
+        None
+    };
     let options = GpuOptions {
         experimental: onnxruntime_ep_wgpu::experimental::cooperative_matrix_opt_in(),
+        trusted_shaders: trusted,
         ..Default::default()
     };
     let gpu = Gpu::new(&options).map_err(|e| e.to_string())?;

@@ -26,8 +26,16 @@ pub use timing::GpuTimer;
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
 
+/// Makes shader modules without the runtime checks wgpu injects (index clamps, loop-bounding
+/// counters, division guards). wgpu marks that `unsafe`, so the `provider` crate implements it;
+/// the runtime only hands it variants whose templates guard every access themselves
+/// ([`ShaderVariant::guards_every_access`](crate::shader::ShaderVariant::guards_every_access)).
+pub trait TrustedShaders: Send + Sync {
+    fn create(&self, device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule;
+}
+
 /// How to open a device.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct GpuOptions {
     pub adapter: AdapterSelector,
     /// Turn on the backend's validation layers (when installed) on top of wgpu's own checks.
@@ -35,6 +43,19 @@ pub struct GpuOptions {
     /// Experimental wgpu features (cooperative matrices). The token is `unsafe` to make, so the
     /// `provider` crate creates it; kernels never does.
     pub experimental: wgpu::ExperimentalFeatures,
+    /// Compiles self-guarding variants without wgpu's runtime checks, when set.
+    pub trusted_shaders: Option<Arc<dyn TrustedShaders>>,
+}
+
+impl std::fmt::Debug for GpuOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuOptions")
+            .field("adapter", &self.adapter)
+            .field("debug_validation", &self.debug_validation)
+            .field("experimental", &self.experimental)
+            .field("trusted_shaders", &self.trusted_shaders.is_some())
+            .finish()
+    }
 }
 
 /// An open wgpu device with its capabilities and pipeline cache. Shared by every session on
@@ -97,7 +118,7 @@ impl Gpu {
             }
             flag.store(true, Ordering::SeqCst);
         });
-        let pipelines = pipelines::PipelineCache::new(&device);
+        let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone());
         tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
         Ok(Arc::new(Gpu { device, queue, caps, summary, pipelines, errors, lost, lost_flag }))
     }

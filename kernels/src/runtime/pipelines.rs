@@ -41,11 +41,12 @@ impl BindingLayout {
 pub(super) struct PipelineCache {
     layouts: Mutex<HashMap<BindingLayout, Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>>>,
     pipelines: Mutex<HashMap<ShaderVariant, Arc<wgpu::ComputePipeline>>>,
+    trusted: Option<Arc<dyn super::TrustedShaders>>,
 }
 
 impl PipelineCache {
-    pub(super) fn new(_device: &wgpu::Device) -> Self {
-        PipelineCache { layouts: Mutex::new(HashMap::new()), pipelines: Mutex::new(HashMap::new()) }
+    pub(super) fn new(trusted: Option<Arc<dyn super::TrustedShaders>>) -> Self {
+        PipelineCache { layouts: Mutex::new(HashMap::new()), pipelines: Mutex::new(HashMap::new()), trusted }
     }
 }
 
@@ -95,11 +96,16 @@ impl Gpu {
         let name = variant.name();
         let source = variant.emit().map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
+        let trusted = self.pipelines.trusted.as_ref().filter(|_| variant.guards_every_access());
         let compile = || {
-            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
                 source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-            });
+            };
+            let module = match trusted {
+                Some(t) => t.create(&self.device, desc),
+                None => self.device.create_shader_module(desc),
+            };
             self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&name),
                 layout: Some(&layouts.1),
