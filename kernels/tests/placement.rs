@@ -222,3 +222,53 @@ fn declines_say_why() {
     assert!(reason(2).contains("not 2-D"), "{}", reason(2));
     assert!(reason(3).contains("not an op"), "{}", reason(3));
 }
+
+fn h200_opts() -> PlacementOptions {
+    PlacementOptions { caps: profiles::get("h200").unwrap(), ..opts() }
+}
+
+#[test]
+fn low_intensity_partitions_stay_on_cpu_for_a_discrete_gpu() {
+    // Attention scores: Q·Kᵀ between CPU ops, ~30 FLOP per byte crossing PCIe.
+    let scores = graph(
+        vec![node(
+            "MatMul",
+            "qk",
+            vec![value("q", &[6, 1500, 64]), value("k", &[6, 64, 1500])],
+            value("s", &[6, 1500, 1500]),
+        )],
+        &["s"],
+    );
+    let p = place(&scores, &h200_opts());
+    assert!(p.groups.is_empty());
+    let reason = p.decisions[0].verdict.clone().unwrap_err();
+    assert!(reason.contains("FLOP/byte") && reason.contains("CPU EP"), "{reason}");
+    // The software adapter shares host memory: no PCIe to pay for, so it keeps the node.
+    assert_eq!(place(&scores, &opts()).groups.len(), 1);
+
+    // An MLP layer does ~1000 FLOP per byte moved: kept.
+    let mlp = graph(
+        vec![node(
+            "MatMul",
+            "mm",
+            vec![value("x", &[2048, 4096]), constant("w", &[4096, 4096])],
+            value("y", &[2048, 4096]),
+        )],
+        &["y"],
+    );
+    assert_eq!(place(&mlp, &h200_opts()).groups.len(), 1);
+
+    // A small partition is kept whatever its ratio: its copies are cheap.
+    let small = graph(
+        vec![node("MatMul", "mm", vec![value("x", &[7, 129]), value("w", &[129, 1000])], value("y", &[7, 1000]))],
+        &["y"],
+    );
+    assert_eq!(place(&small, &h200_opts()).groups.len(), 1);
+
+    // Symbolic shapes cannot be judged: kept.
+    let dynamic = graph(
+        vec![node("MatMul", "qk", vec![value("q", &[6, -1, 64]), value("k", &[6, 64, -1])], value("s", &[6, -1, -1]))],
+        &["s"],
+    );
+    assert_eq!(place(&dynamic, &h200_opts()).groups.len(), 1);
+}

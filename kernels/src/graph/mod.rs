@@ -3,6 +3,7 @@
 
 pub mod executor;
 pub mod model;
+pub mod offload;
 pub mod placement;
 pub mod program;
 pub mod reshape;

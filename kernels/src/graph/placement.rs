@@ -11,6 +11,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::model::Graph;
+use super::offload::worth_offloading;
 use super::reshape::ReshapeSpec;
 use super::support::{
     check_bias_shape, check_compute, clip_bounds, common_dtype, ComputeOp, EpilogueOp, PlacementOptions,
@@ -178,6 +179,17 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
         decisions.push(Decision { node: i, verdict });
     }
     groups.retain(|g| !g.is_empty());
+    // Leave partitions whose host traffic outweighs their work to the CPU EP. Dropping a whole
+    // group keeps the others convex: paths through another partition were already excluded.
+    groups.retain(|group| match worth_offloading(graph, group, &opts.caps) {
+        Ok(()) => true,
+        Err(reason) => {
+            for d in decisions.iter_mut().filter(|d| group.contains(&d.node)) {
+                d.verdict = Err(reason.clone());
+            }
+            false
+        }
+    });
     Placement { decisions, groups }
 }
 

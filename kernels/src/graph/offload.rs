@@ -1,0 +1,93 @@
+//! Whether a partition is worth running on a discrete GPU at all.
+//!
+//! Partition inputs arrive from, and outputs return to, host memory over PCIe (~10–25 GB/s),
+//! while ONNX Runtime's CPU EP runs GEMMs at roughly 0.5–2 TFLOP/s: below ~50–100 FLOP per byte
+//! crossing the boundary, the copies alone cost more than the CPU takes for the whole job. The
+//! Whisper encoder's attention products (6×1500×1500 scores, ~30 FLOP/byte, between CPU
+//! Softmax and Transposes) and large depthwise convs (~2 FLOP/byte) are such cases. Small
+//! partitions are left alone: their copies are cheap whatever the ratio.
+
+use std::collections::HashSet;
+
+use super::model::{Graph, ValueInfo};
+use super::support::{conv_attrs, ComputeOp, GemmAttrs};
+use crate::caps::{DeviceCaps, DeviceKind};
+use crate::conv::{resolve, ConvInputs};
+use crate::gemm::matmul_problem;
+
+/// Below this many bytes crossing the host boundary per run, a partition is always kept.
+pub const MIN_BOUNDARY_BYTES: u64 = 8 << 20;
+/// FLOP per boundary byte below which a large partition is left to the CPU EP.
+pub const MIN_INTENSITY: f64 = 64.0;
+
+/// `Err(reason)` when the partition `group` (node indices) should stay on the CPU EP.
+pub fn worth_offloading(graph: &Graph, group: &[usize], caps: &DeviceCaps) -> Result<(), String> {
+    if caps.kind != DeviceKind::DiscreteGpu {
+        return Ok(());
+    }
+    let (Some(flops), Some(bytes)) = (group_flops(graph, group), boundary_bytes(graph, group)) else {
+        return Ok(()); // symbolic shapes: cannot judge, keep it
+    };
+    let intensity = flops / bytes.max(1) as f64;
+    if bytes >= MIN_BOUNDARY_BYTES && intensity < MIN_INTENSITY {
+        return Err(format!(
+            "its partition would move {:.1} MB between host and GPU for {:.2} GFLOP \
+             ({intensity:.0} FLOP/byte < {MIN_INTENSITY}): faster on the CPU EP",
+            bytes as f64 / 1e6,
+            flops / 1e9
+        ));
+    }
+    Ok(())
+}
+
+fn bytes_of(v: &ValueInfo) -> Option<u64> {
+    let elems: u64 = v.fixed_shape()?.iter().product();
+    Some(elems * v.dtype()?.size())
+}
+
+/// Bytes of non-constant values entering the group plus values leaving it.
+fn boundary_bytes(graph: &Graph, group: &[usize]) -> Option<u64> {
+    let members: HashSet<usize> = group.iter().copied().collect();
+    let produced: HashSet<&str> =
+        group.iter().flat_map(|&i| graph.nodes[i].outputs.iter().flatten().map(|o| o.name.as_str())).collect();
+    let consumers = graph.consumers();
+    let mut seen = HashSet::new();
+    let mut total = 0u64;
+    for &i in group {
+        let node = &graph.nodes[i];
+        for v in node.inputs.iter().flatten() {
+            if !v.name.is_empty() && !v.constant && !produced.contains(v.name.as_str()) && seen.insert(&v.name) {
+                total += bytes_of(v)?;
+            }
+        }
+        for o in node.outputs.iter().flatten() {
+            let leaves = graph.outputs.contains(&o.name)
+                || consumers.get(o.name.as_str()).is_some_and(|cs| cs.iter().any(|c| !members.contains(c)));
+            if leaves {
+                total += bytes_of(o)?;
+            }
+        }
+    }
+    Some(total)
+}
+
+/// Floating-point operations of the group's products and convolutions.
+fn group_flops(graph: &Graph, group: &[usize]) -> Option<f64> {
+    let mut total = 0.0;
+    for &i in group {
+        let node = &graph.nodes[i];
+        let Some(op) = ComputeOp::of(node) else { continue };
+        let shape = |k: usize| node.input(k).and_then(ValueInfo::fixed_shape);
+        let dtype = node.input(0)?.dtype()?;
+        total += match op {
+            ComputeOp::MatMul => matmul_problem(&shape(0)?, &shape(1)?, dtype).ok()?.0.flops(),
+            ComputeOp::Gemm => GemmAttrs::of(node).problem(dtype, &shape(0)?, &shape(1)?, None).ok()?.flops(),
+            ComputeOp::Conv => {
+                let (x, w) = (shape(0)?, shape(1)?);
+                let inputs = ConvInputs { x: &x, w: &w, bias: None, dtype };
+                2.0 * resolve(&inputs, &conv_attrs(node).ok()?, true).ok()?.macs() as f64
+            }
+        };
+    }
+    Some(total)
+}
