@@ -6,7 +6,7 @@ use ep_kernels::DType;
 pub const USAGE: &str = "\
 kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--paths coop,simt,auto]
              [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--json FILE]
-             [--unchecked]
+             [--unchecked] [--conv]
 
   --caps FILE   write the adapter's DeviceCaps as JSON (then run the cases, if any)
   --shapes      GEMMs: M×N×K, optional batch (b6) and transposes (:tn = A transposed, B not);
@@ -16,7 +16,8 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
   --sweep       instead of the planner's shapes, every candidate shape of the coop or SIMT kernels
   --iters       timed passes per case (median reported); each pass repeats the dispatches
                 until it exceeds ~5 ms
-  --unchecked   compile the GEMM kernels without wgpu's injected runtime checks";
+  --unchecked   compile the GEMM kernels without wgpu's injected runtime checks (as the EP does)
+  --conv        time the conv plans (Whisper, ResNet, depthwise) against GEMMs of the same M·N·K";
 
 /// The target shapes of `docs/PERFORMANCE.md` ("GEMM kernels on the H200"), run when no
 /// shapes are given.
@@ -77,6 +78,8 @@ pub struct Args {
     pub json: Option<String>,
     /// Compile the kernels without wgpu's runtime checks.
     pub unchecked: bool,
+    /// Time conv plans against GEMMs of the same M·N·K instead of GEMM shapes.
+    pub conv: bool,
 }
 
 fn parse_shape(s: &str) -> Result<Shape, String> {
@@ -122,6 +125,7 @@ impl Args {
             sweep: None,
             json: None,
             unchecked: false,
+            conv: false,
         };
         let mut it = argv.into_iter();
         while let Some(flag) = it.next() {
@@ -142,6 +146,7 @@ impl Args {
                 "--sweep" => args.sweep = Some(path(&value()?)?),
                 "--json" => args.json = Some(value()?),
                 "--unchecked" => args.unchecked = true,
+                "--conv" => args.conv = true,
                 "-h" | "--help" => return Err(USAGE.to_string()),
                 other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
             }

@@ -4,5 +4,6 @@
 pub mod args;
 pub mod cases;
 pub mod check;
+pub mod conv;
 pub mod measure;
 pub mod sweep;

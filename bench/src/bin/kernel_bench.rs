@@ -46,6 +46,10 @@ fn run(args: &Args) -> Result<bool, String> {
         std::fs::write(path, json + "\n").map_err(|e| format!("{path}: {e}"))?;
         println!("caps written to {path}");
     }
+    if args.conv {
+        let timer = GpuTimer::new(&gpu).ok_or("the adapter has no timestamp queries")?;
+        return ep_bench::conv::run(&gpu, &timer, &ep_kernels::gemm::GemmOptions::default());
+    }
     if args.shapes.is_empty() {
         return Ok(true);
     }
