@@ -9,6 +9,7 @@ use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
 use crate::abi::{OrtNodeComputeContext, OrtNodeComputeInfo, ABI_VERSION};
 use crate::fault::{self, Fault, Site};
+use crate::graph_reader::{tensor_view, TensorView};
 use crate::ort::{check, guard, guard_value, ort, EpError, Logger, Status};
 
 #[repr(C)]
@@ -61,38 +62,6 @@ unsafe extern "system" fn release_state(_this: *mut OrtNodeComputeInfo, _state: 
     guard_value("ReleaseState", (), || ());
 }
 
-/// An input tensor's element type, shape and bytes, borrowed from ORT for this call.
-///
-/// # Safety
-/// `value` is a live CPU tensor for the lifetime `'a`.
-unsafe fn host_tensor<'a>(value: *const OrtValue) -> Result<(i32, Vec<u64>, &'a [u8]), EpError> {
-    let o = ort()?;
-    // SAFETY (whole block): value is a live CPU tensor; the info object is released; the data
-    // pointer covers GetTensorSizeInBytes bytes for as long as ORT keeps the input alive, which
-    // is the whole Compute call.
-    unsafe {
-        let mut info = null_mut();
-        check((o.api.GetTensorTypeAndShape)(value, &mut info))?;
-        let mut elem = 0i32;
-        let r1 =
-            check((o.api.GetTensorElementType)(info, &mut elem as *mut i32 as *mut ort_sys::ONNXTensorElementDataType));
-        let mut rank = 0usize;
-        let r2 = check((o.api.GetDimensionsCount)(info, &mut rank));
-        let mut dims = vec![0i64; rank];
-        let r3 = check((o.api.GetDimensions)(info, dims.as_mut_ptr(), rank));
-        (o.api.ReleaseTensorTypeAndShapeInfo)(info);
-        r1.and(r2).and(r3)?;
-        let shape = dims.iter().map(|&d| d.max(0) as u64).collect();
-        let mut size = 0usize;
-        check((o.api.GetTensorSizeInBytes)(value, &mut size))?;
-        let mut p: *const c_void = null();
-        check((o.api.GetTensorData)(value, &mut p))?;
-        let data: &'a [u8] =
-            if size == 0 || p.is_null() { &[] } else { std::slice::from_raw_parts(p as *const u8, size) };
-        Ok((elem, shape, data))
-    }
-}
-
 unsafe extern "system" fn compute(
     this: *mut OrtNodeComputeInfo,
     _state: *mut c_void,
@@ -107,7 +76,7 @@ unsafe extern "system" fn compute(
             info.exec.gpu().destroy("test fault lose_device:compute");
         }
         let n = info.exec.program().inputs.len();
-        let mut tensors: Vec<(i32, Vec<u64>, &[u8])> = Vec::with_capacity(n);
+        let mut tensors: Vec<TensorView> = Vec::with_capacity(n);
         for i in 0..n {
             let mut value: *const OrtValue = null();
             // SAFETY: ctx is live; index < the fused node's input count.
@@ -116,13 +85,14 @@ unsafe extern "system" fn compute(
                 return Err(EpError::invalid(format!("{}: input {i} is missing", info.name)));
             }
             // SAFETY: a live input tensor of this Compute call.
-            tensors.push(unsafe { host_tensor(value)? });
+            tensors.push(unsafe { tensor_view(o, value)? });
         }
         let mut inputs = Vec::with_capacity(n);
-        for (elem, shape, data) in &tensors {
-            let dtype = dtype_of(*elem)
+        for t in &tensors {
+            let elem = t.elem_type;
+            let dtype = dtype_of(elem)
                 .ok_or_else(|| EpError::invalid(format!("{}: element type {elem} is not supported", info.name)))?;
-            inputs.push(HostTensor { dtype, shape, data });
+            inputs.push(HostTensor { dtype, shape: &t.shape, data: t.data });
         }
         let mut write_output = |i: usize, shape: &[u64], bytes: &[u8]| -> Result<(), String> {
             let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();

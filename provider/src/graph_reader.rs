@@ -174,21 +174,22 @@ unsafe fn tensor_type(o: &Ort, t: *const OrtTypeInfo) -> (i32, Option<Vec<Dim>>)
     }
 }
 
-/// A tensor's element type, shape and bytes, copied.
-pub struct TensorData {
+/// A tensor's element type, shape and bytes, borrowed from ORT.
+pub struct TensorView<'a> {
     pub elem_type: i32,
     pub shape: Vec<u64>,
-    pub data: Vec<u8>,
+    pub data: &'a [u8],
 }
 
-/// Copies a CPU tensor; fails if it has more than `max_bytes`.
+/// Views a CPU tensor without copying its data.
 ///
 /// # Safety
-/// `value` is a live tensor `OrtValue` in CPU memory.
-pub unsafe fn tensor_bytes(o: &Ort, value: *const OrtValue, max_bytes: usize) -> Result<TensorData, EpError> {
+/// `value` is a live tensor `OrtValue` in CPU memory that ORT keeps alive for `'a`.
+pub unsafe fn tensor_view<'a>(o: &Ort, value: *const OrtValue) -> Result<TensorView<'a>, EpError> {
     let a = o.api;
     // SAFETY (whole block): value is a live CPU tensor; the type/shape info we create is
-    // released below; the data pointer covers GetTensorSizeInBytes bytes.
+    // released below; the element type is written through an i32 so an unknown code from a
+    // newer ORT is just a number; the data pointer covers GetTensorSizeInBytes bytes for 'a.
     unsafe {
         let mut info = null_mut();
         check((a.GetTensorTypeAndShape)(value, &mut info))?;
@@ -203,18 +204,32 @@ pub unsafe fn tensor_bytes(o: &Ort, value: *const OrtValue, max_bytes: usize) ->
         r1.and(r2).and(r3)?;
         let mut size = 0usize;
         check((a.GetTensorSizeInBytes)(value, &mut size))?;
-        if size > max_bytes {
-            return Err(EpError::invalid(format!("tensor of {size} bytes exceeds {max_bytes}")));
-        }
         let mut p: *const c_void = null();
         check((a.GetTensorData)(value, &mut p))?;
-        let data = if size == 0 || p.is_null() {
-            Vec::new()
-        } else {
-            std::slice::from_raw_parts(p as *const u8, size).to_vec()
-        };
-        Ok(TensorData { elem_type: elem, shape: dims.iter().map(|&d| d.max(0) as u64).collect(), data })
+        let data: &'a [u8] =
+            if size == 0 || p.is_null() { &[] } else { std::slice::from_raw_parts(p as *const u8, size) };
+        Ok(TensorView { elem_type: elem, shape: dims.iter().map(|&d| d.max(0) as u64).collect(), data })
     }
+}
+
+/// A tensor's element type, shape and bytes, copied.
+pub struct TensorData {
+    pub elem_type: i32,
+    pub shape: Vec<u64>,
+    pub data: Vec<u8>,
+}
+
+/// Copies a CPU tensor; fails if it has more than `max_bytes`.
+///
+/// # Safety
+/// `value` is a live tensor `OrtValue` in CPU memory.
+pub unsafe fn tensor_bytes(o: &Ort, value: *const OrtValue, max_bytes: usize) -> Result<TensorData, EpError> {
+    // SAFETY: guaranteed by the caller; the view is copied before this call returns.
+    let view = unsafe { tensor_view(o, value)? };
+    if view.data.len() > max_bytes {
+        return Err(EpError::invalid(format!("tensor of {} bytes exceeds {max_bytes}", view.data.len())));
+    }
+    Ok(TensorData { elem_type: view.elem_type, shape: view.shape, data: view.data.to_vec() })
 }
 
 /// # Safety
