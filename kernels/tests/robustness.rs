@@ -151,3 +151,26 @@ fn a_destroyed_device_fails_every_call_with_device_lost() {
     assert!(matches!(gpu.storage_buffer(16, "x").unwrap_err(), GpuError::DeviceLost(_)));
     assert!(gpu.wait().is_err());
 }
+
+/// Read-backs from many threads on one device: another thread's `poll` may fire our map
+/// callback just after our own `poll(Wait)` returned; every read must still get its bytes.
+#[test]
+fn concurrent_read_backs_all_complete() {
+    let gpu = gpu();
+    let threads: Vec<_> = (0..8u32)
+        .map(|t| {
+            let gpu = gpu.clone();
+            std::thread::spawn(move || {
+                for round in 0..400u32 {
+                    let data: Vec<u8> = (0..256u32).flat_map(|i| (i ^ t ^ round).to_le_bytes()).collect();
+                    let buf = gpu.upload(&data, "round trip").expect("upload");
+                    let back = gpu.read_buffer(&buf).expect("read back");
+                    assert_eq!(back, data, "thread {t} round {round}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a reader thread failed");
+    }
+}

@@ -1,8 +1,7 @@
 //! Storage buffers, uploads and read-back.
 
-use std::sync::Arc;
-
-use parking_lot::Mutex;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use super::Gpu;
 use crate::error::GpuError;
@@ -26,8 +25,8 @@ const fn padded(len: u64) -> u64 {
     l.next_multiple_of(4)
 }
 
-/// Outcome of each `map_async` callback, filled in by wgpu during `poll`.
-type MapResults = Arc<Mutex<Vec<Option<Result<(), String>>>>>;
+/// How long a read-back waits for its map callbacks once its submission is done.
+const MAP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A mapped-readable staging buffer and the byte length to read from it.
 #[derive(Debug)]
@@ -99,24 +98,25 @@ impl Gpu {
     /// Maps the staging buffers (after their copies were submitted), waits, and hands each
     /// one's bytes to `sink` in order.
     pub fn read(&self, readbacks: &[&Readback], mut sink: impl FnMut(usize, &[u8])) -> Result<(), GpuError> {
-        let results: MapResults = Arc::new(Mutex::new(vec![None; readbacks.len()]));
+        let (tx, rx) = mpsc::channel::<(usize, Result<(), String>)>();
         for (i, r) in readbacks.iter().enumerate() {
-            let slot = results.clone();
+            let tx = tx.clone();
             r.buffer.map_async(wgpu::MapMode::Read, .., move |res| {
-                slot.lock()[i] = Some(res.map_err(|e| e.to_string()));
+                let _ = tx.send((i, res.map_err(|e| e.to_string())));
             });
         }
-        let waited = self.wait();
-        let mut outcome = waited;
+        drop(tx);
+        let mut outcome = self.wait();
+        let results = self.collect_maps(&rx, readbacks.len());
         for (i, r) in readbacks.iter().enumerate() {
-            let mapped = match results.lock()[i].take() {
+            let mapped = match &results[i] {
                 Some(Ok(())) => true,
                 Some(Err(e)) => {
-                    outcome = outcome.and(Err(GpuError::Readback(e)));
+                    outcome = outcome.and(Err(GpuError::Readback(e.clone())));
                     false
                 }
                 None => {
-                    outcome = outcome.and(Err(GpuError::Readback("the map callback never ran".into())));
+                    outcome = outcome.and(Err(GpuError::Readback("the buffer was never mapped".into())));
                     false
                 }
             };
@@ -132,6 +132,33 @@ impl Gpu {
             }
         }
         outcome
+    }
+
+    /// Waits for `n` map callbacks. Another thread's `poll` may be the one that fires ours, a
+    /// moment after our own `poll(Wait)` returned, so wait on the callbacks themselves (polling
+    /// meanwhile) rather than assume they ran; give up after [`MAP_TIMEOUT`].
+    fn collect_maps(
+        &self,
+        rx: &mpsc::Receiver<(usize, Result<(), String>)>,
+        n: usize,
+    ) -> Vec<Option<Result<(), String>>> {
+        let mut results = vec![None; n];
+        let deadline = Instant::now() + MAP_TIMEOUT;
+        let mut pending = n;
+        while pending > 0 {
+            match rx.recv_timeout(Duration::from_millis(2)) {
+                Ok((i, res)) => {
+                    results[i] = Some(res);
+                    pending -= 1;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline && self.check_alive().is_ok() => {
+                    let _ = self.device.poll(wgpu::PollType::Poll);
+                }
+                // Timed out, the device is lost, or every callback was dropped unrun.
+                Err(_) => break,
+            }
+        }
+        results
     }
 
     /// Reads a whole buffer back (tests and tools; the provider batches its read-backs).
