@@ -100,3 +100,68 @@ del sess, fresh
 def test_a_bad_fault_directive_is_reported(lib_path):
     r = run_script(lib_path, f'expect_error(lambda: session({MODEL}), "unknown site")\n' + STILL_WORKS, {FAULT_ENV: "panic:nowhere"})
     assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+
+
+
+def test_real_out_of_memory_is_an_error_and_the_session_runs_again(lib_path):
+    # llvmpipe backs device memory with host memory, so a lower address-space limit (RLIMIT_AS) makes the driver
+    # refuse a buffer well inside the device limits: a real VK_ERROR_OUT_OF_DEVICE_MEMORY, through wgpu's error
+    # scope, to our GpuError::OutOfMemory and an OrtStatus. One MatMul with symbolic dims, two big shapes below the
+    # 128 MiB storage binding, warmed up unlimited (so pipelines and LLVM's JIT code exist before the limit):
+    # - outer, A [m, 1] · B [1, n] with a 120 MB output: run under the limit with another row count, so it
+    #   prepares (allocates) a new buffer set. ORT allocates the output only when we hand the result over, so our
+    #   device buffers are the run's first big allocation.
+    # - gemv, A [5000, 6000] (120 MB) · B [6000, 1]: the same shape again, so the pooled buffers are reused and
+    #   only the upload's staging buffer is new. Through wgpu's Queue::write_buffer that out-of-memory lost the
+    #   device (ORT_DEVICE_RESET for every session on it); staged through our own buffer it is a plain error.
+    r = run_script(
+        lib_path,
+        """
+import resource
+
+def vm_size():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+
+model = models.matmul([1, 1], [1, 1], dims=(["m", "k"], ["k", "n"]))
+rng = np.random.default_rng(7)
+def feeds(m, k, n):
+    return {"A": rng.standard_normal((m, k)).astype(np.float32), "B": rng.standard_normal((k, n)).astype(np.float32)}
+small, outer, outer2, gemv = feeds(16, 1, 24), feeds(5000, 1, 6000), feeds(4999, 1, 6000), feeds(5000, 6000, 1)
+sess = session(model)
+cpu = cpu_session(model)
+def check(s, f):
+    got, want = s.run(None, f)[0], cpu.run(None, f)[0]
+    assert np.allclose(got, want, rtol=1e-4, atol=1e-3), np.abs(got - want).max()
+for f in (small, outer, gemv):
+    check(sess, f)
+del f
+
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+limit = vm_size() + (64 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+try:
+    errors = []
+    for f in (outer2, gemv, outer2, gemv):
+        errors.append(expect_error(lambda: sess.run(None, f), "[WgpuExecutionProvider]", "out of GPU memory"))
+    # Small work still fits under the limit, on the same session.
+    under_limit = sess.run(None, small)[0]
+finally:
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+print("limit", limit >> 20, "MiB")
+for e in errors[:2]:
+    print(e)
+    assert "EP_FAIL" in e, e
+assert "matmul: Out of Memory" in errors[0] and "input: Out of Memory" in errors[1], errors
+assert np.array_equal(under_limit, cpu.run(None, small)[0])
+
+# The limit lifted: the same session runs both shapes that failed, and so does a new session.
+for s in (sess, session(model)):
+    check(s, outer2)
+    check(s, gemv)
+del sess, s
+"""
+        + STILL_WORKS,
+    )
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+    print(r.stdout)

@@ -131,7 +131,7 @@ fn measure(gpu: &Gpu, timer: &GpuTimer, inp: &Inputs, plan: &GemmPlan, iters: us
         DType::F32 => f32::NAN.to_le_bytes().repeat(p.output_len() as usize),
         DType::F16 => half::f16::NAN.to_le_bytes().repeat(p.output_len() as usize),
     };
-    gpu.write(&out, &poison);
+    gpu.write(&out, &poison)?;
     let dispatches = gpu.prepare_gemm(plan, GemmBindings { a: &inp.a, b: &inp.b, bias: None, out: &out })?;
     let refs: Vec<&Dispatch> = dispatches.iter().collect();
     gpu.run(&refs)?;

@@ -144,11 +144,19 @@ impl Executable {
     ) -> Result<(), GpuError> {
         let gpu = &self.gpu;
         gpu.scoped("run", || {
+            // Staged uploads, copied at the start of the run's own encoder (not
+            // `Queue::write_buffer`, where wgpu counts an out-of-memory as a lost device).
+            let mut uploads = Vec::with_capacity(inputs.len());
             for (buf, t) in prepared.inputs.iter().zip(inputs) {
-                gpu.write(buf, t.data);
+                if let Some(staged) = gpu.stage(t.data, "input")? {
+                    uploads.push((staged, buf));
+                }
             }
             let mut encoder =
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
+            for (staged, buf) in &uploads {
+                staged.copy_to(&mut encoder, &buf.buffer);
+            }
             let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
             if !dispatches.is_empty() {
                 gpu.encode(&mut encoder, &dispatches);

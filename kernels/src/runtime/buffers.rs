@@ -28,6 +28,20 @@ const fn padded(len: u64) -> u64 {
 /// How long a read-back waits for its map callbacks once its submission is done.
 const MAP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Data staged for upload (see [`Gpu::stage`]).
+#[derive(Debug)]
+pub struct Staged {
+    buffer: wgpu::Buffer,
+    size: u64,
+}
+
+impl Staged {
+    /// Records the copy into the start of `dst` (which must hold the padded length).
+    pub fn copy_to(&self, encoder: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer) {
+        encoder.copy_buffer_to_buffer(&self.buffer, 0, dst, 0, self.size);
+    }
+}
+
 /// A mapped-readable staging buffer and the byte length to read from it.
 #[derive(Debug)]
 pub struct Readback {
@@ -59,22 +73,57 @@ impl Gpu {
     /// A storage buffer holding `data`.
     pub fn upload(&self, data: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
         let buf = self.storage_buffer(data.len() as u64, label)?;
-        self.write(&buf, data);
+        self.write(&buf, data)?;
         Ok(buf)
     }
 
-    /// Queues a write of `data` at the start of `buf` (ordered before later submissions).
-    pub fn write(&self, buf: &GpuBuffer, data: &[u8]) {
-        let whole = data.len() - data.len() % 4;
-        if whole > 0 {
-            self.queue.write_buffer(&buf.buffer, 0, &data[..whole]);
+    /// Writes `data` at the start of `buf`, ordered before later submissions (one submission of
+    /// its own; the executor records its uploads into the run's encoder with [`Gpu::stage`]).
+    pub fn write(&self, buf: &GpuBuffer, data: &[u8]) -> Result<(), GpuError> {
+        self.write_raw(&buf.buffer, data, "write")
+    }
+
+    pub(super) fn write_raw(&self, dst: &wgpu::Buffer, data: &[u8], label: &str) -> Result<(), GpuError> {
+        let Some(staged) = self.stage(data, label)? else {
+            return Ok(());
+        };
+        self.scoped(label, || {
+            let mut encoder =
+                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+            staged.copy_to(&mut encoder, dst);
+            self.queue.submit([encoder.finish()]);
+            Ok(())
+        })
+    }
+
+    /// `data` in a staging buffer of our own, to copy into a device buffer with
+    /// [`Staged::copy_to`]; `None` for empty data.
+    ///
+    /// Not `Queue::write_buffer`: wgpu makes its staging buffer there with a driver
+    /// out-of-memory counted as fatal, so one upload that does not fit lost the device for every
+    /// session on it. A buffer we create ourselves (mapped at creation) fails with a plain
+    /// out-of-memory error, and the device lives on (`kernels/tests/oom.rs`).
+    pub fn stage(&self, data: &[u8], label: &str) -> Result<Option<Staged>, GpuError> {
+        if data.is_empty() {
+            return Ok(None);
         }
-        if whole < data.len() {
-            // wgpu writes whole words: pad the tail (an odd number of f16 elements).
-            let mut tail = [0u8; 4];
-            tail[..data.len() - whole].copy_from_slice(&data[whole..]);
-            self.queue.write_buffer(&buf.buffer, whole as u64, &tail);
+        let size = padded(data.len() as u64);
+        let buffer = self.scoped(label, || {
+            Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            }))
+        })?;
+        {
+            let mut view =
+                buffer.get_mapped_range_mut(..).map_err(|e| GpuError::OutOfMemory(format!("{label}: {e}")))?;
+            // The tail past `data` (at most 3 bytes, an odd number of f16 elements) is zeroed by wgpu.
+            view.slice(..data.len()).copy_from_slice(data);
         }
+        buffer.unmap();
+        Ok(Some(Staged { buffer, size }))
     }
 
     /// A staging buffer to read `len` bytes of a storage buffer back through.

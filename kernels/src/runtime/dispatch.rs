@@ -78,7 +78,7 @@ impl Gpu {
                 mapped_at_creation: false,
             }))
         })?;
-        self.queue.write_buffer(&buffer, 0, params);
+        self.write_raw(&buffer, params, label)?;
         Ok(GpuBuffer { buffer, len: params.len() as u64 })
     }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use adapter::{list_adapters, AdapterSelector, AdapterSummary};
-pub use buffers::{GpuBuffer, Readback};
+pub use buffers::{GpuBuffer, Readback, Staged};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipelines::{panic_message, Access, BindingLayout};
