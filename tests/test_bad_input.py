@@ -128,6 +128,28 @@ def test_symbolic_dims_that_resolve_to_zero(make_session, run_cpu):
     assert_same(make_session(model).run(None, feeds)[0], run_cpu(model, feeds)[0])
 
 
+def test_relu_and_clip_of_an_empty_input(make_session, run_cpu):
+    # Found by the graph fuzzer (seed 206969017): an elementwise op on an empty tensor bound a 4-byte buffer where
+    # its vectorised kernel declares vec4 elements, and wgpu failed the run with "bound with size 4 where the
+    # shader expects 16". Storage buffers are now at least 16 bytes.
+    nodes = [
+        helper.make_node("MatMul", ["X", "W"], ["P"]),
+        helper.make_node("Relu", ["X"], ["R"]),
+        helper.make_node("Clip", ["R", "lo", "hi"], ["Y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.zeros((33, 0, 28), np.float32), "W"),
+        numpy_helper.from_array(np.array(-0.5, np.float32), "lo"),
+        numpy_helper.from_array(np.array(0.5, np.float32), "hi"),
+    ]
+    x = models.tensor("X", np.float32, [33, "d1", "d2"])
+    model = models.finish(nodes, [x], [models.tensor("Y", np.float32, None)], inits)
+    sess = make_session(model, fallback=True)
+    for shape in [(33, 5, 0), (33, 0, 0), (33, 1, 0)]:
+        feeds = {"X": rand(shape)}
+        assert_same(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
+
+
 @pytest.mark.parametrize("m,n,k", [(0, 4, 3), (3, 0, 4), (3, 4, 0), (0, 0, 0)])
 def test_zero_size_gemm_matches_cpu(make_session, run_cpu, m, n, k):
     model = models.gemm([m, k], [k, n], [n])

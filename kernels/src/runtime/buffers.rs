@@ -25,6 +25,9 @@ const fn padded(len: u64) -> u64 {
     l.next_multiple_of(4)
 }
 
+/// The smallest storage buffer: one `vec4<f32>`.
+const MIN_STORAGE_BYTES: u64 = 16;
+
 /// How long a read-back waits for its map callbacks once its submission is done.
 const MAP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -52,7 +55,9 @@ pub struct Readback {
 impl Gpu {
     /// An uninitialised storage buffer of `len` bytes (copy source and destination too).
     pub fn storage_buffer(&self, len: u64, label: &str) -> Result<GpuBuffer, GpuError> {
-        let size = padded(len);
+        // At least one vec4: a binding of a vectorised kernel must hold one element of its array
+        // type even when the tensor is empty (wgpu checks the bound size against the shader's).
+        let size = padded(len).max(MIN_STORAGE_BYTES);
         let limit = self.caps().max_buffer_size;
         if size > limit {
             return Err(GpuError::OutOfMemory(format!(
