@@ -14,7 +14,7 @@ use crate::conv::{plan_conv, resolve, ConvInputs};
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmOptions, GemmProblem};
-use crate::runtime::{ConvBindings, Dispatch, GemmBindings, Gpu, GpuBuffer, Readback};
+use crate::runtime::{ConvBindings, Dispatch, GemmBindings, Gpu, GpuBuffer, Readback, Staged};
 
 /// An input tensor in host memory.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +56,9 @@ pub struct Executable {
 /// Everything one run of a given set of input shapes needs.
 struct Prepared {
     inputs: Vec<GpuBuffer>,
+    /// Host-writable staging buffer of each input (`None` for an empty one), mapped between
+    /// runs: an upload is one copy into it, no allocation.
+    staging: Vec<Option<Staged>>,
     temps: Vec<GpuBuffer>,
     readbacks: Vec<Readback>,
     dispatches: Vec<Dispatch>,
@@ -93,7 +96,7 @@ impl Executable {
         let key: Vec<u64> =
             inputs.iter().flat_map(|t| std::iter::once(t.shape.len() as u64).chain(t.shape.iter().copied())).collect();
         let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
-        let (prepared, report) = match pooled {
+        let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
             None => {
                 let p = self.prepare(inputs)?;
@@ -101,15 +104,15 @@ impl Executable {
                 (p, Some(report))
             }
         };
-        let result = self.execute(&prepared, inputs, outputs);
-        if result.is_ok() {
+        let result = self.execute(&mut prepared, inputs, outputs);
+        if let Ok(true) = result {
             let mut pool = self.pool.lock();
             let slot = pool.entry(key).or_default();
             if slot.len() < POOL_DEPTH {
                 slot.push(prepared);
             }
         }
-        result.map(|()| report)
+        result.map(|_| report)
     }
 
     fn check_inputs(&self, inputs: &[HostTensor<'_>]) -> Result<(), GpuError> {
@@ -138,24 +141,26 @@ impl Executable {
 
     fn execute(
         &self,
-        prepared: &Prepared,
+        prepared: &mut Prepared,
         inputs: &[HostTensor<'_>],
         outputs: &mut OutputSink<'_>,
-    ) -> Result<(), GpuError> {
+    ) -> Result<bool, GpuError> {
         let gpu = &self.gpu;
         gpu.scoped("run", || {
-            // Staged uploads, copied at the start of the run's own encoder (not
-            // `Queue::write_buffer`, where wgpu counts an out-of-memory as a lost device).
-            let mut uploads = Vec::with_capacity(inputs.len());
-            for (buf, t) in prepared.inputs.iter().zip(inputs) {
-                if let Some(staged) = gpu.stage(t.data, "input")? {
-                    uploads.push((staged, buf));
+            // Uploads go through our own staging buffers, copied at the start of the run's
+            // encoder (not `Queue::write_buffer`, where wgpu counts an out-of-memory as a lost
+            // device).
+            for (staged, t) in prepared.staging.iter_mut().zip(inputs) {
+                if let Some(staged) = staged {
+                    gpu.fill(staged, t.data)?;
                 }
             }
             let mut encoder =
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
-            for (staged, buf) in &uploads {
-                staged.copy_to(&mut encoder, &buf.buffer);
+            for (staged, buf) in prepared.staging.iter().zip(&prepared.inputs) {
+                if let Some(staged) = staged {
+                    staged.copy_to(&mut encoder, &buf.buffer);
+                }
             }
             let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
             if !dispatches.is_empty() {
@@ -176,7 +181,11 @@ impl Executable {
                 }
             }
         })?;
-        failure.map_or(Ok(()), |e| Err(GpuError::Invalid(e)))
+        failure.map_or(Ok(()), |e| Err(GpuError::Invalid(e)))?;
+        // The submission is done: map the staging buffers for the next run of this set. The
+        // outputs are already delivered, so a failure here only keeps the set out of the pool.
+        let mut staging: Vec<&mut Staged> = prepared.staging.iter_mut().flatten().collect();
+        Ok(gpu.remap(&mut staging).is_ok())
     }
 
     /// Infers every op's shapes, plans it, allocates buffers and binds the dispatches.
@@ -186,6 +195,11 @@ impl Executable {
             .iter()
             .zip(&self.program.inputs)
             .map(|(t, name)| gpu.storage_buffer(t.data.len() as u64, name))
+            .collect::<Result<Vec<_>, _>>()?;
+        let staging = inputs
+            .iter()
+            .zip(&self.program.inputs)
+            .map(|(t, name)| (!t.data.is_empty()).then(|| gpu.staging(t.data.len() as u64, name)).transpose())
             .collect::<Result<Vec<_>, _>>()?;
         let n = self.program.steps.len();
         let mut shapes: Vec<Option<Vec<u64>>> = vec![None; n];
@@ -261,7 +275,7 @@ impl Executable {
             self.program.outputs.iter().map(|&t| shapes[t].clone().unwrap_or_default()).collect();
         let readbacks =
             self.program.outputs.iter().map(|&t| gpu.readback(temps[t].len)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Prepared { inputs: input_bufs, temps, readbacks, dispatches, output_shapes, plans })
+        Ok(Prepared { inputs: input_bufs, staging, temps, readbacks, dispatches, output_shapes, plans })
     }
 }
 

@@ -31,11 +31,16 @@ const MIN_STORAGE_BYTES: u64 = 16;
 /// How long a read-back waits for its map callbacks once its submission is done.
 const MAP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Data staged for upload (see [`Gpu::stage`]).
+/// A host-writable staging buffer that uploads copy from (see [`Gpu::staging`]).
+///
+/// It is created mapped; [`Gpu::fill`] writes data and unmaps it, the run's encoder copies it
+/// with [`Staged::copy_to`], and [`Gpu::remap`] maps it again once the GPU is done with it, so
+/// a pooled one is reused without a new allocation or wgpu's zero-fill of a new mapping.
 #[derive(Debug)]
 pub struct Staged {
     buffer: wgpu::Buffer,
     size: u64,
+    mapped: bool,
 }
 
 impl Staged {
@@ -106,13 +111,21 @@ impl Gpu {
     ///
     /// Not `Queue::write_buffer`: wgpu makes its staging buffer there with a driver
     /// out-of-memory counted as fatal, so one upload that does not fit lost the device for every
-    /// session on it. A buffer we create ourselves (mapped at creation) fails with a plain
-    /// out-of-memory error, and the device lives on (`kernels/tests/oom.rs`).
+    /// session on it. A buffer we create ourselves fails with a plain out-of-memory error, and
+    /// the device lives on (`kernels/tests/oom.rs`).
     pub fn stage(&self, data: &[u8], label: &str) -> Result<Option<Staged>, GpuError> {
         if data.is_empty() {
             return Ok(None);
         }
-        let size = padded(data.len() as u64);
+        let mut staged = self.staging(data.len() as u64, label)?;
+        self.fill(&mut staged, data)?;
+        Ok(Some(staged))
+    }
+
+    /// A staging buffer for uploads of `len` bytes (`len` > 0), mapped for [`Gpu::fill`].
+    /// wgpu zero-fills a new mapping once; the padding past `len` stays zero.
+    pub fn staging(&self, len: u64, label: &str) -> Result<Staged, GpuError> {
+        let size = padded(len);
         let buffer = self.scoped(label, || {
             Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -121,14 +134,54 @@ impl Gpu {
                 mapped_at_creation: true,
             }))
         })?;
+        Ok(Staged { buffer, size, mapped: true })
+    }
+
+    /// Writes `data` (at most the staging buffer's length) at its start and unmaps it, ready for
+    /// [`Staged::copy_to`].
+    pub fn fill(&self, staged: &mut Staged, data: &[u8]) -> Result<(), GpuError> {
+        if !staged.mapped {
+            return Err(GpuError::Invalid("staging buffer written while the GPU may still read it".into()));
+        }
+        if data.len() as u64 > staged.size {
+            return Err(GpuError::Invalid(format!(
+                "{} bytes do not fit a staging buffer of {}",
+                data.len(),
+                staged.size
+            )));
+        }
         {
             let mut view =
-                buffer.get_mapped_range_mut(..).map_err(|e| GpuError::OutOfMemory(format!("{label}: {e}")))?;
-            // The tail past `data` (at most 3 bytes, an odd number of f16 elements) is zeroed by wgpu.
+                staged.buffer.get_mapped_range_mut(..).map_err(|e| GpuError::OutOfMemory(format!("staging: {e}")))?;
             view.slice(..data.len()).copy_from_slice(data);
         }
-        buffer.unmap();
-        Ok(Some(Staged { buffer, size }))
+        staged.buffer.unmap();
+        staged.mapped = false;
+        Ok(())
+    }
+
+    /// Maps staging buffers for writing again. Call once the submission that copied from them
+    /// has completed (after its read-back): the maps then resolve on the next poll.
+    pub fn remap(&self, staged: &mut [&mut Staged]) -> Result<(), GpuError> {
+        let (tx, rx) = mpsc::channel::<(usize, Result<(), String>)>();
+        for (i, s) in staged.iter().enumerate() {
+            let tx = tx.clone();
+            s.buffer.map_async(wgpu::MapMode::Write, .., move |res| {
+                let _ = tx.send((i, res.map_err(|e| e.to_string())));
+            });
+        }
+        drop(tx);
+        let mut outcome = self.check_alive();
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        let results = self.collect_maps(&rx, staged.len());
+        for (s, result) in staged.iter_mut().zip(results) {
+            match result {
+                Some(Ok(())) => s.mapped = true,
+                Some(Err(e)) => outcome = outcome.and(Err(GpuError::Readback(format!("staging map: {e}")))),
+                None => outcome = outcome.and(Err(GpuError::Readback("a staging buffer was never mapped".into()))),
+            }
+        }
+        outcome
     }
 
     /// A staging buffer to read `len` bytes of a storage buffer back through.
