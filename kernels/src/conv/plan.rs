@@ -221,7 +221,7 @@ fn binding_limit(caps: &DeviceCaps) -> u64 {
 }
 
 /// Depthwise-like: few output channels per group and a short reduction. Grouped convs only;
-/// `group == 1` always takes im2col + GEMM.
+/// `group == 1` always takes a GEMM (im2col or implicit).
 fn prefers_direct(p: &ConvProblem) -> bool {
     p.group > 1 && p.m_per_group() <= DIRECT_MAX_M_PER_GROUP && p.k_per_group() <= DIRECT_MAX_K
 }

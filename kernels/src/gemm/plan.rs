@@ -127,6 +127,9 @@ pub fn plan_gemm_implicit(
         }
     }
     let mut fallbacks = Vec::new();
+    if coop::eligible(problem, caps, options).is_ok() {
+        fallbacks.push("coop: only the SIMT kernel gathers an implicit B operand".to_string());
+    }
     for tiling in tilings {
         let built = match tiling {
             Tiling::Tile128 => {
