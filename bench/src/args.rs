@@ -17,7 +17,8 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
   --iters       timed passes per case (median reported); each pass repeats the dispatches
                 until it exceeds ~5 ms
   --unchecked   compile the GEMM kernels without wgpu's injected runtime checks (as the EP does)
-  --conv        time the conv plans (Whisper, ResNet, depthwise) against GEMMs of the same M·N·K";
+  --conv        time the conv plans (Whisper, ResNet, depthwise) against GEMMs of the same M·N·K, and the
+                implicit GEMM forced for group == 1 (--json FILE writes the records)";
 
 /// The target shapes of `docs/PERFORMANCE.md` ("GEMM kernels on the H200"), run when no
 /// shapes are given.

@@ -128,8 +128,8 @@ pub fn dtype_context(dtype: DType) -> Value {
 
 fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
     match v {
-        GemmVariant::TiledVec { dtype, shape, split_k, a, b } => {
-            ("gemm_simt_vec.wgsl.j2", simt_vec_context(dtype, shape, split_k, a, b))
+        GemmVariant::TiledVec { dtype, shape, split_k, a, b, implicit_b, a_scalar } => {
+            ("gemm_simt_vec.wgsl.j2", simt_vec_context(dtype, shape, split_k, a, b, implicit_b, a_scalar))
         }
         GemmVariant::Coop(c) => ("gemm_coop.wgsl.j2", coop_context(c)),
         GemmVariant::Tiled { dtype, shape, split_k } => {
@@ -159,7 +159,15 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
 }
 
 /// The numbers of the vec4 SIMT kernel. Staged rows are K-major with one vec4 of padding.
-fn simt_vec_context(dtype: DType, shape: TileShape, split_k: bool, a: Contig, b: Contig) -> Value {
+fn simt_vec_context(
+    dtype: DType,
+    shape: TileShape,
+    split_k: bool,
+    a: Contig,
+    b: Contig,
+    implicit_b: bool,
+    a_scalar: bool,
+) -> Value {
     let [wg_x, wg_y] = shape.workgroup();
     let threads = shape.invocations();
     // Chunks per row of the global slice: along K when K is contiguous, else along M (N).
@@ -174,6 +182,7 @@ fn simt_vec_context(dtype: DType, shape: TileShape, split_k: bool, a: Contig, b:
             wg_x, wg_y, threads,
             sav => shape.bm / 4 + 1, sbv => shape.bn / 4 + 1,
             a_kc => a == Contig::K, b_nc => b == Contig::Mn,
+            implicit_b, a_scalar,
             a_cpr, b_cpr,
             a_loads => shape.bm * shape.bk / 4 / threads,
             b_loads => shape.bn * shape.bk / 4 / threads,

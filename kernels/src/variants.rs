@@ -46,16 +46,18 @@ pub fn reachable_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> 
     out
 }
 
-/// Conv shapes reaching every conv path: 3×3 (im2col + GEMM), 1×1 (GEMM on X), depthwise
-/// (direct), a grouped conv with wide groups (per-group GEMMs), and a 1-D conv.
+/// Conv shapes reaching every conv path: 3×3 (im2col + GEMM or implicit GEMM), 1×1 (GEMM on
+/// X), depthwise (direct), a grouped conv with wide groups (per-group GEMMs), a 1-D conv, and
+/// an RGB input (a reduction length of 27, not a multiple of 4).
 const CONV_SHAPES: &[(&[u64], &[u64], i64)] = &[
     (&[1, 8, 16, 16], &[16, 8, 3, 3], 1),
     (&[2, 8, 16, 16], &[16, 8, 1, 1], 1),
     (&[1, 32, 16, 16], &[32, 1, 3, 3], 32),
     (&[1, 32, 16, 16], &[64, 8, 3, 3], 4),
     (&[1, 80, 300], &[384, 80, 3], 1),
+    (&[1, 3, 16, 16], &[16, 3, 3, 3], 1),
 ];
-const ALGOS: &[ConvAlgo] = &[ConvAlgo::Auto, ConvAlgo::Gemm, ConvAlgo::Direct];
+const ALGOS: &[ConvAlgo] = &[ConvAlgo::Auto, ConvAlgo::Gemm, ConvAlgo::Direct, ConvAlgo::Implicit];
 
 fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     let mut out = BTreeMap::new();

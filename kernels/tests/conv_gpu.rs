@@ -337,6 +337,88 @@ fn direct_and_gemm_paths_agree_on_depthwise() {
     }
 }
 
+/// The implicit GEMM (im2col gathered on load) forced over a randomized sweep of the attribute
+/// space: kernels 1–7, strides 1–3, dilations 1–2, asymmetric and SAME padding, channel counts
+/// that are not multiples of 4 (so the scalar-A variant runs too), batch 1 and 3, long 1-D
+/// inputs, and every tiling the implicit kernel implements. Grouped convs run as batches.
+#[test]
+fn implicit_attribute_sweep() {
+    let gpu = gpu();
+    let mut rng = rng("conv implicit sweep");
+    let f16 = gpu.caps().shader_f16;
+    let mut variants = std::collections::BTreeMap::new();
+    let mut planned = 0;
+    for i in 0..36 {
+        let mut case = random_case(&mut rng, f16);
+        case.algo = ConvAlgo::Implicit;
+        case.tiling = [TilingChoice::Auto, TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK][i % 4];
+        if let Some(plan) = check(&gpu, &case, &mut rng) {
+            assert_eq!(plan.path(), ConvPath::Implicit, "{case:?}: {:?}", plan.fallbacks);
+            assert_eq!(plan.col_bytes, 0);
+            for v in plan.variants() {
+                *variants.entry(v.name()).or_insert(0) += 1;
+            }
+            planned += 1;
+        }
+    }
+    eprintln!("implicit sweep: {planned} planned, variants {variants:?}");
+    assert!(variants.keys().any(|v| v.contains("_implicit_a1")), "{variants:?}");
+    assert!(variants.keys().any(|v| v.ends_with("_implicit")), "{variants:?}");
+}
+
+/// Implicit GEMM on shapes chosen to stress its gather: output pixel counts of 1, 7 and 129
+/// (no tile multiple), a 1×1 strided kernel, padding larger than the dilated reach on one side,
+/// batch 3 with a reduction length of 27, and every forced tiling.
+#[test]
+fn implicit_edge_cases() {
+    let gpu = gpu();
+    let mut rng = rng("conv implicit edges");
+    let cases = [
+        Case::new(&[1, 5, 3, 3], &[7, 5, 3, 3], attrs(&[0, 0, 0, 0], &[], &[], 1)),
+        Case::new(&[3, 3, 9, 9], &[129, 3, 3, 3], attrs(&[1, 2, 0, 1], &[2, 3], &[], 1)),
+        Case::new(&[1, 4, 1, 129], &[5, 4, 1, 1], attrs(&[], &[], &[], 1)),
+        Case::new(&[1, 6, 9, 9], &[5, 6, 1, 1], attrs(&[], &[2, 2], &[], 1)),
+        Case::new(&[1, 8, 6, 22], &[16, 8, 3, 5], attrs(&[3, 0, 1, 4], &[1, 2], &[2, 2], 1)),
+        Case::new(&[2, 12, 15, 15], &[20, 12, 7, 7], attrs(&[3, 3, 3, 3], &[3, 1], &[1, 2], 1)),
+        Case::new(&[1, 3, 3000], &[5, 3, 7], attrs(&[3, 0], &[3], &[2], 1)),
+        Case::new(&[1, 10, 9, 9], &[30, 5, 3, 3], attrs(&[0, 1, 2, 0], &[], &[2, 1], 2)),
+    ];
+    for case in cases {
+        for tiling in [TilingChoice::Auto, TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK] {
+            let case = Case { algo: ConvAlgo::Implicit, tiling, activation: Activation::Relu, ..case.clone() };
+            let plan = check(&gpu, &case, &mut rng).unwrap_or_else(|| panic!("{case:?} declined"));
+            assert_eq!(plan.path(), ConvPath::Implicit, "{case:?}");
+            let want = match tiling {
+                TilingChoice::Tile128 => "128x128",
+                TilingChoice::Tile64 => "64x64",
+                TilingChoice::SplitK if plan.gemm().unwrap().steps.len() == 2 => "_splitk",
+                _ => "",
+            };
+            assert!(plan.describe().contains(want), "{case:?} with {tiling:?}: {}", plan.describe());
+        }
+    }
+}
+
+/// The Whisper frontend convs as implicit GEMMs, f32 and (where the adapter has shader-f16) f16.
+#[test]
+fn implicit_whisper_frontend() {
+    let gpu = gpu();
+    let mut rng = rng("whisper implicit");
+    let mut dtypes = vec![DType::F32];
+    if gpu.caps().shader_f16 {
+        dtypes.push(DType::F16);
+    }
+    for dtype in dtypes {
+        let conv1 = whisper(&[1, 80, 3000], &[384, 80, 3], &[1], dtype, ConvAlgo::Implicit);
+        let conv2 = whisper(&[1, 384, 3000], &[384, 384, 3], &[2], dtype, ConvAlgo::Implicit);
+        for case in [conv1, conv2] {
+            let plan = check(&gpu, &case, &mut rng).unwrap();
+            assert_eq!(plan.path(), ConvPath::Implicit);
+            assert!(plan.describe().contains(&format!("gemm_{dtype}_")), "{}", plan.describe());
+        }
+    }
+}
+
 fn depthwise_1d(len: u64) -> Case {
     Case::new(&[1, 16, len], &[16, 1, 3], attrs(&[1, 1], &[], &[], 16))
 }

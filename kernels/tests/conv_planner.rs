@@ -4,8 +4,8 @@
 
 use ep_kernels::caps::profiles;
 use ep_kernels::conv::{
-    plan_conv, plan_conv_with, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPath,
-    ConvProblem,
+    im2col_bytes, plan_conv, plan_conv_with, prefer_implicit, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs,
+    ConvInputs, ConvPath, ConvProblem, ConvSchedule,
 };
 use ep_kernels::gemm::{GemmOptions, Tiling, TilingChoice};
 use ep_kernels::{DType, DeviceCaps, PlanError};
@@ -248,12 +248,17 @@ fn forced_algorithms() {
 }
 
 #[test]
-fn im2col_larger_than_a_binding_is_declined() {
+fn im2col_larger_than_a_binding_runs_implicit() {
     let mut caps = h200();
     // ResNet 3×3 64→64 at 56×56: col is 576 × 3136 f32 = 7.2 MB, X only 0.8 MB.
     caps.max_storage_binding_size = 4 << 20;
     let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
-    let err = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err();
+    assert!(prefer_implicit(&p, &caps));
+    let plan = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
+    assert_eq!((plan.path(), plan.col_bytes), (ConvPath::Implicit, 0));
+    assert!(plan.fallbacks[0].contains("im2col buffer would need 7225344 bytes"), "{:?}", plan.fallbacks);
+    // Forcing im2col + GEMM still declines with the reason.
+    let err = plan_conv_with(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto), ConvAlgo::Gemm).unwrap_err();
     assert!(matches!(err, PlanError::BindingTooLarge { what: "the im2col buffer", .. }), "{err}");
     // The pointwise conv needs no col buffer.
     let p = conv(&[1, 64, 56, 56], &[256, 64, 1, 1], &[], &[], 1, DType::F32);
@@ -261,6 +266,85 @@ fn im2col_larger_than_a_binding_is_declined() {
     // The direct kernel neither.
     let p = conv(&[1, 64, 56, 56], &[64, 1, 3, 3], &[1, 1, 1, 1], &[], 64, DType::F32);
     assert_eq!(plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap().path(), ConvPath::Direct);
+}
+
+#[test]
+fn forced_implicit_gives_the_implicit_schedule() {
+    let caps = h200();
+    let p = conv(&[2, 64, 56, 56], &[96, 64, 3, 3], &[1, 0, 1, 2], &[2, 1], 1, DType::F32);
+    assert!(!prefer_implicit(&p, &caps), "Auto keeps im2col + GEMM until measured");
+    assert_eq!(plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap().path(), ConvPath::Im2colGemm);
+    for (tiling, want) in [
+        (TilingChoice::Tile128, "gemm_f32_128x128_v4_implicit"),
+        (TilingChoice::Tile64, "gemm_f32_64x64_v4_implicit"),
+        (TilingChoice::Gemv, "gemm_f32_64x64_v4_implicit"),
+    ] {
+        let plan = plan_conv_with(&p, &caps, &GemmOptions::tiling(tiling), ConvAlgo::Implicit).unwrap();
+        assert_eq!((plan.path(), plan.col_bytes), (ConvPath::Implicit, 0));
+        let names: Vec<String> = plan.variants().iter().map(|v| v.name()).collect();
+        assert_eq!(names, [want], "{tiling:?}");
+        let ConvSchedule::Implicit { gemm, geometry } = &plan.schedule else { unreachable!() };
+        let params = &gemm.steps[0].params;
+        // One GEMM per image: M channels × output pixels, K = C·kh·kw; B steps through X.
+        assert_eq!((params.m, params.n, params.k), (96, p.pixels() as u32, 576));
+        assert_eq!((params.batch_shape, params.b_bs), ([1, 1, 2, 1], [0, 0, 64 * 56 * 56, 0]));
+        assert_eq!((geometry.c, geometry.h, geometry.w, geometry.ow), (64, 56, 56, p.ow));
+        assert_eq!((geometry.taps, geometry.plane, geometry.stride_h, geometry.pad_left), (9, 3136, 2, 0));
+    }
+    // An RGB input: K = 27 is no multiple of 4, so A loads as scalars.
+    let rgb = conv(&[1, 3, 224, 224], &[64, 3, 7, 7], &[3, 3, 3, 3], &[2, 2], 1, DType::F32);
+    let plan = plan_conv_with(&rgb, &caps, &GemmOptions::tiling(TilingChoice::Tile64), ConvAlgo::Implicit).unwrap();
+    assert_eq!(plan.variants()[0].name(), "gemm_f32_64x64_v4_implicit_a1");
+    // Split-K: the partial kernel gathers, the reduction is the ordinary one.
+    let thin = conv(&[1, 512, 7, 7], &[64, 512, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    let plan = plan_conv_with(&thin, &caps, &GemmOptions::tiling(TilingChoice::SplitK), ConvAlgo::Implicit).unwrap();
+    let names: Vec<String> = plan.variants().iter().map(|v| v.name()).collect();
+    assert_eq!(names, ["gemm_f32_64x64_v4_implicit_splitk", "splitk_reduce_f32_t256"]);
+}
+
+/// On a profile whose bindings hold 128 MiB, a conv whose im2col buffer would not fit runs as
+/// an implicit GEMM under `Auto`, within every limit of the device. (The mobile profile's
+/// 16 KiB of workgroup storage fits no vec4 tile, so there neither path runs: declined.)
+#[test]
+fn huge_im2col_chooses_implicit_on_constrained_profiles() {
+    // 3×3 64→64 at 256×256: X and the output are 16 MiB, im2col 144 MiB.
+    let p = conv(&[1, 64, 256, 256], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    assert_eq!(im2col_bytes(&p), 576 * 65536 * 4);
+    let mobile = profiles::get("mobile").unwrap();
+    assert!(prefer_implicit(&p, &mobile));
+    let err = plan_conv(&p, &mobile, &GemmOptions::tiling(TilingChoice::Auto)).unwrap_err();
+    assert!(err.to_string().contains("workgroup storage"), "{err}");
+    for name in ["llvmpipe"] {
+        let caps = profiles::get(name).unwrap();
+        let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
+        assert!(im2col_bytes(&p) > limit && p.input_len() * 4 <= limit, "{name}");
+        let plan = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
+        assert_eq!(plan.path(), ConvPath::Implicit, "{name}: {:?}", plan.fallbacks);
+        assert!(plan.fallbacks[0].starts_with("Gemm: the im2col buffer"), "{name}: {:?}", plan.fallbacks);
+        let gemm = plan.gemm().unwrap();
+        for step in &gemm.steps {
+            let [x, y, z] = step.variant.workgroup_size();
+            assert!(caps.allows_workgroup(x, y, z), "{name}");
+            assert!(step.variant.storage_bytes() <= caps.max_workgroup_storage_bytes, "{name}");
+            assert!(step.grid.iter().all(|&g| g <= caps.max_workgroups_per_dimension), "{name}");
+        }
+        assert!(gemm.workspace_bytes <= limit);
+    }
+}
+
+/// Forcing the implicit GEMM where its kernel cannot run falls back to what `Auto` runs, with
+/// the reason recorded.
+#[test]
+fn forced_implicit_falls_back_when_its_kernel_does_not_fit() {
+    let mut caps = h200();
+    caps.max_invocations_per_workgroup = 128;
+    let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    let plan = plan_conv_with(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto), ConvAlgo::Implicit).unwrap();
+    assert_eq!(plan.path(), ConvPath::Im2colGemm);
+    assert!(plan.fallbacks[0].starts_with("Implicit: "), "{:?}", plan.fallbacks);
+    let dw = conv(&[1, 32, 56, 56], &[32, 1, 3, 3], &[1, 1, 1, 1], &[], 32, DType::F32);
+    let plan = plan_conv_with(&dw, &caps, &GemmOptions::tiling(TilingChoice::Auto), ConvAlgo::Implicit).unwrap();
+    assert_eq!(plan.path(), ConvPath::Direct);
 }
 
 #[test]
@@ -337,7 +421,8 @@ fn arb_node() -> impl Strategy<Value = (Vec<u64>, Vec<u64>, ConvAttrs, bool, boo
 }
 
 fn arb_algo() -> impl Strategy<Value = (ConvAlgo, TilingChoice)> {
-    let algo = prop_oneof![Just(ConvAlgo::Auto), Just(ConvAlgo::Gemm), Just(ConvAlgo::Direct)];
+    let algo =
+        prop_oneof![Just(ConvAlgo::Auto), Just(ConvAlgo::Gemm), Just(ConvAlgo::Direct), Just(ConvAlgo::Implicit)];
     let tiling = prop_oneof![
         Just(TilingChoice::Auto),
         Just(TilingChoice::Tile128),

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ep_kernels::caps::profiles;
+use ep_kernels::conv::ConvAlgo;
 use ep_kernels::gemm::{GemmOptions, TilingChoice};
 use ep_kernels::graph::{
     build_program, dtype_of, place, Attr, Constant, Dim, Graph, Node, Operand, PlacementOptions, ValueInfo,
@@ -415,7 +416,14 @@ fn random_options(choice: u8) -> PlacementOptions {
     let (_, caps) = all[choice as usize % all.len()].clone();
     let tiling =
         [TilingChoice::Auto, TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv][choice as usize / 4 % 4];
-    PlacementOptions { caps, enable_f16: choice % 3 != 0, gemm: GemmOptions::tiling(tiling), conv1d_as_conv2d: true }
+    let conv_algo = [ConvAlgo::Auto, ConvAlgo::Implicit][choice as usize / 16 % 2];
+    PlacementOptions {
+        caps,
+        enable_f16: choice % 3 != 0,
+        gemm: GemmOptions::tiling(tiling),
+        conv1d_as_conv2d: true,
+        conv_algo,
+    }
 }
 
 /// What ORT computes for a fused group (with `drop_constant_initializers`): the values read

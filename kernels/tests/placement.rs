@@ -13,6 +13,7 @@ fn opts() -> PlacementOptions {
         enable_f16: true,
         gemm: GemmOptions::default(),
         conv1d_as_conv2d: true,
+        conv_algo: ep_kernels::conv::ConvAlgo::Auto,
     }
 }
 

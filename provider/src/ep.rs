@@ -81,6 +81,7 @@ impl Ep {
             enable_f16: self.options.enable_f16,
             gemm: self.options.gemm_options(),
             conv1d_as_conv2d: self.options.conv1d_as_conv2d,
+            conv_algo: self.options.conv_algorithm,
         }
     }
 
@@ -249,8 +250,11 @@ unsafe extern "system" fn compile(
                         build_program(&nodes, &inputs, &outputs, read_constants(graph)?).map_err(EpError::fail)?;
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
-                    let exec_options =
-                        ExecOptions { gemm: ep.options.gemm_options(), conv1d_as_conv2d: ep.options.conv1d_as_conv2d };
+                    let exec_options = ExecOptions {
+                        gemm: ep.options.gemm_options(),
+                        conv1d_as_conv2d: ep.options.conv1d_as_conv2d,
+                        conv_algo: ep.options.conv_algorithm,
+                    };
                     let exec = Executable::new(ep.gpu.clone(), program, exec_options)?;
                     created.push(ComputeInfo::create(exec, cstr(name)));
                 }

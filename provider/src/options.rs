@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+pub use ep_kernels::conv::ConvAlgo;
 pub use ep_kernels::gemm::CoopMode;
 use ep_kernels::gemm::{GemmOptions, TilingChoice};
 use ep_kernels::runtime::AdapterSelector;
@@ -32,6 +33,8 @@ pub struct EpOptions {
     /// `f32_via_f16`: let fp32 products run on the f16 tensor-core path (opt-in precision).
     pub f32_via_f16: bool,
     pub conv1d_as_conv2d: bool,
+    /// `conv_algorithm`: how a Conv runs; `Auto` lets the planner choose.
+    pub conv_algorithm: ConvAlgo,
     pub validation: Validation,
 }
 
@@ -43,6 +46,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("cooperative_matrix", "auto | 0 | 1: tensor-core kernels"),
     ("f32_via_f16", "0 | 1: run float32 products on the f16 tensor-core path (operands rounded to f16)"),
     ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
+    ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
 ];
 
@@ -71,6 +75,9 @@ impl EpOptions {
                 }
                 "f32_via_f16" => o.f32_via_f16 = parse_bool(key, v)?,
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
+                "conv_algorithm" => {
+                    o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
+                }
                 "validation" => {
                     o.validation = match v {
                         "basic" => Validation::Basic,
@@ -120,6 +127,15 @@ mod tests {
         assert!(!o.f32_via_f16 && parse(&[("f32_via_f16", "1")]).unwrap().gemm_options().f32_via_f16);
         assert_eq!(parse(&[("cooperative_matrix", "0")]).unwrap().gemm_options().cooperative_matrix, CoopMode::Off);
         assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));
+        assert_eq!(parse(&[]).unwrap().conv_algorithm, ConvAlgo::Auto);
+        for (v, algo) in [
+            ("auto", ConvAlgo::Auto),
+            ("im2col", ConvAlgo::Gemm),
+            ("implicit", ConvAlgo::Implicit),
+            ("direct", ConvAlgo::Direct),
+        ] {
+            assert_eq!(parse(&[("conv_algorithm", v)]).unwrap().conv_algorithm, algo);
+        }
     }
 
     #[test]
@@ -127,6 +143,7 @@ mod tests {
         assert!(parse(&[("tile", "1")]).unwrap_err().contains("unknown option 'tile'"));
         assert!(parse(&[("tiling", "huge")]).unwrap_err().contains("tiling"));
         assert!(parse(&[("enable_f16", "maybe")]).unwrap_err().contains("enable_f16"));
+        assert!(parse(&[("conv_algorithm", "winograd")]).unwrap_err().contains("option 'conv_algorithm'"));
         let other: BTreeMap<String, String> = [("session.x".to_string(), "1".to_string())].into();
         assert!(EpOptions::from_config(&other).is_ok());
     }

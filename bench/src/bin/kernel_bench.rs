@@ -48,7 +48,8 @@ fn run(args: &Args) -> Result<bool, String> {
     }
     if args.conv {
         let timer = GpuTimer::new(&gpu).ok_or("the adapter has no timestamp queries")?;
-        return ep_bench::conv::run(&gpu, &timer, &ep_kernels::gemm::GemmOptions::default());
+        let options = ep_kernels::gemm::GemmOptions::default();
+        return ep_bench::conv::run(&gpu, &timer, &options, args.json.as_deref());
     }
     if args.shapes.is_empty() {
         return Ok(true);

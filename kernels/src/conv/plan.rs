@@ -8,13 +8,19 @@
 //! `[N, G, M/G, OH·OW]` is NCHW, so groups are only batch strides. A 1×1 kernel with unit
 //! stride and no padding reads X itself as `col`. When a group has so few output channels that
 //! its GEMM would be degenerate (depthwise), a direct kernel runs instead.
+//!
+//! The implicit GEMM computes the same product without the im2col buffer: the vec4 SIMT GEMM
+//! kernel gathers its B tiles from X on load (`implicit_b`), the conv geometry in a second
+//! uniform. [`prefer_implicit`] is the one place `Auto` chooses between the two.
 
 use super::problem::ConvProblem;
-use super::variant::{ConvParams, ConvVariant};
+use super::variant::{ConvParams, ConvVariant, ImplicitConvParams};
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::PlanError;
-use crate::gemm::{fold_grid, plan_gemm, Activation, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout};
+use crate::gemm::{
+    fold_grid, plan_gemm, plan_gemm_implicit, Activation, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout,
+};
 
 /// A group with at most this many output channels makes a GEMM whose tile rows mostly idle
 /// (even the GEMV computes 4 rows per workgroup); the direct kernel keeps every lane busy.
@@ -34,6 +40,23 @@ pub enum ConvAlgo {
     Gemm,
     /// The direct kernel, any group count.
     Direct,
+    /// Implicit GEMM: the GEMM gathers im2col tiles from X on load, no scratch buffer; any
+    /// group count (groups are batch strides, as for `Gemm`).
+    Implicit,
+}
+
+impl std::str::FromStr for ConvAlgo {
+    type Err = String;
+    /// The values of the session option `conv_algorithm`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" | "" => Ok(ConvAlgo::Auto),
+            "im2col" => Ok(ConvAlgo::Gemm),
+            "implicit" => Ok(ConvAlgo::Implicit),
+            "direct" => Ok(ConvAlgo::Direct),
+            _ => Err(format!("'{s}' is not one of auto, im2col, implicit, direct")),
+        }
+    }
 }
 
 /// What a plan runs, for logs and decision tables.
@@ -45,6 +68,8 @@ pub enum ConvPath {
     Im2colGemm,
     /// The direct grouped kernel.
     Direct,
+    /// One GEMM gathering its B operand from X (implicit im2col), batched over images and groups.
+    Implicit,
 }
 
 /// One dispatch of a conv kernel.
@@ -64,6 +89,8 @@ pub enum ConvSchedule {
     Im2colGemm { im2col: ConvStep, gemm: GemmPlan },
     /// Binds X, W, the bias and the output.
     Direct { step: ConvStep },
+    /// `gemm` binds A = W, B = X (gathered) and `geometry` as the second uniform.
+    Implicit { gemm: GemmPlan, geometry: ImplicitConvParams },
 }
 
 /// How a conv runs on a device.
@@ -83,13 +110,16 @@ impl ConvPlan {
             ConvSchedule::Pointwise { .. } => ConvPath::Pointwise,
             ConvSchedule::Im2colGemm { .. } => ConvPath::Im2colGemm,
             ConvSchedule::Direct { .. } => ConvPath::Direct,
+            ConvSchedule::Implicit { .. } => ConvPath::Implicit,
         }
     }
 
     /// The GEMM of the plan, if it has one.
     pub fn gemm(&self) -> Option<&GemmPlan> {
         match &self.schedule {
-            ConvSchedule::Pointwise { gemm } | ConvSchedule::Im2colGemm { gemm, .. } => Some(gemm),
+            ConvSchedule::Pointwise { gemm }
+            | ConvSchedule::Im2colGemm { gemm, .. }
+            | ConvSchedule::Implicit { gemm, .. } => Some(gemm),
             ConvSchedule::Direct { .. } => None,
         }
     }
@@ -97,7 +127,7 @@ impl ConvPlan {
     /// The conv-specific dispatches of the plan (im2col or direct), in order.
     pub fn conv_steps(&self) -> Vec<&ConvStep> {
         match &self.schedule {
-            ConvSchedule::Pointwise { .. } => Vec::new(),
+            ConvSchedule::Pointwise { .. } | ConvSchedule::Implicit { .. } => Vec::new(),
             ConvSchedule::Im2colGemm { im2col, .. } => vec![im2col],
             ConvSchedule::Direct { step } => vec![step],
         }
@@ -135,16 +165,29 @@ pub fn plan_conv_with(
         return Err(PlanError::F16Unsupported);
     }
     check_bindings(problem, caps)?;
+    let mut fallbacks = Vec::new();
     let candidates = match algo {
         ConvAlgo::Auto if prefers_direct(problem) => vec![ConvAlgo::Direct, ConvAlgo::Gemm],
+        ConvAlgo::Auto if prefer_implicit(problem, caps) => {
+            let limit = binding_limit(caps);
+            fallbacks.push(format!(
+                "Gemm: the im2col buffer would need {} bytes; one binding holds at most {limit}",
+                im2col_bytes(problem)
+            ));
+            vec![ConvAlgo::Implicit]
+        }
         ConvAlgo::Auto | ConvAlgo::Gemm => vec![ConvAlgo::Gemm],
         ConvAlgo::Direct => vec![ConvAlgo::Direct],
+        // A forced implicit GEMM that cannot run here (no vec4 SIMT kernel fits the device)
+        // falls back to what `Auto` would run, with the reason in `fallbacks`.
+        ConvAlgo::Implicit if prefers_direct(problem) => vec![ConvAlgo::Implicit, ConvAlgo::Direct, ConvAlgo::Gemm],
+        ConvAlgo::Implicit => vec![ConvAlgo::Implicit, ConvAlgo::Gemm],
     };
-    let mut fallbacks = Vec::new();
     let mut first_error = None;
     for candidate in candidates {
         let built = match candidate {
             ConvAlgo::Direct => direct(problem, caps),
+            ConvAlgo::Implicit => implicit(problem, caps, gemm),
             _ => gemm_path(problem, caps, gemm),
         };
         match built {
@@ -160,8 +203,25 @@ pub fn plan_conv_with(
     Err(first_error.unwrap_or_else(|| PlanError::Invalid("no conv algorithm was tried".into())))
 }
 
+/// Whether `Auto` runs a conv with `group == 1` (and not pointwise) as an implicit GEMM rather
+/// than im2col + GEMM: today only when the im2col buffer cannot exist on this device (larger
+/// than one storage binding or buffer). This is the one place to change once both paths are
+/// measured (`kernel_bench --conv` prints them side by side).
+pub fn prefer_implicit(p: &ConvProblem, caps: &DeviceCaps) -> bool {
+    p.group == 1 && !p.is_pointwise() && im2col_bytes(p) > binding_limit(caps)
+}
+
+/// Bytes of the im2col buffer `[N, C·kh·kw, OH·OW]` the explicit path would allocate.
+pub fn im2col_bytes(p: &ConvProblem) -> u64 {
+    p.n as u64 * p.c as u64 * p.kh as u64 * p.kw as u64 * p.pixels() * p.dtype.size()
+}
+
+fn binding_limit(caps: &DeviceCaps) -> u64 {
+    caps.max_storage_binding_size.min(caps.max_buffer_size)
+}
+
 /// Depthwise-like: few output channels per group and a short reduction. Grouped convs only;
-/// `group == 1` always takes im2col + GEMM.
+/// `group == 1` always takes a GEMM (im2col or implicit).
 fn prefers_direct(p: &ConvProblem) -> bool {
     p.group > 1 && p.m_per_group() <= DIRECT_MAX_M_PER_GROUP && p.k_per_group() <= DIRECT_MAX_K
 }
@@ -180,29 +240,60 @@ pub fn prepack_weights(plan: &ConvPlan, weights: &[u8]) -> Result<Vec<u8>, PlanE
 type Built = Result<(ConvSchedule, u64), PlanError>;
 
 fn gemm_path(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built {
+    let pix = p.pixels();
     if p.is_pointwise() {
         // X[n] is [C, H·W] = [C, OH·OW]: exactly the col matrix.
-        let gemm = plan_gemm(&gemm_problem(p, p.c as u64)?, caps, options)?;
+        let gemm = plan_gemm(&gemm_problem(p, p.c as u64 * pix, p.c_per_group() as u64 * pix)?, caps, options)?;
         return Ok((ConvSchedule::Pointwise { gemm }, 0));
     }
     let col_k = p.c as u64 * p.kh as u64 * p.kw as u64;
     let col_bytes = p.n as u64 * col_k * p.pixels() * p.dtype.size();
     check_binding("the im2col buffer", col_bytes, caps)?;
     let im2col = im2col_step(p, caps, col_k)?;
-    let gemm = plan_gemm(&gemm_problem(p, col_k)?, caps, options)?;
+    let kg = p.k_per_group();
+    let gemm = plan_gemm(&gemm_problem(p, col_k * pix, kg * pix)?, caps, options)?;
     Ok((ConvSchedule::Im2colGemm { im2col, gemm }, col_bytes))
 }
 
-/// The batched GEMM over (image, group). `b_rows` is the row count of one image's B matrix
-/// (`C` for X itself, `C·kh·kw` for im2col).
-fn gemm_problem(p: &ConvProblem, b_rows: u64) -> Result<GemmProblem, PlanError> {
+/// The implicit GEMM: the GEMM of [`gemm_problem`] whose B batch strides step through X
+/// (an image is `C·H·W` elements, a group `C/G·H·W`), gathered with `geometry`.
+fn implicit(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built {
+    let plane = p.h as u64 * p.w as u64;
+    let mut problem = gemm_problem(p, p.c as u64 * plane, p.c_per_group() as u64 * plane)?;
+    // B is never read through its matrix layout; describe it as the `[K, pixels]` it stands for.
+    problem.b.row_stride = problem.n;
+    let gemm = plan_gemm_implicit(&problem, caps, options)?;
+    let geometry = ImplicitConvParams {
+        c: p.c_per_group(),
+        h: p.h,
+        w: p.w,
+        ow: p.ow,
+        kh: p.kh,
+        kw: p.kw,
+        taps: p.kh * p.kw,
+        plane: to_u32("input plane", plane)?,
+        stride_h: p.strides[0],
+        stride_w: p.strides[1],
+        dil_h: p.dilations[0],
+        dil_w: p.dilations[1],
+        pad_top: p.pads[0],
+        pad_left: p.pads[1],
+        reserved: [0; 2],
+    };
+    Ok((ConvSchedule::Implicit { gemm, geometry }, 0))
+}
+
+/// The batched GEMM over (image, group). `image_elems` and `group_elems` are the B elements of
+/// one image and one group (`C·OH·OW`, `C/G·OH·OW` for X itself; `C·kh·kw·OH·OW`,
+/// `C/G·kh·kw·OH·OW` for im2col).
+fn gemm_problem(p: &ConvProblem, image_elems: u64, group_elems: u64) -> Result<GemmProblem, PlanError> {
     let (mg, kg, pix) = (p.m_per_group() as u64, p.k_per_group(), p.pixels());
     let group_stride = |s: u64| if p.group > 1 { to_u32("group stride", s) } else { Ok(0) };
     let image_stride = |s: u64| if p.n > 1 { to_u32("image stride", s) } else { Ok(0) };
     let batch = [1, 1, p.n, p.group];
     let a = MatrixLayout { batch_strides: [0, 0, 0, group_stride(mg * kg)?], ..MatrixLayout::row_major(kg as u32) };
     let b = MatrixLayout {
-        batch_strides: [0, 0, image_stride(b_rows * pix)?, group_stride(kg * pix)?],
+        batch_strides: [0, 0, image_stride(image_elems)?, group_stride(group_elems)?],
         ..MatrixLayout::row_major(to_u32("output pixels", pix)?)
     };
     // One bias value per output channel: down the rows, constant along pixels.

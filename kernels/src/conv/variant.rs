@@ -49,6 +49,33 @@ pub struct ConvParams {
     pub clip_max: f32,
 }
 
+/// The conv geometry an implicit-GEMM kernel gathers B with (binding 5, next to the GEMM's
+/// `GemmParams`); `gemm_simt_vec.wgsl.j2` mirrors it as `ConvGeometry`. Per group and image,
+/// B is X viewed as `[c, h, w]`; the GEMM's batch strides select the image and group.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct ImplicitConvParams {
+    /// Input channels of one group.
+    pub c: u32,
+    pub h: u32,
+    pub w: u32,
+    pub ow: u32,
+    pub kh: u32,
+    pub kw: u32,
+    /// `kh · kw`.
+    pub taps: u32,
+    /// `h · w`.
+    pub plane: u32,
+    pub stride_h: u32,
+    pub stride_w: u32,
+    pub dil_h: u32,
+    pub dil_w: u32,
+    pub pad_top: u32,
+    pub pad_left: u32,
+    /// Pads the struct to a multiple of 16 bytes (uniform layout).
+    pub reserved: [u32; 2],
+}
+
 /// Which conv WGSL program a dispatch runs: the pipeline-cache key and the golden file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConvVariant {

@@ -32,15 +32,20 @@ pub fn b_contig(p: &GemmProblem) -> Contig {
 /// at a multiple of the device's 256-byte storage offset alignment), so element alignment is
 /// byte alignment.
 pub fn wide_loads_ok(p: &GemmProblem, width: u32) -> bool {
-    let a_ok = match a_contig(p) {
-        Contig::K => chunks_ok(&p.a, p.a.col_stride, p.a.row_stride, p.k, width),
-        Contig::Mn => chunks_ok(&p.a, p.a.row_stride, p.a.col_stride, p.m, width),
-    };
+    let a_ok = a_wide_loads_ok(p, width);
     let b_ok = match b_contig(p) {
         Contig::Mn => chunks_ok(&p.b, p.b.col_stride, p.b.row_stride, p.n, width),
         Contig::K => chunks_ok(&p.b, p.b.row_stride, p.b.col_stride, p.k, width),
     };
     a_ok && b_ok
+}
+
+/// [`wide_loads_ok`] for A alone (an implicit-GEMM conv gathers B element by element).
+pub fn a_wide_loads_ok(p: &GemmProblem, width: u32) -> bool {
+    match a_contig(p) {
+        Contig::K => chunks_ok(&p.a, p.a.col_stride, p.a.row_stride, p.k, width),
+        Contig::Mn => chunks_ok(&p.a, p.a.row_stride, p.a.col_stride, p.m, width),
+    }
 }
 
 fn chunks_ok(l: &MatrixLayout, inner_stride: u32, outer_stride: u32, inner_len: u32, width: u32) -> bool {
@@ -63,13 +68,18 @@ pub(crate) fn transposed(p: &GemmProblem) -> GemmProblem {
 
 /// Every operand must fit one storage binding (the kernels index with 32 bits).
 pub(crate) fn check_bindings(p: &GemmProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
+    check_operand_bindings(p, caps, true)
+}
+
+/// [`check_bindings`], leaving B out when `with_b` is false (an implicit B is gathered from a
+/// buffer its caller checks).
+pub(crate) fn check_operand_bindings(p: &GemmProblem, caps: &DeviceCaps, with_b: bool) -> Result<(), PlanError> {
     let size = p.dtype.size();
     let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
-    let mut operands = vec![
-        ("A", p.a.extent(p.m, p.k, &p.batch)),
-        ("B", p.b.extent(p.k, p.n, &p.batch)),
-        ("the output", p.output_len()),
-    ];
+    let mut operands = vec![("A", p.a.extent(p.m, p.k, &p.batch)), ("the output", p.output_len())];
+    if with_b {
+        operands.push(("B", p.b.extent(p.k, p.n, &p.batch)));
+    }
     if let Some(bias) = p.epilogue.bias {
         operands.push(("the bias", bias.extent(p.m, p.n, &p.batch)));
     }

@@ -10,10 +10,10 @@ pub mod tiling;
 pub mod tuning;
 pub mod variant;
 
-pub use layout::{a_contig, b_contig, wide_loads_ok};
+pub use layout::{a_contig, a_wide_loads_ok, b_contig, wide_loads_ok};
 pub use options::{CoopMode, GemmOptions};
 pub use params::{fold_grid, GemmParams};
-pub use plan::{plan_gemm, plan_gemm_tuned, GemmPlan, GemmStep, StepIo};
+pub use plan::{plan_gemm, plan_gemm_implicit, plan_gemm_tuned, GemmPlan, GemmStep, StepIo};
 pub use problem::{
     broadcast_layout, broadcast_shapes, contiguous_layout, matmul_problem, Activation, Epilogue, GemmProblem,
     MatrixLayout, MAX_BATCH_DIMS,

@@ -3,10 +3,14 @@
 //! substitute the numbers.
 
 use super::coop;
-use super::layout::{a_contig, b_contig, check_bindings, fold_batch_into_rows, transposed, wide_loads_ok};
+use super::layout::{
+    a_contig, a_wide_loads_ok, b_contig, check_bindings, check_operand_bindings, fold_batch_into_rows, transposed,
+    wide_loads_ok,
+};
 use super::options::GemmOptions;
 use super::params::{base_params, fold_grid, GemmParams, FLAG_GEMV_N_WIDE};
 use super::problem::GemmProblem;
+use super::tiling::Contig;
 use super::tiling::{GemvShape, TileShape, Tiling, TilingChoice};
 use super::tuning::Tuning;
 use super::variant::{CoopVariant, GemmVariant};
@@ -99,6 +103,85 @@ pub fn plan_gemm_tuned(
         .unwrap_or_else(|| PlanError::Invalid("no GEMM kernel fits this device".into())))
 }
 
+/// Plans the GEMM of an implicit-GEMM conv: `problem` describes A (the weights), the output,
+/// the bias and the batch; B is gathered from the conv input by the vec4 SIMT kernel
+/// (`implicit_b`), so its layout in `problem` is not read and not bound-checked here. Only
+/// the SIMT tilings that kernel implements apply (128×128, 64×64, split-K; neither the GEMV
+/// nor the coop kernels gather); a forced or automatic GEMV becomes 64×64. The tiling choice
+/// and the device-limit checks are those of [`plan_gemm`].
+pub fn plan_gemm_implicit(
+    problem: &GemmProblem,
+    caps: &DeviceCaps,
+    options: &GemmOptions,
+) -> Result<GemmPlan, PlanError> {
+    if problem.dtype == DType::F16 && !caps.shader_f16 {
+        return Err(PlanError::F16Unsupported);
+    }
+    check_operand_bindings(problem, caps, false)?;
+    let tuning = Tuning::for_caps(caps);
+    let mut tilings: Vec<Tiling> = Vec::new();
+    for t in simt_candidates(problem, caps, options.tiling) {
+        let t = if t == Tiling::Gemv { Tiling::Tile64 } else { t };
+        if !tilings.contains(&t) {
+            tilings.push(t);
+        }
+    }
+    let mut fallbacks = Vec::new();
+    if coop::eligible(problem, caps, options).is_ok() {
+        fallbacks.push("coop: only the SIMT kernel gathers an implicit B operand".to_string());
+    }
+    for tiling in tilings {
+        let built = match tiling {
+            Tiling::Tile128 => {
+                implicit_step(problem, caps, &tuning.simt_128, None).map(|s| plan(tiling, vec![s], false, 0))
+            }
+            Tiling::SplitK { splits } => implicit_step(problem, caps, &tuning.simt_64, Some(splits))
+                .and_then(|partial| split_k(problem, caps, partial))
+                .map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws)),
+            _ => implicit_step(problem, caps, &tuning.simt_64, None).map(|s| plan(Tiling::Tile64, vec![s], false, 0)),
+        };
+        match built {
+            Ok(mut plan) => {
+                plan.fallbacks = fallbacks;
+                return Ok(plan);
+            }
+            Err(e) => fallbacks.push(format!("{}: {e}", tiling.name())),
+        }
+    }
+    Err(PlanError::Invalid(format!("no implicit-GEMM kernel fits this device ({})", fallbacks.join("; "))))
+}
+
+/// The vec4 SIMT kernel with B gathered from a conv input: the first shape that fits. A loads
+/// 4-wide when its rows allow it, else as bounds-checked scalars.
+fn implicit_step(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    vec_shapes: &[TileShape],
+    splits: Option<u32>,
+) -> Result<GemmStep, String> {
+    if a_contig(p) != Contig::K {
+        return Err("the implicit-GEMM kernel reads A (the weights) K-contiguous".into());
+    }
+    let a_scalar = !a_wide_loads_ok(p, 4);
+    let mut last = String::from("no vec4-compatible tile shape");
+    for &shape in vec_shapes.iter().filter(|s| s.vec_compatible()) {
+        let variant = GemmVariant::TiledVec {
+            dtype: p.dtype,
+            shape,
+            split_k: splits.is_some(),
+            a: Contig::K,
+            b: Contig::Mn,
+            implicit_b: true,
+            a_scalar,
+        };
+        match variant.fits(caps) {
+            Ok(()) => return tiled_step(p, caps, variant, [shape.bm, shape.bn, shape.bk], splits),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// SIMT tilings to try, best first.
 fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
     let split = Tiling::SplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK, TileShape::T64.bk) };
@@ -178,7 +261,15 @@ fn simt_step(
     let split_k = splits.is_some();
     if wide_loads_ok(p, 4) {
         for &shape in vec_shapes.iter().filter(|s| s.vec_compatible()) {
-            let variant = GemmVariant::TiledVec { dtype: p.dtype, shape, split_k, a: a_contig(p), b: b_contig(p) };
+            let variant = GemmVariant::TiledVec {
+                dtype: p.dtype,
+                shape,
+                split_k,
+                a: a_contig(p),
+                b: b_contig(p),
+                implicit_b: false,
+                a_scalar: false,
+            };
             if variant.fits(caps).is_ok() {
                 return tiled_step(p, caps, variant, [shape.bm, shape.bn, shape.bk], splits);
             }

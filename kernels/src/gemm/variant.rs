@@ -81,13 +81,19 @@ pub enum GemmVariant {
         split_k: bool,
     },
     /// SIMT tiled GEMM with vec4 global and workgroup loads and double-buffered K slices; the
-    /// planner proved 4-element alignment of both operands.
+    /// planner proved 4-element alignment of both operands (of A alone with `implicit_b`).
     TiledVec {
         dtype: DType,
         shape: TileShape,
         split_k: bool,
         a: Contig,
         b: Contig,
+        /// Implicit-GEMM conv: B is not a `[K, N]` matrix but gathered from the NCHW conv input
+        /// (im2col on load, geometry in a second uniform); `b` is then `Contig::Mn`.
+        implicit_b: bool,
+        /// A is loaded as 4 scalars per chunk, each bounds-checked along K (rows whose length
+        /// is not a multiple of 4); only with `implicit_b`, whose conv weights are not padded.
+        a_scalar: bool,
     },
     /// Cooperative-matrix GEMM.
     Coop(CoopVariant),
@@ -128,6 +134,11 @@ impl GemmVariant {
         matches!(self, GemmVariant::Coop(_))
     }
 
+    /// Whether the kernel gathers B from a conv input (and binds the conv geometry uniform).
+    pub fn is_implicit(self) -> bool {
+        matches!(self, GemmVariant::TiledVec { implicit_b: true, .. })
+    }
+
     /// Stable name: the golden file stem and the label of the pipeline. Shapes other than the
     /// tuned defaults carry their parameters, so every distinct program has its own name.
     pub fn name(self) -> String {
@@ -136,11 +147,17 @@ impl GemmVariant {
                 let suffix = if split_k { "_splitk" } else { "" };
                 format!("gemm_{dtype}_{}x{}{suffix}", shape.bm, shape.bn)
             }
-            GemmVariant::TiledVec { dtype, shape, split_k, a, b } => {
+            GemmVariant::TiledVec { dtype, shape, split_k, a, b, implicit_b, a_scalar } => {
                 let split = if split_k { "_splitk" } else { "" };
                 let tuned = [SIMT_VEC_128, SIMT_VEC_64].contains(&shape);
                 let params = if tuned { String::new() } else { format!("_k{}_r{}x{}", shape.bk, shape.tm, shape.tn) };
-                format!("gemm_{dtype}_{}x{}_v4{}{split}{params}", shape.bm, shape.bn, layout_suffix(a, b))
+                let implicit = match (implicit_b, a_scalar) {
+                    (false, false) => "",
+                    (true, false) => "_implicit",
+                    (true, true) => "_implicit_a1",
+                    (false, true) => "_a1",
+                };
+                format!("gemm_{dtype}_{}x{}_v4{}{implicit}{split}{params}", shape.bm, shape.bn, layout_suffix(a, b))
             }
             GemmVariant::Coop(c) => {
                 let s = c.shape;

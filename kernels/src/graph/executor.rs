@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::program::{Operand, ProductOp, Program, Step};
 use super::support::ComputeOp;
-use crate::conv::{plan_conv, resolve, ConvInputs};
+use crate::conv::{plan_conv_with, resolve, ConvAlgo, ConvInputs};
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmOptions, GemmProblem};
@@ -33,11 +33,13 @@ pub struct ExecOptions {
     /// Tiling, tensor cores and precision of every GEMM (and conv GEMM).
     pub gemm: GemmOptions,
     pub conv1d_as_conv2d: bool,
+    /// The conv algorithm (`conv_algorithm`): `Auto` or forced.
+    pub conv_algo: ConvAlgo,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { gemm: GemmOptions::default(), conv1d_as_conv2d: true }
+        ExecOptions { gemm: GemmOptions::default(), conv1d_as_conv2d: true, conv_algo: ConvAlgo::Auto }
     }
 }
 
@@ -239,8 +241,14 @@ impl Executable {
                     let fail = |e: crate::PlanError| GpuError::Invalid(format!("Conv '{}': {e}", op.name));
                     let mut problem = resolve(&inputs, &op.attrs, self.options.conv1d_as_conv2d).map_err(fail)?;
                     problem.activation = op.activation;
-                    let plan = plan_conv(&problem, gpu.caps(), &self.options.gemm).map_err(fail)?;
-                    plans.push(format!("Conv '{}': {}", op.name, plan.describe()));
+                    let plan = plan_conv_with(&problem, gpu.caps(), &self.options.gemm, self.options.conv_algo)
+                        .map_err(fail)?;
+                    let fallbacks = if plan.fallbacks.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (fell back: {})", plan.fallbacks.join("; "))
+                    };
+                    plans.push(format!("Conv '{}': {}{fallbacks}", op.name, plan.describe()));
                     let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
                     if problem.output_len() > 0 {
                         let bias = op.bias.map(buf).transpose()?;

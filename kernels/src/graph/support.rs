@@ -3,7 +3,7 @@
 
 use super::model::{Node, ValueInfo};
 use crate::caps::DeviceCaps;
-use crate::conv::{plan_conv, resolve, AutoPad, ConvAttrs, ConvInputs};
+use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs};
 use crate::dtype::DType;
 use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmOptions, GemmProblem};
 
@@ -15,6 +15,8 @@ pub struct PlacementOptions {
     /// Tiling, tensor cores and precision of every GEMM (and conv GEMM).
     pub gemm: GemmOptions,
     pub conv1d_as_conv2d: bool,
+    /// The conv algorithm (`conv_algorithm`): `Auto` or forced.
+    pub conv_algo: ConvAlgo,
 }
 
 /// The compute ops we claim.
@@ -248,7 +250,7 @@ fn check_conv(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
             let bs = bs.flatten();
             let inputs = ConvInputs { x: &xs, w: &ws, bias: bs.as_deref(), dtype };
             let problem = resolve(&inputs, &attrs, opts.conv1d_as_conv2d).map_err(|e| e.to_string())?;
-            plan_conv(&problem, &opts.caps, &opts.gemm).map_err(|e| e.to_string())?;
+            plan_conv_with(&problem, &opts.caps, &opts.gemm, opts.conv_algo).map_err(|e| e.to_string())?;
         }
     }
     Ok(())

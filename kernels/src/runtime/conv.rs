@@ -1,5 +1,5 @@
-//! Dispatches of a conv plan: the im2col scratch, the GEMM and the direct kernel bound to the
-//! node's buffers.
+//! Dispatches of a conv plan: the im2col scratch, the GEMM (reading X directly as an implicit B
+//! operand in the implicit-GEMM schedule) and the direct kernel bound to the node's buffers.
 
 use bytemuck::bytes_of;
 
@@ -42,6 +42,11 @@ impl Gpu {
                     .extend(self.prepare_gemm(gemm, GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out })?);
                 Ok(dispatches)
             }
+            ConvSchedule::Implicit { gemm, geometry } => self.prepare_gemm_with(
+                gemm,
+                GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
+                Some(bytes_of(geometry)),
+            ),
             ConvSchedule::Direct { step } => {
                 let dummy;
                 let bias = match io.bias {

@@ -69,7 +69,7 @@ impl Gpu {
         Ok(Dispatch { label, pipeline, bind_group, grid })
     }
 
-    fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
+    pub(super) fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
         let buffer = self.scoped(label, || {
             Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -84,6 +84,18 @@ impl Gpu {
 
     /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.
     pub fn prepare_gemm(&self, plan: &GemmPlan, io: GemmBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
+        self.prepare_gemm_with(plan, io, None)
+    }
+
+    /// [`Gpu::prepare_gemm`]; `geometry` is the second uniform (binding 5) of the product steps
+    /// whose variant gathers B implicitly (an implicit-GEMM conv), required by them.
+    pub(super) fn prepare_gemm_with(
+        &self,
+        plan: &GemmPlan,
+        io: GemmBindings<'_>,
+        geometry: Option<&[u8]>,
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        let geometry = geometry.map(|g| self.uniform_buffer(g, "conv geometry")).transpose()?;
         let (a, b) = if plan.swap_operands { (io.b, io.a) } else { (io.a, io.b) };
         let dummy;
         let bias = match io.bias {
@@ -102,6 +114,24 @@ impl Gpu {
         for step in &plan.steps {
             let variant = ShaderVariant::Gemm(step.variant);
             let params = bytes_of(&step.params);
+            if step.variant.is_implicit() {
+                let Some(geometry) = &geometry else {
+                    return Err(GpuError::Invalid(format!("{} gathers B but has no conv geometry", variant.name())));
+                };
+                let target = match (step.io, &workspace) {
+                    (StepIo::Product { to_workspace: false }, _) => io.out,
+                    (StepIo::Product { to_workspace: true }, Some(ws)) => ws,
+                    _ => return Err(GpuError::Invalid("implicit-GEMM step without its output".into())),
+                };
+                out.push(self.prepare(
+                    variant,
+                    BindingLayout::PRODUCT_IMPLICIT,
+                    params,
+                    &[(0, a), (1, b), (2, bias), (3, target), (5, geometry)],
+                    step.grid,
+                )?);
+                continue;
+            }
             let dispatch = match (step.io, &workspace) {
                 (StepIo::Product { to_workspace: false }, _) => self.prepare(
                     variant,

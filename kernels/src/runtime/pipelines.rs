@@ -31,6 +31,15 @@ impl BindingLayout {
         (3, Access::ReadWrite),
         (4, Access::Uniform),
     ]);
+    /// `a, b, bias → out` plus the conv geometry: implicit-GEMM conv products.
+    pub const PRODUCT_IMPLICIT: BindingLayout = BindingLayout(&[
+        (0, Access::Read),
+        (1, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+        (5, Access::Uniform),
+    ]);
     /// `partials, bias → out`: the split-K reduction.
     pub const REDUCE: BindingLayout =
         BindingLayout(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
