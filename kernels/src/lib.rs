@@ -12,6 +12,7 @@ pub mod dtype;
 pub mod error;
 pub mod gemm;
 pub mod graph;
+pub mod hostcopy;
 pub mod shader;
 pub mod variants;
 

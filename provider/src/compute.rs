@@ -110,7 +110,12 @@ unsafe extern "system" fn compute(
                 if size > 0 {
                     let mut p: *mut c_void = null_mut();
                     check((o.api.GetTensorMutableData)(out, &mut p)).map_err(|e| e.message)?;
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), p as *mut u8, size);
+                    if p.is_null() {
+                        return Err(format!("output {i}: ORT returned no data pointer for {size} bytes"));
+                    }
+                    // SAFETY: ORT's output buffer of `size` bytes, exclusively ours during Compute.
+                    let dst = std::slice::from_raw_parts_mut(p as *mut u8, size);
+                    ep_kernels::hostcopy::copy(dst, bytes);
                 }
             }
             Ok(())

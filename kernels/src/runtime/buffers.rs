@@ -150,13 +150,22 @@ impl Gpu {
                 staged.size
             )));
         }
-        {
-            let mut view =
-                staged.buffer.get_mapped_range_mut(..).map_err(|e| GpuError::OutOfMemory(format!("staging: {e}")))?;
-            view.slice(..data.len()).copy_from_slice(data);
-        }
+        // Large uploads are copied by several threads, each through its own view of a disjoint
+        // range (mapped ranges start at multiples of 8 bytes; the last one runs to the padded end).
+        let size = staged.size;
+        let buffer = &staged.buffer;
+        let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
+            let end = if r.end == data.len() { size } else { r.end as u64 };
+            let mut view = buffer
+                .slice(r.start as u64..end)
+                .get_mapped_range_mut()
+                .map_err(|e| GpuError::OutOfMemory(format!("staging: {e}")))?;
+            view.slice(..r.len()).copy_from_slice(&data[r]);
+            Ok(())
+        });
         staged.buffer.unmap();
         staged.mapped = false;
+        written?;
         Ok(())
     }
 

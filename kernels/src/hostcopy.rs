@@ -1,0 +1,132 @@
+//! Large host-memory copies split across threads.
+//!
+//! A run moves its inputs into mapped staging memory and its outputs out of mapped read-back
+//! memory; for tensors of tens of megabytes one thread's `memcpy` (a few GB/s into
+//! write-combined or PCIe-mapped memory) costs more than the kernels. Chunks of at least
+//! [`MIN_CHUNK`] bytes go to scoped threads, the calling thread taking the first.
+
+use std::ops::Range;
+
+use parking_lot::Mutex;
+
+/// Below this a copy stays on the calling thread; each extra thread gets at least this much.
+pub const MIN_CHUNK: usize = 4 << 20;
+/// At most this many threads (the caller included) share one copy.
+pub const MAX_THREADS: usize = 8;
+
+/// Byte ranges, each a multiple of `align` long except the last, that split `len` bytes for
+/// parallel copying: one range when `len` is small.
+pub fn chunks(len: usize, align: usize) -> Vec<Range<usize>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+    let parts = (len / MIN_CHUNK).clamp(1, threads);
+    let align = align.max(1);
+    let step = len.div_ceil(parts).next_multiple_of(align);
+    (0..len).step_by(step.max(1)).map(|start| start..(start + step).min(len)).collect()
+}
+
+/// Runs `copy(range)` for each range of [`chunks`]`(len, align)`, in parallel when there are
+/// several; returns the first error.
+pub fn for_each_chunk<E: Send>(
+    len: usize,
+    align: usize,
+    copy: impl Fn(Range<usize>) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    let ranges = chunks(len, align);
+    let Some((first, rest)) = ranges.split_first() else {
+        return Ok(());
+    };
+    if rest.is_empty() {
+        return copy(first.clone());
+    }
+    let copy = &copy;
+    std::thread::scope(|s| {
+        let mut result = Ok(());
+        let mut handles = Vec::with_capacity(rest.len());
+        for r in rest {
+            // A thread that cannot start (no memory for its stack) leaves its chunk to us.
+            match std::thread::Builder::new().spawn_scoped(s, move || copy(r.clone())) {
+                Ok(h) => handles.push(h),
+                Err(_) => result = result.and(copy(r.clone())),
+            }
+        }
+        result = result.and(copy(first.clone()));
+        for h in handles {
+            // A panicking copy re-raises here, on the caller's thread (inside its FFI guard).
+            let r = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+/// A destination piece and its source, until someone copies it.
+type Piece<'a> = Mutex<Option<(&'a mut [u8], &'a [u8])>>;
+
+/// `dst.copy_from_slice(src)`, split across threads when large.
+pub fn copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
+    if src.len() < 2 * MIN_CHUNK {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let step = chunks(src.len(), 1)[0].len();
+    // Each piece is taken exactly once: by its thread, or by the caller when the thread could
+    // not start (no memory for its stack) or has not started yet.
+    let pieces: Vec<Piece<'_>> = dst.chunks_mut(step).zip(src.chunks(step)).map(|p| Mutex::new(Some(p))).collect();
+    let run = |piece: &Piece<'_>| {
+        if let Some((d, s)) = piece.lock().take() {
+            d.copy_from_slice(s);
+        }
+    };
+    std::thread::scope(|s| {
+        for piece in pieces.iter().skip(1) {
+            let _ = std::thread::Builder::new().spawn_scoped(s, move || run(piece));
+        }
+        for piece in &pieces {
+            run(piece);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_range_in_aligned_steps() {
+        for len in [0, 1, 7, MIN_CHUNK - 1, MIN_CHUNK, 2 * MIN_CHUNK + 3, 33 * MIN_CHUNK + 5] {
+            let r = chunks(len, 8);
+            assert!(r.len() <= MAX_THREADS);
+            let mut next = 0;
+            for (i, c) in r.iter().enumerate() {
+                assert_eq!(c.start, next, "len {len}: gap before chunk {i}");
+                assert!(c.start % 8 == 0, "len {len}: chunk {i} starts unaligned");
+                next = c.end;
+            }
+            assert_eq!(next, len, "len {len}: chunks end at {next}");
+            if len < MIN_CHUNK {
+                assert!(r.len() <= 1);
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_copy_is_exact() {
+        for len in [0, 5, 2 * MIN_CHUNK - 1, 2 * MIN_CHUNK, 9 * MIN_CHUNK + 13] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+            let mut dst = vec![0xAAu8; len];
+            copy(&mut dst, &src);
+            assert!(dst == src, "len {len}");
+            let cells: Vec<std::sync::atomic::AtomicU8> = (0..len).map(|_| Default::default()).collect();
+            for_each_chunk::<()>(len, 8, |r| {
+                for i in r {
+                    cells[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(())
+            })
+            .ok();
+            let seen: Vec<u8> = cells.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect();
+            assert!(seen.iter().all(|&n| n == 1), "len {len}: every byte visited once");
+        }
+    }
+}
