@@ -31,6 +31,21 @@ const MIN_STORAGE_BYTES: u64 = 16;
 /// How long a read-back waits for its map callbacks once its submission is done.
 const MAP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Requests a whole-buffer map of each buffer; its callback sends `(index, result)`.
+fn request_maps<'a>(
+    buffers: impl IntoIterator<Item = &'a wgpu::Buffer>,
+    mode: wgpu::MapMode,
+) -> mpsc::Receiver<(usize, Result<(), String>)> {
+    let (tx, rx) = mpsc::channel();
+    for (i, buffer) in buffers.into_iter().enumerate() {
+        let tx = tx.clone();
+        buffer.map_async(mode, .., move |res| {
+            let _ = tx.send((i, res.map_err(|e| e.to_string())));
+        });
+    }
+    rx
+}
+
 /// A host-writable staging buffer that uploads copy from (see [`Gpu::staging`]).
 ///
 /// It is created mapped; [`Gpu::fill`] writes data and unmaps it, the run's encoder copies it
@@ -172,14 +187,7 @@ impl Gpu {
     /// Maps staging buffers for writing again. Call once the submission that copied from them
     /// has completed (after its read-back): the maps then resolve on the next poll.
     pub fn remap(&self, staged: &mut [&mut Staged]) -> Result<(), GpuError> {
-        let (tx, rx) = mpsc::channel::<(usize, Result<(), String>)>();
-        for (i, s) in staged.iter().enumerate() {
-            let tx = tx.clone();
-            s.buffer.map_async(wgpu::MapMode::Write, .., move |res| {
-                let _ = tx.send((i, res.map_err(|e| e.to_string())));
-            });
-        }
-        drop(tx);
+        let rx = request_maps(staged.iter().map(|s| &s.buffer), wgpu::MapMode::Write);
         let mut outcome = self.check_alive();
         let _ = self.device.poll(wgpu::PollType::Poll);
         let results = self.collect_maps(&rx, staged.len());
@@ -214,14 +222,7 @@ impl Gpu {
     /// Maps the staging buffers (after their copies were submitted), waits, and hands each
     /// one's bytes to `sink` in order.
     pub fn read(&self, readbacks: &[&Readback], mut sink: impl FnMut(usize, &[u8])) -> Result<(), GpuError> {
-        let (tx, rx) = mpsc::channel::<(usize, Result<(), String>)>();
-        for (i, r) in readbacks.iter().enumerate() {
-            let tx = tx.clone();
-            r.buffer.map_async(wgpu::MapMode::Read, .., move |res| {
-                let _ = tx.send((i, res.map_err(|e| e.to_string())));
-            });
-        }
-        drop(tx);
+        let rx = request_maps(readbacks.iter().map(|r| &r.buffer), wgpu::MapMode::Read);
         let mut outcome = self.wait();
         let results = self.collect_maps(&rx, readbacks.len());
         for (i, r) in readbacks.iter().enumerate() {
