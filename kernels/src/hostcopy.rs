@@ -31,61 +31,47 @@ pub fn for_each_chunk<E: Send>(
     align: usize,
     copy: impl Fn(Range<usize>) -> Result<(), E> + Sync,
 ) -> Result<(), E> {
-    let ranges = chunks(len, align);
-    let Some((first, rest)) = ranges.split_first() else {
-        return Ok(());
-    };
-    if rest.is_empty() {
-        return copy(first.clone());
-    }
-    let copy = &copy;
-    std::thread::scope(|s| {
-        let mut result = Ok(());
-        let mut handles = Vec::with_capacity(rest.len());
-        for r in rest {
-            // A thread that cannot start (no memory for its stack) leaves its chunk to us.
-            match std::thread::Builder::new().spawn_scoped(s, move || copy(r.clone())) {
-                Ok(h) => handles.push(h),
-                Err(_) => result = result.and(copy(r.clone())),
-            }
-        }
-        result = result.and(copy(first.clone()));
-        for h in handles {
-            // A panicking copy re-raises here, on the caller's thread (inside its FFI guard).
-            let r = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            result = result.and(r);
-        }
-        result
-    })
+    run_parts(chunks(len, align), copy)
 }
-
-/// A destination piece and its source, until someone copies it.
-type Piece<'a> = Mutex<Option<(&'a mut [u8], &'a [u8])>>;
 
 /// `dst.copy_from_slice(src)`, split across threads when large.
 pub fn copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
-    if src.len() < 2 * MIN_CHUNK {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let step = chunks(src.len(), 1)[0].len();
-    // Each piece is taken exactly once: by its thread, or by the caller when the thread could
-    // not start (no memory for its stack) or has not started yet.
-    let pieces: Vec<Piece<'_>> = dst.chunks_mut(step).zip(src.chunks(step)).map(|p| Mutex::new(Some(p))).collect();
-    let run = |piece: &Piece<'_>| {
-        if let Some((d, s)) = piece.lock().take() {
-            d.copy_from_slice(s);
-        }
-    };
-    std::thread::scope(|s| {
-        for piece in pieces.iter().skip(1) {
-            let _ = std::thread::Builder::new().spawn_scoped(s, move || run(piece));
-        }
-        for piece in &pieces {
-            run(piece);
-        }
+    let step = chunks(src.len(), 1).first().map_or(1, |r| r.len());
+    let parts: Vec<(&mut [u8], &[u8])> = dst.chunks_mut(step).zip(src.chunks(step)).collect();
+    let copied: Result<(), std::convert::Infallible> = run_parts(parts, |(d, s)| {
+        d.copy_from_slice(s);
+        Ok(())
     });
+    let Ok(()) = copied;
+}
+
+/// Runs `work` on every part: the first on the calling thread, the others on scoped threads.
+/// Each part is taken exactly once, by its thread or by the caller when that thread could not
+/// start (no memory for its stack) or has not started yet. A panic in a thread re-raises on the
+/// caller's thread (inside its FFI guard).
+fn run_parts<T: Send, E: Send>(parts: Vec<T>, work: impl Fn(T) -> Result<(), E> + Sync) -> Result<(), E> {
+    if parts.len() <= 1 {
+        return parts.into_iter().try_for_each(work);
+    }
+    let slots: Vec<Mutex<Option<T>>> = parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    let run = |slot: &Mutex<Option<T>>| {
+        let part = slot.lock().take();
+        part.map_or(Ok(()), &work)
+    };
+    let run = &run;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = slots
+            .iter()
+            .skip(1)
+            .filter_map(|slot| std::thread::Builder::new().spawn_scoped(s, move || run(slot)).ok())
+            .collect();
+        let mut result = slots.iter().try_for_each(run);
+        for h in handles {
+            result = result.and(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        result
+    })
 }
 
 #[cfg(test)]

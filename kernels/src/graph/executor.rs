@@ -152,15 +152,11 @@ impl Executable {
             // Uploads go through our own staging buffers, copied at the start of the run's
             // encoder (not `Queue::write_buffer`, where wgpu counts an out-of-memory as a lost
             // device).
-            for (staged, t) in prepared.staging.iter_mut().zip(inputs) {
-                if let Some(staged) = staged {
-                    gpu.fill(staged, t.data)?;
-                }
-            }
             let mut encoder =
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
-            for (staged, buf) in prepared.staging.iter().zip(&prepared.inputs) {
+            for ((staged, buf), t) in prepared.staging.iter_mut().zip(&prepared.inputs).zip(inputs) {
                 if let Some(staged) = staged {
+                    gpu.fill(staged, t.data)?;
                     staged.copy_to(&mut encoder, &buf.buffer);
                 }
             }

@@ -103,15 +103,23 @@ impl Gpu {
     }
 
     /// Writes `data` at the start of `buf`, ordered before later submissions (one submission of
-    /// its own; the executor records its uploads into the run's encoder with [`Gpu::stage`]).
+    /// its own; the executor copies from its pooled staging buffers in the run's encoder).
     pub fn write(&self, buf: &GpuBuffer, data: &[u8]) -> Result<(), GpuError> {
         self.write_raw(&buf.buffer, data, "write")
     }
 
+    /// Copies `data` into `dst` through a one-off staging buffer of our own.
+    ///
+    /// Not `Queue::write_buffer`: wgpu makes its staging buffer there with a driver
+    /// out-of-memory counted as fatal, so one upload that does not fit lost the device for every
+    /// session on it. A buffer we create ourselves fails with a plain out-of-memory error, and
+    /// the device lives on (`kernels/tests/oom.rs`).
     pub(super) fn write_raw(&self, dst: &wgpu::Buffer, data: &[u8], label: &str) -> Result<(), GpuError> {
-        let Some(staged) = self.stage(data, label)? else {
+        if data.is_empty() {
             return Ok(());
-        };
+        }
+        let mut staged = self.staging(data.len() as u64, label)?;
+        self.fill(&mut staged, data)?;
         self.scoped(label, || {
             let mut encoder =
                 self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
@@ -119,22 +127,6 @@ impl Gpu {
             self.queue.submit([encoder.finish()]);
             Ok(())
         })
-    }
-
-    /// `data` in a staging buffer of our own, to copy into a device buffer with
-    /// [`Staged::copy_to`]; `None` for empty data.
-    ///
-    /// Not `Queue::write_buffer`: wgpu makes its staging buffer there with a driver
-    /// out-of-memory counted as fatal, so one upload that does not fit lost the device for every
-    /// session on it. A buffer we create ourselves fails with a plain out-of-memory error, and
-    /// the device lives on (`kernels/tests/oom.rs`).
-    pub fn stage(&self, data: &[u8], label: &str) -> Result<Option<Staged>, GpuError> {
-        if data.is_empty() {
-            return Ok(None);
-        }
-        let mut staged = self.staging(data.len() as u64, label)?;
-        self.fill(&mut staged, data)?;
-        Ok(Some(staged))
     }
 
     /// A staging buffer for uploads of `len` bytes (`len` > 0), mapped for [`Gpu::fill`].
