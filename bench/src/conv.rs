@@ -218,11 +218,7 @@ fn check(
     elements: &[usize],
     want: &[f64],
 ) -> Result<f64, String> {
-    let poison: Vec<u8> = match p.dtype {
-        DType::F32 => f32::NAN.to_le_bytes().repeat(p.output_len() as usize),
-        DType::F16 => half::f16::NAN.to_le_bytes().repeat(p.output_len() as usize),
-    };
-    gpu.write(out, &poison).map_err(|e| e.to_string())?;
+    gpu.write(out, &crate::measure::poison(p.dtype, p.output_len())).map_err(|e| e.to_string())?;
     gpu.run(&dispatches.iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
     let bytes = gpu.read_buffer(out).map_err(|e| e.to_string())?;
     let value = |e: usize| -> f64 {

@@ -122,16 +122,19 @@ fn shape_label(p: &GemmProblem) -> String {
     s.label()
 }
 
+/// `len` NaNs of `dtype`: an output element a plan never writes fails its check.
+pub fn poison(dtype: DType, len: u64) -> Vec<u8> {
+    match dtype {
+        DType::F32 => f32::NAN.to_le_bytes().repeat(len as usize),
+        DType::F16 => half::f16::NAN.to_le_bytes().repeat(len as usize),
+    }
+}
+
 fn measure(gpu: &Gpu, timer: &GpuTimer, inp: &Inputs, plan: &GemmPlan, iters: usize) -> Result<(f64, f64), GpuError> {
     let p = &inp.problem;
     let out_bytes = p.output_len() * p.dtype.size();
     let out = GpuBuffer { buffer: inp.out.buffer.clone(), len: out_bytes };
-    // NaN in both f32 and f16 (0x7e00 pairs): an element the plan never writes fails the check.
-    let poison: Vec<u8> = match p.dtype {
-        DType::F32 => f32::NAN.to_le_bytes().repeat(p.output_len() as usize),
-        DType::F16 => half::f16::NAN.to_le_bytes().repeat(p.output_len() as usize),
-    };
-    gpu.write(&out, &poison)?;
+    gpu.write(&out, &poison(p.dtype, p.output_len()))?;
     let dispatches = gpu.prepare_gemm(plan, GemmBindings { a: &inp.a, b: &inp.b, bias: None, out: &out })?;
     let refs: Vec<&Dispatch> = dispatches.iter().collect();
     gpu.run(&refs)?;

@@ -125,6 +125,11 @@ pub mod profiles {
 }
 
 impl DeviceCaps {
+    /// The most bytes one storage binding can hold: one binding never spans two buffers.
+    pub fn binding_limit(&self) -> u64 {
+        self.max_storage_binding_size.min(self.max_buffer_size)
+    }
+
     /// Reads the limits, features and cooperative-matrix shapes of a wgpu adapter.
     pub fn from_adapter(adapter: &wgpu::Adapter) -> Self {
         let info = adapter.get_info();

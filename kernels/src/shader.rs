@@ -193,17 +193,17 @@ fn simt_vec_context(
 /// The numbers of a cooperative-matrix kernel (see `gemm_coop.wgsl.j2`).
 fn coop_context(c: CoopVariant) -> Value {
     let s = c.shape;
-    let vw = c.load_width();
+    let vw = c.width;
     let threads = s.invocations();
     let [fm, fn_] = s.frags();
     let (sa, rows_a) = s.staged(s.bm, c.a_staged());
     let (sb, rows_b) = s.staged(s.bn, c.b_staged());
-    let (in_elem, reg_t, zero_reg) = match (vw, c.dtype) {
-        (8, _) => ("mat2x4<f16>", "mat2x4<f16>", "mat2x4<f16>()"),
-        (4, DType::F16) => ("vec4<f16>", "vec4<f16>", "vec4<f16>()"),
-        (4, DType::F32) => ("vec4<f32>", "vec4<f32>", "vec4<f32>()"),
-        (_, DType::F16) => ("f16", "f16", "f16(0.0)"),
-        (_, DType::F32) => ("f32", "f32", "0.0"),
+    let (in_elem, zero_reg) = match (vw, c.dtype) {
+        (8, _) => ("mat2x4<f16>", "mat2x4<f16>()"),
+        (4, DType::F16) => ("vec4<f16>", "vec4<f16>()"),
+        (4, DType::F32) => ("vec4<f32>", "vec4<f32>()"),
+        (_, DType::F16) => ("f16", "f16(0.0)"),
+        (_, DType::F32) => ("f32", "0.0"),
     };
     // Global chunks run along each operand's contiguous dimension; chunks per slice row.
     let a_cpr = if c.a == Contig::K { s.bk } else { s.bm } / vw;
@@ -223,7 +223,7 @@ fn coop_context(c: CoopVariant) -> Value {
         sets => if s.depth == 2 { vec!["", "x"] } else { vec![""] },
         a_loads => s.bm * s.bk / vw / threads,
         b_loads => s.bn * s.bk / vw / threads,
-        in_elem, reg_t, zero_reg,
+        in_elem, zero_reg,
     }
 }
 

@@ -163,7 +163,7 @@ fn check(gpu: &Gpu, case: &Case, rng: &mut impl Rng) -> Option<ConvPlan> {
     let packed = prepack_weights(&plan, &to_bytes(&w, case.dtype)).unwrap();
     let wb = gpu.upload(&packed, "w").unwrap();
     let bb = bias.as_ref().map(|b| gpu.upload(&to_bytes(b, case.dtype), "b").unwrap());
-    let out = gpu.upload(&to_bytes(&vec![f32::NAN; want.len()], case.dtype), "out").unwrap();
+    let out = gpu.upload(&poison(want.len(), case.dtype), "out").unwrap();
     let io = ConvBindings { x: &xb, w: &wb, bias: bb.as_ref(), out: &out };
     let dispatches = gpu.prepare_conv(&plan, io).unwrap_or_else(|e| panic!("{case:?}: {e}"));
     gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();

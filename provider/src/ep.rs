@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 use std::ptr::null;
 use std::sync::Arc;
 
-use ep_kernels::graph::{build_program, dtype_of, place, Constant, ExecOptions, Executable, PlacementOptions};
+use ep_kernels::graph::{build_program, dtype_of, place, Constant, Executable, PlacementOptions};
 use ep_kernels::runtime::Gpu;
 use ort_sys::{OrtGraph, OrtLoggingLevel, OrtNode, OrtValue, OrtValueInfo};
 
@@ -76,12 +76,13 @@ impl Ep {
     }
 
     fn placement_options(&self) -> PlacementOptions {
+        let exec = self.options.exec_options();
         PlacementOptions {
             caps: self.gpu.caps().clone(),
             enable_f16: self.options.enable_f16,
-            gemm: self.options.gemm_options(),
-            conv1d_as_conv2d: self.options.conv1d_as_conv2d,
-            conv_algo: self.options.conv_algorithm,
+            gemm: exec.gemm,
+            conv1d_as_conv2d: exec.conv1d_as_conv2d,
+            conv_algo: exec.conv_algo,
         }
     }
 
@@ -250,12 +251,7 @@ unsafe extern "system" fn compile(
                         build_program(&nodes, &inputs, &outputs, read_constants(graph)?).map_err(EpError::fail)?;
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
-                    let exec_options = ExecOptions {
-                        gemm: ep.options.gemm_options(),
-                        conv1d_as_conv2d: ep.options.conv1d_as_conv2d,
-                        conv_algo: ep.options.conv_algorithm,
-                    };
-                    let exec = Executable::new(ep.gpu.clone(), program, exec_options)?;
+                    let exec = Executable::new(ep.gpu.clone(), program, ep.options.exec_options())?;
                     created.push(ComputeInfo::create(exec, cstr(name)));
                 }
                 Ok(())

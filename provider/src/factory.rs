@@ -90,19 +90,19 @@ impl Factory {
         let coop = options.cooperative_matrix != CoopMode::Off;
         let mut gpus = self.gpus.lock();
         let key = (adapter, debug, coop);
-        match gpus.get(&key) {
-            // A lost device never comes back: sessions still holding it fail their runs with the
-            // reason, and new sessions get a freshly opened device.
-            Some(g) if g.is_lost() => {
-                let reason = g.check_alive().err().map(|e| e.to_string()).unwrap_or_default();
-                self.logger.log(
-                    OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
-                    &format!("adapter {adapter}: reopening the device ({reason})"),
-                );
-                gpus.remove(&key);
+        // A lost device never comes back: sessions still holding it fail their runs with the
+        // reason, and new sessions get a freshly opened device.
+        if let Some(g) = gpus.get(&key) {
+            match g.check_alive() {
+                Ok(()) => return Ok(g.clone()),
+                Err(reason) => {
+                    self.logger.log(
+                        OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+                        &format!("adapter {adapter}: reopening the device ({reason})"),
+                    );
+                    gpus.remove(&key);
+                }
             }
-            Some(g) => return Ok(g.clone()),
-            None => {}
         }
         let experimental = if coop {
             crate::experimental::cooperative_matrix_opt_in()

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 pub use ep_kernels::conv::ConvAlgo;
 pub use ep_kernels::gemm::CoopMode;
 use ep_kernels::gemm::{GemmOptions, TilingChoice};
+use ep_kernels::graph::ExecOptions;
 use ep_kernels::runtime::AdapterSelector;
 
 /// Prefix of our keys in the session config (ORT lower-cases the EP name).
@@ -97,6 +98,15 @@ impl EpOptions {
     /// What the GEMM planner (and the conv GEMMs) take from these options.
     pub fn gemm_options(&self) -> GemmOptions {
         GemmOptions { tiling: self.tiling, cooperative_matrix: self.cooperative_matrix, f32_via_f16: self.f32_via_f16 }
+    }
+
+    /// How compiled partitions plan their ops; placement checks claims with the same choices.
+    pub fn exec_options(&self) -> ExecOptions {
+        ExecOptions {
+            gemm: self.gemm_options(),
+            conv1d_as_conv2d: self.conv1d_as_conv2d,
+            conv_algo: self.conv_algorithm,
+        }
     }
 }
 

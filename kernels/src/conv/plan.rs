@@ -18,6 +18,7 @@ use super::variant::{ConvParams, ConvVariant, ImplicitConvParams};
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::PlanError;
+use crate::gemm::layout::check_binding;
 use crate::gemm::{
     fold_grid, plan_gemm, plan_gemm_implicit, Activation, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout,
 };
@@ -169,7 +170,7 @@ pub fn plan_conv_with(
     let candidates = match algo {
         ConvAlgo::Auto if prefers_direct(problem) => vec![ConvAlgo::Direct, ConvAlgo::Gemm],
         ConvAlgo::Auto if prefer_implicit(problem, caps) => {
-            let limit = binding_limit(caps);
+            let limit = caps.binding_limit();
             fallbacks.push(format!(
                 "Gemm: the im2col buffer would need {} bytes; one binding holds at most {limit}",
                 im2col_bytes(problem)
@@ -208,16 +209,12 @@ pub fn plan_conv_with(
 /// than one storage binding or buffer). This is the one place to change once both paths are
 /// measured (`kernel_bench --conv` prints them side by side).
 pub fn prefer_implicit(p: &ConvProblem, caps: &DeviceCaps) -> bool {
-    p.group == 1 && !p.is_pointwise() && im2col_bytes(p) > binding_limit(caps)
+    p.group == 1 && !p.is_pointwise() && im2col_bytes(p) > caps.binding_limit()
 }
 
 /// Bytes of the im2col buffer `[N, C·kh·kw, OH·OW]` the explicit path would allocate.
 pub fn im2col_bytes(p: &ConvProblem) -> u64 {
     p.n as u64 * p.c as u64 * p.kh as u64 * p.kw as u64 * p.pixels() * p.dtype.size()
-}
-
-fn binding_limit(caps: &DeviceCaps) -> u64 {
-    caps.max_storage_binding_size.min(caps.max_buffer_size)
 }
 
 /// Depthwise-like: few output channels per group and a short reduction. Grouped convs only;
@@ -243,15 +240,14 @@ fn gemm_path(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built
     let pix = p.pixels();
     if p.is_pointwise() {
         // X[n] is [C, H·W] = [C, OH·OW]: exactly the col matrix.
-        let gemm = plan_gemm(&gemm_problem(p, p.c as u64 * pix, p.c_per_group() as u64 * pix)?, caps, options)?;
+        let gemm = plan_gemm(&gemm_problem(p, p.c as u64 * pix)?, caps, options)?;
         return Ok((ConvSchedule::Pointwise { gemm }, 0));
     }
     let col_k = p.c as u64 * p.kh as u64 * p.kw as u64;
-    let col_bytes = p.n as u64 * col_k * p.pixels() * p.dtype.size();
+    let col_bytes = im2col_bytes(p);
     check_binding("the im2col buffer", col_bytes, caps)?;
     let im2col = im2col_step(p, caps, col_k)?;
-    let kg = p.k_per_group();
-    let gemm = plan_gemm(&gemm_problem(p, col_k * pix, kg * pix)?, caps, options)?;
+    let gemm = plan_gemm(&gemm_problem(p, col_k * pix)?, caps, options)?;
     Ok((ConvSchedule::Im2colGemm { im2col, gemm }, col_bytes))
 }
 
@@ -259,9 +255,8 @@ fn gemm_path(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built
 /// (an image is `C·H·W` elements, a group `C/G·H·W`), gathered with `geometry`.
 fn implicit(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built {
     let plane = p.h as u64 * p.w as u64;
-    let mut problem = gemm_problem(p, p.c as u64 * plane, p.c_per_group() as u64 * plane)?;
-    // B is never read through its matrix layout; describe it as the `[K, pixels]` it stands for.
-    problem.b.row_stride = problem.n;
+    // B is never read through its matrix layout, which describes the `[K, pixels]` it stands for.
+    let problem = gemm_problem(p, p.c as u64 * plane)?;
     let gemm = plan_gemm_implicit(&problem, caps, options)?;
     let geometry = ImplicitConvParams {
         c: p.c_per_group(),
@@ -283,17 +278,17 @@ fn implicit(p: &ConvProblem, caps: &DeviceCaps, options: &GemmOptions) -> Built 
     Ok((ConvSchedule::Implicit { gemm, geometry }, 0))
 }
 
-/// The batched GEMM over (image, group). `image_elems` and `group_elems` are the B elements of
-/// one image and one group (`C·OH·OW`, `C/G·OH·OW` for X itself; `C·kh·kw·OH·OW`,
-/// `C/G·kh·kw·OH·OW` for im2col).
-fn gemm_problem(p: &ConvProblem, image_elems: u64, group_elems: u64) -> Result<GemmProblem, PlanError> {
+/// The batched GEMM over (image, group). `image_elems` are the B elements of one image
+/// (`C·OH·OW` for X itself, `C·kh·kw·OH·OW` for im2col, `C·H·W` gathered); a group is one
+/// `group`-th of them.
+fn gemm_problem(p: &ConvProblem, image_elems: u64) -> Result<GemmProblem, PlanError> {
     let (mg, kg, pix) = (p.m_per_group() as u64, p.k_per_group(), p.pixels());
     let group_stride = |s: u64| if p.group > 1 { to_u32("group stride", s) } else { Ok(0) };
     let image_stride = |s: u64| if p.n > 1 { to_u32("image stride", s) } else { Ok(0) };
     let batch = [1, 1, p.n, p.group];
     let a = MatrixLayout { batch_strides: [0, 0, 0, group_stride(mg * kg)?], ..MatrixLayout::row_major(kg as u32) };
     let b = MatrixLayout {
-        batch_strides: [0, 0, image_stride(image_elems)?, group_stride(group_elems)?],
+        batch_strides: [0, 0, image_stride(image_elems)?, group_stride(image_elems / p.group as u64)?],
         ..MatrixLayout::row_major(to_u32("output pixels", pix)?)
     };
     // One bias value per output channel: down the rows, constant along pixels.
@@ -398,14 +393,6 @@ fn check_bindings(p: &ConvProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
     check_binding("the conv weights", p.weight_len() * size, caps)?;
     check_binding("the conv output", p.output_len() * size, caps)?;
     check_binding("the conv bias", p.m as u64 * size, caps)
-}
-
-fn check_binding(what: &'static str, needed: u64, caps: &DeviceCaps) -> Result<(), PlanError> {
-    let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
-    if needed > limit {
-        return Err(PlanError::BindingTooLarge { what, needed, limit });
-    }
-    Ok(())
 }
 
 fn to_u32(what: &'static str, v: u64) -> Result<u32, PlanError> {

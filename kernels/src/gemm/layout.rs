@@ -75,7 +75,6 @@ pub(crate) fn check_bindings(p: &GemmProblem, caps: &DeviceCaps) -> Result<(), P
 /// buffer its caller checks).
 pub(crate) fn check_operand_bindings(p: &GemmProblem, caps: &DeviceCaps, with_b: bool) -> Result<(), PlanError> {
     let size = p.dtype.size();
-    let limit = caps.max_storage_binding_size.min(caps.max_buffer_size);
     let mut operands = vec![("A", p.a.extent(p.m, p.k, &p.batch)), ("the output", p.output_len())];
     if with_b {
         operands.push(("B", p.b.extent(p.k, p.n, &p.batch)));
@@ -83,11 +82,14 @@ pub(crate) fn check_operand_bindings(p: &GemmProblem, caps: &DeviceCaps, with_b:
     if let Some(bias) = p.epilogue.bias {
         operands.push(("the bias", bias.extent(p.m, p.n, &p.batch)));
     }
-    for (what, elems) in operands {
-        let needed = elems * size;
-        if needed > limit {
-            return Err(PlanError::BindingTooLarge { what, needed, limit });
-        }
+    operands.into_iter().try_for_each(|(what, elems)| check_binding(what, elems * size, caps))
+}
+
+/// `needed` bytes of `what` must fit one storage binding.
+pub(crate) fn check_binding(what: &'static str, needed: u64, caps: &DeviceCaps) -> Result<(), PlanError> {
+    let limit = caps.binding_limit();
+    if needed > limit {
+        return Err(PlanError::BindingTooLarge { what, needed, limit });
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 use super::problem::{Activation, GemmProblem, MatrixLayout};
 use crate::error::PlanError;
 
-/// Uniforms shared by every GEMM-family shader (`wgsl/gemm_params.wgsl` mirrors it).
+/// Uniforms shared by every GEMM-family shader (`wgsl/gemm_common.wgsl.j2` mirrors it).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct GemmParams {

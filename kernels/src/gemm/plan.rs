@@ -13,7 +13,7 @@ use super::problem::GemmProblem;
 use super::tiling::Contig;
 use super::tiling::{GemvShape, TileShape, Tiling, TilingChoice};
 use super::tuning::Tuning;
-use super::variant::{CoopVariant, GemmVariant};
+use super::variant::GemmVariant;
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::PlanError;
@@ -88,8 +88,23 @@ pub fn plan_gemm_tuned(
         Err(reason) => fallbacks.push(format!("coop: {reason}")),
     }
     tilings.extend(simt_candidates(&problem, caps, options.tiling));
+    first_fit(tilings, fallbacks, |t| build(&problem, caps, t, tuning, simt_step)).map_err(|mut fallbacks| {
+        fallbacks
+            .pop()
+            .map(|last| PlanError::Invalid(format!("no GEMM kernel fits this device ({last})")))
+            .unwrap_or_else(|| PlanError::Invalid("no GEMM kernel fits this device".into()))
+    })
+}
+
+/// The plan of the first tiling that builds, carrying the reasons the earlier ones (and
+/// `fallbacks`) were rejected; all the reasons when none builds.
+fn first_fit(
+    tilings: Vec<Tiling>,
+    mut fallbacks: Vec<String>,
+    build: impl Fn(Tiling) -> Result<GemmPlan, String>,
+) -> Result<GemmPlan, Vec<String>> {
     for tiling in tilings {
-        match build(&problem, caps, tiling, tuning) {
+        match build(tiling) {
             Ok(mut plan) => {
                 plan.fallbacks = fallbacks;
                 return Ok(plan);
@@ -97,10 +112,7 @@ pub fn plan_gemm_tuned(
             Err(e) => fallbacks.push(format!("{}: {e}", tiling.name())),
         }
     }
-    Err(fallbacks
-        .pop()
-        .map(|last| PlanError::Invalid(format!("no GEMM kernel fits this device ({last})")))
-        .unwrap_or_else(|| PlanError::Invalid("no GEMM kernel fits this device".into())))
+    Err(fallbacks)
 }
 
 /// Plans the GEMM of an implicit-GEMM conv: `problem` describes A (the weights), the output,
@@ -130,25 +142,10 @@ pub fn plan_gemm_implicit(
     if coop::eligible(problem, caps, options).is_ok() {
         fallbacks.push("coop: only the SIMT kernel gathers an implicit B operand".to_string());
     }
-    for tiling in tilings {
-        let built = match tiling {
-            Tiling::Tile128 => {
-                implicit_step(problem, caps, &tuning.simt_128, None).map(|s| plan(tiling, vec![s], false, 0))
-            }
-            Tiling::SplitK { splits } => implicit_step(problem, caps, &tuning.simt_64, Some(splits))
-                .and_then(|partial| split_k(problem, caps, partial))
-                .map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws)),
-            _ => implicit_step(problem, caps, &tuning.simt_64, None).map(|s| plan(Tiling::Tile64, vec![s], false, 0)),
-        };
-        match built {
-            Ok(mut plan) => {
-                plan.fallbacks = fallbacks;
-                return Ok(plan);
-            }
-            Err(e) => fallbacks.push(format!("{}: {e}", tiling.name())),
-        }
-    }
-    Err(PlanError::Invalid(format!("no implicit-GEMM kernel fits this device ({})", fallbacks.join("; "))))
+    let implicit: SimtStep = |p, caps, shapes, _, splits| implicit_step(p, caps, shapes, splits);
+    first_fit(tilings, fallbacks, |t| build(problem, caps, t, &tuning, implicit)).map_err(|fallbacks| {
+        PlanError::Invalid(format!("no implicit-GEMM kernel fits this device ({})", fallbacks.join("; ")))
+    })
 }
 
 /// The vec4 SIMT kernel with B gathered from a conv input: the first shape that fits. A loads
@@ -215,24 +212,33 @@ pub(crate) fn tiles(p: &GemmProblem, bm: u32, bn: u32) -> u64 {
 pub(crate) fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool, bk: u32) -> u32 {
     let t = tiles(p, 64, 64).max(1);
     let max_by_k = p.k.div_ceil(bk).max(1);
+    let want = (caps.parallelism as u64).div_ceil(t).clamp(2, 16) as u32;
     if forced {
-        let want = (caps.parallelism as u64).div_ceil(t).clamp(2, 16) as u32;
         return want.min(max_by_k);
     }
     if t * 2 > caps.parallelism as u64 || p.k < 1024 {
         return 1;
     }
-    let want = (caps.parallelism as u64).div_ceil(t).clamp(2, 16) as u32;
     want.min(p.k / 256)
 }
 
-fn build(p: &GemmProblem, caps: &DeviceCaps, tiling: Tiling, tuning: &Tuning) -> Result<GemmPlan, String> {
+/// Makes a SIMT product step from the vec4 shapes to try, the scalar fallback shape and the
+/// K splits: [`simt_step`], or the implicit-GEMM conv's gathering kernel.
+type SimtStep = fn(&GemmProblem, &DeviceCaps, &[TileShape], TileShape, Option<u32>) -> Result<GemmStep, String>;
+
+fn build(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    tiling: Tiling,
+    tuning: &Tuning,
+    simt: SimtStep,
+) -> Result<GemmPlan, String> {
     let single = |step: GemmStep| plan(tiling, vec![step], false, 0);
     match tiling {
-        Tiling::Tile128 => simt_step(p, caps, &tuning.simt_128, TileShape::T128, None).map(single),
-        Tiling::Tile64 => simt_step(p, caps, &tuning.simt_64, TileShape::T64, None).map(single),
+        Tiling::Tile128 => simt(p, caps, &tuning.simt_128, TileShape::T128, None).map(single),
+        Tiling::Tile64 => simt(p, caps, &tuning.simt_64, TileShape::T64, None).map(single),
         Tiling::SplitK { splits } => {
-            let partial = simt_step(p, caps, &tuning.simt_64, TileShape::T64, Some(splits))?;
+            let partial = simt(p, caps, &tuning.simt_64, TileShape::T64, Some(splits))?;
             split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws))
         }
         Tiling::Gemv => gemv(p, caps),
@@ -288,6 +294,8 @@ pub(crate) fn tiled_step(
     [bm, bn, bk]: [u32; 3],
     splits: Option<u32>,
 ) -> Result<GemmStep, String> {
+    // Every caller builds its variant with `split_k: splits.is_some()`.
+    let to_workspace = splits.is_some();
     let mut splits = splits.unwrap_or(1).max(1);
     let k_chunk = p.k.div_ceil(splits).next_multiple_of(bk);
     if p.k > 0 {
@@ -302,12 +310,6 @@ pub(crate) fn tiled_step(
     params.tiles_m = tiles_m;
     params.splits = splits;
     params.k_chunk = k_chunk;
-    let to_workspace = matches!(
-        variant,
-        GemmVariant::Tiled { split_k: true, .. }
-            | GemmVariant::TiledVec { split_k: true, .. }
-            | GemmVariant::Coop(CoopVariant { split_k: true, .. })
-    );
     Ok(GemmStep { variant, params, grid, io: StepIo::Product { to_workspace } })
 }
 

@@ -22,7 +22,7 @@ pub const COOP_64: CoopShape =
 /// double-buffered K slices: 17 KB.
 pub const SIMT_VEC_128: TileShape = TileShape { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
 /// The vec4 SIMT kernel for medium problems and split-K: 64×64 tile, 4×4 per invocation.
-pub const SIMT_VEC_64: TileShape = TileShape { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 };
+pub const SIMT_VEC_64: TileShape = TileShape::T64;
 
 /// Shapes the planner tries, best first, per tiling.
 #[derive(Clone, Debug, PartialEq)]

@@ -34,11 +34,6 @@ pub struct CoopVariant {
 }
 
 impl CoopVariant {
-    /// Elements per global load; an alias of `width`.
-    pub fn load_width(self) -> u32 {
-        self.width
-    }
-
     /// The widths the kernels load with, widest first: 16 bytes, then (f16) 8 bytes, then 1.
     pub fn widths(dtype: DType) -> &'static [u32] {
         match dtype {
@@ -194,12 +189,8 @@ impl GemmVariant {
 
     /// Invocations per workgroup.
     pub fn invocations(self) -> u32 {
-        match self {
-            GemmVariant::Tiled { shape, .. } | GemmVariant::TiledVec { shape, .. } => shape.invocations(),
-            GemmVariant::Coop(c) => c.shape.invocations(),
-            GemmVariant::Gemv { shape, .. } => shape.threads,
-            GemmVariant::SplitKReduce { threads, .. } => threads,
-        }
+        let [x, y, z] = self.workgroup_size();
+        x * y * z
     }
 
     /// Workgroup memory the variant declares.
@@ -257,7 +248,7 @@ impl GemmVariant {
 /// Capabilities only the coop kernels need: shape consistency, then (unless emulated) the
 /// device's fragment configuration and subgroup size.
 fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
-    if !c.shape.is_consistent(c.load_width()) {
+    if !c.shape.is_consistent(c.width) {
         return Err(format!("inconsistent cooperative-matrix shape {:?}", c.shape));
     }
     if c.emulate {

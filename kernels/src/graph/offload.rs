@@ -7,7 +7,7 @@
 //! Softmax and Transposes) and large depthwise convs (~2 FLOP/byte) are such cases. Small
 //! partitions are left alone: their copies are cheap whatever the ratio.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::model::{Graph, ValueInfo};
 use super::support::{conv_attrs, ComputeOp, GemmAttrs};
@@ -20,12 +20,18 @@ pub const MIN_BOUNDARY_BYTES: u64 = 8 << 20;
 /// FLOP per boundary byte below which a large partition is left to the CPU EP.
 pub const MIN_INTENSITY: f64 = 64.0;
 
-/// `Err(reason)` when the partition `group` (node indices) should stay on the CPU EP.
-pub fn worth_offloading(graph: &Graph, group: &[usize], caps: &DeviceCaps) -> Result<(), String> {
+/// `Err(reason)` when the partition `group` (node indices) should stay on the CPU EP;
+/// `consumers` is [`Graph::consumers`] of `graph`.
+pub fn worth_offloading(
+    graph: &Graph,
+    consumers: &HashMap<&str, Vec<usize>>,
+    group: &[usize],
+    caps: &DeviceCaps,
+) -> Result<(), String> {
     if caps.kind != DeviceKind::DiscreteGpu {
         return Ok(());
     }
-    let (Some(flops), Some(bytes)) = (group_flops(graph, group), boundary_bytes(graph, group)) else {
+    let (Some(flops), Some(bytes)) = (group_flops(graph, group), boundary_bytes(graph, consumers, group)) else {
         return Ok(()); // symbolic shapes: cannot judge, keep it
     };
     let intensity = flops / bytes.max(1) as f64;
@@ -46,11 +52,10 @@ fn bytes_of(v: &ValueInfo) -> Option<u64> {
 }
 
 /// Bytes of non-constant values entering the group plus values leaving it.
-fn boundary_bytes(graph: &Graph, group: &[usize]) -> Option<u64> {
+fn boundary_bytes(graph: &Graph, consumers: &HashMap<&str, Vec<usize>>, group: &[usize]) -> Option<u64> {
     let members: HashSet<usize> = group.iter().copied().collect();
     let produced: HashSet<&str> =
         group.iter().flat_map(|&i| graph.nodes[i].outputs.iter().flatten().map(|o| o.name.as_str())).collect();
-    let consumers = graph.consumers();
     let mut seen = HashSet::new();
     let mut total = 0u64;
     for &i in group {

@@ -208,32 +208,24 @@ pub fn build_program(
                 }
                 _ => None,
             };
-            if let Some(Step::Conv(conv)) = steps.get_mut(k) {
-                conv.activation = match op {
-                    EpilogueOp::Relu => Activation::Relu,
-                    EpilogueOp::Clip => {
-                        let (min, max) = clip_bounds(node)?;
-                        Activation::Clip { min, max }
-                    }
-                    EpilogueOp::Add => return Err(format!("Add '{}' cannot fuse into a Conv", node.name)),
-                };
-                scope.fuse(tail, &tail_name, out);
-                continue;
-            }
-            let Some(Step::Product(product)) = steps.get_mut(k) else {
-                return Err(format!("'{}' fuses into a step that is not a product", node.name));
+            let activation = match op {
+                EpilogueOp::Relu => Some(Activation::Relu),
+                EpilogueOp::Clip => {
+                    let (min, max) = clip_bounds(node)?;
+                    Some(Activation::Clip { min, max })
+                }
+                EpilogueOp::Add => None,
             };
-            match op {
-                EpilogueOp::Add => {
+            match (steps.get_mut(k), activation) {
+                (Some(Step::Conv(conv)), Some(activation)) => conv.activation = activation,
+                (Some(Step::Conv(_)), None) => return Err(format!("Add '{}' cannot fuse into a Conv", node.name)),
+                (Some(Step::Product(product)), Some(activation)) => product.activation = activation,
+                (Some(Step::Product(product)), None) => {
                     product.bias = update;
                     // A Gemm without C ignores beta; the fused Add's operand is added as is.
                     product.gemm.beta = 1.0;
                 }
-                EpilogueOp::Relu => product.activation = Activation::Relu,
-                EpilogueOp::Clip => {
-                    let (min, max) = clip_bounds(node)?;
-                    product.activation = Activation::Clip { min, max };
-                }
+                _ => return Err(format!("'{}' fuses into a step that is not a product", node.name)),
             }
             scope.fuse(tail, &tail_name, out);
         } else if node.is_onnx() && node.op_type == "Reshape" {
@@ -284,6 +276,16 @@ impl Step {
         };
         operands.into_iter().flatten().collect()
     }
+
+    /// [`Step::operands`], to rewrite in place.
+    fn operands_mut(&mut self) -> Vec<&mut Operand> {
+        let operands = match self {
+            Step::Product(p) => vec![Some(&mut p.a), Some(&mut p.b), p.bias.as_mut()],
+            Step::Conv(c) => vec![Some(&mut c.x), Some(&mut c.w), c.bias.as_mut()],
+            Step::Reshape { input, .. } => vec![Some(input)],
+        };
+        operands.into_iter().flatten().collect()
+    }
 }
 
 /// Reorders steps so each runs after the temps it reads, renumbering `Temp`s. Nodes arrive in
@@ -315,23 +317,7 @@ fn run_order(steps: Vec<Step>, outputs: Vec<usize>) -> Result<(Vec<Step>, Vec<us
     let mut ordered = Vec::with_capacity(n);
     for &old in &order {
         let mut step = slots[old].take().ok_or("a step was ordered twice")?;
-        match &mut step {
-            Step::Product(p) => {
-                renumber(&mut p.a);
-                renumber(&mut p.b);
-                if let Some(bias) = &mut p.bias {
-                    renumber(bias);
-                }
-            }
-            Step::Conv(c) => {
-                renumber(&mut c.x);
-                renumber(&mut c.w);
-                if let Some(bias) = &mut c.bias {
-                    renumber(bias);
-                }
-            }
-            Step::Reshape { input, .. } => renumber(input),
-        }
+        step.operands_mut().into_iter().for_each(renumber);
         ordered.push(step);
     }
     Ok((ordered, outputs.into_iter().map(|t| new_index[t]).collect()))

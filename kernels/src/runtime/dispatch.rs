@@ -69,7 +69,7 @@ impl Gpu {
         Ok(Dispatch { label, pipeline, bind_group, grid })
     }
 
-    pub(super) fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
+    fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
         let buffer = self.scoped(label, || {
             Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -114,39 +114,22 @@ impl Gpu {
         for step in &plan.steps {
             let variant = ShaderVariant::Gemm(step.variant);
             let params = bytes_of(&step.params);
-            if step.variant.is_implicit() {
+            // A product writes the output, or its split's partial sums to the workspace; an
+            // implicit-GEMM product also binds the conv geometry.
+            let product = |target: &GpuBuffer| -> Result<Dispatch, GpuError> {
+                if !step.variant.is_implicit() {
+                    let buffers = [(0, a), (1, b), (2, bias), (3, target)];
+                    return self.prepare(variant, BindingLayout::PRODUCT, params, &buffers, step.grid);
+                }
                 let Some(geometry) = &geometry else {
                     return Err(GpuError::Invalid(format!("{} gathers B but has no conv geometry", variant.name())));
                 };
-                let target = match (step.io, &workspace) {
-                    (StepIo::Product { to_workspace: false }, _) => io.out,
-                    (StepIo::Product { to_workspace: true }, Some(ws)) => ws,
-                    _ => return Err(GpuError::Invalid("implicit-GEMM step without its output".into())),
-                };
-                out.push(self.prepare(
-                    variant,
-                    BindingLayout::PRODUCT_IMPLICIT,
-                    params,
-                    &[(0, a), (1, b), (2, bias), (3, target), (5, geometry)],
-                    step.grid,
-                )?);
-                continue;
-            }
+                let buffers = [(0, a), (1, b), (2, bias), (3, target), (5, geometry)];
+                self.prepare(variant, BindingLayout::PRODUCT_IMPLICIT, params, &buffers, step.grid)
+            };
             let dispatch = match (step.io, &workspace) {
-                (StepIo::Product { to_workspace: false }, _) => self.prepare(
-                    variant,
-                    BindingLayout::PRODUCT,
-                    params,
-                    &[(0, a), (1, b), (2, bias), (3, io.out)],
-                    step.grid,
-                )?,
-                (StepIo::Product { to_workspace: true }, Some(ws)) => self.prepare(
-                    variant,
-                    BindingLayout::PRODUCT,
-                    params,
-                    &[(0, a), (1, b), (2, bias), (3, ws)],
-                    step.grid,
-                )?,
+                (StepIo::Product { to_workspace: false }, _) => product(io.out)?,
+                (StepIo::Product { to_workspace: true }, Some(ws)) => product(ws)?,
                 (StepIo::Reduce, Some(ws)) => {
                     self.prepare(variant, BindingLayout::REDUCE, params, &[(0, ws), (2, bias), (3, io.out)], step.grid)?
                 }
