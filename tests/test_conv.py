@@ -72,8 +72,8 @@ def test_random_conv_sweep(make_session, run_cpu, i):
     check(make_session, run_cpu, model, rng.standard_normal([n, c] + size).astype(np.float32))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_whisper_frontend(make_session, run_cpu, dtype):
+def whisper_frontend(dtype):
+    """Whisper's conv frontend: conv1 (80→384, k3 p1) with a fused Relu, then conv2 (384→384, k3 s2 p1)."""
     w1 = (RNG.standard_normal((384, 80, 3)) * 0.1).astype(dtype)
     w2 = (RNG.standard_normal((384, 384, 3)) * 0.05).astype(dtype)
     b1, b2 = RNG.standard_normal(384).astype(dtype), RNG.standard_normal(384).astype(dtype)
@@ -83,7 +83,12 @@ def test_whisper_frontend(make_session, run_cpu, dtype):
         helper.make_node("Conv", ["r1", "W2", "B2"], ["Y"], pads=[1, 1], strides=[2], name="conv2"),
     ]
     inits = [numpy_helper.from_array(v, k) for k, v in dict(W1=w1, B1=b1, W2=w2, B2=b2).items()]
-    model = models.finish(nodes, [models.tensor("X", dtype, [1, 80, 3000])], [models.tensor("Y", dtype, None)], inits)
+    return models.finish(nodes, [models.tensor("X", dtype, [1, 80, 3000])], [models.tensor("Y", dtype, None)], inits)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_whisper_frontend(make_session, run_cpu, dtype):
+    model = whisper_frontend(dtype)
     check(make_session, run_cpu, model, RNG.standard_normal((1, 80, 3000)).astype(dtype), dtype)
 
 
@@ -124,17 +129,7 @@ def test_implicit_gemm_random_convs(make_session, run_cpu, i):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_implicit_gemm_whisper_and_2d(make_session, run_cpu, dtype):
-    # Whisper conv1 (80→384, k3 p1) with a fused Relu, then conv2 (384→384, k3 s2 p1).
-    w1 = (RNG.standard_normal((384, 80, 3)) * 0.1).astype(dtype)
-    w2 = (RNG.standard_normal((384, 384, 3)) * 0.05).astype(dtype)
-    b1, b2 = RNG.standard_normal(384).astype(dtype), RNG.standard_normal(384).astype(dtype)
-    nodes = [
-        helper.make_node("Conv", ["X", "W1", "B1"], ["c1"], pads=[1, 1], name="conv1"),
-        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("Conv", ["r1", "W2", "B2"], ["Y"], pads=[1, 1], strides=[2], name="conv2"),
-    ]
-    inits = [numpy_helper.from_array(v, k) for k, v in dict(W1=w1, B1=b1, W2=w2, B2=b2).items()]
-    model = models.finish(nodes, [models.tensor("X", dtype, [1, 80, 3000])], [models.tensor("Y", dtype, None)], inits)
+    model = whisper_frontend(dtype)
     x = RNG.standard_normal((1, 80, 3000)).astype(dtype)
     check(make_session, run_cpu, model, x, dtype, {"conv_algorithm": "implicit"})
     # An RGB stem (reduction length 27, not a multiple of 4), batch 2, asymmetric pads, stride 2.

@@ -18,52 +18,53 @@ print("survived")
 """
 
 
+def survives(lib_path, code: str, env: dict | None = None):
+    """Runs `code` then STILL_WORKS in a fresh process; asserts the process got through both."""
+    r = run_script(lib_path, code + STILL_WORKS, env)
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+    return r
+
+
 def test_panic_in_compute_is_an_error_and_the_process_lives_on(lib_path):
-    r = run_script(
+    r = survives(
         lib_path,
         f"""
 sess = session({MODEL})
 for attempt in range(3):
     expect_error(lambda: sess.run(None, {FEEDS}), "internal error in Compute", "test fault")
 del sess
-"""
-        + STILL_WORKS,
+""",
         {FAULT_ENV: "panic:compute"},
     )
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
 
 
 @pytest.mark.parametrize("site,entry", [("create_ep", "CreateEp"), ("compile", "Compile")])
 def test_panic_during_session_creation_fails_it_with_a_message(lib_path, site, entry):
-    r = run_script(
+    r = survives(
         lib_path,
         f"""
 expect_error(lambda: session({MODEL}), "internal error in {entry}", "test fault")
-"""
-        + STILL_WORKS,
+""",
         {FAULT_ENV: f"panic:{site}"},
     )
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
 
 
 def test_panic_in_get_capability_leaves_the_nodes_to_cpu(lib_path):
     # ORT logs a failed GetCapability and gives the nodes to other EPs: with fallback the model runs on the CPU EP.
-    r = run_script(
+    r = survives(
         lib_path,
         f"""
 expect_error(lambda: session({MODEL}), "fallback to CPU EP has been explicitly disabled")
 assert (session({MODEL}, fallback=True).run(None, {FEEDS})[0] == 8).all()
-"""
-        + STILL_WORKS,
+""",
         {FAULT_ENV: "panic:get_capability"},
     )
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
     assert "internal error in GetCapability: test fault" in r.stderr, describe(r)
 
 
 def test_panic_in_a_slot_without_status_is_logged(lib_path):
     # ReleaseEp returns nothing: the panic is caught and logged on ORT's default logger.
-    r = run_script(
+    r = survives(
         lib_path,
         f"""
 ort.set_default_logger_severity(2)
@@ -71,16 +72,14 @@ for i in range(3):
     sess = session({MODEL})
     assert (sess.run(None, {FEEDS})[0] == 8).all()
     del sess
-"""
-        + STILL_WORKS,
+""",
         {FAULT_ENV: "panic:release_ep"},
     )
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
     assert r.stderr.count("internal error in ReleaseEp") == 3, describe(r)
 
 
 def test_lost_device_fails_runs_and_the_next_session_gets_a_new_device(lib_path):
-    r = run_script(
+    r = survives(
         lib_path,
         f"""
 sess = session({MODEL})
@@ -90,16 +89,13 @@ fresh = session({MODEL})
 assert (fresh.run(None, {FEEDS})[0] == 8).all()
 expect_error(lambda: sess.run(None, {FEEDS}), "GPU device was lost")
 del sess, fresh
-"""
-        + STILL_WORKS,
+""",
         {FAULT_ENV: "lose_device:compute"},
     )
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
 
 
 def test_a_bad_fault_directive_is_reported(lib_path):
-    r = run_script(lib_path, f'expect_error(lambda: session({MODEL}), "unknown site")\n' + STILL_WORKS, {FAULT_ENV: "panic:nowhere"})
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+    survives(lib_path, f'expect_error(lambda: session({MODEL}), "unknown site")\n', {FAULT_ENV: "panic:nowhere"})
 
 
 
@@ -116,7 +112,7 @@ def test_real_out_of_memory_is_an_error_and_the_session_runs_again(lib_path):
     #   (ORT_DEVICE_RESET for every session on it); through our own staging buffer it is a plain error.
     # - gemv again at the warmed-up shape [3500, 4000]: its pooled set (device and staging buffers) is reused, so
     #   it allocates nothing and runs correctly under the limit.
-    r = run_script(
+    r = survives(
         lib_path,
         """
 import resource
@@ -165,8 +161,6 @@ for s in (sess, session(model)):
     check(s, outer2)
     check(s, gemv2)
 del sess, s
-"""
-        + STILL_WORKS,
+""",
     )
-    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
     print(r.stdout)

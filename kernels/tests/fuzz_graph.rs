@@ -6,6 +6,9 @@
 //!
 //! `EP_WGPU_FUZZ_CASES` sets the number of graphs (CI: the default; by hand: e.g. 200000).
 
+mod common;
+
+use common::reentry;
 use std::collections::{BTreeMap, HashSet};
 
 use ep_kernels::caps::profiles;
@@ -463,29 +466,6 @@ fn fused_io(g: &Graph, group: &[usize]) -> (Vec<String>, Vec<String>, Vec<Consta
     (inputs, outputs, constants)
 }
 
-/// No path from a group member through a node outside the group back into the group.
-fn convex(g: &Graph, group: &[usize]) -> bool {
-    let consumers = g.consumers();
-    let members: HashSet<usize> = group.iter().copied().collect();
-    let mut stack: Vec<(usize, bool)> = group.iter().map(|&m| (m, false)).collect();
-    let mut seen = HashSet::new();
-    while let Some((n, left)) = stack.pop() {
-        if !seen.insert((n, left)) {
-            continue;
-        }
-        for out in g.nodes[n].outputs.iter().flatten() {
-            for &c in consumers.get(out.name.as_str()).into_iter().flatten() {
-                let inside = members.contains(&c);
-                if left && inside {
-                    return false;
-                }
-                stack.push((c, left || !inside));
-            }
-        }
-    }
-    true
-}
-
 fn check(g: &Graph, opts: &PlacementOptions) -> Result<(), TestCaseError> {
     let p = place(g, opts);
     prop_assert_eq!(p.decisions.len(), g.nodes.len());
@@ -495,7 +475,7 @@ fn check(g: &Graph, opts: &PlacementOptions) -> Result<(), TestCaseError> {
         for &i in group {
             prop_assert!(in_groups.insert(i), "node {} is in two groups", i);
         }
-        prop_assert!(convex(g, group), "group {:?} is not convex", group);
+        prop_assert!(reentry(g, group).is_none(), "group {:?} is not convex", group);
     }
     let claimed: HashSet<usize> = p.decisions.iter().filter(|d| d.verdict.is_ok()).map(|d| d.node).collect();
     prop_assert_eq!(&claimed, &in_groups);

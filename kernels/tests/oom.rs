@@ -16,7 +16,7 @@ use std::process::Command;
 
 use common::*;
 use ep_kernels::gemm::{matmul_problem, plan_gemm};
-use ep_kernels::runtime::{GemmBindings, Gpu, GpuOptions};
+use ep_kernels::runtime::{GemmBindings, Gpu};
 use ep_kernels::{DType, GpuError};
 
 const MIB: u64 = 1 << 20;
@@ -61,11 +61,7 @@ fn checked_gemm(gpu: &Gpu, seed: u64) -> Result<(), GpuError> {
 
 #[test]
 fn an_allocation_the_driver_refuses_is_out_of_memory_and_the_device_keeps_working() {
-    let gpu = Gpu::new(&GpuOptions {
-        adapter: std::env::var("EP_WGPU_TEST_ADAPTER").unwrap_or_default().parse().unwrap(),
-        ..Default::default()
-    })
-    .unwrap();
+    let gpu = open_gpu();
     assert!(
         gpu.adapter().is_software(),
         "RLIMIT_AS only bounds device memory on a software adapter: {:?}",

@@ -1,7 +1,10 @@
 //! Placement on plain graphs: what is claimed, why the rest is declined, and that every group is
 //! convex (no path leaves a group through an unclaimed node and comes back).
 
-use std::collections::{BTreeMap, HashSet};
+mod common;
+
+use common::reentry;
+use std::collections::BTreeMap;
 
 use ep_kernels::caps::profiles;
 use ep_kernels::gemm::GemmOptions;
@@ -72,23 +75,9 @@ fn verdicts(g: &Graph) -> (Verdicts, Vec<Vec<usize>>) {
 
 /// No path from a group member through a node outside the group back into the group.
 fn assert_convex(g: &Graph, groups: &[Vec<usize>]) {
-    let consumers = g.consumers();
     for group in groups {
-        let members: HashSet<usize> = group.iter().copied().collect();
-        // Walk forward from every member; once outside, reaching a member is a violation.
-        let mut stack: Vec<(usize, bool)> = group.iter().map(|&m| (m, false)).collect();
-        let mut seen = HashSet::new();
-        while let Some((n, left)) = stack.pop() {
-            if !seen.insert((n, left)) {
-                continue;
-            }
-            for out in g.nodes[n].outputs.iter().flatten() {
-                for &c in consumers.get(out.name.as_str()).into_iter().flatten() {
-                    let inside = members.contains(&c);
-                    assert!(!(left && inside), "group {group:?} is not convex (re-enters at node {c})");
-                    stack.push((c, left || !inside));
-                }
-            }
+        if let Some(c) = reentry(g, group) {
+            panic!("group {group:?} is not convex (re-enters at node {c})");
         }
     }
 }

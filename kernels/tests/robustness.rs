@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use common::*;
 use ep_kernels::graph::{build_program, Attr, Dim, ExecOptions, Executable, HostTensor, Node, ValueInfo};
-use ep_kernels::runtime::{Gpu, GpuOptions};
+use ep_kernels::runtime::Gpu;
 use ep_kernels::{DType, GpuError};
 
 fn value(name: &str, rank: usize) -> ValueInfo {
@@ -130,11 +130,7 @@ fn tensors_past_the_device_limits_fail_with_the_limit() {
 #[test]
 fn a_destroyed_device_fails_every_call_with_device_lost() {
     // A device of its own: destroying the shared test device would break the other tests.
-    let gpu = Gpu::new(&GpuOptions {
-        adapter: std::env::var("EP_WGPU_TEST_ADAPTER").unwrap_or_default().parse().unwrap(),
-        ..Default::default()
-    })
-    .unwrap();
+    let gpu = open_gpu();
     let exec = executable(&gpu, None);
     let inputs: [(&[u64], &[f32]); 2] = [(&[1, 2], &[1.0, 2.0]), (&[2, 1], &[3.0, 4.0])];
     assert_eq!(run(&exec, &inputs).unwrap().1, vec![11.0]);

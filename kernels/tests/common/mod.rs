@@ -13,13 +13,17 @@ use rand::{Rng, SeedableRng};
 pub fn gpu() -> Arc<Gpu> {
     static GPU: OnceLock<Arc<Gpu>> = OnceLock::new();
     GPU.get_or_init(|| {
-        let adapter = std::env::var("EP_WGPU_TEST_ADAPTER").unwrap_or_default().parse().unwrap();
-        let gpu = Gpu::new(&GpuOptions { adapter, ..Default::default() })
-            .expect("a wgpu adapter (install mesa-vulkan-drivers)");
+        let gpu = open_gpu();
         eprintln!("test adapter: {:?}", gpu.adapter());
         gpu
     })
     .clone()
+}
+
+/// A device of its own on the test adapter (for tests that destroy or exhaust it).
+pub fn open_gpu() -> Arc<Gpu> {
+    let adapter = std::env::var("EP_WGPU_TEST_ADAPTER").unwrap_or_default().parse().unwrap();
+    Gpu::new(&GpuOptions { adapter, ..Default::default() }).expect("a wgpu adapter (install mesa-vulkan-drivers)")
 }
 
 /// A fresh generator each run; the seed is printed so a failure can be replayed with
@@ -139,4 +143,29 @@ pub fn tolerance(dtype: DType, k: u32) -> (f64, f64) {
         // f16 storage of the result: half an ulp at |x| ≤ 32 is ≤ 2^-6.
         DType::F16 => (2e-2 + 1e-3 * (k as f64).sqrt(), 2e-3),
     }
+}
+
+/// The first node at which a path from a member of `group` through a node outside it comes
+/// back into it (`None`: the group is convex).
+pub fn reentry(g: &ep_kernels::graph::Graph, group: &[usize]) -> Option<usize> {
+    let consumers = g.consumers();
+    let members: std::collections::HashSet<usize> = group.iter().copied().collect();
+    // Walk forward from every member; once outside, reaching a member is a violation.
+    let mut stack: Vec<(usize, bool)> = group.iter().map(|&m| (m, false)).collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some((n, left)) = stack.pop() {
+        if !seen.insert((n, left)) {
+            continue;
+        }
+        for out in g.nodes[n].outputs.iter().flatten() {
+            for &c in consumers.get(out.name.as_str()).into_iter().flatten() {
+                let inside = members.contains(&c);
+                if left && inside {
+                    return Some(c);
+                }
+                stack.push((c, left || !inside));
+            }
+        }
+    }
+    None
 }
