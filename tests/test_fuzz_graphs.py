@@ -222,7 +222,7 @@ def run_reference(model, feeds):
 
 def test_random_graphs_match_cpu(make_session, run_cpu):
     base = int(BASE_SEED) if BASE_SEED else int(np.random.default_rng().integers(0, 2**31))
-    ran = refused = relaxed = 0
+    ran = refused = relaxed = too_big = 0
     for i in range(ITERATIONS):
         seed = base + i
         rng = np.random.default_rng(seed)
@@ -241,6 +241,11 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
         try:
             got = make_session(model, fallback=True).run(None, feeds)
         except Exception as e:
+            if "in one storage binding; the device allows" in str(e):
+                # A tensor past one storage binding, known only at run time (symbolic dims): our documented limit
+                # (docs/RELIABILITY.md §8), reported as a clear error; the CPU EP has no such limit.
+                too_big += 1
+                continue
             # Acceptable only where ONNX Runtime itself fails the model with its usual optimizations (its
             # MatMul+Add fusion builds an invalid Reshape for a 1-D operand of length 0).
             try:
@@ -263,7 +268,8 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
         ran += 1
     print(
         f"fuzz: {ran} graphs matched the CPU EP ({relaxed} of them near overflow: shapes only), "
-        f"{refused} refused by ONNX Runtime itself, seeds {base}..{base + ITERATIONS - 1}"
+        f"{refused} refused by ONNX Runtime itself, {too_big} past one storage binding (a clear error), "
+        f"seeds {base}..{base + ITERATIONS - 1}"
     )
     assert ran >= ITERATIONS // 2
 
