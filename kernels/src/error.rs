@@ -41,6 +41,10 @@ pub enum GpuError {
     Readback(String),
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The user's input is wrong (shapes that do not match, a bad value at run time).
     #[error("{0}")]
     Invalid(String),
+    /// An invariant of the EP itself failed: a bug of ours, never the user's input.
+    #[error("internal error (an EP bug, please report it): {0}")]
+    Internal(String),
 }

@@ -13,11 +13,12 @@ pub mod error;
 pub mod gemm;
 pub mod graph;
 pub mod hostcopy;
+pub mod ops;
 pub mod shader;
 pub mod variants;
 
 pub use caps::{CoopMatrixConfig, CoopScalar, DeviceCaps, DeviceKind};
-pub use dtype::DType;
+pub use dtype::{DType, ElemType};
 pub use error::{GpuError, PlanError};
 pub use shader::ShaderVariant;
 pub mod runtime;

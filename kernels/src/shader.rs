@@ -3,7 +3,8 @@
 //! Templates only substitute numbers the planner computed and switch blocks; minijinja runs in
 //! strict mode, so a missing value is an error rather than an empty string.
 
-use std::sync::OnceLock;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
 
 use minijinja::{context, Environment, UndefinedBehavior, Value};
 
@@ -11,19 +12,7 @@ use crate::conv::ConvVariant;
 use crate::dtype::DType;
 use crate::gemm::{Contig, CoopVariant, GemmVariant, TileShape};
 
-/// Every template, embedded at build time (name, source).
-const TEMPLATES: &[(&str, &str)] = &[
-    ("gemm_common.wgsl.j2", include_str!("../../wgsl/gemm_common.wgsl.j2")),
-    ("gemm_tiled.wgsl.j2", include_str!("../../wgsl/gemm_tiled.wgsl.j2")),
-    ("gemm_simt_vec.wgsl.j2", include_str!("../../wgsl/gemm_simt_vec.wgsl.j2")),
-    ("gemm_coop.wgsl.j2", include_str!("../../wgsl/gemm_coop.wgsl.j2")),
-    ("coop_emulation.wgsl.j2", include_str!("../../wgsl/coop_emulation.wgsl.j2")),
-    ("gemv.wgsl.j2", include_str!("../../wgsl/gemv.wgsl.j2")),
-    ("splitk_reduce.wgsl.j2", include_str!("../../wgsl/splitk_reduce.wgsl.j2")),
-    ("conv_common.wgsl.j2", include_str!("../../wgsl/conv_common.wgsl.j2")),
-    ("im2col.wgsl.j2", include_str!("../../wgsl/im2col.wgsl.j2")),
-    ("conv_direct.wgsl.j2", include_str!("../../wgsl/conv_direct.wgsl.j2")),
-];
+include!(concat!(env!("OUT_DIR"), "/templates.rs"));
 
 fn env() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
@@ -41,10 +30,62 @@ fn env() -> &'static Environment<'static> {
 }
 
 /// A WGSL program the runtime can compile: anything with a name and a rendering.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ShaderVariant {
     Gemm(GemmVariant),
     Conv(ConvVariant),
+    /// A kernel of the op registry (`crate::ops`).
+    Op(OpShader),
+}
+
+/// The source of one op-registry kernel. Its name must determine its WGSL text: the name is
+/// the pipeline-cache key and the golden file name.
+pub trait OpSource: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> String;
+    /// The template and its values (see [`render`]).
+    fn emit(&self) -> Result<String, String>;
+    /// naga capabilities beyond the WebGPU baseline (f16, subgroups).
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        naga::valid::Capabilities::empty()
+    }
+}
+
+/// An op-registry kernel, compared and hashed by name.
+#[derive(Clone, Debug)]
+pub struct OpShader {
+    name: String,
+    source: Arc<dyn OpSource>,
+}
+
+impl OpShader {
+    pub fn new(source: impl OpSource + 'static) -> OpShader {
+        OpShader { name: source.name(), source: Arc::new(source) }
+    }
+}
+
+impl PartialEq for OpShader {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for OpShader {}
+
+impl Hash for OpShader {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl From<OpShader> for ShaderVariant {
+    fn from(v: OpShader) -> Self {
+        ShaderVariant::Op(v)
+    }
+}
+
+/// Renders `template` (a file of `wgsl/`) with `ctx`.
+pub fn render(template: &str, ctx: Value) -> Result<String, String> {
+    env().get_template(template).and_then(|t| t.render(ctx)).map_err(|e| format!("rendering {template}: {e:#}"))
 }
 
 impl ShaderVariant {
@@ -53,7 +94,7 @@ impl ShaderVariant {
     /// injected checks are redundant. The SIMT, GEMV and reduction kernels qualify; the
     /// cooperative-matrix kernel keeps wgpu's checks (measured gain 5%, too little for its
     /// more intricate indexing) and so do the conv kernels.
-    pub fn guards_every_access(self) -> bool {
+    pub fn guards_every_access(&self) -> bool {
         matches!(
             self,
             ShaderVariant::Gemm(
@@ -65,29 +106,25 @@ impl ShaderVariant {
         )
     }
 
-    pub fn name(self) -> String {
+    pub fn name(&self) -> String {
         match self {
             ShaderVariant::Gemm(v) => v.name(),
             ShaderVariant::Conv(v) => v.name(),
-        }
-    }
-
-    pub fn dtype(self) -> DType {
-        match self {
-            ShaderVariant::Gemm(v) => v.dtype(),
-            ShaderVariant::Conv(v) => v.dtype(),
+            ShaderVariant::Op(v) => v.name.clone(),
         }
     }
 
     /// naga capabilities the program needs beyond the WebGPU baseline. Coop kernels stage
     /// operands in f16 whatever the storage type; emulated ones need nothing more.
-    pub fn capabilities(self) -> naga::valid::Capabilities {
+    pub fn capabilities(&self) -> naga::valid::Capabilities {
         let mut caps = naga::valid::Capabilities::empty();
-        let coop = match self {
-            ShaderVariant::Gemm(GemmVariant::Coop(c)) => Some(c),
-            _ => None,
+        let (dtype, coop) = match self {
+            ShaderVariant::Gemm(GemmVariant::Coop(c)) => (c.dtype, Some(c)),
+            ShaderVariant::Gemm(v) => (v.dtype(), None),
+            ShaderVariant::Conv(v) => (v.dtype(), None),
+            ShaderVariant::Op(v) => return v.source.capabilities(),
         };
-        if self.dtype() == DType::F16 || coop.is_some() {
+        if dtype == DType::F16 || coop.is_some() {
             caps |= naga::valid::Capabilities::SHADER_FLOAT16;
         }
         if coop.is_some_and(|c| !c.emulate) {
@@ -97,10 +134,11 @@ impl ShaderVariant {
     }
 
     /// The WGSL source of this variant.
-    pub fn emit(self) -> Result<String, String> {
+    pub fn emit(&self) -> Result<String, String> {
         let (template, ctx) = match self {
-            ShaderVariant::Gemm(v) => gemm_context(v),
+            ShaderVariant::Gemm(v) => gemm_context(*v),
             ShaderVariant::Conv(v) => v.template_context(),
+            ShaderVariant::Op(v) => return v.source.emit().map_err(|e| format!("{}: {e}", v.name)),
         };
         env()
             .get_template(template)

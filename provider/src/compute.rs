@@ -4,7 +4,8 @@
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
-use ep_kernels::graph::{dtype_of, Executable, HostTensor};
+use ep_kernels::graph::{Executable, HostTensor};
+use ep_kernels::ElemType;
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
 use crate::abi::{OrtNodeComputeContext, OrtNodeComputeInfo, ABI_VERSION};
@@ -90,7 +91,7 @@ unsafe extern "system" fn compute(
         let mut inputs = Vec::with_capacity(n);
         for t in &tensors {
             let elem = t.elem_type;
-            let dtype = dtype_of(elem)
+            let dtype = ElemType::from_onnx(elem)
                 .ok_or_else(|| EpError::invalid(format!("{}: element type {elem} is not supported", info.name)))?;
             inputs.push(HostTensor { dtype, shape: &t.shape, data: t.data });
         }

@@ -5,7 +5,8 @@ use std::ffi::{c_char, CString};
 use std::ptr::null;
 use std::sync::Arc;
 
-use ep_kernels::graph::{build_program, dtype_of, place, Constant, Executable, PlacementOptions};
+use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Executable, PlacementOptions};
+use ep_kernels::ElemType;
 use ep_kernels::runtime::Gpu;
 use ort_sys::{OrtGraph, OrtLoggingLevel, OrtNode, OrtValue, OrtValueInfo};
 
@@ -133,13 +134,14 @@ unsafe extern "system" fn get_capability(
         // SAFETY: ORT passes back our EP and a graph that is live during this call.
         let (ep, read) = unsafe { (Ep::from_ptr(this), read_graph(o, graph)?) };
         let placement = place(&read.graph, &ep.placement_options());
-        for (i, reason) in placement.declined() {
+        for (i, reason, kind) in placement.declines() {
             let node = &read.graph.nodes[i];
-            let ours = matches!(node.op_type.as_str(), "MatMul" | "Gemm" | "Conv");
-            let level = if ours {
-                OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING
-            } else {
-                OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE
+            // A registered op we cannot run is worth a user's attention; a cost decision is
+            // information; an op we never run is routine.
+            let level = match kind {
+                DeclineKind::Unsupported => OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+                DeclineKind::Cost => OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+                DeclineKind::NotOurs => OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
             };
             ep.log(level, &format!("declined {} '{}': {reason}", node.op_type, node.name));
         }
@@ -216,7 +218,7 @@ unsafe fn read_constants(graph: *const OrtGraph) -> Result<Vec<Constant>, EpErro
                 continue;
             }
             let t = tensor_bytes(o, value, usize::MAX)?;
-            let Some(dtype) = dtype_of(t.elem_type) else { continue };
+            let Some(dtype) = ElemType::from_onnx(t.elem_type) else { continue };
             out.push(Constant { name, dtype, shape: t.shape, data: t.data });
         }
         Ok(out)

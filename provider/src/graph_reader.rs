@@ -11,7 +11,7 @@ use ort_sys::{OrtGraph, OrtNode, OrtOpAttr, OrtOpAttrType, OrtTypeInfo, OrtValue
 use crate::ort::{check, cstr, ignore, EpError, Ort};
 
 /// Constants up to this size are copied into [`ValueInfo::small_data`] (Clip bounds, Reshape shapes).
-const SMALL_CONSTANT_BYTES: usize = 64;
+const SMALL_CONSTANT_BYTES: usize = 4096;
 
 /// A graph copied out of ORT, with the node handles in the same order as `graph.nodes`.
 pub struct ReadGraph {

@@ -320,6 +320,9 @@ mod tests {
         let lost = EpError::from(GpuError::DeviceLost("Unknown: driver reset".into()));
         assert_eq!(lost.code, OrtErrorCode::ORT_DEVICE_RESET);
         assert!(lost.message.contains("driver reset") && lost.message.contains("create a new session"));
+        let bug = EpError::from(GpuError::Internal("temp 3 used before set".into()));
+        assert_eq!(bug.code, OrtErrorCode::ORT_EP_FAIL);
+        assert!(bug.message.contains("internal error"), "{}", bug.message);
         let plan = EpError::from(GpuError::Plan(PlanError::BindingTooLarge { what: "A", needed: 2, limit: 1 }));
         assert_eq!(plan.code, OrtErrorCode::ORT_INVALID_ARGUMENT);
         assert!(plan.message.contains("storage binding"));

@@ -8,18 +8,18 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::program::{Operand, ProductOp, Program, Step};
-use super::support::ComputeOp;
-use crate::conv::{plan_conv_with, resolve, ConvAlgo, ConvInputs};
-use crate::dtype::DType;
+use super::program::{Operand, Program};
+use crate::conv::ConvAlgo;
+use crate::dtype::ElemType;
 use crate::error::GpuError;
-use crate::gemm::{broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, GemmOptions, GemmProblem};
-use crate::runtime::{ConvBindings, Dispatch, GemmBindings, Gpu, GpuBuffer, Readback, Staged};
+use crate::gemm::GemmOptions;
+use crate::ops::{KernelIo, PrepareCx, Tensor};
+use crate::runtime::{Dispatch, Gpu, GpuBuffer, Readback, Staged};
 
 /// An input tensor in host memory.
 #[derive(Clone, Copy, Debug)]
 pub struct HostTensor<'a> {
-    pub dtype: DType,
+    pub dtype: ElemType,
     pub shape: &'a [u64],
     pub data: &'a [u8],
 }
@@ -61,7 +61,11 @@ struct Prepared {
     /// Host-writable staging buffer of each input (`None` for an empty one), mapped between
     /// runs: an upload is one copy into it, no allocation.
     staging: Vec<Option<Staged>>,
+    /// Every value's buffer (kept alive with the bind groups).
+    #[allow(dead_code)]
     temps: Vec<GpuBuffer>,
+    /// The buffer each output is read back from.
+    sources: Vec<GpuBuffer>,
     readbacks: Vec<Readback>,
     dispatches: Vec<Dispatch>,
     output_shapes: Vec<Vec<u64>>,
@@ -164,8 +168,8 @@ impl Executable {
             if !dispatches.is_empty() {
                 gpu.encode(&mut encoder, &dispatches);
             }
-            for (rb, &t) in prepared.readbacks.iter().zip(&self.program.outputs) {
-                gpu.copy_to_readback(&mut encoder, &prepared.temps[t], rb);
+            for (rb, src) in prepared.readbacks.iter().zip(&prepared.sources) {
+                gpu.copy_to_readback(&mut encoder, src, rb);
             }
             gpu.queue().submit([encoder.finish()]);
             Ok(())
@@ -186,7 +190,7 @@ impl Executable {
         Ok(gpu.remap(&mut staging).is_ok())
     }
 
-    /// Infers every op's shapes, plans it, allocates buffers and binds the dispatches.
+    /// Infers every step's shapes, allocates buffers and binds the dispatches.
     fn prepare(&self, inputs: &[HostTensor<'_>]) -> Result<Prepared, GpuError> {
         let gpu = &self.gpu;
         let input_bufs = inputs
@@ -199,144 +203,97 @@ impl Executable {
             .zip(&self.program.inputs)
             .map(|(t, name)| (!t.data.is_empty()).then(|| gpu.staging(t.data.len() as u64, name)).transpose())
             .collect::<Result<Vec<_>, _>>()?;
-        let n = self.program.steps.len();
-        let mut shapes: Vec<Option<Vec<u64>>> = vec![None; n];
-        let mut temps: Vec<Option<GpuBuffer>> = vec![None; n];
+        let mut values: Vec<Option<(GpuBuffer, Vec<u64>, ElemType)>> = vec![None; self.program.values];
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
-        for (t, step) in self.program.steps.iter().enumerate() {
-            let shape_of = |o: Operand| -> Result<Vec<u64>, GpuError> {
-                match o {
-                    Operand::Input(i) => Ok(inputs[i].shape.to_vec()),
-                    Operand::Const(i) => Ok(self.program.constants[i].shape.clone()),
-                    Operand::Temp(t) => {
-                        shapes[t].clone().ok_or_else(|| GpuError::Invalid("temp used before set".into()))
-                    }
-                }
-            };
-            let buf = |o: Operand| -> Result<&GpuBuffer, GpuError> {
-                match o {
-                    Operand::Input(i) => Ok(&input_bufs[i]),
-                    Operand::Const(i) => Ok(&self.constants[i]),
-                    Operand::Temp(t) => {
-                        temps[t].as_ref().ok_or_else(|| GpuError::Invalid("temp used before set".into()))
-                    }
-                }
-            };
-            let (out, out_shape) = match step {
-                Step::Reshape { name, input, spec } => {
-                    let shape = spec
-                        .apply(&shape_of(*input)?)
-                        .map_err(|e| GpuError::Invalid(format!("Reshape '{name}': {e}")))?;
-                    (buf(*input)?.clone(), shape)
-                }
-                Step::Conv(op) => {
-                    let (x, w) = (shape_of(op.x)?, shape_of(op.w)?);
-                    let b = op.bias.map(shape_of).transpose()?;
-                    let inputs = ConvInputs { x: &x, w: &w, bias: b.as_deref(), dtype: op.dtype };
-                    let fail = |e: crate::PlanError| GpuError::Invalid(format!("Conv '{}': {e}", op.name));
-                    let mut problem = resolve(&inputs, &op.attrs, self.options.conv1d_as_conv2d).map_err(fail)?;
-                    problem.activation = op.activation;
-                    let plan = plan_conv_with(&problem, gpu.caps(), &self.options.gemm, self.options.conv_algo)
-                        .map_err(fail)?;
-                    let fallbacks = if plan.fallbacks.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (fell back: {})", plan.fallbacks.join("; "))
-                    };
-                    plans.push(format!("Conv '{}': {}{fallbacks}", op.name, plan.describe()));
-                    let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
-                    if problem.output_len() > 0 {
-                        let bias = op.bias.map(buf).transpose()?;
-                        let io = ConvBindings { x: buf(op.x)?, w: buf(op.w)?, bias, out: &out };
-                        dispatches.extend(gpu.prepare_conv(&plan, io)?);
-                    }
-                    (out, problem.output_shape.clone())
-                }
-                Step::Product(op) => {
-                    let bias_shape = op.bias.map(shape_of).transpose()?;
-                    let (problem, out_shape) = op_problem(op, &shape_of(op.a)?, &shape_of(op.b)?, bias_shape)
-                        .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", kind_name(op.kind), op.name)))?;
-                    let plan = plan_gemm(&problem, gpu.caps(), &self.options.gemm)?;
-                    plans.push(describe(op, &problem, &plan));
-                    let out = gpu.storage_buffer(problem.output_len() * op.dtype.size(), &op.name)?;
-                    if problem.output_len() > 0 {
-                        let bias = op.bias.map(buf).transpose()?;
-                        let io = GemmBindings { a: buf(op.a)?, b: buf(op.b)?, bias, out: &out };
-                        dispatches.extend(gpu.prepare_gemm(&plan, io)?);
-                    }
-                    (out, out_shape)
-                }
-            };
-            shapes[t] = Some(out_shape);
-            temps[t] = Some(out);
-        }
-        let temps: Vec<GpuBuffer> = temps
-            .into_iter()
-            .map(|t| t.ok_or_else(|| GpuError::Invalid("unset temp".into())))
-            .collect::<Result<_, _>>()?;
-        let output_shapes: Vec<Vec<u64>> =
-            self.program.outputs.iter().map(|&t| shapes[t].clone().unwrap_or_default()).collect();
-        let readbacks =
-            self.program.outputs.iter().map(|&t| gpu.readback(temps[t].len)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Prepared { inputs: input_bufs, staging, temps, readbacks, dispatches, output_shapes, plans })
-    }
-}
-
-/// One log line: the op, its problem and the chosen plan (with any fallbacks).
-fn describe(op: &ProductOp, problem: &GemmProblem, plan: &crate::gemm::GemmPlan) -> String {
-    let variants: Vec<String> = plan.variants().map(|v| v.name()).collect();
-    let fallbacks =
-        if plan.fallbacks.is_empty() { String::new() } else { format!(" (fell back: {})", plan.fallbacks.join("; ")) };
-    format!(
-        "{} '{}': M={} N={} K={} batch={} {:?} [{}]{fallbacks}",
-        kind_name(op.kind),
-        op.name,
-        problem.m,
-        problem.n,
-        problem.k,
-        problem.batch_count(),
-        plan.tiling,
-        variants.join(" + "),
-    )
-}
-
-fn kind_name(kind: ComputeOp) -> &'static str {
-    match kind {
-        ComputeOp::MatMul => "MatMul",
-        ComputeOp::Gemm => "Gemm",
-        ComputeOp::Conv => "Conv",
-    }
-}
-
-/// The GEMM problem of one op at these shapes and its ONNX output shape.
-pub fn op_problem(
-    op: &ProductOp,
-    a: &[u64],
-    b: &[u64],
-    bias: Option<Vec<u64>>,
-) -> Result<(GemmProblem, Vec<u64>), String> {
-    let (mut problem, out_shape) = match op.kind {
-        ComputeOp::MatMul => {
-            let (mut p, out) = matmul_problem(a, b, op.dtype).map_err(|e| e.to_string())?;
-            if let Some(bias) = &bias {
-                if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
-                    return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
-                }
-                if a.len() < 2 || b.len() < 2 {
-                    return Err("Add fused after a MatMul with a 1-D operand".into());
-                }
-                p.epilogue.bias = Some(broadcast_layout(bias, &out, &p).map_err(|e| e.to_string())?);
+        let cx = PrepareCx { gpu, options: &self.options };
+        for step in &self.program.steps {
+            let bound = step
+                .inputs
+                .iter()
+                .map(|o| o.map(|o| self.operand(o, inputs, &input_bufs, &values)).transpose())
+                .collect::<Result<Vec<_>, _>>()?;
+            let shapes: Vec<Option<&[u64]>> = bound.iter().map(|t| t.map(|t| t.shape)).collect();
+            let out_shapes = step.kernel.infer(&shapes).map_err(GpuError::Invalid)?;
+            if out_shapes.len() != step.outputs.len() {
+                return Err(GpuError::Internal(format!(
+                    "'{}' inferred {} outputs, the step writes {}",
+                    step.name,
+                    out_shapes.len(),
+                    step.outputs.len()
+                )));
             }
-            (p, out)
+            let mut outs = Vec::with_capacity(out_shapes.len());
+            for (k, (shape, &(_, ty))) in out_shapes.iter().zip(&step.outputs).enumerate() {
+                let elems: u64 = shape.iter().product();
+                let buf = match step.kernel.alias(k) {
+                    Some(j) => bound.get(j).copied().flatten().map(|t| t.buf.clone()).ok_or_else(|| {
+                        GpuError::Internal(format!("'{}' aliases input {j}, which is not bound", step.name))
+                    })?,
+                    None => gpu.storage_buffer(elems * ty.size(), &step.name)?,
+                };
+                outs.push(buf);
+            }
+            let computes = (0..outs.len()).any(|k| step.kernel.alias(k).is_none());
+            let non_empty = out_shapes.iter().any(|s| s.iter().product::<u64>() > 0);
+            if computes && non_empty {
+                let io = KernelIo {
+                    inputs: bound.clone(),
+                    outputs: outs
+                        .iter()
+                        .zip(&out_shapes)
+                        .zip(&step.outputs)
+                        .map(|((buf, shape), &(_, ty))| Tensor { buf, shape, ty })
+                        .collect(),
+                };
+                let prepared = step.kernel.prepare(&cx, &io).map_err(|e| match e {
+                    GpuError::Invalid(m) if !m.contains(&step.name) => {
+                        GpuError::Invalid(format!("{} '{}': {m}", step.ops, step.name))
+                    }
+                    other => other,
+                })?;
+                dispatches.extend(prepared.dispatches);
+                plans.extend(prepared.plan);
+            }
+            for ((buf, shape), &(v, ty)) in outs.into_iter().zip(out_shapes).zip(&step.outputs) {
+                values[v] = Some((buf, shape, ty));
+            }
         }
-        ComputeOp::Gemm => {
-            let p = op.gemm.problem(op.dtype, a, b, bias.as_deref())?;
-            let out = vec![p.m as u64, p.n as u64];
-            (p, out)
+        let mut output_shapes = Vec::new();
+        let mut readbacks = Vec::new();
+        let mut sources = Vec::new();
+        for &o in &self.program.outputs {
+            let t = self.operand(o, inputs, &input_bufs, &values)?;
+            output_shapes.push(t.shape.to_vec());
+            readbacks.push(gpu.readback(t.elems() * t.ty.size())?);
+            sources.push(t.buf.clone());
         }
-        ComputeOp::Conv => return Err("a Conv is not a product step".into()),
-    };
-    problem.epilogue.activation = op.activation;
-    Ok((problem, out_shape))
+        let temps: Vec<GpuBuffer> = values.into_iter().flatten().map(|(b, ..)| b).collect();
+        Ok(Prepared { inputs: input_bufs, staging, temps, sources, readbacks, dispatches, output_shapes, plans })
+    }
+
+    /// The tensor an operand names in a set being prepared.
+    fn operand<'a>(
+        &'a self,
+        o: Operand,
+        inputs: &'a [HostTensor<'_>],
+        input_bufs: &'a [GpuBuffer],
+        values: &'a [Option<(GpuBuffer, Vec<u64>, ElemType)>],
+    ) -> Result<Tensor<'a>, GpuError> {
+        let missing = || GpuError::Internal(format!("{o:?} is read before it is written"));
+        Ok(match o {
+            Operand::Input(i) => {
+                let t = inputs.get(i).ok_or_else(missing)?;
+                Tensor { buf: input_bufs.get(i).ok_or_else(missing)?, shape: t.shape, ty: t.dtype }
+            }
+            Operand::Const(i) => {
+                let c = self.program.constants.get(i).ok_or_else(missing)?;
+                Tensor { buf: self.constants.get(i).ok_or_else(missing)?, shape: &c.shape, ty: c.dtype }
+            }
+            Operand::Temp(v) => {
+                let (buf, shape, ty) = values.get(v).and_then(Option::as_ref).ok_or_else(missing)?;
+                Tensor { buf, shape, ty: *ty }
+            }
+        })
+    }
 }

@@ -2,6 +2,7 @@
 //! partitioning, partition programs and their execution.
 
 pub mod executor;
+pub mod fusion;
 pub mod model;
 pub mod offload;
 pub mod placement;
@@ -11,6 +12,6 @@ pub mod support;
 
 pub use executor::{ExecOptions, Executable, HostTensor};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
-pub use placement::{place, Decision, Placement, Role};
-pub use program::{build_program, Constant, Operand, Program};
-pub use support::{ComputeOp, EpilogueOp, PlacementOptions};
+pub use placement::{place, DeclineKind, Decision, Placement, Role};
+pub use program::{build_program, Constant, Operand, Program, Step};
+pub use support::PlacementOptions;

@@ -10,10 +10,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::model::{Graph, ValueInfo};
-use super::support::{conv_attrs, ComputeOp, GemmAttrs};
 use crate::caps::{DeviceCaps, DeviceKind};
-use crate::conv::{resolve, ConvInputs};
-use crate::gemm::matmul_problem;
+use crate::ops::lookup;
 
 /// Below this many bytes crossing the host boundary per run, a partition is always kept.
 pub const MIN_BOUNDARY_BYTES: u64 = 8 << 20;
@@ -30,6 +28,9 @@ pub fn worth_offloading(
 ) -> Result<(), String> {
     if caps.kind != DeviceKind::DiscreteGpu {
         return Ok(());
+    }
+    if group.iter().all(|&i| lookup(&graph.nodes[i]).is_some_and(|d| d.is_alias())) {
+        return Err("its partition only renames buffers: nothing to compute, only host copies".into());
     }
     let (Some(flops), Some(bytes)) = (group_flops(graph, group), boundary_bytes(graph, consumers, group)) else {
         return Ok(()); // symbolic shapes: cannot judge, keep it
@@ -76,23 +77,12 @@ fn boundary_bytes(graph: &Graph, consumers: &HashMap<&str, Vec<usize>>, group: &
     Some(total)
 }
 
-/// Floating-point operations of the group's products and convolutions.
+/// Floating-point operations of the group's nodes, as each op's registry entry counts them.
 fn group_flops(graph: &Graph, group: &[usize]) -> Option<f64> {
     let mut total = 0.0;
     for &i in group {
         let node = &graph.nodes[i];
-        let Some(op) = ComputeOp::of(node) else { continue };
-        let shape = |k: usize| node.input(k).and_then(ValueInfo::fixed_shape);
-        let dtype = node.input(0)?.dtype()?;
-        total += match op {
-            ComputeOp::MatMul => matmul_problem(&shape(0)?, &shape(1)?, dtype).ok()?.0.flops(),
-            ComputeOp::Gemm => GemmAttrs::of(node).problem(dtype, &shape(0)?, &shape(1)?, None).ok()?.flops(),
-            ComputeOp::Conv => {
-                let (x, w) = (shape(0)?, shape(1)?);
-                let inputs = ConvInputs { x: &x, w: &w, bias: None, dtype };
-                2.0 * resolve(&inputs, &conv_attrs(node).ok()?, true).ok()?.macs() as f64
-            }
-        };
+        total += lookup(node).map_or(Some(0.0), |def| def.flops(node))?;
     }
     Some(total)
 }

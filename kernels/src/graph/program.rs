@@ -1,14 +1,18 @@
-//! A partition compiled into a list of GPU steps over numbered operands, with no reference to
-//! ONNX Runtime objects (the provider copies names and constants at Compile time).
+//! A partition compiled into a list of GPU steps over numbered values, with no reference to
+//! ONNX Runtime objects (the provider copies names and constants at Compile time). Each node
+//! becomes a step through its registry entry (`crate::ops`), after the fusion rule
+//! (`super::fusion`) has decided which nodes share a kernel.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::sync::Arc;
 
+use super::fusion::{self, Fusion};
 use super::model::Node;
-use super::reshape::ReshapeSpec;
-use super::support::{clip_bounds, conv_attrs, ComputeOp, EpilogueOp, GemmAttrs};
-use crate::conv::ConvAttrs;
-use crate::dtype::DType;
-use crate::gemm::Activation;
+use crate::dtype::ElemType;
+use crate::ops::elementwise::{fused, Arg, ElemNode};
+use crate::ops::matmul::{ProductKernel, ProductKind};
+use crate::ops::conv::ConvKernel;
+use crate::ops::{lookup, Kernel};
 
 /// Where a step reads or writes a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,7 +21,7 @@ pub enum Operand {
     Input(usize),
     /// A constant uploaded once at compile time.
     Const(usize),
-    /// The result of step i (stays on the GPU).
+    /// Value i, computed by a step (stays on the GPU).
     Temp(usize),
 }
 
@@ -25,103 +29,83 @@ pub enum Operand {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Constant {
     pub name: String,
-    pub dtype: DType,
+    pub dtype: ElemType,
     pub shape: Vec<u64>,
     pub data: Vec<u8>,
 }
 
-/// One product (MatMul or Gemm) with its fused epilogue.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProductOp {
+/// One step: a kernel, the operands it reads (`None` for omitted optional inputs) and the
+/// values it writes.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The node's name (the last fused node's, for a chain).
     pub name: String,
-    pub kind: ComputeOp,
-    pub gemm: GemmAttrs,
-    pub dtype: DType,
-    pub a: Operand,
-    pub b: Operand,
-    /// Gemm's C, or the other operand of a fused Add.
-    pub bias: Option<Operand>,
-    pub activation: Activation,
+    /// The op types it computes, e.g. `MatMul+Add+Relu`.
+    pub ops: String,
+    pub inputs: Vec<Option<Operand>>,
+    /// The values it writes (`Operand::Temp` indices) and their element types.
+    pub outputs: Vec<(usize, ElemType)>,
+    pub kernel: Arc<dyn Kernel>,
 }
 
-/// One Conv (1-D or 2-D; 1-D runs as 2-D with height 1) with its fused activation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConvOp {
-    pub name: String,
-    pub dtype: DType,
-    pub x: Operand,
-    pub w: Operand,
-    pub bias: Option<Operand>,
-    pub attrs: ConvAttrs,
-    pub activation: Activation,
-}
-
-/// One step of a program; step i writes `Operand::Temp(i)`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Step {
-    Product(ProductOp),
-    Conv(ConvOp),
-    /// The input's buffer under a new shape (no GPU work).
-    Reshape {
-        name: String,
-        input: Operand,
-        spec: ReshapeSpec,
-    },
+impl Step {
+    /// Every operand the step reads.
+    pub fn operands(&self) -> Vec<Operand> {
+        self.inputs.iter().flatten().copied().collect()
+    }
 }
 
 /// A compiled partition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Program {
     /// Names of the fused node's inputs, in ORT's order.
     pub inputs: Vec<String>,
     /// Expected element type of each input (checked every run).
-    pub input_dtypes: Vec<DType>,
-    /// The temp holding each output of the fused node, in ORT's order.
-    pub outputs: Vec<usize>,
+    pub input_dtypes: Vec<ElemType>,
+    /// What each output of the fused node is, in ORT's order.
+    pub outputs: Vec<Operand>,
     pub constants: Vec<Constant>,
     pub steps: Vec<Step>,
+    /// How many `Temp` values the steps write.
+    pub values: usize,
 }
 
-/// The product step a value's (fused) result lives in, and whether a Reshape lies between.
-#[derive(Clone, Copy)]
-struct Tail {
-    step: usize,
-    reshaped: bool,
-}
-
-/// Names of values, and which product's buffer each fused result lives in.
-#[derive(Default)]
-struct Scope {
+/// Names → operands while the program is built.
+struct Scope<'a> {
     names: HashMap<String, Operand>,
-    /// Value name → the product whose (fused) result it is.
-    tail: HashMap<String, Tail>,
-    /// Names that alias a product's buffer whose contents a later fused op changed.
-    stale: HashSet<String>,
-    input_dtypes: Vec<Option<DType>>,
+    renames: &'a HashMap<String, String>,
+    input_dtypes: Vec<Option<ElemType>>,
+    values: usize,
 }
 
-impl Scope {
-    fn operand(&mut self, node: &Node, i: usize) -> Result<Operand, String> {
-        let v = node.input(i).ok_or_else(|| format!("{} '{}' lacks input {i}", node.op_type, node.name))?;
-        let op =
-            *self.names.get(&v.name).ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))?;
-        if self.stale.contains(&v.name) {
-            return Err(format!("'{}' reads '{}', which a fused op overwrote", node.name, v.name));
+impl Scope<'_> {
+    fn resolve<'n>(&'n self, mut name: &'n str) -> &'n str {
+        while let Some(to) = self.renames.get(name) {
+            name = to;
         }
-        if let Operand::Input(k) = op {
-            self.input_dtypes[k] = v.dtype();
-        }
-        Ok(op)
+        name
     }
 
-    /// Marks every name aliasing the buffer of `tail`'s product stale, then names `out` its result.
-    fn fuse(&mut self, tail: Tail, input: &str, out: String) {
-        let aliases: Vec<String> =
-            self.tail.iter().filter(|(_, t)| t.step == tail.step).map(|(n, _)| n.clone()).collect();
-        self.stale.extend(aliases);
-        let operand = self.names[input];
-        self.names.insert(out.clone(), operand);
-        self.tail.insert(out, tail);
+    /// The operand of node input `i` (`None` when omitted).
+    fn operand(&mut self, node: &Node, i: usize) -> Result<Option<Operand>, String> {
+        let Some(v) = node.input(i).filter(|v| !v.name.is_empty()) else { return Ok(None) };
+        let name = self.resolve(&v.name).to_string();
+        let op = *self.names.get(&name).ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))?;
+        if let Operand::Input(k) = op {
+            self.input_dtypes[k] = ElemType::from_onnx(v.elem_type);
+        }
+        Ok(Some(op))
+    }
+
+    /// A new value named `name` (with its element type).
+    fn define(&mut self, node: &Node, out: usize) -> Result<(usize, ElemType), String> {
+        let v = node.output(out).ok_or_else(|| format!("'{}' has no output {out}", node.name))?;
+        let ty = ElemType::from_onnx(v.elem_type)
+            .ok_or_else(|| format!("output '{}' of '{}' has element type {}", v.name, node.name, v.elem_type))?;
+        let id = self.values;
+        self.values += 1;
+        self.names.insert(v.name.clone(), Operand::Temp(id));
+        Ok((id, ty))
     }
 }
 
@@ -133,123 +117,41 @@ pub fn build_program(
     outputs: &[String],
     constants: Vec<Constant>,
 ) -> Result<Program, String> {
-    let mut scope = Scope { input_dtypes: vec![None; inputs.len()], ..Scope::default() };
+    let fusion = fusion::plan(nodes, outputs);
+    let mut scope =
+        Scope { names: HashMap::new(), renames: &fusion.renames, input_dtypes: vec![None; inputs.len()], values: 0 };
     for (i, n) in inputs.iter().enumerate() {
         scope.names.insert(n.clone(), Operand::Input(i));
     }
     for (i, c) in constants.iter().enumerate() {
         scope.names.entry(c.name.clone()).or_insert(Operand::Const(i));
     }
-    let mut steps: Vec<Step> = Vec::new();
-    for node in nodes {
-        let out = node.output(0).map(|o| o.name.clone()).ok_or_else(|| format!("'{}' has no output", node.name))?;
-        if ComputeOp::of(node) == Some(ComputeOp::Conv) {
-            let dtype = node.input(0).and_then(|v| v.dtype()).ok_or("Conv input of unsupported type")?;
-            let x = scope.operand(node, 0)?;
-            let w = scope.operand(node, 1)?;
-            let bias =
-                if node.input(2).is_some_and(|v| !v.name.is_empty()) { Some(scope.operand(node, 2)?) } else { None };
-            let k = steps.len();
-            let attrs = conv_attrs(node)?;
-            steps.push(Step::Conv(ConvOp {
-                name: node.name.clone(),
-                dtype,
-                x,
-                w,
-                bias,
-                attrs,
-                activation: Activation::None,
-            }));
-            scope.names.insert(out.clone(), Operand::Temp(k));
-            scope.tail.insert(out, Tail { step: k, reshaped: false });
-        } else if let Some(kind) = ComputeOp::of(node) {
-            let dtype = node.input(0).and_then(|v| v.dtype()).ok_or("product input of unsupported type")?;
-            let a = scope.operand(node, 0)?;
-            let b = scope.operand(node, 1)?;
-            let has_c = kind == ComputeOp::Gemm && node.input(2).is_some_and(|v| !v.name.is_empty());
-            let bias = if has_c { Some(scope.operand(node, 2)?) } else { None };
-            let k = steps.len();
-            steps.push(Step::Product(ProductOp {
-                name: node.name.clone(),
-                kind,
-                gemm: GemmAttrs::of(node),
-                dtype,
-                a,
-                b,
-                bias,
-                activation: Activation::None,
-            }));
-            scope.names.insert(out.clone(), Operand::Temp(k));
-            scope.tail.insert(out, Tail { step: k, reshaped: false });
-        } else if let Some(op) = EpilogueOp::of(node) {
-            let present: Vec<(usize, String)> = node
-                .inputs
-                .iter()
-                .enumerate()
-                .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v.name.clone())))
-                .collect();
-            // The same rule as placement: an Add fuses only into a product it directly follows
-            // (a bias cannot be laid out through a Reshape), an activation also through Reshapes.
-            let fusable = |t: &Tail| op != EpilogueOp::Add || !t.reshaped;
-            let (tail_k, tail_name, tail) = present
-                .iter()
-                .find_map(|(i, n)| scope.tail.get(n).filter(|t| fusable(t)).map(|&t| (*i, n.clone(), t)))
-                .ok_or_else(|| {
-                    format!("{} '{}' does not follow a product in this partition", node.op_type, node.name)
-                })?;
-            let k = tail.step;
-            let update = match op {
-                EpilogueOp::Add => {
-                    let other =
-                        present.iter().find(|(i, _)| *i != tail_k).map(|(i, _)| *i).ok_or("Add with one input")?;
-                    // The operand may be computed after the product (two products summed):
-                    // `run_order` below moves the product after it.
-                    Some(scope.operand(node, other)?)
-                }
-                _ => None,
-            };
-            let activation = match op {
-                EpilogueOp::Relu => Some(Activation::Relu),
-                EpilogueOp::Clip => {
-                    let (min, max) = clip_bounds(node)?;
-                    Some(Activation::Clip { min, max })
-                }
-                EpilogueOp::Add => None,
-            };
-            match (steps.get_mut(k), activation) {
-                (Some(Step::Conv(conv)), Some(activation)) => conv.activation = activation,
-                (Some(Step::Conv(_)), None) => return Err(format!("Add '{}' cannot fuse into a Conv", node.name)),
-                (Some(Step::Product(product)), Some(activation)) => product.activation = activation,
-                (Some(Step::Product(product)), None) => {
-                    product.bias = update;
-                    // A Gemm without C ignores beta; the fused Add's operand is added as is.
-                    product.gemm.beta = 1.0;
-                }
-                _ => return Err(format!("'{}' fuses into a step that is not a product", node.name)),
-            }
-            scope.fuse(tail, &tail_name, out);
-        } else if node.is_onnx() && node.op_type == "Reshape" {
-            let input = scope.operand(node, 0)?;
-            let spec = ReshapeSpec::of(node)?;
-            let t = steps.len();
-            steps.push(Step::Reshape { name: node.name.clone(), input, spec });
-            let in_name = node.input(0).map(|v| v.name.clone()).unwrap_or_default();
-            if let Some(&t) = scope.tail.get(&in_name) {
-                scope.tail.insert(out.clone(), Tail { reshaped: true, ..t });
-            }
-            scope.names.insert(out, Operand::Temp(t));
-        } else {
-            return Err(format!("{} '{}' cannot run in a partition", node.op_type, node.name));
+    // Every value is named before any step reads it, so a fused product may read a bias
+    // computed after it; `run_order` then sorts the steps.
+    let chain_of_root: HashMap<usize, &Vec<usize>> =
+        fusion.chains.iter().filter_map(|c| c.last().map(|&r| (r, c))).collect();
+    let mut pending = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if fusion.absorbed.contains(&i) {
+            continue;
         }
+        let outs = (0..node.outputs.len())
+            .filter(|&k| node.output(k).is_some_and(|o| !o.name.is_empty()))
+            .map(|k| scope.define(node, k))
+            .collect::<Result<Vec<_>, _>>()?;
+        pending.push((i, outs));
     }
-
+    let mut steps = Vec::with_capacity(pending.len());
+    for (i, outs) in pending {
+        let step = match chain_of_root.get(&i) {
+            Some(chain) => chain_step(nodes, chain, &mut scope, outs)?,
+            None => node_step(nodes, i, &fusion, &mut scope, outs)?,
+        };
+        steps.push(step);
+    }
     let outputs = outputs
         .iter()
-        .map(|n| match scope.names.get(n) {
-            _ if scope.stale.contains(n) => Err(format!("output '{n}' was overwritten by a fused op")),
-            Some(Operand::Temp(t)) => Ok(*t),
-            _ => Err(format!("output '{n}' is not produced by the partition")),
-        })
+        .map(|n| scope.names.get(scope.resolve(n)).copied().ok_or_else(|| format!("output '{n}' is not produced by the partition")))
         .collect::<Result<Vec<_>, _>>()?;
     let input_dtypes = scope
         .input_dtypes
@@ -257,68 +159,125 @@ pub fn build_program(
         .zip(inputs)
         .map(|(d, n)| d.ok_or_else(|| format!("input '{n}' is not read by any step")))
         .collect::<Result<Vec<_>, _>>()?;
-    let (steps, outputs) = run_order(steps, outputs)?;
-    Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps })
+    let steps = run_order(steps)?;
+    Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps, values: scope.values })
 }
 
-/// The temps a step reads.
-fn reads(step: &Step) -> Vec<usize> {
-    step.operands().into_iter().filter_map(|o| if let Operand::Temp(t) = o { Some(t) } else { None }).collect()
+/// The step of one node (with what its product absorbed).
+fn node_step(
+    nodes: &[Node],
+    i: usize,
+    fusion: &Fusion,
+    scope: &mut Scope<'_>,
+    outputs: Vec<(usize, ElemType)>,
+) -> Result<Step, String> {
+    let node = &nodes[i];
+    let def = lookup(node).ok_or_else(|| format!("{} '{}' cannot run in a partition", node.op_type, node.name))?;
+    let mut ops = node.op_type.clone();
+    let mut inputs = def.gpu_inputs(node).into_iter().map(|k| scope.operand(node, k)).collect::<Result<Vec<_>, _>>()?;
+    let kernel: Arc<dyn Kernel> = match fusion.epilogues.get(&i) {
+        None => Arc::from(def.build(node)?),
+        Some(epilogue) => {
+            let activation = epilogue.activation.map(|(a, act)| {
+                ops.push_str(&format!("+{}", nodes[a].op_type));
+                act
+            });
+            if node.op_type == "Conv" {
+                let mut conv = ConvKernel::of(node)?;
+                conv.activation = activation.unwrap_or_default();
+                Arc::new(conv)
+            } else {
+                let kind = if node.op_type == "Gemm" { ProductKind::Gemm } else { ProductKind::MatMul };
+                let mut product = ProductKernel::of(node, kind)?;
+                product.activation = activation.unwrap_or_default();
+                if let Some((add, k)) = epilogue.add {
+                    product.add_bias();
+                    inputs.truncate(2);
+                    inputs.push(scope.operand(&nodes[add], k)?);
+                    ops.insert_str(node.op_type.len(), "+Add");
+                }
+                Arc::new(product)
+            }
+        }
+    };
+    Ok(Step { name: node.name.clone(), ops, inputs, outputs, kernel })
 }
 
-impl Step {
-    /// Every operand the step reads.
-    pub fn operands(&self) -> Vec<Operand> {
-        let operands = match self {
-            Step::Product(p) => vec![Some(p.a), Some(p.b), p.bias],
-            Step::Conv(c) => vec![Some(c.x), Some(c.w), c.bias],
-            Step::Reshape { input, .. } => vec![Some(*input)],
-        };
-        operands.into_iter().flatten().collect()
+/// The step of an elementwise chain: its members' IR nodes over the chain's external inputs.
+fn chain_step(nodes: &[Node], chain: &[usize], scope: &mut Scope<'_>, outputs: Vec<(usize, ElemType)>) -> Result<Step, String> {
+    let mut external: Vec<(String, Operand, ElemType)> = Vec::new();
+    let mut ir: Vec<ElemNode> = Vec::new();
+    // The IR node holding each member's value.
+    let mut value_of: HashMap<&str, usize> = HashMap::new();
+    for &m in chain {
+        let node = &nodes[m];
+        let own = fusion::elementwise(node).ok_or_else(|| format!("'{}' is not elementwise", node.name))?;
+        let base = ir.len();
+        for mut n in own {
+            for arg in n.args.iter_mut() {
+                *arg = match *arg {
+                    Arg::Node(j) => Arg::Node(base + j),
+                    Arg::Input(k) => {
+                        let v = node.input(k).ok_or_else(|| format!("'{}' lacks input {k}", node.name))?;
+                        if let Some(&j) = value_of.get(v.name.as_str()) {
+                            Arg::Node(j)
+                        } else {
+                            let slot = match external.iter().position(|(n, ..)| n == &v.name) {
+                                Some(p) => p,
+                                None => {
+                                    let op = scope.operand(node, k)?.ok_or("an elementwise operand is omitted")?;
+                                    let ty = ElemType::from_onnx(v.elem_type).ok_or("unsupported element type")?;
+                                    external.push((v.name.clone(), op, ty));
+                                    external.len() - 1
+                                }
+                            };
+                            Arg::Input(slot)
+                        }
+                    }
+                };
+            }
+            ir.push(n);
+        }
+        if let Some(o) = node.output(0) {
+            value_of.insert(o.name.as_str(), ir.len() - 1);
+        }
     }
-
-    /// [`Step::operands`], to rewrite in place.
-    fn operands_mut(&mut self) -> Vec<&mut Operand> {
-        let operands = match self {
-            Step::Product(p) => vec![Some(&mut p.a), Some(&mut p.b), p.bias.as_mut()],
-            Step::Conv(c) => vec![Some(&mut c.x), Some(&mut c.w), c.bias.as_mut()],
-            Step::Reshape { input, .. } => vec![Some(input)],
-        };
-        operands.into_iter().flatten().collect()
-    }
+    let root = &nodes[*chain.last().ok_or("empty chain")?];
+    let types = external.iter().map(|e| e.2).collect();
+    let kernel = fused(types, ir)?;
+    let ops: Vec<&str> = chain.iter().map(|&m| nodes[m].op_type.as_str()).collect();
+    Ok(Step {
+        name: root.name.clone(),
+        ops: ops.join("+"),
+        inputs: external.into_iter().map(|e| Some(e.1)).collect(),
+        outputs,
+        kernel: Arc::from(kernel),
+    })
 }
 
-/// Reorders steps so each runs after the temps it reads, renumbering `Temp`s. Nodes arrive in
-/// topological order, but a fused Add makes its product read the Add's other operand, which
-/// may be computed after the product (`MatMul(z, W1) + MatMul(z, W2)`); the product's result
-/// has no other reader, so running it later is safe. Keeps the given order where it can.
-fn run_order(steps: Vec<Step>, outputs: Vec<usize>) -> Result<(Vec<Step>, Vec<usize>), String> {
+/// Orders steps so each runs after the values it reads. Nodes arrive in topological order, but
+/// a fused Add makes its product read the Add's other operand, which may be computed after the
+/// product (`MatMul(z, W1) + MatMul(z, W2)`); the product's result has no other reader, so
+/// running it later is safe. Keeps the given order where it can.
+fn run_order(steps: Vec<Step>) -> Result<Vec<Step>, String> {
+    let writer: HashMap<usize, usize> =
+        steps.iter().enumerate().flat_map(|(s, step)| step.outputs.iter().map(move |&(v, _)| (v, s))).collect();
+    let deps: Vec<Vec<usize>> = steps
+        .iter()
+        .map(|s| {
+            s.operands().into_iter().filter_map(|o| if let Operand::Temp(v) = o { writer.get(&v).copied() } else { None }).collect()
+        })
+        .collect();
     let n = steps.len();
-    let deps: Vec<Vec<usize>> = steps.iter().map(reads).collect();
-    let mut order = Vec::with_capacity(n);
     let mut placed = vec![false; n];
+    let mut order = Vec::with_capacity(n);
     while order.len() < n {
         let next = (0..n)
-            .find(|&i| !placed[i] && deps[i].iter().all(|&d| d < n && placed[d]))
+            .find(|&i| !placed[i] && deps[i].iter().all(|&d| placed[d]))
             .ok_or("the partition's steps depend on each other in a cycle")?;
         placed[next] = true;
         order.push(next);
     }
-    let mut new_index = vec![0; n];
-    for (new, &old) in order.iter().enumerate() {
-        new_index[old] = new;
-    }
-    let renumber = |o: &mut Operand| {
-        if let Operand::Temp(t) = o {
-            *t = new_index[*t];
-        }
-    };
     let mut slots: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
-    let mut ordered = Vec::with_capacity(n);
-    for &old in &order {
-        let mut step = slots[old].take().ok_or("a step was ordered twice")?;
-        step.operands_mut().into_iter().for_each(renumber);
-        ordered.push(step);
-    }
-    Ok((ordered, outputs.into_iter().map(|t| new_index[t]).collect()))
+    order.into_iter().map(|i| slots[i].take().ok_or_else(|| "a step was ordered twice".to_string())).collect()
 }

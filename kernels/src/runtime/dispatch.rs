@@ -52,13 +52,40 @@ impl Gpu {
         buffers: &[(u32, &GpuBuffer)],
         grid: [u32; 3],
     ) -> Result<Dispatch, GpuError> {
+        self.prepare_at(&variant, layout, params, 4, buffers, grid)
+    }
+
+    /// A dispatch of an op-registry kernel: `inputs` at bindings `0..n`, `outputs` after them,
+    /// `params` as the uniform buffer after those ([`BindingLayout::Op`]).
+    pub fn prepare_op(
+        &self,
+        variant: &ShaderVariant,
+        inputs: &[&GpuBuffer],
+        outputs: &[&GpuBuffer],
+        params: &[u8],
+        grid: [u32; 3],
+    ) -> Result<Dispatch, GpuError> {
+        let (reads, writes) = (inputs.len() as u32, outputs.len() as u32);
+        let buffers: Vec<(u32, &GpuBuffer)> = inputs.iter().chain(outputs).enumerate().map(|(i, &b)| (i as u32, b)).collect();
+        self.prepare_at(variant, BindingLayout::Op { reads, writes }, params, reads + writes, &buffers, grid)
+    }
+
+    fn prepare_at(
+        &self,
+        variant: &ShaderVariant,
+        layout: BindingLayout,
+        params: &[u8],
+        uniform_binding: u32,
+        buffers: &[(u32, &GpuBuffer)],
+        grid: [u32; 3],
+    ) -> Result<Dispatch, GpuError> {
         let pipeline = self.pipeline(variant, layout)?;
         let label = variant.name();
         let uniforms = self.uniform_buffer(params, &label)?;
         let layouts = self.layout(layout);
         let mut entries: Vec<wgpu::BindGroupEntry> =
             buffers.iter().map(|&(binding, buf)| wgpu::BindGroupEntry { binding, resource: buf.binding() }).collect();
-        entries.push(wgpu::BindGroupEntry { binding: 4, resource: uniforms.binding() });
+        entries.push(wgpu::BindGroupEntry { binding: uniform_binding, resource: uniforms.binding() });
         let bind_group = self.scoped(&label, || {
             Ok(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(&label),
@@ -119,13 +146,13 @@ impl Gpu {
             let product = |target: &GpuBuffer| -> Result<Dispatch, GpuError> {
                 if !step.variant.is_implicit() {
                     let buffers = [(0, a), (1, b), (2, bias), (3, target)];
-                    return self.prepare(variant, BindingLayout::PRODUCT, params, &buffers, step.grid);
+                    return self.prepare(variant.clone(), BindingLayout::PRODUCT, params, &buffers, step.grid);
                 }
                 let Some(geometry) = &geometry else {
                     return Err(GpuError::Invalid(format!("{} gathers B but has no conv geometry", variant.name())));
                 };
                 let buffers = [(0, a), (1, b), (2, bias), (3, target), (5, geometry)];
-                self.prepare(variant, BindingLayout::PRODUCT_IMPLICIT, params, &buffers, step.grid)
+                self.prepare(variant.clone(), BindingLayout::PRODUCT_IMPLICIT, params, &buffers, step.grid)
             };
             let dispatch = match (step.io, &workspace) {
                 (StepIo::Product { to_workspace: false }, _) => product(io.out)?,

@@ -18,13 +18,31 @@ pub enum Access {
     Uniform,
 }
 
-/// The bindings a family of shaders declares, as `(binding, access)`.
+/// The bindings a family of shaders declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BindingLayout(pub &'static [(u32, Access)]);
+pub enum BindingLayout {
+    /// `(binding, access)` pairs.
+    Fixed(&'static [(u32, Access)]),
+    /// Op-registry kernels: `reads` read-only storage buffers at bindings `0..reads`, `writes`
+    /// read-write ones after them, then one uniform buffer.
+    Op { reads: u32, writes: u32 },
+}
 
 impl BindingLayout {
+    /// Every `(binding, access)` of the layout.
+    pub fn entries(self) -> Vec<(u32, Access)> {
+        match self {
+            BindingLayout::Fixed(e) => e.to_vec(),
+            BindingLayout::Op { reads, writes } => (0..reads)
+                .map(|b| (b, Access::Read))
+                .chain((reads..reads + writes).map(|b| (b, Access::ReadWrite)))
+                .chain(std::iter::once((reads + writes, Access::Uniform)))
+                .collect(),
+        }
+    }
+
     /// `a, b, bias → out`: GEMM products (the split-K partial kernel leaves bias unused).
-    pub const PRODUCT: BindingLayout = BindingLayout(&[
+    pub const PRODUCT: BindingLayout = BindingLayout::Fixed(&[
         (0, Access::Read),
         (1, Access::Read),
         (2, Access::Read),
@@ -32,7 +50,7 @@ impl BindingLayout {
         (4, Access::Uniform),
     ]);
     /// `a, b, bias → out` plus the conv geometry: implicit-GEMM conv products.
-    pub const PRODUCT_IMPLICIT: BindingLayout = BindingLayout(&[
+    pub const PRODUCT_IMPLICIT: BindingLayout = BindingLayout::Fixed(&[
         (0, Access::Read),
         (1, Access::Read),
         (2, Access::Read),
@@ -42,9 +60,9 @@ impl BindingLayout {
     ]);
     /// `partials, bias → out`: the split-K reduction.
     pub const REDUCE: BindingLayout =
-        BindingLayout(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
+        BindingLayout::Fixed(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
     /// `input → out`: data movement such as im2col.
-    pub const UNARY: BindingLayout = BindingLayout(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
+    pub const UNARY: BindingLayout = BindingLayout::Fixed(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
 }
 
 pub(super) struct PipelineCache {
@@ -79,7 +97,7 @@ impl Gpu {
         layouts
             .entry(layout)
             .or_insert_with(|| {
-                let entries: Vec<_> = layout.0.iter().map(|&(b, a)| entry(b, a)).collect();
+                let entries: Vec<_> = layout.entries().into_iter().map(|(b, a)| entry(b, a)).collect();
                 let bgl = self
                     .device
                     .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
@@ -96,10 +114,10 @@ impl Gpu {
     /// The compiled pipeline of `variant`, compiling it on first use.
     pub fn pipeline(
         &self,
-        variant: ShaderVariant,
+        variant: &ShaderVariant,
         layout: BindingLayout,
     ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-        if let Some(p) = self.pipelines.pipelines.lock().get(&variant) {
+        if let Some(p) = self.pipelines.pipelines.lock().get(variant) {
             return Ok(p.clone());
         }
         let name = variant.name();
@@ -136,7 +154,7 @@ impl Gpu {
                 other => other,
             })?;
         let pipeline = Arc::new(pipeline);
-        self.pipelines.pipelines.lock().insert(variant, pipeline.clone());
+        self.pipelines.pipelines.lock().insert(variant.clone(), pipeline.clone());
         tracing::debug!(target: "ep_wgpu", "compiled pipeline {name}");
         Ok(pipeline)
     }

@@ -1,0 +1,221 @@
+//! Which nodes of a partition run as one kernel: the single fusion rule of the EP.
+//!
+//! - A product (MatMul, Gemm, Conv) absorbs the elementwise consumers its store can apply: an
+//!   Add of a bias that broadcasts onto its output (MatMul/Gemm, while no bias is set), then one
+//!   activation (Relu, or Clip with constant bounds), which may also follow through Reshapes
+//!   (an activation commutes with a reshape).
+//! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
+//!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
+//!
+//! A value is only ever absorbed when nothing else reads it and it does not leave the partition,
+//! so fusing never changes what another node or the caller sees.
+
+use std::collections::{HashMap, HashSet};
+
+use super::model::{Dim, Node, ValueInfo};
+use super::support::clip_bounds;
+use crate::gemm::Activation;
+use crate::ops::{lookup, ElemNode};
+
+/// Most storage buffers one generated elementwise kernel binds (inputs plus its output): the
+/// WebGPU minimum per shader stage, so a fused kernel runs on every device.
+pub const MAX_FUSED_BINDINGS: usize = 8;
+
+/// What a product absorbed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Epilogue {
+    /// The fused Add node and the index of its input that is the bias.
+    pub add: Option<(usize, usize)>,
+    pub activation: Option<(usize, Activation)>,
+}
+
+/// The fusion decisions of one partition (node indices into its node list).
+#[derive(Debug, Default)]
+pub struct Fusion {
+    /// Product node → what it absorbed.
+    pub epilogues: HashMap<usize, Epilogue>,
+    /// Elementwise chains, members in topological order; the last is the root.
+    pub chains: Vec<Vec<usize>>,
+    /// Nodes that produce no step of their own (absorbed into a product or a chain).
+    pub absorbed: HashSet<usize>,
+    /// Value names that are another value (an absorbed node's output → the fused result).
+    pub renames: HashMap<String, String>,
+}
+
+/// The readers of every value among `nodes`.
+fn readers(nodes: &[Node]) -> HashMap<&str, Vec<usize>> {
+    let mut map: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for v in n.inputs.iter().flatten().filter(|v| !v.name.is_empty()) {
+            map.entry(v.name.as_str()).or_default().push(i);
+        }
+    }
+    map
+}
+
+/// Decides the fusion of a partition's `nodes` (topologically ordered); `outputs` are the
+/// values that leave the partition.
+pub fn plan(nodes: &[Node], outputs: &[String]) -> Fusion {
+    let readers = readers(nodes);
+    let outputs: HashSet<&str> = outputs.iter().map(String::as_str).collect();
+    // The only reader of `value`, when it has exactly one and stays inside.
+    let sole_reader = |value: &str| -> Option<usize> {
+        match readers.get(value).map(Vec::as_slice) {
+            Some(&[r]) if !outputs.contains(value) => Some(r),
+            _ => None,
+        }
+    };
+    let mut fusion = Fusion::default();
+    for (i, node) in nodes.iter().enumerate() {
+        if is_product(node) && !fusion.absorbed.contains(&i) {
+            fuse_epilogue(nodes, i, &sole_reader, &mut fusion);
+        }
+    }
+    fuse_chains(nodes, &sole_reader, &mut fusion);
+    fusion
+}
+
+fn is_product(node: &Node) -> bool {
+    node.is_onnx() && matches!(node.op_type.as_str(), "MatMul" | "Gemm" | "Conv")
+}
+
+fn out_name(node: &Node) -> Option<&str> {
+    node.output(0).map(|o| o.name.as_str())
+}
+
+/// Absorbs a bias Add and an activation after product `p`.
+fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<usize>, fusion: &mut Fusion) {
+    let product = &nodes[p];
+    let Some(mut tail) = out_name(product).map(str::to_string) else { return };
+    let mut epilogue = Epilogue::default();
+    let mut has_bias = product.op_type == "Conv" || product.input(2).is_some_and(|v| !v.name.is_empty());
+    let mut through_reshape = false;
+    while let Some(r) = sole_reader(&tail) {
+        let reader = &nodes[r];
+        if !reader.is_onnx() {
+            break;
+        }
+        match reader.op_type.as_str() {
+            "Add" if !has_bias && !through_reshape && epilogue.activation.is_none() => {
+                let Some(k) = bias_input(product, reader, &tail) else { break };
+                epilogue.add = Some((r, k));
+                has_bias = true;
+            }
+            "Relu" | "Clip" if epilogue.activation.is_none() => {
+                let act = if reader.op_type == "Relu" {
+                    Activation::Relu
+                } else {
+                    match clip_bounds(reader) {
+                        Ok((min, max)) => Activation::Clip { min, max },
+                        Err(_) => break,
+                    }
+                };
+                epilogue.activation = Some((r, act));
+            }
+            "Reshape" if epilogue.activation.is_none() => {
+                through_reshape = true;
+                match out_name(reader) {
+                    Some(o) => tail = o.to_string(),
+                    None => break,
+                }
+                continue;
+            }
+            _ => break,
+        }
+        let Some(o) = out_name(reader) else { break };
+        // The absorbed node's output is the (updated) value it read.
+        fusion.renames.insert(o.to_string(), tail.clone());
+        fusion.absorbed.insert(r);
+        tail = o.to_string();
+        if epilogue.activation.is_some() {
+            break;
+        }
+    }
+    if epilogue != Epilogue::default() {
+        fusion.epilogues.insert(p, epilogue);
+    }
+}
+
+/// The index of the Add's input that can be the product's bias: the other operand, of a rank
+/// no larger than the output's, each dimension 1 or provably the output's.
+fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize> {
+    let present: Vec<(usize, &ValueInfo)> =
+        add.inputs.iter().enumerate().filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v))).collect();
+    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
+    let (k, bias) = if a.name == tail && b.name != tail {
+        (*kb, *b)
+    } else if b.name == tail && a.name != tail {
+        (*ka, *a)
+    } else {
+        return None;
+    };
+    if bias.elem_type != product.input(0)?.elem_type {
+        return None;
+    }
+    // A 1-D MatMul operand drops an output dimension, so the bias could not be laid out.
+    if product.op_type == "MatMul" && (0..2).any(|i| product.input(i).and_then(ValueInfo::rank).is_none_or(|r| r < 2)) {
+        return None;
+    }
+    let out = product.output(0)?.shape.as_ref()?;
+    let bias_shape = bias.shape.as_ref()?;
+    if bias_shape.len() > out.len() {
+        return None;
+    }
+    let fits = bias_shape.iter().rev().zip(out.iter().rev()).all(|(b, o)| b == &Dim::Fixed(1) || b == o);
+    fits.then_some(k)
+}
+
+/// Groups the elementwise nodes that no product absorbed into chains.
+fn fuse_chains(nodes: &[Node], sole_reader: &dyn Fn(&str) -> Option<usize>, fusion: &mut Fusion) {
+    // Chain id of each member, and each chain's members.
+    let mut chain_of: HashMap<usize, usize> = HashMap::new();
+    let mut chains: Vec<Vec<usize>> = Vec::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if fusion.absorbed.contains(&i) || elementwise(node).is_none() {
+            continue;
+        }
+        let producers: Vec<usize> = (0..i)
+            .filter(|&p| chain_of.contains_key(&p))
+            .filter(|&p| out_name(&nodes[p]).is_some_and(|o| sole_reader(o) == Some(i)))
+            .collect();
+        let mut members = vec![i];
+        for p in producers {
+            let c = chain_of[&p];
+            if chains[c].last() != Some(&p) {
+                continue; // not the root of its chain
+            }
+            let mut merged: Vec<usize> = members.iter().chain(&chains[c]).copied().collect();
+            merged.sort_unstable();
+            if external_inputs(nodes, &merged) + 1 <= MAX_FUSED_BINDINGS {
+                members = merged;
+                chains[c].clear();
+            }
+        }
+        let id = chains.len();
+        for &m in &members {
+            chain_of.insert(m, id);
+        }
+        chains.push(members);
+    }
+    for chain in chains.into_iter().filter(|c| c.len() > 1) {
+        fusion.absorbed.extend(&chain[..chain.len() - 1]);
+        fusion.chains.push(chain);
+    }
+}
+
+/// The IR form of an elementwise node, if its op has one.
+pub fn elementwise(node: &Node) -> Option<Vec<ElemNode>> {
+    lookup(node).and_then(|def| def.elementwise(node))
+}
+
+/// Distinct values the `members` read from outside themselves.
+pub fn external_inputs(nodes: &[Node], members: &[usize]) -> usize {
+    let produced: HashSet<&str> = members.iter().filter_map(|&m| out_name(&nodes[m])).collect();
+    let read: HashSet<&str> = members
+        .iter()
+        .flat_map(|&m| nodes[m].inputs.iter().flatten())
+        .map(|v| v.name.as_str())
+        .filter(|n| !n.is_empty() && !produced.contains(n))
+        .collect();
+    read.len()
+}

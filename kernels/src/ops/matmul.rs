@@ -1,0 +1,320 @@
+//! MatMul and Gemm: one product kernel over the GEMM planner, with the bias and activation
+//! that fusion folds into its store.
+
+use std::collections::BTreeMap;
+
+use crate::caps::DeviceCaps;
+use crate::dtype::DType;
+use crate::error::GpuError;
+use crate::gemm::{
+    broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, Activation, CoopMode, GemmOptions, GemmPlan,
+    GemmProblem, TilingChoice,
+};
+use crate::graph::model::{Node, ValueInfo};
+use crate::graph::support::{common_dtype, required, PlacementOptions};
+use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::runtime::GemmBindings;
+use crate::shader::ShaderVariant;
+
+/// The definitions of this family.
+pub static OPS: &[&dyn OpDef] = &[&MatMulDef, &GemmDef];
+
+/// Which product a [`ProductKernel`] computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProductKind {
+    MatMul,
+    Gemm,
+}
+
+impl ProductKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProductKind::MatMul => "MatMul",
+            ProductKind::Gemm => "Gemm",
+        }
+    }
+}
+
+struct MatMulDef;
+struct GemmDef;
+
+impl OpDef for MatMulDef {
+    fn names(&self) -> &'static [&'static str] {
+        &["MatMul"]
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        check_matmul(node, opts)
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        Ok(Box::new(ProductKernel::of(node, ProductKind::MatMul)?))
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let dtype = node.input(0)?.dtype()?;
+        let (a, b) = (node.input(0)?.fixed_shape()?, node.input(1)?.fixed_shape()?);
+        Some(matmul_problem(&a, &b, dtype).ok()?.0.flops())
+    }
+
+    fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        gemm_variants(caps).into_values().collect()
+    }
+}
+
+impl OpDef for GemmDef {
+    fn names(&self) -> &'static [&'static str] {
+        &["Gemm"]
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        check_gemm(node, opts)
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        Ok(Box::new(ProductKernel::of(node, ProductKind::Gemm)?))
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let dtype = node.input(0)?.dtype()?;
+        let (a, b) = (node.input(0)?.fixed_shape()?, node.input(1)?.fixed_shape()?);
+        Some(GemmAttrs::of(node).problem(dtype, &a, &b, None).ok()?.flops())
+    }
+
+    /// Gemm runs the same kernels as MatMul (listed there).
+    fn variants(&self, _caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        Vec::new()
+    }
+}
+
+/// One product (MatMul or Gemm) with its fused epilogue. Inputs: A, B and the bias (Gemm's C
+/// or a fused Add's other operand) when `has_bias`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProductKernel {
+    pub name: String,
+    pub kind: ProductKind,
+    pub gemm: GemmAttrs,
+    pub dtype: DType,
+    pub has_bias: bool,
+    pub activation: Activation,
+}
+
+impl ProductKernel {
+    /// The product of `node` alone (Gemm's C as its bias).
+    pub fn of(node: &Node, kind: ProductKind) -> Result<ProductKernel, String> {
+        let dtype = node.input(0).and_then(ValueInfo::dtype).ok_or("product input of unsupported type")?;
+        let has_bias = kind == ProductKind::Gemm && node.input(2).is_some_and(|v| !v.name.is_empty());
+        Ok(ProductKernel {
+            name: node.name.clone(),
+            kind,
+            gemm: GemmAttrs::of(node),
+            dtype,
+            has_bias,
+            activation: Activation::None,
+        })
+    }
+
+    /// Folds an Add's other operand in as the bias (a Gemm without C ignores beta, so the
+    /// operand is added as is).
+    pub fn add_bias(&mut self) {
+        self.has_bias = true;
+        self.gemm.beta = 1.0;
+    }
+
+    /// The GEMM problem at these shapes and the ONNX output shape.
+    pub fn problem(&self, a: &[u64], b: &[u64], bias: Option<&[u64]>) -> Result<(GemmProblem, Vec<u64>), String> {
+        let (mut problem, out_shape) = match self.kind {
+            ProductKind::MatMul => {
+                let (mut p, out) = matmul_problem(a, b, self.dtype).map_err(|e| e.to_string())?;
+                if let Some(bias) = bias {
+                    if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
+                        return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
+                    }
+                    if a.len() < 2 || b.len() < 2 {
+                        return Err("Add fused after a MatMul with a 1-D operand".into());
+                    }
+                    p.epilogue.bias = Some(broadcast_layout(bias, &out, &p).map_err(|e| e.to_string())?);
+                }
+                (p, out)
+            }
+            ProductKind::Gemm => {
+                let p = self.gemm.problem(self.dtype, a, b, bias)?;
+                let out = vec![p.m as u64, p.n as u64];
+                (p, out)
+            }
+        };
+        problem.epilogue.activation = self.activation;
+        Ok((problem, out_shape))
+    }
+}
+
+fn shapes<'a>(inputs: &[Option<&'a [u64]>], has_bias: bool) -> Result<(&'a [u64], &'a [u64], Option<&'a [u64]>), String> {
+    let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| format!("product input {i} is missing"));
+    let bias = if has_bias { Some(get(2)?) } else { None };
+    Ok((get(0)?, get(1)?, bias))
+}
+
+impl Kernel for ProductKernel {
+    fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let (a, b, bias) = shapes(inputs, self.has_bias)?;
+        let (_, out) = self.problem(a, b, bias).map_err(|e| format!("{} '{}': {e}", self.kind.name(), self.name))?;
+        Ok(vec![out])
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let (a, b) = (io.input(0)?, io.input(1)?);
+        let bias = if self.has_bias { Some(io.input(2)?) } else { None };
+        let (problem, _) = self
+            .problem(a.shape, b.shape, bias.map(|t| t.shape))
+            .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", self.kind.name(), self.name)))?;
+        let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
+        let out = io.output(0)?;
+        let dispatches = cx.gpu.prepare_gemm(&plan, GemmBindings { a: a.buf, b: b.buf, bias: bias.map(|t| t.buf), out: out.buf })?;
+        Ok(PreparedStep { dispatches, plan: Some(describe(self, &problem, &plan)) })
+    }
+}
+
+/// One log line: the op, its problem and the chosen plan (with any fallbacks).
+fn describe(op: &ProductKernel, problem: &GemmProblem, plan: &GemmPlan) -> String {
+    let variants: Vec<String> = plan.variants().map(|v| v.name()).collect();
+    let fallbacks =
+        if plan.fallbacks.is_empty() { String::new() } else { format!(" (fell back: {})", plan.fallbacks.join("; ")) };
+    format!(
+        "{} '{}': M={} N={} K={} batch={} {:?} [{}]{fallbacks}",
+        op.kind.name(),
+        op.name,
+        problem.m,
+        problem.n,
+        problem.k,
+        problem.batch_count(),
+        plan.tiling,
+        variants.join(" + "),
+    )
+}
+
+/// Sizes that reach every branch of the planner's decisions (aligned and unaligned, thin,
+/// small and large; 1500 is a multiple of 4 but not of 8).
+const SIZES: &[u32] = &[1, 7, 129, 1000, 1500, 4096];
+pub(crate) const CHOICES: &[TilingChoice] =
+    &[TilingChoice::Auto, TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv];
+/// Transposed operands change how slices are staged and how fragments load.
+const TRANSPOSES: &[(bool, bool)] = &[(false, false), (true, false), (false, true), (true, true)];
+
+/// Every GEMM variant the planner produces for `caps` over a grid of problems and options.
+fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
+    let mut out = BTreeMap::new();
+    let options = CHOICES.iter().flat_map(|&tiling| {
+        [(CoopMode::Auto, false), (CoopMode::Off, false), (CoopMode::Auto, true)]
+            .map(move |(cooperative_matrix, f32_via_f16)| GemmOptions { tiling, cooperative_matrix, f32_via_f16 })
+    });
+    for options in options {
+        for dtype in [DType::F32, DType::F16] {
+            for &(ta, tb) in TRANSPOSES {
+                for &m in SIZES {
+                    for &n in SIZES {
+                        for &k in SIZES {
+                            let p = GemmProblem::simple(dtype, m, n, k, ta, tb);
+                            if let Ok(plan) = plan_gemm(&p, caps, &options) {
+                                for v in plan.variants() {
+                                    out.insert(v.name(), ShaderVariant::Gemm(v));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn check_matmul(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+    let (a, b) = (required(node, 0, "A")?, required(node, 1, "B")?);
+    let dtype = common_dtype(node, &[a, b], opts)?;
+    if a.rank() == Some(0) || b.rank() == Some(0) {
+        return Err("MatMul of a scalar is invalid".into());
+    }
+    let inner = |v: &ValueInfo, from_end: usize| {
+        v.shape.as_ref().and_then(|s| s.len().checked_sub(from_end).and_then(|i| s[i].fixed()))
+    };
+    let ka = inner(a, 1);
+    let kb = if b.rank() == Some(1) { inner(b, 1) } else { inner(b, 2) };
+    if let (Some(ka), Some(kb)) = (ka, kb) {
+        if ka != kb {
+            return Err(format!("inner dimensions differ ({ka} vs {kb})"));
+        }
+    }
+    if let (Some(sa), Some(sb)) = (a.fixed_shape(), b.fixed_shape()) {
+        let (problem, _) = matmul_problem(&sa, &sb, dtype).map_err(|e| e.to_string())?;
+        plan_gemm(&problem, &opts.caps, &opts.gemm).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Gemm attributes with ONNX defaults.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmAttrs {
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl GemmAttrs {
+    pub fn of(node: &Node) -> GemmAttrs {
+        GemmAttrs {
+            trans_a: node.int("transA").unwrap_or(0) != 0,
+            trans_b: node.int("transB").unwrap_or(0) != 0,
+            alpha: node.float("alpha").unwrap_or(1.0),
+            beta: node.float("beta").unwrap_or(1.0),
+        }
+    }
+
+    /// The problem for `A`/`B` shapes (rank 2), with C's broadcast layout when given.
+    pub fn problem(&self, dtype: DType, a: &[u64], b: &[u64], c: Option<&[u64]>) -> Result<GemmProblem, String> {
+        if a.len() != 2 || b.len() != 2 {
+            return Err(format!("Gemm needs 2-D A and B, got {a:?} and {b:?}"));
+        }
+        let (m, ka) = if self.trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
+        let (kb, n) = if self.trans_b { (b[1], b[0]) } else { (b[0], b[1]) };
+        if ka != kb {
+            return Err(format!("Gemm inner dimensions differ ({ka} vs {kb})"));
+        }
+        let to32 = |v: u64| u32::try_from(v).map_err(|_| format!("dimension {v} is too large"));
+        let mut p = GemmProblem::simple(dtype, to32(m)?, to32(n)?, to32(ka)?, self.trans_a, self.trans_b);
+        p.epilogue.alpha = self.alpha;
+        p.epilogue.beta = self.beta;
+        if let Some(c) = c {
+            let layout = broadcast_layout(c, &[m, n], &p).map_err(|e| e.to_string())?;
+            // With beta = 0 ONNX Runtime's CPU EP never reads C, so NaN or Inf in C must not
+            // reach the output as 0·NaN; C's shape is still checked, as the CPU EP does.
+            p.epilogue.bias = (self.beta != 0.0).then_some(layout);
+        }
+        Ok(p)
+    }
+}
+
+pub fn check_gemm(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+    let (a, b) = (required(node, 0, "A")?, required(node, 1, "B")?);
+    let mut values = vec![a, b];
+    let c = node.input(2);
+    values.extend(c);
+    let dtype = common_dtype(node, &values, opts)?;
+    for v in [a, b] {
+        if matches!(v.rank(), Some(r) if r != 2) {
+            return Err(format!("Gemm input '{}' is not 2-D", v.name));
+        }
+    }
+    if matches!(c.and_then(ValueInfo::rank), Some(r) if r > 2) {
+        return Err("Gemm C has rank > 2".into());
+    }
+    if let (Some(sa), Some(sb)) = (a.fixed_shape(), b.fixed_shape()) {
+        let sc = c.map(ValueInfo::fixed_shape);
+        if sc != Some(None) {
+            let problem = GemmAttrs::of(node).problem(dtype, &sa, &sb, sc.flatten().as_deref())?;
+            plan_gemm(&problem, &opts.caps, &opts.gemm).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
