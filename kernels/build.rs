@@ -5,7 +5,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("../wgsl");
+    let dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("../wgsl");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
         .expect("the wgsl/ folder")

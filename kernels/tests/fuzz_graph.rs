@@ -446,7 +446,12 @@ fn fused_io(g: &Graph, group: &[usize]) -> (Vec<String>, Vec<String>, Vec<Consta
             if v.constant {
                 if let (Some(dtype), Some(shape)) = (dtype_of(v.elem_type), v.fixed_shape()) {
                     let len = shape.iter().product::<u64>() * dtype.size();
-                    constants.push(Constant { name: v.name.clone(), dtype, shape, data: vec![0; len as usize] });
+                    constants.push(Constant {
+                        name: v.name.clone(),
+                        dtype: dtype.into(),
+                        shape,
+                        data: vec![0; len as usize],
+                    });
                 }
             } else {
                 inputs.push(v.name.clone());
@@ -495,17 +500,24 @@ fn check(g: &Graph, opts: &PlacementOptions) -> Result<(), TestCaseError> {
             Err(e) => prop_assert!(false, "group {:?} does not compile: {}", names, e),
             // Every step reads only what earlier steps wrote, and the outputs exist.
             Ok(program) => {
+                let mut written = std::collections::HashSet::new();
                 for (i, step) in program.steps.iter().enumerate() {
                     for o in step.operands() {
                         let ok = match o {
-                            Operand::Temp(t) => t < i,
+                            Operand::Temp(t) => written.contains(&t),
                             Operand::Input(k) => k < program.inputs.len(),
                             Operand::Const(k) => k < program.constants.len(),
                         };
                         prop_assert!(ok, "group {:?}: step {} reads {:?}", names, i, o);
                     }
+                    written.extend(step.outputs.iter().map(|&(v, _)| v));
                 }
-                prop_assert!(program.outputs.iter().all(|&t| t < program.steps.len()));
+                let exists = |o: &Operand| match *o {
+                    Operand::Temp(t) => written.contains(&t),
+                    Operand::Input(k) => k < program.inputs.len(),
+                    Operand::Const(k) => k < program.constants.len(),
+                };
+                prop_assert!(program.outputs.iter().all(exists));
             }
         }
     }

@@ -112,7 +112,7 @@ fn mlp_with_reshapes_is_one_partition() {
     let (v, groups) = verdicts(&g);
     assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
     assert_eq!(groups.len(), 1);
-    assert!(matches!(v[3].1, Ok(Role::Epilogue { producer: 1, .. })), "{v:?}");
+    assert!(matches!(v[3].1, Ok(Role::Kernel)), "{v:?}");
 }
 
 #[test]

@@ -51,8 +51,11 @@ fn executable(gpu: &std::sync::Arc<Gpu>, gemm: Option<(f32, f32)>) -> Executable
 /// Runs once; returns the output shape and values.
 fn run(exec: &Executable, inputs: &[(&[u64], &[f32])]) -> Result<(Vec<u64>, Vec<f32>), GpuError> {
     let bytes: Vec<Vec<u8>> = inputs.iter().map(|(_, v)| to_bytes(v, DType::F32)).collect();
-    let tensors: Vec<HostTensor> =
-        inputs.iter().zip(&bytes).map(|((shape, _), data)| HostTensor { dtype: DType::F32, shape, data }).collect();
+    let tensors: Vec<HostTensor> = inputs
+        .iter()
+        .zip(&bytes)
+        .map(|((shape, _), data)| HostTensor { dtype: DType::F32.into(), shape, data })
+        .collect();
     let mut out = (Vec::new(), Vec::new());
     exec.run(&tensors, &mut |_, shape, data| {
         out = (shape.to_vec(), from_bytes(data, DType::F32));

@@ -6,8 +6,8 @@ use std::ptr::null;
 use std::sync::Arc;
 
 use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Executable, PlacementOptions};
-use ep_kernels::ElemType;
 use ep_kernels::runtime::Gpu;
+use ep_kernels::ElemType;
 use ort_sys::{OrtGraph, OrtLoggingLevel, OrtNode, OrtValue, OrtValueInfo};
 
 use crate::abi::{

@@ -139,8 +139,12 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
 /// The index of the Add's input that can be the product's bias: the other operand, of a rank
 /// no larger than the output's, each dimension 1 or provably the output's.
 fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let present: Vec<(usize, &ValueInfo)> =
-        add.inputs.iter().enumerate().filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v))).collect();
+    let present: Vec<(usize, &ValueInfo)> = add
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
+        .collect();
     let [(ka, a), (kb, b)] = present.as_slice() else { return None };
     let (k, bias) = if a.name == tail && b.name != tail {
         (*kb, *b)

@@ -12,6 +12,6 @@ pub mod support;
 
 pub use executor::{ExecOptions, Executable, HostTensor};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
-pub use placement::{place, DeclineKind, Decision, Placement, Role};
+pub use placement::{place, Decision, DeclineKind, Placement, Role};
 pub use program::{build_program, Constant, Operand, Program, Step};
 pub use support::PlacementOptions;

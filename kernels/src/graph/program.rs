@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::fusion::{self, Fusion};
 use super::model::Node;
 use crate::dtype::ElemType;
+use crate::ops::conv::ConvKernel;
 use crate::ops::elementwise::{fused, Arg, ElemNode};
 use crate::ops::matmul::{ProductKernel, ProductKind};
-use crate::ops::conv::ConvKernel;
 use crate::ops::{lookup, Kernel};
 
 /// Where a step reads or writes a tensor.
@@ -90,7 +90,8 @@ impl Scope<'_> {
     fn operand(&mut self, node: &Node, i: usize) -> Result<Option<Operand>, String> {
         let Some(v) = node.input(i).filter(|v| !v.name.is_empty()) else { return Ok(None) };
         let name = self.resolve(&v.name).to_string();
-        let op = *self.names.get(&name).ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))?;
+        let op =
+            *self.names.get(&name).ok_or_else(|| format!("value '{}' is neither an input nor a constant", v.name))?;
         if let Operand::Input(k) = op {
             self.input_dtypes[k] = ElemType::from_onnx(v.elem_type);
         }
@@ -151,7 +152,13 @@ pub fn build_program(
     }
     let outputs = outputs
         .iter()
-        .map(|n| scope.names.get(scope.resolve(n)).copied().ok_or_else(|| format!("output '{n}' is not produced by the partition")))
+        .map(|n| {
+            scope
+                .names
+                .get(scope.resolve(n))
+                .copied()
+                .ok_or_else(|| format!("output '{n}' is not produced by the partition"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let input_dtypes = scope
         .input_dtypes
@@ -204,7 +211,12 @@ fn node_step(
 }
 
 /// The step of an elementwise chain: its members' IR nodes over the chain's external inputs.
-fn chain_step(nodes: &[Node], chain: &[usize], scope: &mut Scope<'_>, outputs: Vec<(usize, ElemType)>) -> Result<Step, String> {
+fn chain_step(
+    nodes: &[Node],
+    chain: &[usize],
+    scope: &mut Scope<'_>,
+    outputs: Vec<(usize, ElemType)>,
+) -> Result<Step, String> {
     let mut external: Vec<(String, Operand, ElemType)> = Vec::new();
     let mut ir: Vec<ElemNode> = Vec::new();
     // The IR node holding each member's value.
@@ -265,7 +277,10 @@ fn run_order(steps: Vec<Step>) -> Result<Vec<Step>, String> {
     let deps: Vec<Vec<usize>> = steps
         .iter()
         .map(|s| {
-            s.operands().into_iter().filter_map(|o| if let Operand::Temp(v) = o { writer.get(&v).copied() } else { None }).collect()
+            s.operands()
+                .into_iter()
+                .filter_map(|o| if let Operand::Temp(v) = o { writer.get(&v).copied() } else { None })
+                .collect()
         })
         .collect();
     let n = steps.len();

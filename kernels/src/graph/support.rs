@@ -70,4 +70,3 @@ pub fn check_bias_shape(bias: &ValueInfo, out: Option<&[u64]>, out_rank: Option<
     }
     Ok(())
 }
-

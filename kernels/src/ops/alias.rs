@@ -56,7 +56,9 @@ impl OpDef for AliasDef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AliasRule {
     Reshape(ReshapeSpec),
-    Flatten { axis: i64 },
+    Flatten {
+        axis: i64,
+    },
     /// `None`: every dimension of size 1.
     Squeeze(Option<Vec<i64>>),
     Unsqueeze(Vec<i64>),
@@ -70,7 +72,9 @@ fn axes(node: &Node, input_since: i32) -> Result<Option<Vec<i64>>, String> {
     }
     match node.input(1).filter(|v| !v.name.is_empty()) {
         None => Ok(None),
-        Some(v) if v.constant => v.ints().map(Some).ok_or_else(|| format!("axes '{}' is not a small int64 constant", v.name)),
+        Some(v) if v.constant => {
+            v.ints().map(Some).ok_or_else(|| format!("axes '{}' is not a small int64 constant", v.name))
+        }
         Some(v) => Err(format!("axes '{}' is computed at run time; only constant axes run here", v.name)),
     }
 }

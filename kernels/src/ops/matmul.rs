@@ -148,7 +148,10 @@ impl ProductKernel {
     }
 }
 
-fn shapes<'a>(inputs: &[Option<&'a [u64]>], has_bias: bool) -> Result<(&'a [u64], &'a [u64], Option<&'a [u64]>), String> {
+fn shapes<'a>(
+    inputs: &[Option<&'a [u64]>],
+    has_bias: bool,
+) -> Result<(&'a [u64], &'a [u64], Option<&'a [u64]>), String> {
     let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| format!("product input {i} is missing"));
     let bias = if has_bias { Some(get(2)?) } else { None };
     Ok((get(0)?, get(1)?, bias))
@@ -169,7 +172,8 @@ impl Kernel for ProductKernel {
             .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", self.kind.name(), self.name)))?;
         let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
         let out = io.output(0)?;
-        let dispatches = cx.gpu.prepare_gemm(&plan, GemmBindings { a: a.buf, b: b.buf, bias: bias.map(|t| t.buf), out: out.buf })?;
+        let dispatches =
+            cx.gpu.prepare_gemm(&plan, GemmBindings { a: a.buf, b: b.buf, bias: bias.map(|t| t.buf), out: out.buf })?;
         Ok(PreparedStep { dispatches, plan: Some(describe(self, &problem, &plan)) })
     }
 }
@@ -317,4 +321,3 @@ pub fn check_gemm(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
     }
     Ok(())
 }
-

@@ -216,7 +216,12 @@ pub fn check_types(node: &Node, allowed: &[ElemType]) -> Result<(), String> {
     for v in node.inputs.iter().chain(&node.outputs).flatten().filter(|v| !v.name.is_empty()) {
         match ElemType::from_onnx(v.elem_type) {
             Some(t) if allowed.contains(&t) => {}
-            _ => return Err(format!("element type {} of '{}' is not supported by {}", v.elem_type, v.name, node.op_type)),
+            _ => {
+                return Err(format!(
+                    "element type {} of '{}' is not supported by {}",
+                    v.elem_type, v.name, node.op_type
+                ))
+            }
         }
     }
     Ok(())
@@ -224,8 +229,7 @@ pub fn check_types(node: &Node, allowed: &[ElemType]) -> Result<(), String> {
 
 /// Decline a float16 tensor when the session or the device cannot run it.
 pub fn check_f16(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
-    let has_f16 =
-        node.inputs.iter().chain(&node.outputs).flatten().any(|v| v.elem_type == ElemType::F16.onnx());
+    let has_f16 = node.inputs.iter().chain(&node.outputs).flatten().any(|v| v.elem_type == ElemType::F16.onnx());
     if has_f16 && !opts.enable_f16 {
         return Err("float16 is disabled by the enable_f16=0 option".into());
     }

@@ -66,7 +66,8 @@ impl Gpu {
         grid: [u32; 3],
     ) -> Result<Dispatch, GpuError> {
         let (reads, writes) = (inputs.len() as u32, outputs.len() as u32);
-        let buffers: Vec<(u32, &GpuBuffer)> = inputs.iter().chain(outputs).enumerate().map(|(i, &b)| (i as u32, b)).collect();
+        let buffers: Vec<(u32, &GpuBuffer)> =
+            inputs.iter().chain(outputs).enumerate().map(|(i, &b)| (i as u32, b)).collect();
         self.prepare_at(variant, BindingLayout::Op { reads, writes }, params, reads + writes, &buffers, grid)
     }
 

@@ -62,7 +62,8 @@ impl BindingLayout {
     pub const REDUCE: BindingLayout =
         BindingLayout::Fixed(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
     /// `input → out`: data movement such as im2col.
-    pub const UNARY: BindingLayout = BindingLayout::Fixed(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
+    pub const UNARY: BindingLayout =
+        BindingLayout::Fixed(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
 }
 
 pub(super) struct PipelineCache {

@@ -1,6 +1,8 @@
 //! Shared helpers for GPU tests: the device, fresh random data, a float64 reference GEMM.
 #![allow(dead_code)]
 
+pub mod graph;
+
 use std::sync::{Arc, OnceLock};
 
 use ep_kernels::gemm::{GemmPlan, GemmProblem, MatrixLayout, MAX_BATCH_DIMS};
