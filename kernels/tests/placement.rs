@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use ep_kernels::caps::profiles;
 use ep_kernels::gemm::GemmOptions;
-use ep_kernels::graph::{place, Attr, Dim, Graph, Node, PlacementOptions, Role, ValueInfo};
+use ep_kernels::graph::{place, Attr, DeclineKind, Dim, Graph, Node, PlacementOptions, Role, ValueInfo};
 
 fn opts() -> PlacementOptions {
     PlacementOptions {
@@ -116,18 +116,23 @@ fn mlp_with_reshapes_is_one_partition() {
 }
 
 #[test]
-fn lone_reshape_and_other_ops_are_declined() {
+fn lone_reshape_is_ours_and_unknown_ops_are_declined() {
     let g = graph(
         vec![
             node("Reshape", "r", vec![value("x", &[4, 4]), shape_const("s", &[16])], value("y", &[16])),
-            node("Sigmoid", "sig", vec![value("y", &[16])], value("z", &[16])),
+            node("TopK", "top", vec![value("y", &[16])], value("z", &[16])),
         ],
         &["z"],
     );
-    let (v, groups) = verdicts(&g);
-    assert!(v[0].1.as_ref().unwrap_err().contains("not next to"), "{v:?}");
-    assert!(v[1].1.as_ref().unwrap_err().contains("not an op"), "{v:?}");
-    assert!(groups.is_empty());
+    let p = place(&g, &opts());
+    assert!(p.decisions[0].verdict.is_ok(), "{:?}", p.decisions);
+    assert!(p.decisions[1].verdict.as_ref().unwrap_err().contains("not an op"), "{:?}", p.decisions);
+    assert_eq!(p.decisions[1].kind, Some(DeclineKind::NotOurs));
+    // On a discrete GPU a partition that only renames buffers would only add host copies.
+    let p = place(&g, &h200_opts());
+    assert!(p.groups.is_empty());
+    assert!(p.decisions[0].verdict.as_ref().unwrap_err().contains("only renames"), "{:?}", p.decisions);
+    assert_eq!(p.decisions[0].kind, Some(DeclineKind::Cost));
 }
 
 #[test]
@@ -144,28 +149,6 @@ fn unclaimed_node_on_a_path_splits_the_group() {
     let (v, groups) = verdicts(&g);
     assert!(v[0].1.is_ok() && v[2].1.is_ok());
     assert_eq!(groups.len(), 2, "{groups:?}");
-}
-
-#[test]
-fn epilogue_rules() {
-    // Relu whose input has another consumer cannot fuse; Add after Gemm with C cannot fuse.
-    let g = graph(
-        vec![
-            node("MatMul", "m", vec![value("x", &[4, 8]), constant("w", &[8, 8])], value("m", &[4, 8])),
-            node("Relu", "relu", vec![value("m", &[4, 8])], value("r", &[4, 8])),
-            node(
-                "Gemm",
-                "g",
-                vec![value("x", &[4, 8]), constant("w2", &[8, 8]), constant("c", &[8])],
-                value("g", &[4, 8]),
-            ),
-            node("Add", "add", vec![value("g", &[4, 8]), constant("c2", &[8])], value("o", &[4, 8])),
-        ],
-        &["r", "m", "o"],
-    );
-    let (v, _) = verdicts(&g);
-    assert!(v.iter().find(|(n, _)| n == "relu").unwrap().1.as_ref().unwrap_err().contains("other consumers"));
-    assert!(v.iter().find(|(n, _)| n == "add").unwrap().1.as_ref().unwrap_err().contains("already has"));
 }
 
 #[test]
@@ -205,6 +188,11 @@ fn declines_say_why() {
     let mut domain = node("MatMul", "d", vec![value("x", &[2, 2]), value("w", &[2, 2])], value("u", &[2, 2]));
     domain.domain = "com.microsoft".into();
     let g = graph(vec![int_mm, bad_k, gemm3, domain], &["y", "z", "q", "u"]);
+    let p = place(&g, &opts());
+    assert!(p
+        .decisions
+        .iter()
+        .all(|d| d.kind == Some(if d.node == 3 { DeclineKind::NotOurs } else { DeclineKind::Unsupported })));
     let (v, _) = verdicts(&g);
     let reason = |i: usize| v[i].1.clone().unwrap_err();
     assert!(reason(0).contains("element type 6"), "{}", reason(0));
@@ -231,6 +219,7 @@ fn low_intensity_partitions_stay_on_cpu_for_a_discrete_gpu() {
     );
     let p = place(&scores, &h200_opts());
     assert!(p.groups.is_empty());
+    assert_eq!(p.decisions[0].kind, Some(DeclineKind::Cost));
     let reason = p.decisions[0].verdict.clone().unwrap_err();
     assert!(reason.contains("FLOP/byte") && reason.contains("CPU EP"), "{reason}");
     // The software adapter shares host memory: no PCIe to pay for, so it keeps the node.
