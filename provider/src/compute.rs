@@ -126,7 +126,13 @@ unsafe extern "system" fn compute(
             err.message = format!("{}: {}", info.name, err.message);
             err
         })?;
-        if let Some(lines) = report {
+        if let Some(path) = crate::profile::target() {
+            if let Err(e) = crate::profile::record(&path, &info.name, &info.exec, &inputs) {
+                tracing::info!(target: "ep_wgpu", "profiling {}: {e}", info.name);
+            }
+        }
+        if let Some(mut lines) = report {
+            lines.push(format!("{} dispatches per run", info.exec.dispatch_count(&inputs)));
             let mut logger = null();
             // SAFETY: ctx is live; the logger it returns lives as long as ctx.
             if check(unsafe { (o.api.KernelContext_GetLogger)(ctx, &mut logger) }).is_ok() {

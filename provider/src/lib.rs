@@ -11,6 +11,7 @@ mod factory;
 pub mod fault;
 mod graph_reader;
 pub mod options;
+mod profile;
 pub mod ort;
 
 use std::ffi::c_char;

@@ -71,6 +71,17 @@ struct Prepared {
     output_shapes: Vec<Vec<u64>>,
     /// One line per op: its problem and the chosen plan.
     plans: Vec<String>,
+    /// Each step that dispatches: its op types and its range of `dispatches`.
+    spans: Vec<(String, std::ops::Range<usize>)>,
+}
+
+/// GPU time of one step of a run (see [`Executable::profile`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepProfile {
+    /// The op types the step computes, e.g. `MatMul+Add` or `Div+Erf+Add+Mul+Mul`.
+    pub ops: String,
+    pub dispatches: usize,
+    pub seconds: f64,
 }
 
 impl Executable {
@@ -99,8 +110,7 @@ impl Executable {
         outputs: &mut OutputSink<'_>,
     ) -> Result<Option<Vec<String>>, GpuError> {
         self.check_inputs(inputs)?;
-        let key: Vec<u64> =
-            inputs.iter().flat_map(|t| std::iter::once(t.shape.len() as u64).chain(t.shape.iter().copied())).collect();
+        let key = Self::key(inputs);
         let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
@@ -119,6 +129,34 @@ impl Executable {
             }
         }
         result.map(|_| report)
+    }
+
+    /// Runs once, then times every step's dispatches with timestamp queries (`repeat` times
+    /// each, averaged). `None` when the device has no timestamp queries. For benchmarks and
+    /// `ONNXRUNTIME_EP_WGPU_PROFILE`; a normal run never pays for it.
+    pub fn profile(&self, inputs: &[HostTensor<'_>], repeat: u32) -> Result<Option<Vec<StepProfile>>, GpuError> {
+        let Some(timer) = crate::runtime::GpuTimer::new(&self.gpu) else { return Ok(None) };
+        self.check_inputs(inputs)?;
+        let mut prepared = self.prepare(inputs)?;
+        self.execute(&mut prepared, inputs, &mut |_, _, _| Ok(()))?;
+        let repeat = repeat.max(1);
+        let mut out = Vec::with_capacity(prepared.spans.len());
+        for (ops, range) in &prepared.spans {
+            let dispatches: Vec<&Dispatch> = prepared.dispatches[range.clone()].iter().collect();
+            let seconds = timer.time(&self.gpu, &dispatches, repeat)? / f64::from(repeat);
+            out.push(StepProfile { ops: ops.clone(), dispatches: dispatches.len(), seconds });
+        }
+        Ok(Some(out))
+    }
+
+    /// Dispatches one run of these input shapes records (0 until the shapes were prepared).
+    pub fn dispatch_count(&self, inputs: &[HostTensor<'_>]) -> usize {
+        let key = Self::key(inputs);
+        self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or(0, |p| p.dispatches.len())
+    }
+
+    fn key(inputs: &[HostTensor<'_>]) -> Vec<u64> {
+        inputs.iter().flat_map(|t| std::iter::once(t.shape.len() as u64).chain(t.shape.iter().copied())).collect()
     }
 
     fn check_inputs(&self, inputs: &[HostTensor<'_>]) -> Result<(), GpuError> {
@@ -206,6 +244,7 @@ impl Executable {
         let mut values: Vec<Option<(GpuBuffer, Vec<u64>, ElemType)>> = vec![None; self.program.values];
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
+        let mut spans = Vec::new();
         let cx = PrepareCx { gpu, options: &self.options };
         for step in &self.program.steps {
             let bound = step
@@ -252,7 +291,9 @@ impl Executable {
                     }
                     other => other,
                 })?;
+                let start = dispatches.len();
                 dispatches.extend(prepared.dispatches);
+                spans.push((step.ops.clone(), start..dispatches.len()));
                 plans.extend(prepared.plan);
             }
             for ((buf, shape), &(v, ty)) in outs.into_iter().zip(out_shapes).zip(&step.outputs) {
@@ -269,7 +310,7 @@ impl Executable {
             sources.push(t.buf.clone());
         }
         let temps: Vec<GpuBuffer> = values.into_iter().flatten().map(|(b, ..)| b).collect();
-        Ok(Prepared { inputs: input_bufs, staging, temps, sources, readbacks, dispatches, output_shapes, plans })
+        Ok(Prepared { inputs: input_bufs, staging, temps, sources, readbacks, dispatches, output_shapes, plans, spans })
     }
 
     /// The tensor an operand names in a set being prepared.

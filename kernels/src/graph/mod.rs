@@ -10,7 +10,7 @@ pub mod program;
 pub mod reshape;
 pub mod support;
 
-pub use executor::{ExecOptions, Executable, HostTensor};
+pub use executor::{ExecOptions, Executable, HostTensor, StepProfile};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
 pub use placement::{place, Decision, DeclineKind, Placement, Role};
 pub use program::{build_program, Constant, Operand, Program, Step};

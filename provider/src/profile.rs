@@ -1,0 +1,59 @@
+//! `ONNXRUNTIME_EP_WGPU_PROFILE=<file>`: after each Compute, time every step of the partition
+//! with timestamp queries and append one JSON line per step to the file (for `bench/run.py`:
+//! dispatches per run and the share of GPU time in products). Off unless the variable is set.
+
+use std::io::Write;
+
+use ep_kernels::graph::{Executable, HostTensor};
+
+pub const ENV: &str = "ONNXRUNTIME_EP_WGPU_PROFILE";
+
+/// How often each step is repeated when timed.
+const REPEAT: u32 = 5;
+
+/// The profile file, when profiling is on.
+pub fn target() -> Option<String> {
+    std::env::var(ENV).ok().filter(|p| !p.is_empty())
+}
+
+/// Times the partition's steps and appends them to `path`; failures are returned as text for
+/// the log (profiling never fails a run).
+pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[HostTensor<'_>]) -> Result<(), String> {
+    let Some(steps) = exec.profile(inputs, REPEAT).map_err(|e| e.to_string())? else {
+        return Err("the device has no timestamp queries".into());
+    };
+    let mut text = String::new();
+    for s in steps {
+        text.push_str(&format!(
+            "{{\"partition\":{},\"ops\":{},\"dispatches\":{},\"gpu_ms\":{:.6}}}\n",
+            json_string(partition),
+            json_string(&s.ops),
+            s.dispatches,
+            s.seconds * 1e3
+        ));
+    }
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{path}: {e}"))?;
+    file.write_all(text.as_bytes()).map_err(|e| format!("{path}: {e}"))
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(super::json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+}
