@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # THE test command (CI runs it through .ci/run on a fresh clone): set-up, Rust checks and tests, golden drift,
-# release build, the Python wheel, pytest on ONNX Runtime 1.31 and the smoke subset on 1.24, and the quick bench.
+# release build, the Python wheel, pytest on ONNX Runtime 1.32 and the smoke subset on 1.24, and the quick bench.
 # Stops at the first failing stage and names it.
 set -euo pipefail
 
@@ -64,7 +64,7 @@ cargo build --release -p onnxruntime-ep-wgpu
 stage "python wheel"
 bash ci/wheel.sh .venv .venv-ort124
 
-stage "pytest (onnxruntime 1.31)"
+stage "pytest (onnxruntime 1.32)"
 .venv/bin/python -m pytest -q tests/
 
 stage "pytest smoke (onnxruntime 1.24)"
