@@ -110,3 +110,99 @@ fn erf_gelu_is_one_kernel() {
     let p = build_program(&nodes, &inputs, &["y".to_string()], consts).unwrap();
     assert_eq!(step_ops(&p), ["Div+Erf+Add+Mul+Mul"]);
 }
+
+/// `x` normalised over its last axis the way exporters decompose LayerNorm (opset 17 ReduceMean
+/// with an `axes` attribute), with γ and β; `rms` builds the RMSNorm form instead.
+fn decomposed_norm(rms: bool, d: u64) -> (Vec<Node>, Vec<(String, T)>) {
+    use ep_kernels::graph::Attr;
+    let s = [3, d];
+    let v = |n: &str| val(n, F32, &s);
+    let row = |n: &str| val(n, F32, &[3, 1]);
+    let c = |n: &str, x: f32| const_val(n, &T::f32(&[], &[x]));
+    let mean = |x: &str, out: &str| {
+        node("ReduceMean", 13, vec![Some(v(x))], vec![row(out)], vec![("axes", Attr::Ints(vec![-1]))])
+    };
+    let bin = |op: &str, a: ValueInfoPair, b: ValueInfoPair, out: ep_kernels::graph::ValueInfo| {
+        let mut n = node(op, 14, vec![Some(a), Some(b)], vec![out.clone()], vec![]);
+        n.name = out.name.clone();
+        n
+    };
+    type ValueInfoPair = ep_kernels::graph::ValueInfo;
+    let gamma = T::f32(&[d], &(0..d).map(|i| 0.5 + i as f32 / d as f32).collect::<Vec<_>>());
+    let beta = T::f32(&[d], &(0..d).map(|i| (i as f32 * 0.37).sin()).collect::<Vec<_>>());
+    let mut nodes = Vec::new();
+    let centred = if rms {
+        "x"
+    } else {
+        nodes.push(mean("x", "mu"));
+        nodes.push(bin("Sub", v("x"), row("mu"), v("d")));
+        "d"
+    };
+    nodes.push(bin("Pow", v(centred), c("two", 2.0), v("sq")));
+    let mut m2 = mean("sq", "var");
+    m2.name = "var".into();
+    nodes.push(m2);
+    nodes.push(bin("Add", row("var"), c("eps", 1e-5), row("ve")));
+    let mut sqrt = node("Sqrt", 13, vec![Some(row("ve"))], vec![row("sd")], vec![]);
+    sqrt.name = "sd".into();
+    nodes.push(sqrt);
+    nodes.push(bin("Div", v(centred), row("sd"), v("n")));
+    nodes.push(bin("Mul", v("n"), const_val("gamma", &gamma), v("g")));
+    let mut consts = vec![
+        ("two".to_string(), T::f32(&[], &[2.0])),
+        ("eps".to_string(), T::f32(&[], &[1e-5])),
+        ("gamma".to_string(), gamma),
+    ];
+    if !rms {
+        nodes.push(bin("Add", v("g"), const_val("beta", &beta), v("y")));
+        consts.push(("beta".to_string(), beta));
+    }
+    (nodes, consts)
+}
+
+fn norm_reference(x: &[f32], d: usize, rms: bool, gamma: &[f64], beta: Option<&[f64]>) -> Vec<f64> {
+    x.chunks(d)
+        .flat_map(|row| {
+            let n = d as f64;
+            let mean = if rms { 0.0 } else { row.iter().map(|&v| v as f64).sum::<f64>() / n };
+            let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+            let inv = 1.0 / (var + 1e-5f32 as f64).sqrt();
+            row.iter()
+                .enumerate()
+                .map(|(i, &v)| (v as f64 - mean) * inv * gamma[i] + beta.map_or(0.0, |b| b[i]))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn decomposed_layer_norm_and_rms_norm_are_one_kernel() {
+    let d = 37u64;
+    for rms in [false, true] {
+        let (nodes, consts) = decomposed_norm(rms, d);
+        let out = if rms { "g" } else { "y" };
+        let constants: Vec<_> = consts
+            .iter()
+            .map(|(n, t)| ep_kernels::graph::Constant {
+                name: n.clone(),
+                dtype: t.ty,
+                shape: t.shape.clone(),
+                data: t.data.clone(),
+            })
+            .collect();
+        let p = build_program(&nodes, &["x".to_string()], &[out.to_string()], constants).unwrap();
+        let want_op = if rms { "RMSNormalization(fused)" } else { "LayerNormalization(fused)" };
+        assert_eq!(step_ops(&p), [want_op]);
+        let mut rng = common::rng("decomposed_norm");
+        let x = common::random_vec(&mut rng, 3 * d as usize);
+        let xt = T::f32(&[3, d], &x);
+        let const_refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let got = common::graph::run_graph(&nodes, &[("x", &xt)], &const_refs, &[out]).unwrap();
+        let gamma = consts[2].1.values();
+        let beta = (!rms).then(|| consts[3].1.values());
+        let want = norm_reference(&x, d as usize, rms, &gamma, beta.as_deref());
+        for (g, w) in got[0].values().iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "rms={rms}: {g} vs {w}");
+        }
+    }
+}

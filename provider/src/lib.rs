@@ -11,8 +11,8 @@ mod factory;
 pub mod fault;
 mod graph_reader;
 pub mod options;
-mod profile;
 pub mod ort;
+mod profile;
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};

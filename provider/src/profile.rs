@@ -32,7 +32,8 @@ pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[HostTens
             s.seconds * 1e3
         ));
     }
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{path}: {e}"))?;
     file.write_all(text.as_bytes()).map_err(|e| format!("{path}: {e}"))
 }
 

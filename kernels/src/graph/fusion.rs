@@ -32,6 +32,8 @@ pub struct Epilogue {
 /// The fusion decisions of one partition (node indices into its node list).
 #[derive(Debug, Default)]
 pub struct Fusion {
+    /// Decomposed patterns rewritten into one op: the last member → the op replacing them.
+    pub rewrites: HashMap<usize, Node>,
     /// Product node → what it absorbed.
     pub epilogues: HashMap<usize, Epilogue>,
     /// Elementwise chains, members in topological order; the last is the root.
@@ -57,6 +59,7 @@ fn readers(nodes: &[Node]) -> HashMap<&str, Vec<usize>> {
 /// values that leave the partition.
 pub fn plan(nodes: &[Node], outputs: &[String]) -> Fusion {
     let readers = readers(nodes);
+    let rewrites = super::patterns::find(nodes, outputs);
     let outputs: HashSet<&str> = outputs.iter().map(String::as_str).collect();
     // The only reader of `value`, when it has exactly one and stays inside.
     let sole_reader = |value: &str| -> Option<usize> {
@@ -66,8 +69,15 @@ pub fn plan(nodes: &[Node], outputs: &[String]) -> Fusion {
         }
     };
     let mut fusion = Fusion::default();
+    for r in rewrites {
+        let buildable = lookup(&r.node).is_some_and(|def| def.build(&r.node).is_ok());
+        if let (true, Some(&last)) = (buildable, r.members.last()) {
+            fusion.absorbed.extend(r.members.iter().copied().filter(|&m| m != last));
+            fusion.rewrites.insert(last, r.node);
+        }
+    }
     for (i, node) in nodes.iter().enumerate() {
-        if is_product(node) && !fusion.absorbed.contains(&i) {
+        if is_product(node) && !fusion.absorbed.contains(&i) && !fusion.rewrites.contains_key(&i) {
             fuse_epilogue(nodes, i, &sole_reader, &mut fusion);
         }
     }
@@ -175,7 +185,7 @@ fn fuse_chains(nodes: &[Node], sole_reader: &dyn Fn(&str) -> Option<usize>, fusi
     let mut chain_of: HashMap<usize, usize> = HashMap::new();
     let mut chains: Vec<Vec<usize>> = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
-        if fusion.absorbed.contains(&i) || elementwise(node).is_none() {
+        if fusion.absorbed.contains(&i) || fusion.rewrites.contains_key(&i) || elementwise(node).is_none() {
             continue;
         }
         let producers: Vec<usize> = (0..i)

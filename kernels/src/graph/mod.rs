@@ -5,6 +5,7 @@ pub mod executor;
 pub mod fusion;
 pub mod model;
 pub mod offload;
+pub mod patterns;
 pub mod placement;
 pub mod program;
 pub mod reshape;

@@ -116,9 +116,12 @@ pub fn build_program(
     nodes: &[Node],
     inputs: &[String],
     outputs: &[String],
-    constants: Vec<Constant>,
+    mut constants: Vec<Constant>,
 ) -> Result<Program, String> {
     let fusion = fusion::plan(nodes, outputs);
+    for node in fusion.rewrites.values() {
+        constants.extend(synthesised_constant(node)?);
+    }
     let mut scope =
         Scope { names: HashMap::new(), renames: &fusion.renames, input_dtypes: vec![None; inputs.len()], values: 0 };
     for (i, n) in inputs.iter().enumerate() {
@@ -170,6 +173,23 @@ pub fn build_program(
     Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps, values: scope.values })
 }
 
+/// The all-ones scale a rewritten norm without γ reads.
+fn synthesised_constant(node: &Node) -> Result<Option<Constant>, String> {
+    let Some(v) = node.inputs.iter().flatten().find(|v| v.name.starts_with(super::patterns::ONES_PREFIX)) else {
+        return Ok(None);
+    };
+    let shape = v.fixed_shape().ok_or("a synthesised scale needs a known shape")?;
+    let ty = ElemType::from_onnx(v.elem_type).ok_or("a synthesised scale of an unsupported type")?;
+    let count: u64 = shape.iter().product();
+    let one: Vec<u8> = match ty {
+        ElemType::F16 => half::f16::ONE.to_le_bytes().to_vec(),
+        ElemType::F32 => 1f32.to_le_bytes().to_vec(),
+        other => return Err(format!("a synthesised scale of type {other}")),
+    };
+    let data = one.iter().copied().cycle().take(one.len() * count as usize).collect();
+    Ok(Some(Constant { name: v.name.clone(), dtype: ty, shape, data }))
+}
+
 /// The step of one node (with what its product absorbed).
 fn node_step(
     nodes: &[Node],
@@ -178,10 +198,13 @@ fn node_step(
     scope: &mut Scope<'_>,
     outputs: Vec<(usize, ElemType)>,
 ) -> Result<Step, String> {
-    let node = &nodes[i];
+    let node = fusion.rewrites.get(&i).unwrap_or(&nodes[i]);
     let def = lookup(node).ok_or_else(|| format!("{} '{}' cannot run in a partition", node.op_type, node.name))?;
     let mut ops = node.op_type.clone();
     let mut inputs = def.gpu_inputs(node).into_iter().map(|k| scope.operand(node, k)).collect::<Result<Vec<_>, _>>()?;
+    if fusion.rewrites.contains_key(&i) {
+        ops = format!("{}(fused)", node.op_type);
+    }
     let kernel: Arc<dyn Kernel> = match fusion.epilogues.get(&i) {
         None => Arc::from(def.build(node)?),
         Some(epilogue) => {
