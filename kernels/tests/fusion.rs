@@ -206,3 +206,33 @@ fn decomposed_layer_norm_and_rms_norm_are_one_kernel() {
         }
     }
 }
+
+#[test]
+fn a_constant_scalar_factor_folds_into_alpha() {
+    let c = |name: &str, v: f32| const_val(name, &T::f32(&[], &[v]));
+    let mut scale =
+        node("Mul", 14, vec![Some(val("a", F32, &[4, 8])), Some(c("s", 0.125))], vec![val("y", F32, &[4, 8])], vec![]);
+    scale.name = "scale".into();
+    let nodes = [mm("m", "x", "w", "m", &[4, 8]), binary("Add", "m", "b", &[8], "a"), scale];
+    let consts = vec![ep_kernels::graph::Constant {
+        name: "s".into(),
+        dtype: F32,
+        shape: vec![],
+        data: 0.125f32.to_le_bytes().to_vec(),
+    }];
+    let p = build_program(&nodes, &["x".into(), "w".into(), "b".into()], &["y".into()], consts).unwrap();
+    assert_eq!(step_ops(&p), ["MatMul+Add+Mul"]);
+    let x = T::f32(&[4, 8], &(0..32).map(|i| i as f32 * 0.1).collect::<Vec<_>>());
+    let w = T::f32(&[8, 8], &(0..64).map(|i| ((i * 7) % 5) as f32 - 2.0).collect::<Vec<_>>());
+    let b = T::f32(&[8], &(0..8).map(|i| i as f32).collect::<Vec<_>>());
+    let s = T::f32(&[], &[0.125]);
+    let got = common::graph::run_graph(&nodes, &[("x", &x), ("w", &w), ("b", &b)], &[("s", &s)], &["y"]).unwrap();
+    let (xv, wv, bv) = (x.values(), w.values(), b.values());
+    for r in 0..4 {
+        for col in 0..8 {
+            let want = ((0..8).map(|k| xv[r * 8 + k] * wv[k * 8 + col]).sum::<f64>() + bv[col]) * 0.125;
+            let g = got[0].values()[r * 8 + col];
+            assert!((g - want).abs() < 1e-5 * (1.0 + want.abs()), "{g} vs {want}");
+        }
+    }
+}

@@ -14,9 +14,8 @@ use std::collections::{BTreeMap, HashSet};
 use ep_kernels::caps::profiles;
 use ep_kernels::conv::ConvAlgo;
 use ep_kernels::gemm::{GemmOptions, TilingChoice};
-use ep_kernels::graph::{
-    build_program, dtype_of, place, Attr, Constant, Dim, Graph, Node, Operand, PlacementOptions, ValueInfo,
-};
+use ep_kernels::graph::{build_program, place, Attr, Constant, Dim, Graph, Node, Operand, PlacementOptions, ValueInfo};
+use ep_kernels::ElemType;
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -444,14 +443,9 @@ fn fused_io(g: &Graph, group: &[usize]) -> (Vec<String>, Vec<String>, Vec<Consta
                 continue;
             }
             if v.constant {
-                if let (Some(dtype), Some(shape)) = (dtype_of(v.elem_type), v.fixed_shape()) {
+                if let (Some(dtype), Some(shape)) = (ElemType::from_onnx(v.elem_type), v.fixed_shape()) {
                     let len = shape.iter().product::<u64>() * dtype.size();
-                    constants.push(Constant {
-                        name: v.name.clone(),
-                        dtype: dtype.into(),
-                        shape,
-                        data: vec![0; len as usize],
-                    });
+                    constants.push(Constant { name: v.name.clone(), dtype, shape, data: vec![0; len as usize] });
                 }
             } else {
                 inputs.push(v.name.clone());

@@ -1,9 +1,10 @@
 //! Which nodes of a partition run as one kernel: the single fusion rule of the EP.
 //!
 //! - A product (MatMul, Gemm, Conv) absorbs the elementwise consumers its store can apply: an
-//!   Add of a bias that broadcasts onto its output (MatMul/Gemm, while no bias is set), then one
-//!   activation (Relu, or Clip with constant bounds), which may also follow through Reshapes
-//!   (an activation commutes with a reshape).
+//!   Add of a bias that broadcasts onto its output (MatMul/Gemm, while no bias is set), a Mul or
+//!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
+//!   (Relu, or Clip with constant bounds), which may also follow through Reshapes (an
+//!   activation commutes with a reshape).
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
 //!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
 //!
@@ -26,6 +27,8 @@ pub const MAX_FUSED_BINDINGS: usize = 8;
 pub struct Epilogue {
     /// The fused Add node and the index of its input that is the bias.
     pub add: Option<(usize, usize)>,
+    /// A constant scalar factor: (node, factor, whether it came after the bias).
+    pub scale: Option<(usize, f32, bool)>,
     pub activation: Option<(usize, Activation)>,
 }
 
@@ -111,6 +114,15 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
                 epilogue.add = Some((r, k));
                 has_bias = true;
             }
+            "Mul" | "Div"
+                if product.op_type != "Conv"
+                    && !through_reshape
+                    && epilogue.scale.is_none()
+                    && epilogue.activation.is_none() =>
+            {
+                let Some(factor) = scalar_factor(reader, &tail) else { break };
+                epilogue.scale = Some((r, factor, has_bias));
+            }
             "Relu" | "Clip" if epilogue.activation.is_none() => {
                 let act = if reader.op_type == "Relu" {
                     Activation::Relu
@@ -144,6 +156,24 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
     if epilogue != Epilogue::default() {
         fusion.epilogues.insert(p, epilogue);
     }
+}
+
+/// The factor of `Mul(tail, c)`, `Mul(c, tail)` or `Div(tail, c)` with `c` a constant scalar.
+fn scalar_factor(node: &Node, tail: &str) -> Option<f32> {
+    let (a, b) = (node.input(0)?, node.input(1)?);
+    let constant =
+        |v: &ValueInfo| if v.constant && v.fixed_shape()?.iter().product::<u64>() == 1 { v.scalar_f32() } else { None };
+    let factor = match node.op_type.as_str() {
+        "Mul" if a.name == tail && b.name != tail => constant(b)?,
+        "Mul" if b.name == tail && a.name != tail => constant(a)?,
+        "Div" if a.name == tail && b.name != tail => 1.0 / constant(b)?,
+        _ => return None,
+    };
+    // The output keeps the product's shape and type only when the scalar has no more dimensions
+    // and the same element type.
+    let (t, c) = if a.name == tail { (a, b) } else { (b, a) };
+    let same_type = c.elem_type == t.elem_type && node.output(0)?.elem_type == t.elem_type;
+    (factor.is_finite() && same_type && c.rank()? <= t.rank()?).then_some(factor)
 }
 
 /// The index of the Add's input that can be the product's bias: the other operand, of a rank

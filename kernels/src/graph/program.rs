@@ -224,8 +224,18 @@ fn node_step(
                     product.add_bias();
                     inputs.truncate(2);
                     inputs.push(scope.operand(&nodes[add], k)?);
-                    ops.insert_str(node.op_type.len(), "+Add");
                 }
+                if let Some((_, factor, after_bias)) = epilogue.scale {
+                    product.gemm.alpha *= factor;
+                    if after_bias {
+                        product.gemm.beta *= factor;
+                    }
+                }
+                let mut fused: Vec<usize> =
+                    epilogue.add.map(|a| a.0).into_iter().chain(epilogue.scale.map(|s| s.0)).collect();
+                fused.sort_unstable();
+                let names: String = fused.iter().map(|&f| format!("+{}", nodes[f].op_type)).collect();
+                ops.insert_str(node.op_type.len(), &names);
                 Arc::new(product)
             }
         }
