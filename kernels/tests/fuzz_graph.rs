@@ -1,5 +1,6 @@
 //! Fuzzing GetCapability and Compile on plain graphs: random small graphs of the ops ORT shows us
-//! (MatMul, Gemm, Add, Relu, Clip, Reshape, Sigmoid, Transpose) with random shapes, constants,
+//! (MatMul, Gemm, Conv, elementwise unary and broadcasting binary ops, Clip, Reshape, Transpose,
+//! Softmax, LayerNormalization, ReduceMean, Concat, Unsqueeze, Slice, Gather) with random shapes, constants,
 //! element types (ints included) and symbolic dims, placed on random device profiles. Every
 //! group must be convex and must compile (`build_program`) with the fused inputs and outputs ORT
 //! would compute for it; nothing may panic.
@@ -362,8 +363,126 @@ impl Gen {
 
     fn transpose(&mut self) {
         let x = self.pick();
-        let out: Vec<u64> = x.shape.iter().rev().copied().collect();
+        if self.chance(0.5) {
+            let out: Vec<u64> = x.shape.iter().rev().copied().collect();
+            self.node("Transpose", vec![Some(x.info.clone())], x.info.elem_type, out);
+            return;
+        }
+        let mut perm: Vec<usize> = (0..x.shape.len()).collect();
+        for i in (1..perm.len()).rev() {
+            let j = self.rng.random_range(0..=i);
+            perm.swap(i, j);
+        }
+        let out = perm.iter().map(|&p| x.shape[p]).collect();
         self.node("Transpose", vec![Some(x.info.clone())], x.info.elem_type, out);
+        self.set_attr("perm", Attr::Ints(perm.iter().map(|&p| p as i64).collect()));
+    }
+
+    /// An axis of a rank-`rank` value, sometimes negative, rarely out of range.
+    fn axis(&mut self, rank: usize) -> i64 {
+        let r = rank.max(1) as i64;
+        match self.rng.random_range(0..10) {
+            0 => r + 1,
+            1..=3 => -self.rng.random_range(1..=r),
+            _ => self.rng.random_range(0..r),
+        }
+    }
+
+    /// A binary elementwise op with a broadcasting second operand (mask and scale arithmetic).
+    fn binary(&mut self) {
+        let op = ["Mul", "Sub", "Div", "Max", "Pow"][self.rng.random_range(0..5)];
+        let x = self.pick();
+        let other = match self.rng.random_range(0..4) {
+            0 => self.scalar_f32(0.5),
+            1 => self.pick_like(&x),
+            _ => {
+                let constant = self.chance(0.5);
+                self.leaf(x.info.elem_type, vec![x.shape.last().copied().unwrap_or(1)], constant)
+            }
+        };
+        let out = ep_kernels::gemm::broadcast_shapes(&x.shape, &other.shape).unwrap_or_default();
+        self.node(op, vec![Some(x.info.clone()), Some(other.info)], x.info.elem_type, out);
+    }
+
+    /// Softmax or LayerNormalization over a random axis.
+    fn normalise(&mut self) {
+        let x = self.pick();
+        let axis = self.axis(x.shape.len());
+        if self.chance(0.5) {
+            self.node("Softmax", vec![Some(x.info.clone())], x.info.elem_type, x.shape.clone());
+        } else {
+            let a = usize::try_from(if axis < 0 { axis + x.shape.len() as i64 } else { axis }).unwrap_or(0);
+            let norm: Vec<u64> = x.shape.get(a.min(x.shape.len())..).unwrap_or_default().to_vec();
+            let scale = self.leaf(x.info.elem_type, norm.clone(), true);
+            let mut inputs = vec![Some(x.info.clone()), Some(scale.info)];
+            if self.chance(0.5) {
+                inputs.push(Some(self.leaf(x.info.elem_type, norm, true).info));
+            }
+            self.node("LayerNormalization", inputs, x.info.elem_type, x.shape.clone());
+        }
+        self.set_attr("axis", Attr::Int(axis));
+    }
+
+    fn reduce_mean(&mut self) {
+        let x = self.pick();
+        let axis = self.axis(x.shape.len());
+        let keep = self.chance(0.7);
+        let a = usize::try_from(if axis < 0 { axis + x.shape.len() as i64 } else { axis }).unwrap_or(usize::MAX);
+        let out: Vec<u64> =
+            x.shape.iter().enumerate().filter_map(|(i, &d)| if i == a { keep.then_some(1) } else { Some(d) }).collect();
+        self.node("ReduceMean", vec![Some(x.info.clone())], x.info.elem_type, out);
+        self.set_attr("axes", Attr::Ints(vec![axis]));
+        self.set_attr("keepdims", Attr::Int(keep as i64));
+    }
+
+    /// Concat of a value with itself or another, Unsqueeze, Slice or Gather with constant operands.
+    fn layout(&mut self) {
+        let x = self.pick();
+        let rank = x.shape.len();
+        let axis = self.axis(rank);
+        let a =
+            usize::try_from(if axis < 0 { axis + rank as i64 } else { axis }).unwrap_or(0).min(rank.saturating_sub(1));
+        match self.rng.random_range(0..4) {
+            0 => {
+                let y = self.pick_like(&x);
+                let mut out = x.shape.clone();
+                if let Some(d) = out.get_mut(a) {
+                    *d += y.shape.get(a).copied().unwrap_or(0);
+                }
+                self.node("Concat", vec![Some(x.info.clone()), Some(y.info)], x.info.elem_type, out);
+                self.set_attr("axis", Attr::Int(axis));
+            }
+            1 => {
+                let axes = self.shape_const(&[axis]);
+                let mut out = x.shape.clone();
+                out.insert(a.min(out.len()), 1);
+                self.node("Unsqueeze", vec![Some(x.info.clone()), Some(axes.info)], x.info.elem_type, out);
+            }
+            2 => {
+                let dim = x.shape.get(a).copied().unwrap_or(1) as i64;
+                let (start, end) = (self.rng.random_range(-dim - 1..=dim), self.rng.random_range(-dim - 1..=dim + 2));
+                let (starts, ends, axes) =
+                    (self.shape_const(&[start]), self.shape_const(&[end]), self.shape_const(&[axis]));
+                let mut out = x.shape.clone();
+                let clamp = |v: i64| (if v < 0 { v + dim } else { v }).clamp(0, dim);
+                if let Some(d) = out.get_mut(a) {
+                    *d = (clamp(end) - clamp(start)).max(0) as u64;
+                }
+                let inputs = vec![Some(x.info.clone()), Some(starts.info), Some(ends.info), Some(axes.info)];
+                self.node("Slice", inputs, x.info.elem_type, out);
+            }
+            _ => {
+                let dim = x.shape.get(a).copied().unwrap_or(1).max(1) as i64;
+                let idx: Vec<i64> =
+                    (0..self.rng.random_range(1..4)).map(|_| self.rng.random_range(-dim..dim)).collect();
+                let indices = self.shape_const(&idx);
+                let mut out: Vec<u64> = x.shape[..a.min(rank)].to_vec();
+                out.push(idx.len() as u64);
+                out.extend(x.shape.get(a + 1..).unwrap_or_default());
+                self.node("Gather", vec![Some(x.info.clone()), Some(indices.info)], x.info.elem_type, out);
+                self.set_attr("axis", Attr::Int(axis));
+            }
+        }
     }
 }
 
@@ -389,7 +508,7 @@ fn random_graph(ops: &[u8], seed: u64) -> Graph {
         g.leaf(ty, shape, false);
     }
     for &op in ops {
-        match op % 12 {
+        match op % 17 {
             0 | 1 => g.matmul(),
             11 => g.conv(),
             2 => g.gemm(),
@@ -397,9 +516,14 @@ fn random_graph(ops: &[u8], seed: u64) -> Graph {
             4 => g.unary("Relu"),
             5 => g.clip(),
             6 => g.reshape(),
-            7 => g.unary(if op % 2 == 0 { "Sigmoid" } else { "Relu" }),
+            7 => g.unary(["Sigmoid", "Relu", "Erf", "Tanh", "Exp"][op as usize % 5]),
             8 => g.transpose(),
             9 => g.fork_join(),
+            12 => g.binary(),
+            13 => g.normalise(),
+            14 => g.reduce_mean(),
+            15 => g.layout(),
+            16 => g.unary("Sqrt"),
             _ => g.cross(),
         }
     }
