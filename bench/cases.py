@@ -1,9 +1,12 @@
 """Benchmark cases: small ONNX graphs built with onnx.helper (random weights, fixed seeds) and, where torch and
-transformers are installed, a Whisper-tiny encoder exported from its config.
+transformers are installed, whole models exported from their transformers configs with random weights (nothing is
+downloaded): the Whisper-tiny encoder, BERT-base and ViT-base/16.
 
 A `Case` builds its model lazily (the MLP weights alone are 512 MiB in fp32), knows its FLOPs (MatMul/Gemm/Conv
 multiply-adds ×2; elementwise work is not counted) and, for the cuBLAS/cuDNN reference, the same computation in
-torch (`torch_fn(torch, device) -> callable`, inputs already on the device).
+torch (`torch_fn(torch, device) -> callable`, inputs already on the device). Integer inputs (token ids, masks) are
+described by `Case.inputs` so that `input_array` makes valid values for them (ids below the vocabulary size, a
+mask of ones with padding zeros, token types 0/1), the same for ONNX Runtime, the export and torch.
 """
 
 from __future__ import annotations
@@ -33,7 +36,40 @@ class Case:
     build: Callable[[str], str]    # (scratch dir) -> path of the .onnx file it wrote there
     torch_fn: Callable | None = None  # (torch, device) -> zero-argument callable running the same work
     note: str = ""
-    tags: set = field(default_factory=set)
+    tags: set = field(default_factory=set)  # "quick"; "profile": run.py --profile times our EP's GPU steps
+    inputs: dict = field(default_factory=dict)  # integer input name -> spec (see `input_array`)
+
+
+def input_array(name: str, shape, dtype, rng, spec: tuple | None = None) -> np.ndarray:
+    """One random input. Floats: standard normal. Integers by `spec` (else by name):
+    ("ids", high): uniform in [0, high), e.g. token ids below the vocabulary size;
+    ("mask", pad): ones with the last `pad` positions of the last axis 0 (padding);
+    ("segments",): token types, 0 for the first half of the last axis, 1 for the rest.
+    Without a spec an integer input named like a mask gets ones, one named like token types zeros, others values
+    in [0, 2) (valid indices for any table); bool inputs are True."""
+    dtype = np.dtype(dtype)
+    shape = [int(d) for d in shape]
+    if dtype.kind == "f":
+        return rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    if dtype.kind == "b":
+        return np.ones(shape, dtype=bool)
+    if spec is None:
+        lname = name.lower()
+        spec = ("mask", 0) if "mask" in lname else ("ids", 1) if "type" in lname else ("ids", 2)
+    kind = spec[0]
+    if kind == "ids":
+        return rng.integers(0, max(1, int(spec[1])), size=shape).astype(dtype)
+    if kind == "mask":
+        a = np.ones(shape, dtype=dtype)
+        if shape and spec[1]:
+            a[..., max(0, shape[-1] - int(spec[1])):] = 0
+        return a
+    if kind == "segments":
+        a = np.zeros(shape, dtype=dtype)
+        if shape:
+            a[..., shape[-1] // 2:] = 1
+        return a
+    raise ValueError(f"input {name!r}: unknown spec {spec!r}")
 
 
 def np_dtype(dtype: str):
@@ -132,7 +168,7 @@ def mlp_case(m: int, k: int, dtype: str, layers: int = 8) -> Case:
         return run
 
     return Case(f"mlp_m{m}_k{k}_{dtype}", "mlp", dtype, f"M={m}", 2.0 * m * k * k * layers, build, torch_fn,
-                note=f"{layers}×MatMul [{m},{k}]×[{k},{k}]")
+                note=f"{layers}×MatMul [{m},{k}]×[{k},{k}]", tags={"profile"})
 
 
 def gemm_case(m: int, k: int, n: int, dtype: str) -> Case:
@@ -281,29 +317,76 @@ def whisper_encoder_module(torch, dtype: str, layers: int = 4):
     return mod.half() if dtype == "fp16" else mod
 
 
-def export_whisper_encoder(path: str, dtype: str, layers: int = 4) -> tuple[str, str]:
-    """(path, how it was exported). The TorchScript exporter at opset 17 first (what targets.md measured), then
-    the dynamo exporter at opset 17, then at its default opset."""
+def export_torch(mod, args: tuple, path: str, input_names: list, output_names: list) -> tuple[str, str]:
+    """(path, how it was exported). Static shapes (no dynamic axes). The TorchScript exporter at opset 17 first (what
+    targets.md measured), then the dynamo exporter at opset 17, then at its default opset."""
     import torch
 
-    dev = "cuda" if torch.cuda.is_available() else "cpu"  # fp16 tracing needs half kernels: use the GPU if any
-    mod = whisper_encoder_module(torch, dtype, layers).to(dev)
-    x = torch.randn(1, 80, 3000, device=dev, dtype=torch.float16 if dtype == "fp16" else torch.float32)
-    names = dict(input_names=["input_features"], output_names=["last_hidden_state"])
+    names = dict(input_names=input_names, output_names=output_names)
     errors = []
     for how, extra in (("torchscript exporter, opset 17", {"dynamo": False, "opset_version": 17}),
                        ("dynamo exporter, opset 17", {"dynamo": True, "opset_version": 17}),
                        ("dynamo exporter, default opset", {"dynamo": True})):
         try:
             with torch.no_grad():
-                torch.onnx.export(mod, (x,), path, **names, **extra)
-            import onnx
-
+                torch.onnx.export(mod, args, path, **names, **extra)
             onnx.checker.check_model(path)
             return path, how
         except Exception as e:  # noqa: BLE001 - TypeError on a torch without `dynamo`, export errors
             errors.append(f"{how}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     raise RuntimeError("torch.onnx.export failed: " + " | ".join(errors))
+
+
+def _export_device(torch) -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"  # fp16 tracing needs half kernels: use the GPU if any
+
+
+def _torch_dtype(torch, dtype: str):
+    return torch.float16 if dtype == "fp16" else torch.float32
+
+
+def _eager(cfg):
+    """Plain MatMul/Softmax attention (no SDPA), as in the exported reference models."""
+    try:
+        cfg._attn_implementation = "eager"
+    except Exception:  # noqa: BLE001 - older/newer transformers may not allow it; the default exports too
+        pass
+    return cfg
+
+
+def _first_output(torch, module, input_names: tuple):
+    """Wraps a transformers model so that it takes its inputs positionally (in `input_names` order, passed on by
+    name) and returns its first output (last_hidden_state) as a plain tensor."""
+
+    class FirstOutput(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = module
+
+        def forward(self, *args):
+            return self.model(**dict(zip(input_names, args)))[0]
+
+    return FirstOutput().eval()
+
+
+def _torch_inputs(torch, case, shapes: dict, dtype: str, dev: str) -> tuple:
+    """The case's inputs as torch tensors on dev, in `shapes` order, made by `input_array` (as run.py makes them)."""
+    rng = np.random.default_rng(0)
+    out = []
+    for name, (shape, np_type) in shapes.items():
+        a = input_array(name, shape, np_dtype(dtype) if np_type is None else np_type, rng, case.inputs.get(name))
+        out.append(torch.from_numpy(a).to(dev))
+    return tuple(out)
+
+
+def export_whisper_encoder(path: str, dtype: str, layers: int = 4) -> tuple[str, str]:
+    """(path, how it was exported), see `export_torch`."""
+    import torch
+
+    dev = _export_device(torch)
+    mod = whisper_encoder_module(torch, dtype, layers).to(dev)
+    x = torch.randn(1, 80, 3000, device=dev, dtype=_torch_dtype(torch, dtype))
+    return export_torch(mod, (x,), path, ["input_features"], ["last_hidden_state"])
 
 
 def whisper_encoder_case(dtype: str, layers: int = 4) -> Case:
@@ -327,8 +410,136 @@ def whisper_encoder_case(dtype: str, layers: int = 4) -> Case:
         return run
 
     case = Case(f"whisper_encoder_{dtype}", "whisper_encoder", dtype, f"{layers} layers", flops, build, torch_fn,
-                note="Whisper-tiny encoder from WhisperConfig, random weights")
+                note="Whisper-tiny encoder from WhisperConfig, random weights", tags={"profile"})
     return case
+
+
+# ------------------------------------------------------------------------------------------------ BERT, ViT
+
+
+def _encoder_flops(layers: int, seq: int, d: int, ff: int) -> float:
+    """Transformer encoder layers: Q/K/V/O projections, the FFN, QKᵀ and PV (2 × multiply-adds)."""
+    return layers * (2.0 * seq * (4 * d * d + 2 * d * ff) + 2.0 * 2 * seq * seq * d)
+
+
+BERT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def bert_base_module(torch, dtype: str):
+    """BertModel from `BertConfig()` defaults (base: 12 layers, hidden 768, 12 heads, FFN 3072, vocab 30522), random
+    weights, no pooler; returns last_hidden_state for (input_ids, attention_mask, token_type_ids)."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    model = BertModel(_eager(BertConfig()), add_pooling_layer=False).eval()
+    mod = _first_output(torch, model, BERT_INPUTS)
+    return mod.half() if dtype == "fp16" else mod
+
+
+def bert_base_case(dtype: str, seq: int = 128, pad: int = 16) -> Case:
+    """BERT-base on input_ids/attention_mask/token_type_ids [1, seq] (int64; the last `pad` tokens masked)."""
+    vocab, layers, d, ff = 30522, 12, 768, 3072  # BertConfig() defaults
+    shapes = {name: ([1, seq], np.int64) for name in BERT_INPUTS}
+
+    def build(scratch):
+        import torch
+
+        dev = _export_device(torch)
+        mod = bert_base_module(torch, dtype).to(dev)
+        args = _torch_inputs(torch, case, shapes, dtype, dev)
+        path, how = export_torch(mod, args, f"{scratch}/bert_base_{dtype}.onnx", list(shapes), ["last_hidden_state"])
+        case.note += f"; {how}"
+        return path
+
+    def torch_fn(torch, dev):
+        mod = bert_base_module(torch, dtype).to(dev)
+        args = _torch_inputs(torch, case, shapes, dtype, dev)
+
+        def run():
+            with torch.no_grad():
+                return mod(*args)
+
+        return run
+
+    case = Case(f"bert_base_s{seq}_{dtype}", "bert", dtype, f"S={seq}", _encoder_flops(layers, seq, d, ff), build,
+                torch_fn, note=f"BERT-base from BertConfig(), random weights, last {pad} tokens masked",
+                tags={"profile"},
+                inputs={"input_ids": ("ids", vocab), "attention_mask": ("mask", pad), "token_type_ids": ("segments",)})
+    return case
+
+
+def vit_base_module(torch, dtype: str):
+    """ViTModel from `ViTConfig()` defaults (base/16: image 224, patch 16, 12 layers, hidden 768, 12 heads, FFN 3072),
+    random weights, no pooler; returns last_hidden_state for pixel_values."""
+    from transformers import ViTConfig, ViTModel
+
+    torch.manual_seed(0)
+    model = ViTModel(_eager(ViTConfig()), add_pooling_layer=False).eval()
+    mod = _first_output(torch, model, ("pixel_values",))
+    return mod.half() if dtype == "fp16" else mod
+
+
+def vit_base_case(dtype: str, image: int = 224, patch: int = 16) -> Case:
+    """ViT-base/16 on pixel_values [1, 3, image, image]."""
+    layers, d, ff = 12, 768, 3072  # ViTConfig() defaults
+    seq = (image // patch) ** 2 + 1  # patches + [CLS]
+    flops = _encoder_flops(layers, seq, d, ff) + 2.0 * (seq - 1) * d * 3 * patch * patch  # + the patch Conv
+    shapes = {"pixel_values": ([1, 3, image, image], None)}
+
+    def build(scratch):
+        import torch
+
+        dev = _export_device(torch)
+        mod = vit_base_module(torch, dtype).to(dev)
+        args = _torch_inputs(torch, case, shapes, dtype, dev)
+        path, how = export_torch(mod, args, f"{scratch}/vit_base_{dtype}.onnx", list(shapes), ["last_hidden_state"])
+        case.note += f"; {how}"
+        return path
+
+    def torch_fn(torch, dev):
+        mod = vit_base_module(torch, dtype).to(dev)
+        args = _torch_inputs(torch, case, shapes, dtype, dev)
+
+        def run():
+            with torch.no_grad():
+                return mod(*args)
+
+        return run
+
+    case = Case(f"vit_base_p{patch}_{image}_{dtype}", "vit", dtype, f"{image}², S={seq}", flops, build, torch_fn,
+                note=f"ViT-base/{patch} from ViTConfig(), random weights", tags={"profile"})
+    return case
+
+
+# ------------------------------------------------------------------------------------------------ token embedding
+
+
+def token_embed_case(vocab: int, seq: int, d: int, dtype: str, pad: int = 4) -> Case:
+    """A small stand-in for BERT's int64 inputs (no torch needed): Gather(word table, input_ids) + Gather(type table,
+    token_type_ids), times the attention mask (Cast + Unsqueeze), then MatMul with a constant [d, d]."""
+
+    def build(scratch):
+        ivi = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, seq])
+               for n in ("input_ids", "attention_mask", "token_type_ids")]
+        inits = [_weight(scratch, f"embed{vocab}/words", (vocab, d), 1, dtype, "words"),
+                 _weight(scratch, "embed/types", (2, d), 1, dtype, "types"),
+                 _weight(scratch, f"embed{d}/W", (d, d), d, dtype, "W"),
+                 numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis")]
+        nodes = [
+            helper.make_node("Gather", ["words", "input_ids"], ["we"], name="word_embedding"),
+            helper.make_node("Gather", ["types", "token_type_ids"], ["te"], name="type_embedding"),
+            helper.make_node("Add", ["we", "te"], ["e"], name="add"),
+            helper.make_node("Cast", ["attention_mask"], ["mf"], name="mask_cast", to=DTYPES[dtype][1]),
+            helper.make_node("Unsqueeze", ["mf", "last_axis"], ["m"], name="mask_unsqueeze"),
+            helper.make_node("Mul", ["e", "m"], ["em"], name="mask_mul"),
+            helper.make_node("MatMul", ["em", "W"], ["Y"], name="proj"),
+        ]
+        return _save(scratch, f"token_embed_v{vocab}_s{seq}_{dtype}", nodes, ivi, [_vi("Y", dtype, [1, seq, d])],
+                     inits)
+
+    return Case(f"token_embed_v{vocab}_s{seq}_{dtype}", "token_embed", dtype, f"S={seq}", 2.0 * seq * d * d, build,
+                note="int64 ids/mask/types: 2×Gather, Cast, Mul, MatMul",
+                inputs={"input_ids": ("ids", vocab), "attention_mask": ("mask", pad), "token_type_ids": ("segments",)})
 
 
 # ------------------------------------------------------------------------------------------------ case sets
@@ -340,6 +551,7 @@ def quick_cases() -> list[Case]:
     for dt in ("fp32", "fp16"):
         cases += [matmul_case(128, dt), mlp_case(16, 128, dt)]
     cases += [
+        token_embed_case(1000, 16, 64, "fp32"),
         gemm_case(64, 128, 96, "fp32"),
         whisper_conv_case(200, "fp32", mels=16, d=32),
         resnet_block_case(1, 8, 16, "fp32"),
@@ -358,6 +570,8 @@ def full_cases(with_encoder: bool | None = None) -> list[Case]:
     cases += [whisper_conv_case(3000, dt) for dt in ("fp32", "fp16")]
     if with_encoder if with_encoder is not None else have_torch_and_transformers():
         cases += [whisper_encoder_case(dt) for dt in ("fp32", "fp16")]
+        cases += [bert_base_case(dt) for dt in ("fp32", "fp16")]
+        cases += [vit_base_case(dt) for dt in ("fp32", "fp16")]
     for dt in ("fp32", "fp16"):
         cases += [matmul_case(n, dt) for n in (1024, 2048, 4096, 8192)]
     cases += [gemm_case(2048, 4096, 4096, dt) for dt in ("fp32", "fp16")]

@@ -81,6 +81,23 @@ def progress_line(row: dict, flops) -> str:
     return "; ".join(parts)
 
 
+def profile_line(prof: dict) -> str:
+    """One progress line for our EP's GPU profile (run.py --profile)."""
+    if prof.get("status") != "ok":
+        return f"GPU profile {prof.get('status', '?')}: {prof.get('message', '')}"
+    share = prof.get("product_share")
+    return (f"GPU {prof['gpu_ms']:.3f} ms per run in {prof['steps']} steps, {prof['dispatches']} dispatches, "
+            f"{prof['partitions']} partition(s); products {'—' if share is None else f'{share:.0%}'} of GPU time; "
+            f"top: {_top_ops(prof, 3)}")
+
+
+def _top_ops(prof: dict, n: int) -> str:
+    total = prof.get("gpu_ms") or 0.0
+    items = list((prof.get("by_ops") or {}).items())[:n]
+    return ", ".join(f"{_cell(ops, 40)} {v['gpu_ms'] / total:.0%}" if total > 0 else _cell(ops, 40)
+                     for ops, v in items) or "—"
+
+
 # ------------------------------------------------------------------------------------------------ tables
 
 
@@ -183,6 +200,29 @@ def summary_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def profile_table(results: dict) -> str:
+    """Our EP's GPU profile per case (run.py --profile), beside its median and session + first run; "" when no case
+    was profiled."""
+    lines = ["| case | ours median ms | session+1st ms | GPU ms/run | GPU/median | dispatches/run | steps "
+             "| products | top steps (share of GPU time) |", "|" + "---|" * 9]
+    for e in results["cases"]:
+        derive(e)
+        r = e.get("results", {}).get("ours") or {}
+        prof = r.get("gpu_profile")
+        if not prof:
+            continue
+        first = f"| {e['name']} | {_ms(r.get('median_ms'))} | {_ms(r.get('session_first_ms'))} "
+        if prof.get("status") != "ok":
+            lines.append(first + f"| {prof.get('status', '?')}: {_cell(prof.get('message', ''), 70)} |" + " — |" * 5)
+            continue
+        busy = prof["gpu_ms"] / r["median_ms"] if r.get("median_ms") else None
+        share = prof.get("product_share")
+        lines.append(first + f"| {_ms(prof['gpu_ms'])} | {'—' if busy is None else f'{busy:.0%}'} "
+                     f"| {prof['dispatches']} | {prof['steps']} | {'—' if share is None else f'{share:.0%}'} "
+                     f"| {_top_ops(prof, 3)} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def header(results: dict) -> str:
     m = results["meta"]
     env, provs = m.get("environment", {}), m.get("providers", {})
@@ -210,9 +250,19 @@ def header(results: dict) -> str:
     return "\n".join(lines)
 
 
+PROFILE_NOTE = ("GPU ms/run: the sum of our EP's steps' GPU times (timestamp queries around each step's dispatches, "
+                "5 repeats averaged, `ONNXRUNTIME_EP_WGPU_PROFILE`) in the last of 2 untimed runs; GPU/median: that "
+                "over the timed median (the rest is copies, CPU work and waiting); products: the share of GPU time "
+                "in steps whose ops start with MatMul, Gemm or Conv; n/a: the adapter has no timestamp queries.")
+
+
 def render_markdown(results: dict) -> str:
-    return (f"## Benchmark results\n\n{header(results)}\n\n### Per provider\n\n{detail_table(results)}\n\n"
+    text = (f"## Benchmark results\n\n{header(results)}\n\n### Per provider\n\n{detail_table(results)}\n\n"
             f"### Summary\n\n{summary_table(results)}\n")
+    prof = profile_table(results)
+    if prof:
+        text += f"\n### GPU profile (ours)\n\n{PROFILE_NOTE}\n\n{prof}\n"
+    return text
 
 
 # ------------------------------------------------------------------------------------------------ docs

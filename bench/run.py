@@ -7,12 +7,15 @@ where torch sees a CUDA GPU.
     python bench/run.py --full                   # every case of shared/docs/targets.md (a GPU machine)
     python bench/run.py --full --only 'mlp|whisper' --option tiling=64x64
     python bench/run.py --full --write-docs docs/PERFORMANCE.md
+    python bench/run.py --full --only 'whisper_encoder|bert|vit'   # the models, GPU profile included
 
 Per case and provider: median/p10/p90 of `session.run` (numpy in and out, so copies count), TFLOP/s, speed-up
 against the CPU EP and the peer, session creation + first run, the largest difference from the CPU EP, and
 where the nodes ran (a session with CPU fallback disabled first; if that fails, a fallback session and an ORT
-profile that gives the fraction of nodes and node time on the provider). Writes results.json, table.md and PNG
-plots into --out (default bench/out), prints progress on stderr and the tables last on stdout.
+profile that gives the fraction of nodes and node time on the provider). With --profile (default with --full), the
+model cases then get a few untimed runs of our EP with ONNXRUNTIME_EP_WGPU_PROFILE set: dispatches and GPU time per
+run, and the share of that time in MatMul/Gemm/Conv steps. Writes results.json, table.md and PNG plots into --out
+(default bench/out), prints progress on stderr and the tables last on stdout.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import gc
+import json
 import os
 import re
 import sys
@@ -63,7 +67,10 @@ def short(e: BaseException, limit: int = 400) -> str:
 # ------------------------------------------------------------------------------------------------ inputs
 
 
-def make_feeds(model_path: str, seed: int = 0) -> dict:
+def make_feeds(model_path: str, seed: int = 0, specs: dict | None = None) -> dict:
+    """Random inputs for the model's graph inputs (symbolic dimensions 1): floats standard normal, integers by the
+    case's specs (token ids below the vocabulary size, masks of ones with padding zeros, token types 0/1; see
+    cases.input_array)."""
     proto = onnx.load(model_path, load_external_data=False)
     inits = {i.name for i in proto.graph.initializer}
     rng = np.random.default_rng(seed)
@@ -74,7 +81,7 @@ def make_feeds(model_path: str, seed: int = 0) -> dict:
         tt = vi.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        feeds[vi.name] = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+        feeds[vi.name] = cases_mod.input_array(vi.name, shape, dtype, rng, (specs or {}).get(vi.name))
     return feeds
 
 
@@ -188,16 +195,93 @@ def measure(p, model, feeds, reference, cfg, scratch: str) -> tuple[dict, list |
     return row, outputs
 
 
+# ------------------------------------------------------------------------------------------------ GPU profile
+
+PROFILE_RUNS = 2
+PRODUCT_OPS = ("MatMul", "Gemm", "Conv")  # a step whose `ops` starts with one of these is a product
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return [line for line in f.read().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def gpu_profile(p, model, feeds, scratch: str, runs: int = PROFILE_RUNS) -> dict:
+    """Our EP's per-step GPU times: one extra session with ONNXRUNTIME_EP_WGPU_PROFILE set (read per run; each run
+    then appends one JSON line per step of each of its partitions), `runs` runs, the last run's lines summed. Never
+    timed: the profiling runs after each normal run and slows it."""
+    path = os.path.join(scratch, "wgpu_profile.jsonl")
+    if os.path.exists(path):
+        os.remove(path)
+    counts = []  # lines in the file after each run
+    os.environ[prov.PROFILE_ENV] = path
+    try:
+        sess = p.session(model, strict=False)
+        try:
+            for _ in range(runs):
+                sess.run(None, feeds)
+                counts.append(len(_read_lines(path)))
+        finally:
+            del sess
+            gc.collect()
+    finally:
+        os.environ.pop(prov.PROFILE_ENV, None)
+    lines = _read_lines(path)
+    if os.path.exists(path):
+        os.remove(path)
+    return summarize_profile(lines, counts)
+
+
+def summarize_profile(lines: list[str], counts: list[int]) -> dict:
+    """The last run's lines (those written after the previous run's count) summed: dispatches, GPU ms, the share of
+    GPU time in products (MatMul/Gemm/Conv steps) and the time by step kind (`ops`)."""
+    per_run = [b - a for a, b in zip([0] + counts[:-1], counts)]
+    last = lines[counts[-2] if len(counts) > 1 else 0:counts[-1] if counts else len(lines)]
+    steps, bad = [], 0
+    for line in last:
+        try:
+            d = json.loads(line)
+            steps.append((str(d["partition"]), str(d["ops"]), int(d["dispatches"]), float(d["gpu_ms"])))
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+    out: dict = {"runs": len(counts), "lines_per_run": per_run}
+    if bad:
+        out["bad_lines"] = bad
+    if not steps:
+        out["status"] = "n/a"
+        out["message"] = ("no lines (the adapter has no timestamp queries, or nothing ran on our EP)"
+                          if not lines else "no valid profile line in the last run")
+        return out
+    total = sum(s[3] for s in steps)
+    products = sum(s[3] for s in steps if s[1].startswith(PRODUCT_OPS))
+    by_ops: dict[str, dict] = {}
+    for _, ops, n, ms in steps:
+        b = by_ops.setdefault(ops, {"steps": 0, "dispatches": 0, "gpu_ms": 0.0})
+        b["steps"] += 1
+        b["dispatches"] += n
+        b["gpu_ms"] += ms
+    out.update(
+        status="ok", partitions=len({s[0] for s in steps}), steps=len(steps),
+        dispatches=sum(s[2] for s in steps), gpu_ms=total,
+        product_ms=products, product_share=products / total if total > 0 else None,
+        by_ops=dict(sorted(by_ops.items(), key=lambda kv: -kv[1]["gpu_ms"])),
+    )
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ one case
 
 
-def run_case(case, providers, cfg, scratch: str, use_torch: bool) -> dict:
+def run_case(case, providers, cfg, scratch: str, use_torch: bool, profile: bool = False) -> dict:
     entry = {"name": case.name, "group": case.group, "dtype": case.dtype, "shape": case.shape,
              "flops": case.flops, "note": case.note, "results": {}}
     t = time.perf_counter()
     try:
         model = case.build(scratch)  # the path of an .onnx file (weights beside it)
-        feeds = make_feeds(model)
+        feeds = make_feeds(model, specs=case.inputs)
     except Exception as e:  # noqa: BLE001 - e.g. the torch export of the encoder
         entry["error"] = f"building the model failed: {short(e)}"
         log(f"  {case.name}: {entry['error']}")
@@ -213,10 +297,20 @@ def run_case(case, providers, cfg, scratch: str, use_torch: bool) -> dict:
             reference = outputs
         entry["results"][p.key] = row
         log(f"  {p.label:<18} " + report.progress_line(row, case.flops))
+    ours = next((p for p in providers if p.key == "ours"), None)
+    row = entry["results"].get("ours", {})
+    if profile and "profile" in case.tags and ours is not None and row.get("status") in ("ok", "partial"):
+        try:
+            row["gpu_profile"] = gpu_profile(ours, model, feeds, scratch)
+        except Exception as e:  # noqa: BLE001 - a failed profile session does not stop the benchmark
+            row["gpu_profile"] = {"status": "error", "message": short(e)}
+        log(f"  {'wgpu EP profile':<18} " + report.profile_line(row["gpu_profile"]))
     if use_torch and case.torch_fn is not None:
         entry["torch"] = torchref.measure(case)
         log(f"  {'torch CUDA':<18} " + report.progress_line(entry["torch"], case.flops))
-    os.remove(model)  # weight files stay: cases with the same key share them
+    for path in (model, model + ".data"):  # weight files stay: cases with the same key share them
+        if os.path.exists(path):
+            os.remove(path)
     return entry
 
 
@@ -259,11 +353,17 @@ def parse_args(argv=None):
     ap.add_argument("--deadline-s", type=float, help="skip the remaining cases after this many seconds")
     ap.add_argument("--hard-limit-s", type=float, help="print what was measured and exit 3 after this many seconds")
     ap.add_argument("--profile-always", action="store_true", help="profile placement even when all nodes are ours")
+    ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
+                    help=f"after the timed runs of the model cases (MLP, Whisper encoder, BERT, ViT), {PROFILE_RUNS} "
+                         f"untimed runs of our EP with ${prov.PROFILE_ENV} set: dispatches and GPU ms per run, the "
+                         "share in MatMul/Gemm/Conv (default: on with --full, off with --quick)")
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--write-docs", metavar="PATH", help="render the results into PATH between the bench markers")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     args = ap.parse_args(argv)
     args.preset = "quick" if args.quick else "full"
+    if args.profile is None:
+        args.profile = args.preset == "full"
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
@@ -282,6 +382,7 @@ def main(argv=None) -> int:
             cfg[key] = getattr(args, key)
     cfg["min_runs"] = min(cfg["min_runs"], cfg["max_runs"])
     cfg["profile_always"] = args.profile_always
+    cfg["gpu_profile"] = args.profile
     all_cases = cases_mod.quick_cases() if args.quick else cases_mod.full_cases()
     selected = [c for c in all_cases if not args.only or re.search(args.only, c.name)]
     if args.list:
@@ -290,7 +391,10 @@ def main(argv=None) -> int:
         return 0
     wanted = {k.strip() for k in args.providers.split(",") if k.strip()}
 
-    log(f"onnxruntime {ort.__version__}; preset {args.preset}; {len(selected)} case(s); out {args.out}")
+    log(f"onnxruntime {ort.__version__}; preset {args.preset}; {len(selected)} case(s); out {args.out}"
+        + (f"; GPU profile of our EP for {sum('profile' in c.tags for c in selected)} case(s)" if args.profile else ""))
+    if os.environ.pop(prov.PROFILE_ENV, None):  # it would profile (and slow) every timed run of our EP
+        log(f"${prov.PROFILE_ENV} was set: unset for the timed runs (use --profile)")
     providers = []
     if "cpu" in wanted:
         providers.append(prov.cpu_provider())
@@ -331,7 +435,7 @@ def main(argv=None) -> int:
                                          "skipped": f"deadline ({cfg['deadline_s']:.0f} s) reached", "results": {}})
                 continue
             log(f"({i}/{len(selected)}) {case.name} [{case.shape}, {case.note}]")
-            results["cases"].append(run_case(case, providers, cfg, scratch, use_torch))
+            results["cases"].append(run_case(case, providers, cfg, scratch, use_torch, args.profile))
             report.write_json(results, json_path)  # after every case: a killed run keeps what it measured
     gc.collect()
     prov.unregister(providers)
