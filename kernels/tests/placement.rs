@@ -251,3 +251,31 @@ fn low_intensity_partitions_stay_on_cpu_for_a_discrete_gpu() {
     );
     assert_eq!(place(&dynamic, &h200_opts()).groups.len(), 1);
 }
+
+#[test]
+fn attention_stays_on_a_discrete_gpu_once_softmax_is_ours() {
+    // Whisper's scores: Q·Kᵀ → Mul(scale) → Softmax → ·V, all ours: one partition whose host
+    // traffic is Q, K, V and the result, so the 54 MB score matrix never crosses PCIe.
+    let q = value("q", &[1, 6, 1500, 64]);
+    let scale = ValueInfo { small_data: Some(0.125f32.to_le_bytes().to_vec()), ..constant("scale", &[]) };
+    let mut softmax =
+        node("Softmax", "softmax", vec![value("m", &[1, 6, 1500, 1500])], value("p", &[1, 6, 1500, 1500]));
+    softmax.attrs.insert("axis".into(), Attr::Int(-1));
+    let g = graph(
+        vec![
+            node("MatMul", "qk", vec![q, value("kt", &[1, 6, 64, 1500])], value("s", &[1, 6, 1500, 1500])),
+            node("Mul", "scale", vec![value("s", &[1, 6, 1500, 1500]), scale], value("m", &[1, 6, 1500, 1500])),
+            softmax,
+            node(
+                "MatMul",
+                "pv",
+                vec![value("p", &[1, 6, 1500, 1500]), value("v", &[1, 6, 1500, 64])],
+                value("o", &[1, 6, 1500, 64]),
+            ),
+        ],
+        &["o"],
+    );
+    let p = place(&g, &h200_opts());
+    assert!(p.decisions.iter().all(|d| d.verdict.is_ok()), "{:?}", p.decisions);
+    assert_eq!(p.groups.len(), 1);
+}
