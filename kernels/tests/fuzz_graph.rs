@@ -549,6 +549,7 @@ fn random_options(choice: u8) -> PlacementOptions {
         gemm: GemmOptions::tiling(tiling),
         conv1d_as_conv2d: true,
         conv_algo,
+        cost_rule: choice % 5 != 0,
     }
 }
 

@@ -17,6 +17,7 @@ fn opts() -> PlacementOptions {
         gemm: GemmOptions::default(),
         conv1d_as_conv2d: true,
         conv_algo: ep_kernels::conv::ConvAlgo::Auto,
+        cost_rule: true,
     }
 }
 
@@ -224,6 +225,8 @@ fn low_intensity_partitions_stay_on_cpu_for_a_discrete_gpu() {
     assert!(reason.contains("FLOP/byte") && reason.contains("CPU EP"), "{reason}");
     // The software adapter shares host memory: no PCIe to pay for, so it keeps the node.
     assert_eq!(place(&scores, &opts()).groups.len(), 1);
+    // offload=all claims it anyway.
+    assert_eq!(place(&scores, &PlacementOptions { cost_rule: false, ..h200_opts() }).groups.len(), 1);
 
     // An MLP layer does ~1000 FLOP per byte moved: kept.
     let mlp = graph(

@@ -17,7 +17,7 @@ use crate::compute::ComputeInfo;
 use crate::factory::EP_NAME;
 use crate::fault::{self, Site};
 use crate::graph_reader::{read_graph, tensor_bytes};
-use crate::options::EpOptions;
+use crate::options::{EpOptions, Offload};
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
 #[repr(C)]
@@ -84,6 +84,7 @@ impl Ep {
             gemm: exec.gemm,
             conv1d_as_conv2d: exec.conv1d_as_conv2d,
             conv_algo: exec.conv_algo,
+            cost_rule: self.options.offload == Offload::Auto,
         }
     }
 

@@ -37,6 +37,17 @@ pub struct EpOptions {
     /// `conv_algorithm`: how a Conv runs; `Auto` lets the planner choose.
     pub conv_algorithm: ConvAlgo,
     pub validation: Validation,
+    /// `offload`: whether the cost rule may leave partitions to the CPU EP.
+    pub offload: Offload,
+}
+
+/// `offload=auto`: partitions the CPU EP runs faster (host traffic outweighing the work on a
+/// discrete GPU) stay on it; `offload=all`: every node this EP can run is claimed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Offload {
+    #[default]
+    Auto,
+    All,
 }
 
 /// Every key we accept, with a one-line description (shown in errors).
@@ -49,6 +60,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
     ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
+    ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -78,6 +90,13 @@ impl EpOptions {
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "conv_algorithm" => {
                     o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
+                }
+                "offload" => {
+                    o.offload = match v {
+                        "auto" => Offload::Auto,
+                        "all" => Offload::All,
+                        _ => return Err(format!("option 'offload': '{v}' is not auto or all")),
+                    }
                 }
                 "validation" => {
                     o.validation = match v {
@@ -154,6 +173,9 @@ mod tests {
         assert!(parse(&[("tiling", "huge")]).unwrap_err().contains("tiling"));
         assert!(parse(&[("enable_f16", "maybe")]).unwrap_err().contains("enable_f16"));
         assert!(parse(&[("conv_algorithm", "winograd")]).unwrap_err().contains("option 'conv_algorithm'"));
+        assert!(parse(&[("offload", "never")]).unwrap_err().contains("option 'offload'"));
+        assert_eq!(parse(&[("offload", "all")]).unwrap().offload, Offload::All);
+        assert_eq!(parse(&[]).unwrap().offload, Offload::Auto);
         let other: BTreeMap<String, String> = [("session.x".to_string(), "1".to_string())].into();
         assert!(EpOptions::from_config(&other).is_ok());
     }

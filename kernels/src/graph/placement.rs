@@ -125,14 +125,22 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
     groups.retain(|g| !g.is_empty());
     // Leave partitions whose host traffic outweighs their work to the CPU EP. Dropping a whole
     // group keeps the others convex: paths through another partition were already excluded.
-    groups.retain(|group| match worth_offloading(graph, &consumers, group, &opts.caps) {
-        Ok(()) => true,
-        Err(reason) => {
-            for d in decisions.iter_mut().filter(|d| group.contains(&d.node)) {
-                d.verdict = Err(reason.clone());
-                d.kind = Some(DeclineKind::Cost);
+    groups.retain(|group| {
+        match worth_offloading(graph, &consumers, group, &opts.caps).or_else(|e| {
+            if opts.cost_rule {
+                Err(e)
+            } else {
+                Ok(())
             }
-            false
+        }) {
+            Ok(()) => true,
+            Err(reason) => {
+                for d in decisions.iter_mut().filter(|d| group.contains(&d.node)) {
+                    d.verdict = Err(reason.clone());
+                    d.kind = Some(DeclineKind::Cost);
+                }
+                false
+            }
         }
     });
     Placement { decisions, groups }

@@ -17,6 +17,9 @@ pub struct PlacementOptions {
     pub conv1d_as_conv2d: bool,
     /// The conv algorithm (`conv_algorithm`): `Auto` or forced.
     pub conv_algo: ConvAlgo,
+    /// Leave partitions the CPU EP runs faster to it (`offload=auto`); off (`offload=all`)
+    /// claims every node this EP can run, whatever the host traffic.
+    pub cost_rule: bool,
 }
 
 /// The element type shared by `values`, if it is one we run and the device allows it.
