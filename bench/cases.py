@@ -545,6 +545,32 @@ def token_embed_case(vocab: int, seq: int, d: int, dtype: str, pad: int = 4) -> 
 # ------------------------------------------------------------------------------------------------ case sets
 
 
+def island_case(op: str, shape, dtype: str) -> Case:
+    """One memory-bound op alone between host tensors: what the offload rule weighs (PCIe copies against the
+    CPU EP). Run ours with `--option offload=all`, else the rule leaves it to the CPU EP on a discrete GPU."""
+    shape = [int(d) for d in shape]
+    elems = int(np.prod(shape))
+    name = f"island_{op.lower()}_{'x'.join(map(str, shape))}_{dtype}"
+
+    def build(scratch):
+        if op == "Add":
+            node = helper.make_node("Add", ["A", "B"], ["Y"], name="add")
+            inputs = [_vi("A", dtype, shape), _vi("B", dtype, shape)]
+        else:
+            node = helper.make_node(op, ["A"], ["Y"], name=op.lower(), axis=-1)
+            inputs = [_vi("A", dtype, shape)]
+        return _save(scratch, name, [node], inputs, [_vi("Y", dtype, shape)], [])
+
+    return Case(name, "island", dtype, "×".join(map(str, shape)), float(elems) * (1 if op == "Add" else 5), build,
+                note="one op between host tensors (offload rule)")
+
+
+def island_cases() -> list[Case]:
+    """`bench/run.py --only island --option offload=all`: the data points of the offload rule."""
+    return [island_case("Add", (2048, 4096), "fp32"), island_case("Add", (256, 1024), "fp32"),
+            island_case("Softmax", (6, 1500, 1500), "fp32"), island_case("Softmax", (6, 128, 128), "fp32")]
+
+
 def quick_cases() -> list[Case]:
     """Small sizes for CI on the software adapter: checks the harness, not the speed."""
     cases = []
@@ -575,6 +601,7 @@ def full_cases(with_encoder: bool | None = None) -> list[Case]:
     for dt in ("fp32", "fp16"):
         cases += [matmul_case(n, dt) for n in (1024, 2048, 4096, 8192)]
     cases += [gemm_case(2048, 4096, 4096, dt) for dt in ("fp32", "fp16")]
+    cases += island_cases()
     cases += [resnet_block_case(8, 128, 28, dt) for dt in ("fp32", "fp16")]
     cases += [depthwise_case(8, 256, 56, dt) for dt in ("fp32", "fp16")]
     return cases
