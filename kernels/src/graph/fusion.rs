@@ -105,7 +105,8 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
     let mut through_reshape = false;
     while let Some(r) = sole_reader(&tail) {
         let reader = &nodes[r];
-        if !reader.is_onnx() {
+        // Another product already absorbed it (the sum of two products).
+        if !reader.is_onnx() || fusion.absorbed.contains(&r) {
             break;
         }
         match reader.op_type.as_str() {
@@ -230,7 +231,7 @@ fn fuse_chains(nodes: &[Node], sole_reader: &dyn Fn(&str) -> Option<usize>, fusi
             }
             let mut merged: Vec<usize> = members.iter().chain(&chains[c]).copied().collect();
             merged.sort_unstable();
-            if external_inputs(nodes, &merged) + 1 <= MAX_FUSED_BINDINGS {
+            if external_inputs(nodes, &merged) < MAX_FUSED_BINDINGS {
                 members = merged;
                 chains[c].clear();
             }

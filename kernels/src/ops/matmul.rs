@@ -148,10 +148,10 @@ impl ProductKernel {
     }
 }
 
-fn shapes<'a>(
-    inputs: &[Option<&'a [u64]>],
-    has_bias: bool,
-) -> Result<(&'a [u64], &'a [u64], Option<&'a [u64]>), String> {
+/// A, B and the optional bias shape of a product.
+type ProductShapes<'a> = (&'a [u64], &'a [u64], Option<&'a [u64]>);
+
+fn shapes<'a>(inputs: &[Option<&'a [u64]>], has_bias: bool) -> Result<ProductShapes<'a>, String> {
     let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| format!("product input {i} is missing"));
     let bias = if has_bias { Some(get(2)?) } else { None };
     Ok((get(0)?, get(1)?, bias))
