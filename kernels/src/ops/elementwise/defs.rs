@@ -1,0 +1,317 @@
+//! The ONNX elementwise ops as IR: each node lowers to a few IR nodes whose `Arg::Input(k)` is
+//! the node's input `k`. Checking, building and fusing all go through the same lowering, so a
+//! node placed here is one the kernel runs.
+
+use super::shape::{broadcast_all, Layout};
+use super::variants;
+use super::{check_ir, fused, Arg, ElemNode, ElemOp};
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::graph::model::Node;
+use crate::graph::support::PlacementOptions;
+use crate::ops::{check_f16, check_types, Kernel, OpDef};
+use crate::shader::ShaderVariant;
+
+/// One family of ops sharing a lowering and a set of variants.
+struct Family {
+    names: &'static [&'static str],
+    variants: fn(&DeviceCaps) -> Vec<ShaderVariant>,
+}
+
+static UNARY: Family = Family {
+    names: &[
+        "Abs",
+        "Neg",
+        "Exp",
+        "Log",
+        "Sqrt",
+        "Reciprocal",
+        "Erf",
+        "Tanh",
+        "Sigmoid",
+        "Relu",
+        "LeakyRelu",
+        "Gelu",
+        "Sin",
+        "Cos",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Not",
+        "IsNaN",
+        "IsInf",
+    ],
+    variants: variants::unary,
+};
+static CLIP: Family = Family { names: &["Clip"], variants: variants::clip };
+static BINARY: Family =
+    Family { names: &["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"], variants: variants::binary };
+static VARIADIC: Family = Family { names: &["Max", "Min", "Sum", "Mean"], variants: variants::variadic };
+static COMPARE: Family = Family {
+    names: &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"],
+    variants: variants::compare,
+};
+static WHERE: Family = Family { names: &["Where"], variants: variants::select };
+static CAST: Family = Family { names: &["Cast", "CastLike"], variants: variants::cast };
+
+/// The elementwise op definitions (the binary family also lists the fused chains' variants).
+pub fn ops() -> Vec<&'static dyn OpDef> {
+    vec![&UNARY, &CLIP, &BINARY, &VARIADIC, &COMPARE, &WHERE, &CAST]
+}
+
+impl OpDef for Family {
+    fn names(&self) -> &'static [&'static str] {
+        self.names
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        check_types(node, &ElemType::ALL)?;
+        check_f16(node, opts)?;
+        let (used, _) = compact(node)?;
+        let shapes: Option<Vec<Vec<u64>>> = used.iter().map(|&k| node.input(k).and_then(|v| v.fixed_shape())).collect();
+        if let Some(shapes) = shapes {
+            let shapes: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+            let out = broadcast_all(&shapes).map_err(|e| format!("{}: {e}", node.op_type))?;
+            Layout::of(&shapes, &out)?;
+        }
+        Ok(())
+    }
+
+    fn gpu_inputs(&self, node: &Node) -> Vec<usize> {
+        match lower(node) {
+            Ok(ir) => used_inputs(&ir),
+            Err(_) => (0..node.inputs.len()).collect(),
+        }
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        let (used, ir) = compact(node)?;
+        fused(input_types(node, &used)?, ir)
+    }
+
+    fn elementwise(&self, node: &Node) -> Option<Vec<ElemNode>> {
+        lower(node).ok()
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let elems: u64 = node.output(0)?.fixed_shape()?.iter().product();
+        let per: f64 = lower(node).ok()?.iter().map(|n| cost(&n.op)).sum();
+        Some(elems as f64 * per)
+    }
+
+    fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        (self.variants)(caps)
+    }
+}
+
+/// Rough operations per element of one IR node (the transcendental ones are polynomials).
+fn cost(op: &ElemOp) -> f64 {
+    use ElemOp::*;
+    match op {
+        Erf | Gelu | GeluTanh | Tanh | Pow => 20.0,
+        Exp | Log | Sqrt | Sigmoid | Sin | Cos | Reciprocal | Div => 4.0,
+        Scalar(_) | Cast => 0.0,
+        _ => 1.0,
+    }
+}
+
+/// The node inputs the IR reads, in order.
+fn used_inputs(ir: &[ElemNode]) -> Vec<usize> {
+    let mut used: Vec<usize> =
+        ir.iter().flat_map(|n| &n.args).filter_map(|a| if let Arg::Input(k) = a { Some(*k) } else { None }).collect();
+    used.sort_unstable();
+    used.dedup();
+    used
+}
+
+/// The node's IR over only the inputs it reads (renumbered in order), type-checked.
+fn compact(node: &Node) -> Result<(Vec<usize>, Vec<ElemNode>), String> {
+    let mut ir = lower(node)?;
+    let used = used_inputs(&ir);
+    for arg in ir.iter_mut().flat_map(|n| n.args.iter_mut()) {
+        if let Arg::Input(k) = arg {
+            *k = used.iter().position(|u| u == k).unwrap_or(*k);
+        }
+    }
+    check_ir(&input_types(node, &used)?, &ir).map_err(|e| format!("{}: {e}", node.op_type))?;
+    Ok((used, ir))
+}
+
+/// The element types of the node's inputs `used`.
+fn input_types(node: &Node, used: &[usize]) -> Result<Vec<ElemType>, String> {
+    used.iter()
+        .map(|&k| {
+            let v = node.input(k).filter(|v| !v.name.is_empty()).ok_or_else(|| format!("input {k} is omitted"))?;
+            ElemType::from_onnx(v.elem_type).ok_or_else(|| format!("input '{}' has element type {}", v.name, v.elem_type))
+        })
+        .collect()
+}
+
+fn present(node: &Node, k: usize) -> bool {
+    node.input(k).is_some_and(|v| !v.name.is_empty())
+}
+
+fn n(op: ElemOp, args: Vec<Arg>, ty: ElemType) -> ElemNode {
+    ElemNode { op, args, ty }
+}
+
+/// The node's IR; `Err` says why it does not lower.
+pub fn lower(node: &Node) -> Result<Vec<ElemNode>, String> {
+    if !node.is_onnx() {
+        return Err(format!("{} of domain '{}' is not an elementwise op", node.op_type, node.domain));
+    }
+    let out = node.output(0).ok_or_else(|| format!("{} without an output", node.op_type))?;
+    let ty = ElemType::from_onnx(out.elem_type)
+        .ok_or_else(|| format!("output '{}' has element type {}", out.name, out.elem_type))?;
+    if let Some(op) = unary(node)? {
+        return Ok(vec![n(op, vec![Arg::Input(0)], ty)]);
+    }
+    let op = node.op_type.as_str();
+    match op {
+        "Clip" => clip(node, ty),
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "And" | "Or" | "Xor" | "Equal" | "Less" | "Greater"
+        | "LessOrEqual" | "GreaterOrEqual" => {
+            legacy_broadcast(node)?;
+            Ok(vec![n(binary(op), vec![Arg::Input(0), Arg::Input(1)], ty)])
+        }
+        "Max" | "Min" | "Sum" | "Mean" => variadic(node, ty),
+        "Where" => Ok(vec![n(ElemOp::Where, vec![Arg::Input(0), Arg::Input(1), Arg::Input(2)], ty)]),
+        "Cast" | "CastLike" => cast(node, ty),
+        other => Err(format!("{other} is not an elementwise op")),
+    }
+}
+
+/// The operation of a one-input op, `None` for other ops.
+fn unary(node: &Node) -> Result<Option<ElemOp>, String> {
+    use ElemOp::*;
+    Ok(Some(match node.op_type.as_str() {
+        "Abs" => Abs,
+        "Neg" => Neg,
+        "Exp" => Exp,
+        "Log" => Log,
+        "Sqrt" => Sqrt,
+        "Reciprocal" => Reciprocal,
+        "Erf" => Erf,
+        "Tanh" => Tanh,
+        "Sigmoid" => Sigmoid,
+        "Relu" => Relu,
+        "LeakyRelu" => LeakyRelu(node.float("alpha").unwrap_or(0.01)),
+        "Gelu" => match node.string("approximate").unwrap_or("none") {
+            "none" => Gelu,
+            "tanh" => GeluTanh,
+            other => return Err(format!("Gelu approximate='{other}' is not supported")),
+        },
+        "Sin" => Sin,
+        "Cos" => Cos,
+        "Floor" => Floor,
+        "Ceil" => Ceil,
+        "Round" => Round,
+        "Not" => Not,
+        "IsNaN" => IsNaN,
+        "IsInf" => IsInf {
+            positive: node.int("detect_positive").unwrap_or(1) != 0,
+            negative: node.int("detect_negative").unwrap_or(1) != 0,
+        },
+        _ => return Ok(None),
+    }))
+}
+
+fn binary(op: &str) -> ElemOp {
+    use ElemOp::*;
+    match op {
+        "Add" | "Sum" | "Mean" => Add,
+        "Sub" => Sub,
+        "Mul" => Mul,
+        "Div" => Div,
+        "Pow" => Pow,
+        "And" => And,
+        "Or" => Or,
+        "Xor" => Xor,
+        "Equal" => Equal,
+        "Less" => Less,
+        "Greater" => Greater,
+        "LessOrEqual" => LessOrEqual,
+        "GreaterOrEqual" => GreaterOrEqual,
+        "Max" => Max,
+        _ => Min,
+    }
+}
+
+/// Before opset 7 a binary op broadcast only with `broadcast=1`, optionally from `axis`; numpy
+/// broadcasting agrees with it unless an axis is given.
+fn legacy_broadcast(node: &Node) -> Result<(), String> {
+    if node.since_version < 7 && node.attrs.contains_key("axis") {
+        return Err(format!("{} with the legacy 'axis' broadcast attribute is not supported", node.op_type));
+    }
+    Ok(())
+}
+
+/// Clip as Max with the lower bound, then Min with the upper. Bounds are attributes before
+/// opset 11, then optional inputs: a float constant goes to the uniform, anything else is read
+/// as an input; an absent bound is no bound.
+fn clip(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
+    let mut ir: Vec<ElemNode> = Vec::new();
+    let mut value = Arg::Input(0);
+    for (k, name, op) in [(1, "min", ElemOp::Max), (2, "max", ElemOp::Min)] {
+        let bound = if node.since_version < 11 {
+            node.float(name).map(|v| {
+                ir.push(n(ElemOp::Scalar(v), vec![], ty));
+                Arg::Node(ir.len() - 1)
+            })
+        } else if present(node, k) {
+            let constant = node.input(k).filter(|v| v.constant && ty.is_float()).and_then(|v| v.scalar_f32());
+            Some(match constant {
+                Some(v) => {
+                    ir.push(n(ElemOp::Scalar(v), vec![], ty));
+                    Arg::Node(ir.len() - 1)
+                }
+                None => Arg::Input(k),
+            })
+        } else {
+            None
+        };
+        if let Some(b) = bound {
+            ir.push(n(op, vec![value, b], ty));
+            value = Arg::Node(ir.len() - 1);
+        }
+    }
+    if ir.is_empty() {
+        ir.push(n(ElemOp::Cast, vec![Arg::Input(0)], ty));
+    }
+    Ok(ir)
+}
+
+/// Max, Min and Sum of any number of inputs as a chain of binary nodes; Mean divides the sum.
+fn variadic(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
+    let count = node.inputs.len();
+    if count == 0 || (0..count).any(|k| !present(node, k)) {
+        return Err(format!("{} with an omitted input", node.op_type));
+    }
+    let op = binary(&node.op_type);
+    let mut ir = vec![n(if count == 1 { ElemOp::Cast } else { op.clone() }, vec![Arg::Input(0)], ty)];
+    if count > 1 {
+        ir[0].args.push(Arg::Input(1));
+    }
+    for k in 2..count {
+        ir.push(n(op.clone(), vec![Arg::Node(ir.len() - 1), Arg::Input(k)], ty));
+    }
+    if node.op_type == "Mean" {
+        ir.push(n(ElemOp::Scalar(count as f32), vec![], ty));
+        ir.push(n(ElemOp::Div, vec![Arg::Node(ir.len() - 2), Arg::Node(ir.len() - 1)], ty));
+    }
+    Ok(ir)
+}
+
+/// Cast to `to` (which must be the output's type); CastLike to its second input's type. The
+/// `saturate` and `round_mode` attributes only concern float8 types, which are declined.
+fn cast(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
+    let to = if node.op_type == "CastLike" {
+        node.input(1).map(|v| v.elem_type)
+    } else {
+        node.int("to").and_then(|t| i32::try_from(t).ok())
+    };
+    if to != Some(ty.onnx()) {
+        return Err(format!("{} to type {to:?} disagrees with its output type {}", node.op_type, ty.onnx()));
+    }
+    Ok(vec![n(ElemOp::Cast, vec![Arg::Input(0)], ty)])
+}
