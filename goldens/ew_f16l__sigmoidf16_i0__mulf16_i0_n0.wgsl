@@ -55,7 +55,7 @@ fn ew_sigmoid(x: f32) -> f32 {
 
 fn value(o: u32) -> f32 {
     let x0 = f32(in0[o]);
-    let v0: f32 = ew_r16(ew_sigmoid(x0));
+    let v0: f32 = ew_sigmoid(x0);
     let v1: f32 = x0 * v0;
     return v1;
 }

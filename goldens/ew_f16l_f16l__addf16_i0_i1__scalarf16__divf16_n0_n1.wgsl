@@ -51,7 +51,7 @@ fn ew_r16(x: f32) -> f32 {
 fn value(o: u32) -> f32 {
     let x0 = f32(in0[o]);
     let x1 = f32(in1[o]);
-    let v0: f32 = ew_r16(x0 + x1);
+    let v0: f32 = x0 + x1;
     let v1: f32 = ew_r16(P.f[0][0]);
     let v2: f32 = v0 / v1;
     return v2;

@@ -62,7 +62,7 @@ fn value(o: u32) -> f32 {
     let x0 = f32(in0[o]);
     let x1 = f32(in1[o]);
     let x2 = f32(in2[j0]);
-    let v0: f32 = ew_r16(x0 + x1);
+    let v0: f32 = x0 + x1;
     let v1: f32 = v0 * x2;
     return v1;
 }

@@ -81,10 +81,10 @@ fn value(o: u32) -> f32 {
     let x1 = f32(in1[0u]);
     let x2 = f32(in2[0u]);
     let x3 = f32(in3[0u]);
-    let v0: f32 = ew_r16(x0 / x1);
-    let v1: f32 = ew_r16(ew_erf(v0));
-    let v2: f32 = ew_r16(v1 + x2);
-    let v3: f32 = ew_r16(x0 * v2);
+    let v0: f32 = x0 / x1;
+    let v1: f32 = ew_erf(v0);
+    let v2: f32 = v1 + x2;
+    let v3: f32 = x0 * v2;
     let v4: f32 = v3 * x3;
     return v4;
 }

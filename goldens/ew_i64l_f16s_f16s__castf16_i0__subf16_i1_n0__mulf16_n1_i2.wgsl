@@ -95,7 +95,7 @@ fn value(o: u32) -> f32 {
     let x1 = f32(in1[0u]);
     let x2 = f32(in2[0u]);
     let v0: f32 = ew_r16(ew_l2f(x0));
-    let v1: f32 = ew_r16(x1 - v0);
+    let v1: f32 = x1 - v0;
     let v2: f32 = v1 * x2;
     return v2;
 }

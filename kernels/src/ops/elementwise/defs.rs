@@ -47,10 +47,8 @@ static CLIP: Family = Family { names: &["Clip"], variants: variants::clip };
 static BINARY: Family =
     Family { names: &["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"], variants: variants::binary };
 static VARIADIC: Family = Family { names: &["Max", "Min", "Sum", "Mean"], variants: variants::variadic };
-static COMPARE: Family = Family {
-    names: &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"],
-    variants: variants::compare,
-};
+static COMPARE: Family =
+    Family { names: &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"], variants: variants::compare };
 static WHERE: Family = Family { names: &["Where"], variants: variants::select };
 static CAST: Family = Family { names: &["Cast", "CastLike"], variants: variants::cast };
 
@@ -77,8 +75,11 @@ impl OpDef for Family {
         Ok(())
     }
 
+    /// The inputs the IR reads (the kernel's, in order). CastLike's second input only gives a
+    /// type; it is listed after them so that the program still counts it as read.
     fn gpu_inputs(&self, node: &Node) -> Vec<usize> {
         match lower(node) {
+            Ok(ir) if node.op_type == "CastLike" => [used_inputs(&ir), vec![1]].concat(),
             Ok(ir) => used_inputs(&ir),
             Err(_) => (0..node.inputs.len()).collect(),
         }
@@ -142,7 +143,8 @@ fn input_types(node: &Node, used: &[usize]) -> Result<Vec<ElemType>, String> {
     used.iter()
         .map(|&k| {
             let v = node.input(k).filter(|v| !v.name.is_empty()).ok_or_else(|| format!("input {k} is omitted"))?;
-            ElemType::from_onnx(v.elem_type).ok_or_else(|| format!("input '{}' has element type {}", v.name, v.elem_type))
+            ElemType::from_onnx(v.elem_type)
+                .ok_or_else(|| format!("input '{}' has element type {}", v.name, v.elem_type))
         })
         .collect()
 }
@@ -169,8 +171,8 @@ pub fn lower(node: &Node) -> Result<Vec<ElemNode>, String> {
     let op = node.op_type.as_str();
     match op {
         "Clip" => clip(node, ty),
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "And" | "Or" | "Xor" | "Equal" | "Less" | "Greater"
-        | "LessOrEqual" | "GreaterOrEqual" => {
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "And" | "Or" | "Xor" | "Equal" | "Less" | "Greater" | "LessOrEqual"
+        | "GreaterOrEqual" => {
             legacy_broadcast(node)?;
             Ok(vec![n(binary(op), vec![Arg::Input(0), Arg::Input(1)], ty)])
         }

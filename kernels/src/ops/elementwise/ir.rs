@@ -95,13 +95,6 @@ impl ElemOp {
         };
         s.to_string()
     }
-
-    /// Whether the result is exactly representable in f16 when the operands are, so an f16
-    /// value needs no rounding after it.
-    fn keeps_f16(&self) -> bool {
-        use ElemOp::*;
-        matches!(self, Abs | Neg | Relu | Floor | Ceil | Round | Max | Min | Where)
-    }
 }
 
 const NUMERIC: [ElemType; 4] = [ElemType::F32, ElemType::F16, ElemType::I32, ElemType::I64];
@@ -170,12 +163,17 @@ impl Expr {
     }
 }
 
-/// The expression of a node of type `ty`. An f16 value is rounded to f16 after each op, as
-/// ONNX Runtime rounds, unless it is `stored` right away (the store rounds).
+/// The expression of a node of type `ty`. f16 values compute in f32 through a chain and round
+/// when stored; only a Cast to f16 (and a constant of an f16 node) rounds on the way, as its
+/// meaning requires.
 pub fn node_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option<usize>, stored: bool) -> Expr {
     let mut e = raw_expr(op, ty, args, slot);
-    let exact = op.keeps_f16() || (matches!(op, ElemOp::Cast) && args.first().is_some_and(|a| a.1 == ElemType::F16));
-    if ty == ElemType::F16 && !stored && !exact {
+    let rounds = match op {
+        ElemOp::Cast => args.first().is_some_and(|a| a.1 != ElemType::F16),
+        ElemOp::Scalar(_) => true,
+        _ => false,
+    };
+    if ty == ElemType::F16 && !stored && rounds {
         e.text = format!("ew_r16({})", e.text);
         e.helpers.push("f16");
     }
@@ -258,7 +256,9 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
             let pick = if matches!(op, Max) { format!("ew_lt64({a}, {b})") } else { format!("ew_lt64({b}, {a})") };
             Expr::with(format!("select({a}, {b}, {pick})"), &["i64"])
         }
-        Max | Min if at == ElemType::I32 => Expr::new(format!("{}({a}, {b})", if matches!(op, Max) { "max" } else { "min" })),
+        Max | Min if at == ElemType::I32 => {
+            Expr::new(format!("{}({a}, {b})", if matches!(op, Max) { "max" } else { "min" }))
+        }
         Max => Expr::with(format!("ew_max({a}, {b})"), &["nan", "minmax"]),
         Min => Expr::with(format!("ew_min({a}, {b})"), &["nan", "minmax"]),
         Equal if long => Expr::new(format!("all({a} == {b})")),

@@ -106,7 +106,10 @@ fn collapse(shapes: &[&[u64]], out: &[u64]) -> Result<(Vec<u64>, Vec<Vec<u64>>),
         groups.push((out[d], here));
     }
     if groups.len() > MAX_RANK {
-        return Err(format!("broadcasting onto {out:?} needs {} dimensions; at most {MAX_RANK} run here", groups.len()));
+        return Err(format!(
+            "broadcasting onto {out:?} needs {} dimensions; at most {MAX_RANK} run here",
+            groups.len()
+        ));
     }
     groups.reverse();
     let dims = groups.iter().map(|g| g.0).collect();

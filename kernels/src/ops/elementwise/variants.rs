@@ -56,7 +56,21 @@ pub fn unary(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     use ElemOp::*;
     collect(caps, |s| {
         let float_ops = [
-            Exp, Log, Sqrt, Reciprocal, Erf, Tanh, Sigmoid, LeakyRelu(0.01), Gelu, GeluTanh, Sin, Cos, Floor, Ceil, Round,
+            Exp,
+            Log,
+            Sqrt,
+            Reciprocal,
+            Erf,
+            Tanh,
+            Sigmoid,
+            LeakyRelu(0.01),
+            Gelu,
+            GeluTanh,
+            Sin,
+            Cos,
+            Floor,
+            Ceil,
+            Round,
         ];
         for t in FLOATS {
             for op in &float_ops {
