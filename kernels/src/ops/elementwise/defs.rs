@@ -317,3 +317,72 @@ fn cast(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
     }
     Ok(vec![n(ElemOp::Cast, vec![Arg::Input(0)], ty)])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::model::{Attr, ValueInfo};
+
+    fn value(name: &str, ty: ElemType, data: Option<Vec<u8>>) -> Option<ValueInfo> {
+        let constant = data.is_some();
+        Some(ValueInfo { name: name.into(), elem_type: ty.onnx(), shape: None, constant, small_data: data })
+    }
+
+    fn nd(op: &str, opset: i32, inputs: Vec<Option<ValueInfo>>, out: ElemType, attrs: &[(&str, Attr)]) -> Node {
+        Node {
+            name: "n".into(),
+            op_type: op.into(),
+            domain: String::new(),
+            since_version: opset,
+            inputs,
+            outputs: value("y", out, None).into_iter().map(Some).collect(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            assigned_ep: None,
+        }
+    }
+
+    fn ops(ir: &[ElemNode]) -> Vec<String> {
+        ir.iter().map(|n| format!("{}{:?}", n.op.tag(), n.args)).collect()
+    }
+
+    #[test]
+    fn clip_lowering() {
+        use ElemType::F32;
+        let x = value("x", F32, None);
+        let attrs = nd("Clip", 6, vec![x.clone()], F32, &[("max", Attr::Float(2.0))]);
+        assert_eq!(ops(&lower(&attrs).unwrap()), ["scalar[]", "min[Input(0), Node(0)]"]);
+        let lo = value("lo", F32, Some(1.5f32.to_le_bytes().to_vec()));
+        let hi = value("hi", F32, None);
+        let mixed = nd("Clip", 13, vec![x.clone(), lo, hi], F32, &[]);
+        let ir = lower(&mixed).unwrap();
+        assert_eq!(ops(&ir), ["scalar[]", "max[Input(0), Node(0)]", "min[Node(1), Input(2)]"]);
+        assert_eq!(ir[0].op, ElemOp::Scalar(1.5));
+        // The lone step binds x and the runtime bound only, renumbered.
+        assert_eq!(CLIP.gpu_inputs(&mixed), vec![0, 2]);
+        assert_eq!(ops(&compact(&mixed).unwrap().1)[2], "min[Node(1), Input(1)]");
+        let none = nd("Clip", 13, vec![x, value("", F32, None), None], F32, &[]);
+        assert_eq!(ops(&lower(&none).unwrap()), ["cast[Input(0)]"]);
+    }
+
+    #[test]
+    fn variadic_and_cast_lowering() {
+        use ElemType::{F32, I64};
+        let x = |n: &str| value(n, F32, None);
+        let mean = nd("Mean", 13, vec![x("a"), x("b"), x("c")], F32, &[]);
+        assert_eq!(
+            ops(&lower(&mean).unwrap()),
+            ["add[Input(0), Input(1)]", "add[Node(0), Input(2)]", "scalar[]", "div[Node(1), Node(2)]"]
+        );
+        let cast = nd("Cast", 13, vec![x("a")], I64, &[("to", Attr::Int(7))]);
+        assert!(lower(&cast).is_ok());
+        let wrong = nd("Cast", 13, vec![x("a")], I64, &[("to", Attr::Int(6))]);
+        assert!(lower(&wrong).is_err());
+        let like = nd("CastLike", 15, vec![x("a"), value("t", I64, None)], I64, &[]);
+        assert_eq!(CAST.gpu_inputs(&like), vec![0, 1]);
+        assert_eq!(compact(&like).unwrap().0, vec![0]);
+        let gelu = nd("Gelu", 20, vec![x("a")], F32, &[("approximate", Attr::String("fast".into()))]);
+        assert!(lower(&gelu).unwrap_err().contains("fast"));
+        let pow = nd("Pow", 15, vec![value("a", I64, None), x("b")], I64, &[]);
+        assert!(compact(&pow).is_err());
+    }
+}

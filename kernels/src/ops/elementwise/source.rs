@@ -175,3 +175,40 @@ impl OpSource for ElemSource {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::elementwise::ElemOp;
+
+    fn add(inputs: usize) -> ElemSource {
+        let mut nodes = vec![ElemNode { op: ElemOp::Add, args: vec![Arg::Input(0), Arg::Input(1)], ty: ElemType::F32 }];
+        for k in 2..inputs {
+            nodes.push(ElemNode { op: ElemOp::Add, args: vec![Arg::Node(k - 2), Arg::Input(k)], ty: ElemType::F32 });
+        }
+        ElemSource { inputs: vec![(ElemType::F32, Mode::Same); inputs], nodes }
+    }
+
+    #[test]
+    fn names_are_canonical_or_hashed() {
+        assert_eq!(add(2).name(), "ew_f32l_f32l__addf32_i0_i1");
+        let long = add(7);
+        let name = long.name();
+        assert!(name.starts_with("ew_f32_") && name.len() == 23, "{name}");
+        assert_eq!(name, add(7).name());
+        assert_ne!(name, add(6).name());
+        // The text names its IR, so equal names mean equal texts.
+        assert!(long.emit().unwrap().contains(&long.canonical()));
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn capabilities_follow_f16() {
+        let mut s = add(2);
+        assert!(s.capabilities().is_empty());
+        s.nodes.push(ElemNode { op: ElemOp::Cast, args: vec![Arg::Node(0)], ty: ElemType::F16 });
+        assert_eq!(s.capabilities(), naga::valid::Capabilities::SHADER_FLOAT16);
+        assert!(s.emit().unwrap().starts_with("enable f16;"));
+    }
+}
