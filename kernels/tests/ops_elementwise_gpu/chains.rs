@@ -153,7 +153,7 @@ fn bad_shapes_are_errors() {
     let a = T::f32(&[2, 3], &[0.0; 6]);
     let b = T::f32(&[4], &[0.0; 4]);
     let err = run("Add", 14, &[&a, &b], F32, vec![]).unwrap_err();
-    assert!(err.contains("[2, 3], [4]"), "{err}");
+    assert!(err.contains("Add_node") && err.contains("[2, 3], [4]"), "{err}");
     // Ten alternating broadcast dimensions exceed the eight the kernel walks.
     let sa: Vec<u64> = (0..10).map(|d| if d % 2 == 0 { 2 } else { 1 }).collect();
     let sb: Vec<u64> = (0..10).map(|d| if d % 2 == 0 { 1 } else { 2 }).collect();
@@ -231,4 +231,7 @@ fn placement_declines_with_reasons() {
     assert!(check(&cast, true).is_err());
     let mismatch = node("Cast", 21, vec![x], vec![value("y", I32, s)], vec![("to", Attr::Int(7))]);
     assert!(check(&mismatch, true).is_err());
+    let many: Vec<_> = (0..40).map(|k| Some(value(&format!("x{k}"), F32, s))).collect();
+    let sum = node("Sum", 13, many, vec![value("y", F32, s)], vec![]);
+    assert!(check(&sum, true).unwrap_err().contains("storage buffers"));
 }

@@ -4,7 +4,7 @@
 
 use super::shape::{broadcast_all, Layout};
 use super::variants;
-use super::{check_ir, fused, Arg, ElemNode, ElemOp};
+use super::{check_ir, named, Arg, ElemNode, ElemOp};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::graph::model::Node;
@@ -66,6 +66,10 @@ impl OpDef for Family {
         check_types(node, &ElemType::ALL)?;
         check_f16(node, opts)?;
         let (used, _) = compact(node)?;
+        let limit = opts.caps.max_storage_buffers_per_stage as usize;
+        if used.len() + 1 > limit {
+            return Err(format!("{} inputs and an output exceed the device's {limit} storage buffers", used.len()));
+        }
         let shapes: Option<Vec<Vec<u64>>> = used.iter().map(|&k| node.input(k).and_then(|v| v.fixed_shape())).collect();
         if let Some(shapes) = shapes {
             let shapes: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
@@ -87,7 +91,7 @@ impl OpDef for Family {
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
         let (used, ir) = compact(node)?;
-        fused(input_types(node, &used)?, ir)
+        named(node.name.clone(), input_types(node, &used)?, ir)
     }
 
     fn elementwise(&self, node: &Node) -> Option<Vec<ElemNode>> {
@@ -250,32 +254,34 @@ fn legacy_broadcast(node: &Node) -> Result<(), String> {
 
 /// Clip as Max with the lower bound, then Min with the upper. Bounds are attributes before
 /// opset 11, then optional inputs: a float constant goes to the uniform, anything else is read
-/// as an input; an absent bound is no bound.
+/// as an input. An absent float bound is the type's lowest or highest finite value, as ONNX
+/// specifies (so ±Inf clamp to finite values, as in ONNX Runtime); an absent integer bound is
+/// no bound.
 fn clip(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
+    let (lowest, highest) = match ty {
+        ElemType::F16 => (-65504.0, 65504.0),
+        _ => (f32::MIN, f32::MAX),
+    };
     let mut ir: Vec<ElemNode> = Vec::new();
     let mut value = Arg::Input(0);
-    for (k, name, op) in [(1, "min", ElemOp::Max), (2, "max", ElemOp::Min)] {
-        let bound = if node.since_version < 11 {
-            node.float(name).map(|v| {
+    for (k, name, op, default) in [(1, "min", ElemOp::Max, lowest), (2, "max", ElemOp::Min, highest)] {
+        let constant = if node.since_version < 11 {
+            Some(node.float(name).unwrap_or(default))
+        } else if present(node, k) {
+            node.input(k).filter(|v| v.constant && ty.is_float()).and_then(|v| v.scalar_f32())
+        } else {
+            ty.is_float().then_some(default)
+        };
+        let bound = match constant {
+            Some(v) => {
                 ir.push(n(ElemOp::Scalar(v), vec![], ty));
                 Arg::Node(ir.len() - 1)
-            })
-        } else if present(node, k) {
-            let constant = node.input(k).filter(|v| v.constant && ty.is_float()).and_then(|v| v.scalar_f32());
-            Some(match constant {
-                Some(v) => {
-                    ir.push(n(ElemOp::Scalar(v), vec![], ty));
-                    Arg::Node(ir.len() - 1)
-                }
-                None => Arg::Input(k),
-            })
-        } else {
-            None
+            }
+            None if present(node, k) => Arg::Input(k),
+            None => continue,
         };
-        if let Some(b) = bound {
-            ir.push(n(op, vec![value, b], ty));
-            value = Arg::Node(ir.len() - 1);
-        }
+        ir.push(n(op, vec![value, bound], ty));
+        value = Arg::Node(ir.len() - 1);
     }
     if ir.is_empty() {
         ir.push(n(ElemOp::Cast, vec![Arg::Input(0)], ty));
@@ -350,7 +356,9 @@ mod tests {
         use ElemType::F32;
         let x = value("x", F32, None);
         let attrs = nd("Clip", 6, vec![x.clone()], F32, &[("max", Attr::Float(2.0))]);
-        assert_eq!(ops(&lower(&attrs).unwrap()), ["scalar[]", "min[Input(0), Node(0)]"]);
+        let ir = lower(&attrs).unwrap();
+        assert_eq!(ops(&ir), ["scalar[]", "max[Input(0), Node(0)]", "scalar[]", "min[Node(1), Node(2)]"]);
+        assert_eq!((&ir[0].op, &ir[2].op), (&ElemOp::Scalar(f32::MIN), &ElemOp::Scalar(2.0)));
         let lo = value("lo", F32, Some(1.5f32.to_le_bytes().to_vec()));
         let hi = value("hi", F32, None);
         let mixed = nd("Clip", 13, vec![x.clone(), lo, hi], F32, &[]);
@@ -361,7 +369,17 @@ mod tests {
         assert_eq!(CLIP.gpu_inputs(&mixed), vec![0, 2]);
         assert_eq!(ops(&compact(&mixed).unwrap().1)[2], "min[Node(1), Input(1)]");
         let none = nd("Clip", 13, vec![x, value("", F32, None), None], F32, &[]);
-        assert_eq!(ops(&lower(&none).unwrap()), ["cast[Input(0)]"]);
+        assert_eq!(lower(&none).unwrap()[2].op, ElemOp::Scalar(f32::MAX));
+        let int = nd(
+            "Clip",
+            13,
+            vec![value("i", ElemType::I32, None), None, value("hi", ElemType::I32, None)],
+            ElemType::I32,
+            &[],
+        );
+        assert_eq!(ops(&lower(&int).unwrap()), ["min[Input(0), Input(2)]"]);
+        let int = nd("Clip", 13, vec![value("i", ElemType::I32, None)], ElemType::I32, &[]);
+        assert_eq!(ops(&lower(&int).unwrap()), ["cast[Input(0)]"]);
     }
 
     #[test]

@@ -101,8 +101,13 @@ pub struct ElemNode {
 /// A fused elementwise kernel: `inputs` are the external inputs' element types; the last of
 /// `nodes` is the output.
 pub fn fused(inputs: Vec<ElemType>, nodes: Vec<ElemNode>) -> Result<Box<dyn Kernel>, String> {
+    named(String::new(), inputs, nodes)
+}
+
+/// [`fused`] for one node, whose name its errors give.
+fn named(name: String, inputs: Vec<ElemType>, nodes: Vec<ElemNode>) -> Result<Box<dyn Kernel>, String> {
     check_ir(&inputs, &nodes)?;
-    Ok(Box::new(ElemKernel { inputs, nodes }))
+    Ok(Box::new(ElemKernel { name, inputs, nodes }))
 }
 
 /// The elementwise op definitions.
@@ -113,6 +118,8 @@ pub fn ops() -> Vec<&'static dyn OpDef> {
 /// The step of a fused chain (or of one elementwise node).
 #[derive(Clone, Debug)]
 struct ElemKernel {
+    /// The node's name (empty for a chain).
+    name: String,
     inputs: Vec<ElemType>,
     nodes: Vec<ElemNode>,
 }
@@ -124,7 +131,11 @@ impl ElemKernel {
 
     fn label(&self) -> String {
         let ops: Vec<String> = self.nodes.iter().map(|n| n.op.tag()).collect();
-        format!("elementwise {}", ops.join("+"))
+        if self.name.is_empty() {
+            format!("elementwise {}", ops.join("+"))
+        } else {
+            format!("'{}' ({})", self.name, ops.join("+"))
+        }
     }
 }
 

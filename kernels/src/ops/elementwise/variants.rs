@@ -77,7 +77,7 @@ pub fn unary(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                 s.op(op.clone(), &[t], t);
             }
             s.op(IsNaN, &[t], Bool);
-            for (positive, negative) in [(true, true), (true, false), (false, true)] {
+            for (positive, negative) in [(true, true), (true, false), (false, true), (false, false)] {
                 s.op(IsInf { positive, negative }, &[t], Bool);
             }
         }
@@ -94,21 +94,25 @@ pub fn clip(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     use ElemOp::{Cast, Max, Min, Scalar};
     collect(caps, |s| {
         for t in NUMERIC {
-            // Bounds as inputs (runtime tensors, or integer constants): both, lower, upper.
+            // Runtime bounds (and integer constants) are inputs.
             s.add(&[(t, L), (t, S), (t, S)], vec![n(Max, &[i(0), i(1)], t), n(Min, &[nd(0), i(2)], t)]);
+        }
+        for t in [I32, I64] {
+            // An absent integer bound is no bound.
             s.add(&[(t, L), (t, S)], vec![n(Max, &[i(0), i(1)], t)]);
             s.add(&[(t, L), (t, S)], vec![n(Min, &[i(0), i(1)], t)]);
             s.add(&[(t, L)], vec![n(Cast, &[i(0)], t)]);
         }
         for t in FLOATS {
-            // Constant bounds in the uniform: both, lower, upper, and a constant lower bound
-            // with a runtime upper one.
+            // Float bounds always apply (absent ones are the type's extremes); constants are
+            // in the uniform.
             let lo = [n(Scalar(0.0), &[], t), n(Max, &[i(0), nd(0)], t)];
-            let hi = |v: usize| [n(Scalar(0.0), &[], t), n(Min, &[nd(v), nd(v + 1)], t)];
-            s.add(&[(t, L)], lo.iter().cloned().chain(hi(1)).collect());
-            s.add(&[(t, L)], lo.to_vec());
-            s.add(&[(t, L)], vec![n(Scalar(0.0), &[], t), n(Min, &[i(0), nd(0)], t)]);
+            let consts: Vec<ElemNode> =
+                lo.iter().cloned().chain([n(Scalar(0.0), &[], t), n(Min, &[nd(1), nd(2)], t)]).collect();
+            s.add(&[(t, L)], consts);
             s.add(&[(t, L), (t, S)], lo.iter().cloned().chain([n(Min, &[nd(1), i(1)], t)]).collect());
+            let runtime_lo = [n(Max, &[i(0), i(1)], t), n(Scalar(0.0), &[], t), n(Min, &[nd(0), nd(1)], t)];
+            s.add(&[(t, L), (t, S)], runtime_lo.to_vec());
         }
     })
 }

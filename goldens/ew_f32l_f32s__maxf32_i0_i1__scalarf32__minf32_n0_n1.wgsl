@@ -1,9 +1,10 @@
-// f32l_f32s__maxf32_i0_i1
+// f32l_f32s__maxf32_i0_i1__scalarf32__minf32_n0_n1
 struct Params {
     count: u32,
     total: u32,
     rank: u32,
     pad: u32,
+    f: array<vec4<f32>, 1>,
 }
 
 @group(0) @binding(0) var<storage, read> in0: array<f32>;
@@ -43,7 +44,9 @@ fn value(o: u32) -> f32 {
     let x0 = in0[o];
     let x1 = in1[0u];
     let v0: f32 = ew_max(x0, x1);
-    return v0;
+    let v1: f32 = P.f[0][0];
+    let v2: f32 = ew_min(v0, v1);
+    return v2;
 }
 
 @compute @workgroup_size(256)

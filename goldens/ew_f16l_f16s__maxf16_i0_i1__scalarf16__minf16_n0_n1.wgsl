@@ -1,4 +1,6 @@
-// f32l__scalarf32__minf32_i0_n0
+enable f16;
+
+// f16l_f16s__maxf16_i0_i1__scalarf16__minf16_n0_n1
 struct Params {
     count: u32,
     total: u32,
@@ -7,9 +9,10 @@ struct Params {
     f: array<vec4<f32>, 1>,
 }
 
-@group(0) @binding(0) var<storage, read> in0: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<uniform> P: Params;
+@group(0) @binding(0) var<storage, read> in0: array<f16>;
+@group(0) @binding(1) var<storage, read> in1: array<f16>;
+@group(0) @binding(2) var<storage, read_write> out: array<f16>;
+@group(0) @binding(3) var<uniform> P: Params;
 
 
 fn ew_nan(x: f32) -> bool {
@@ -30,6 +33,21 @@ fn ew_nan_of(x: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
 }
 
+// f32 to f16 as IEEE rounds: |x| >= 65520 becomes infinity (WGSL leaves out-of-range
+// conversions undefined), NaN stays NaN.
+fn ew_f16(x: f32) -> f16 {
+    if (abs(x) < 65520.0) {
+        return f16(x);
+    }
+    let bits = select(0x7f800000u, 0xff800000u, x < 0.0) | select(0u, 0x00400000u, ew_nan(x));
+    return f16(bitcast<f32>(bits));
+}
+
+// An f16 value held in f32: rounded as ONNX Runtime rounds after each f16 op.
+fn ew_r16(x: f32) -> f32 {
+    return f32(ew_f16(x));
+}
+
 // max and min that return NaN when either operand is NaN, as ONNX Runtime's.
 fn ew_max(a: f32, b: f32) -> f32 {
     return select(select(max(a, b), b, ew_nan(b)), a, ew_nan(a));
@@ -40,10 +58,12 @@ fn ew_min(a: f32, b: f32) -> f32 {
 }
 
 fn value(o: u32) -> f32 {
-    let x0 = in0[o];
-    let v0: f32 = P.f[0][0];
-    let v1: f32 = ew_min(x0, v0);
-    return v1;
+    let x0 = f32(in0[o]);
+    let x1 = f32(in1[0u]);
+    let v0: f32 = ew_max(x0, x1);
+    let v1: f32 = ew_r16(P.f[0][0]);
+    let v2: f32 = ew_min(v0, v1);
+    return v2;
 }
 
 @compute @workgroup_size(256)
@@ -56,5 +76,5 @@ fn main(
     if (i >= P.count) {
         return;
     }
-    out[i] = value(i);
+    out[i] = ew_f16(value(i));
 }
