@@ -1,14 +1,83 @@
 //! Elementwise ops and their fusion: each op is one row of the fused-kernel IR (an operation and
 //! its WGSL expression); a chain of them runs as one generated kernel over numpy broadcasting.
+//!
+//! - `ir`: the operations' typing and WGSL expressions;
+//! - `shape`: broadcasting, the per-input indexing modes and the uniform;
+//! - `source`: the generated kernel as a shader variant;
+//! - `defs`: the ONNX ops lowered to the IR; `variants`: what the goldens cover.
+
+mod defs;
+mod ir;
+mod shape;
+mod source;
+mod variants;
 
 use crate::dtype::ElemType;
-use crate::ops::{Kernel, OpDef};
+use crate::error::GpuError;
+use crate::gemm::layout::check_binding;
+use crate::ops::{grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::runtime::GpuBuffer;
+use crate::shader::{OpShader, ShaderVariant};
 
-/// One operation of the fused-kernel IR.
+pub use ir::check_ir;
+pub use shape::{Layout, Mode, MAX_RANK};
+pub use source::ElemSource;
+
+/// One operation of the fused-kernel IR. Float parameters (`LeakyRelu`'s alpha, `Scalar`'s
+/// value) travel in the kernel's uniform, so they are not part of its variant.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ElemOp {
-    /// Placeholder until the op set lands.
-    Identity,
+    Abs,
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Reciprocal,
+    Erf,
+    Tanh,
+    Sigmoid,
+    Relu,
+    LeakyRelu(f32),
+    /// Gelu with the exact erf form.
+    Gelu,
+    /// Gelu with the tanh approximation.
+    GeluTanh,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    /// Half to even.
+    Round,
+    Not,
+    IsNaN,
+    IsInf {
+        positive: bool,
+        negative: bool,
+    },
+    /// A float constant (no operands), e.g. a Clip bound given as an attribute.
+    Scalar(f32),
+    Add,
+    Sub,
+    Mul,
+    /// Integers truncate toward zero.
+    Div,
+    /// Float base, float or integer exponent.
+    Pow,
+    /// NaN-propagating on floats.
+    Max,
+    Min,
+    Equal,
+    Less,
+    Greater,
+    LessOrEqual,
+    GreaterOrEqual,
+    And,
+    Or,
+    Xor,
+    /// (condition, x, y).
+    Where,
+    /// To the node's type, from its operand's.
+    Cast,
 }
 
 /// Where an IR node's operand comes from.
@@ -31,11 +100,82 @@ pub struct ElemNode {
 
 /// A fused elementwise kernel: `inputs` are the external inputs' element types; the last of
 /// `nodes` is the output.
-pub fn fused(_inputs: Vec<ElemType>, _nodes: Vec<ElemNode>) -> Result<Box<dyn Kernel>, String> {
-    Err("elementwise kernels are not built yet".into())
+pub fn fused(inputs: Vec<ElemType>, nodes: Vec<ElemNode>) -> Result<Box<dyn Kernel>, String> {
+    named(String::new(), inputs, nodes)
+}
+
+/// [`fused`] for one node, whose name its errors give.
+fn named(name: String, inputs: Vec<ElemType>, nodes: Vec<ElemNode>) -> Result<Box<dyn Kernel>, String> {
+    check_ir(&inputs, &nodes)?;
+    Ok(Box::new(ElemKernel { name, inputs, nodes }))
 }
 
 /// The elementwise op definitions.
 pub fn ops() -> Vec<&'static dyn OpDef> {
-    Vec::new()
+    defs::ops()
+}
+
+/// The step of a fused chain (or of one elementwise node).
+#[derive(Clone, Debug)]
+struct ElemKernel {
+    /// The node's name (empty for a chain).
+    name: String,
+    inputs: Vec<ElemType>,
+    nodes: Vec<ElemNode>,
+}
+
+impl ElemKernel {
+    fn out_type(&self) -> ElemType {
+        self.nodes.last().map_or(ElemType::F32, |n| n.ty)
+    }
+
+    fn label(&self) -> String {
+        let ops: Vec<String> = self.nodes.iter().map(|n| n.op.tag()).collect();
+        if self.name.is_empty() {
+            format!("elementwise {}", ops.join("+"))
+        } else {
+            format!("'{}' ({})", self.name, ops.join("+"))
+        }
+    }
+}
+
+impl Kernel for ElemKernel {
+    fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let shapes = (0..self.inputs.len())
+            .map(|k| inputs.get(k).copied().flatten().ok_or_else(|| format!("{}: input {k} is missing", self.label())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = shape::broadcast_all(&shapes).map_err(|e| format!("{}: {e}", self.label()))?;
+        Layout::of(&shapes, &out).map_err(|e| format!("{}: {e}", self.label()))?;
+        Ok(vec![out])
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let inputs = (0..self.inputs.len()).map(|k| io.input(k)).collect::<Result<Vec<_>, _>>()?;
+        let out = io.output(0)?;
+        let bound = inputs.iter().map(|t| t.ty).chain([out.ty]);
+        if !bound.eq(self.inputs.iter().copied().chain([self.out_type()])) {
+            return Err(GpuError::Internal(format!("{}: tensors bound with other element types", self.label())));
+        }
+        let total = out.elems();
+        if total == 0 {
+            return Ok(PreparedStep::default());
+        }
+        let shapes: Vec<&[u64]> = inputs.iter().map(|t| t.shape).collect();
+        let layout = Layout::of(&shapes, out.shape).map_err(GpuError::Invalid)?;
+        for t in inputs.iter().chain([&out]) {
+            check_binding("an elementwise operand", t.elems() * t.ty.size(), cx.caps())?;
+        }
+        // A bool output is written a word (four elements) per invocation.
+        let count = if out.ty == ElemType::Bool { total.div_ceil(4) } else { total };
+        let total = to_u32("elementwise output elements", total)?;
+        let source = ElemSource {
+            inputs: self.inputs.iter().copied().zip(layout.modes.iter().copied()).collect(),
+            nodes: self.nodes.clone(),
+        };
+        let params = shape::params(&layout, count as u32, total, &source.floats());
+        let variant = ShaderVariant::Op(OpShader::new(source));
+        let buffers: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
+        let dispatch = cx.gpu.prepare_op(&variant, &buffers, &[out.buf], &params, grid_for(count, cx.caps())?)?;
+        Ok(PreparedStep::one(dispatch))
+    }
 }

@@ -1,0 +1,36 @@
+// i32l_i32s_i32s__maxi32_i0_i1__mini32_n0_i2
+struct Params {
+    count: u32,
+    total: u32,
+    rank: u32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> in0: array<i32>;
+@group(0) @binding(1) var<storage, read> in1: array<i32>;
+@group(0) @binding(2) var<storage, read> in2: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<i32>;
+@group(0) @binding(4) var<uniform> P: Params;
+
+
+fn value(o: u32) -> i32 {
+    let x0 = in0[o];
+    let x1 = in1[0u];
+    let x2 = in2[0u];
+    let v0: i32 = max(x0, x1);
+    let v1: i32 = min(v0, x2);
+    return v1;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    if (i >= P.count) {
+        return;
+    }
+    out[i] = value(i);
+}
