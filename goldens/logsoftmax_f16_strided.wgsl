@@ -34,6 +34,7 @@ fn main(
     if (col >= p.count) {
         return;
     }
+    let len = p.n;
     let base = (col / p.inner) * p.n * p.inner + col % p.inner;
     let stride = p.inner;
     var ms = vec2<f32>(LOWEST, 0.0);
@@ -45,7 +46,7 @@ fn main(
     let first = 0u;
     let step = 1u;
     let log_sum = log(sum);
-    for (var j = first; j < p.n; j = j + step) {
+    for (var j = first; j < len; j = j + step) {
         let i = base + j * stride;
         y[i] = f16((f32(x[i]) - m) - log_sum);
     }

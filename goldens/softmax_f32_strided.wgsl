@@ -32,6 +32,7 @@ fn main(
     if (col >= p.count) {
         return;
     }
+    let len = p.n;
     let base = (col / p.inner) * p.n * p.inner + col % p.inner;
     let stride = p.inner;
     var ms = vec2<f32>(LOWEST, 0.0);
@@ -43,7 +44,7 @@ fn main(
     let first = 0u;
     let step = 1u;
     let inv = 1.0 / sum;
-    for (var j = first; j < p.n; j = j + step) {
+    for (var j = first; j < len; j = j + step) {
         let i = base + j * stride;
         y[i] = f32(exp(f32(x[i]) - m) * inv);
     }

@@ -6,7 +6,13 @@ mod common;
 use common::graph::{const_val, node, run_graph, val, T};
 use ep_kernels::caps::profiles;
 use ep_kernels::gemm::GemmOptions;
-use ep_kernels::graph::{Attr, Node, PlacementOptions};
+use ep_kernels::graph::{Attr, ExecOptions, Node, PlacementOptions};
+use ep_kernels::ops::norm::layer::{NormKernel, NormKind};
+use ep_kernels::ops::norm::reduce::ReduceKernel;
+use ep_kernels::ops::norm::softmax::SoftmaxKernel;
+use ep_kernels::ops::norm::RowTuning;
+use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
+use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::ElemType;
 use rand::Rng;
 
@@ -397,4 +403,164 @@ fn bad_axes_decline_or_fail_clearly() {
     let t = T::f32(&[2, 3], &[0.0; 6]);
     let err = run_graph(&[sm], &[("x", &t)], &[], &["y"]).unwrap_err();
     assert!(err.contains("Softmax_node") && err.contains("out of range"), "{err}");
+}
+
+/// Buffers and the prepared step of `kernel` on `inputs` (uploaded) and fresh outputs.
+struct Bound {
+    outs: Vec<(GpuBuffer, Vec<u64>, ElemType)>,
+    step: ep_kernels::ops::PreparedStep,
+    _ins: Vec<GpuBuffer>,
+}
+
+fn bind(kernel: &dyn Kernel, inputs: &[&T], out_types: &[ElemType]) -> Bound {
+    let gpu = common::gpu();
+    let ins: Vec<GpuBuffer> = inputs.iter().map(|t| gpu.upload(&t.data, "in").unwrap()).collect();
+    let shapes: Vec<Option<&[u64]>> = inputs.iter().map(|t| Some(t.shape.as_slice())).collect();
+    let outs: Vec<(GpuBuffer, Vec<u64>, ElemType)> = kernel
+        .infer(&shapes)
+        .unwrap()
+        .into_iter()
+        .zip(out_types)
+        .map(|(s, &ty)| (gpu.storage_buffer(s.iter().product::<u64>() * ty.size(), "out").unwrap(), s, ty))
+        .collect();
+    let io = KernelIo {
+        inputs: ins.iter().zip(inputs).map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty })).collect(),
+        outputs: outs.iter().map(|(buf, shape, ty)| Tensor { buf, shape, ty: *ty }).collect(),
+    };
+    let options = ExecOptions::default();
+    let step = kernel.prepare(&PrepareCx { gpu: &gpu, options: &options }, &io).unwrap();
+    Bound { outs, step, _ins: ins }
+}
+
+/// Runs `kernel` once on `inputs`; its outputs.
+fn run_kernel(kernel: &dyn Kernel, inputs: &[&T], out_types: &[ElemType]) -> Vec<T> {
+    let gpu = common::gpu();
+    let b = bind(kernel, inputs, out_types);
+    gpu.run(&b.step.dispatches.iter().collect::<Vec<_>>()).unwrap();
+    b.outs
+        .iter()
+        .map(|(buf, shape, ty)| {
+            let mut data = gpu.read_buffer(buf).unwrap();
+            data.truncate((shape.iter().product::<u64>() * ty.size()) as usize);
+            T { ty: *ty, shape: shape.clone(), data }
+        })
+        .collect()
+}
+
+const TUNINGS: [RowTuning; 4] = [
+    RowTuning { threads: 64, subgroups: false },
+    RowTuning { threads: 256, subgroups: false },
+    RowTuning { threads: 32, subgroups: true },
+    RowTuning { threads: 128, subgroups: true },
+];
+
+/// The row kernels at other workgroup sizes, and with the workgroup-memory reduction the
+/// planner never picks on this (subgroup) adapter, against the references.
+#[test]
+fn row_kernels_at_every_tuning() {
+    let mut rng = common::rng("row_kernels_at_every_tuning");
+    let find = |n: &Node| ep_kernels::ops::lookup(n).unwrap();
+    for tuning in TUNINGS {
+        for (ty, n) in [(ElemType::F32, 1500u64), (ElemType::F16, 1501)] {
+            let shape = [5, n];
+            let (xv, x) = random(&mut rng, ty, &shape, 3.0, 1.0);
+            let (sv, s) = random(&mut rng, ty, &[n], 1.0, 0.0);
+            let (bv, b) = random(&mut rng, ty, &[n], 1.0, 0.0);
+            let ins = vec![Some(val("x", ty, &shape)), Some(val("s", ty, &[n])), Some(val("b", ty, &[n]))];
+            let ln = node("LayerNormalization", 17, ins, vec![val("y", ty, &shape)], vec![]);
+            let mut k = NormKernel::of(&ln, NormKind::Layer).unwrap();
+            k.tuning = tuning;
+            let got = run_kernel(&k, &[&x, &s, &b], &[ty]);
+            let want = layer_norm_ref(&xv, &sv, Some(&bv), n as usize, 1e-5, false);
+            assert_close(&format!("LayerNorm {tuning:?} {ty:?}"), &got[0], &want[0], ty);
+            let sm = node("Softmax", 13, vec![Some(val("x", ty, &shape))], vec![val("y", ty, &shape)], vec![]);
+            let mut k = SoftmaxKernel::of(&sm).unwrap();
+            k.tuning = tuning;
+            let got = run_kernel(&k, &[&x], &[ty]);
+            assert_close(
+                &format!("Softmax {tuning:?} {ty:?}"),
+                &got[0],
+                &softmax_ref(&xv, [5, n as usize, 1], false),
+                ty,
+            );
+            for op in ["ReduceSum", "ReduceMax"] {
+                let r = node(
+                    op,
+                    11,
+                    vec![Some(val("x", ty, &shape))],
+                    vec![val("y", ty, &[5, 1])],
+                    vec![("axes", Attr::Ints(vec![1]))],
+                );
+                assert!(find(&r).check(&r, &opts()).is_ok());
+                let mut k = ReduceKernel::of(&r).unwrap();
+                k.tuning = tuning;
+                let got = run_kernel(&k, &[&x], &[ty]);
+                assert_close(
+                    &format!("{op} {tuning:?} {ty:?}"),
+                    &got[0],
+                    &reduce_ref(&xv, &shape, &[false, true], op),
+                    ty,
+                );
+            }
+        }
+    }
+}
+
+/// GPU time of `kernel`'s dispatches on zeroed inputs of these shapes, from timestamp queries;
+/// prints GB/s of one read and one write of X.
+fn time_kernel(label: &str, kernel: &dyn Kernel, ty: ElemType, shapes: &[&[u64]]) {
+    let gpu = common::gpu();
+    let Some(timer) = ep_kernels::runtime::GpuTimer::new(&gpu) else { return };
+    let inputs: Vec<T> = shapes
+        .iter()
+        .map(|s| T { ty, shape: s.to_vec(), data: vec![0; (s.iter().product::<u64>() * ty.size()) as usize] })
+        .collect();
+    let refs: Vec<&T> = inputs.iter().collect();
+    let b = bind(kernel, &refs, &[ty]);
+    let dispatches: Vec<_> = b.step.dispatches.iter().collect();
+    timer.time(&gpu, &dispatches, 3).unwrap();
+    let repeat = 20;
+    let secs = timer.time(&gpu, &dispatches, repeat).unwrap() / f64::from(repeat);
+    let bytes = inputs[0].data.len() as u64 + b.outs[0].1.iter().product::<u64>() * ty.size();
+    eprintln!("{label} {ty:?} {:?}: {:.1} us, {:.1} GB/s", shapes[0], secs * 1e6, bytes as f64 / secs / 1e9);
+}
+
+/// Kernel timings of the Whisper-sized rows at several tunings
+/// (`cargo test --test ops_norm_gpu -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn bench_rows() {
+    let tunings =
+        [64, 128, 256].into_iter().flat_map(|t| [false, true].map(|sg| RowTuning { threads: t, subgroups: sg }));
+    for tuning in tunings {
+        eprintln!("-- {tuning:?}");
+        for ty in [ElemType::F32, ElemType::F16] {
+            let attn: &[u64] = &[1, 6, 1500, 1500];
+            let sm = node("Softmax", 13, vec![Some(val("x", ty, attn))], vec![val("y", ty, attn)], vec![]);
+            let mut k = SoftmaxKernel::of(&sm).unwrap();
+            k.tuning = tuning;
+            time_kernel("Softmax", &k, ty, &[attn]);
+            let rows: &[u64] = &[1, 1500, 384];
+            let ln = node(
+                "LayerNormalization",
+                17,
+                vec![Some(val("x", ty, rows)), Some(val("s", ty, &[384])), Some(val("b", ty, &[384]))],
+                vec![val("y", ty, rows)],
+                vec![],
+            );
+            let mut k = NormKernel::of(&ln, NormKind::Layer).unwrap();
+            k.tuning = tuning;
+            time_kernel("LayerNormalization", &k, ty, &[rows, &[384], &[384]]);
+            let mean = node(
+                "ReduceMean",
+                13,
+                vec![Some(val("x", ty, rows))],
+                vec![val("y", ty, &[1, 1500, 1])],
+                vec![("axes", Attr::Ints(vec![-1]))],
+            );
+            let mut k = ReduceKernel::of(&mean).unwrap();
+            k.tuning = tuning;
+            time_kernel("ReduceMean", &k, ty, &[rows]);
+        }
+    }
 }

@@ -25,6 +25,31 @@ pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
     all
 }
 
+/// How a row kernel shares a row among a workgroup. Each op plans with its default; tests and
+/// benchmarks set others to run the workgroup-memory reduction on a device with subgroups, or
+/// other sizes (variants the goldens do not list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowTuning {
+    /// Invocations per row: a power of two.
+    pub threads: u32,
+    /// Combine partials through subgroup operations when the device has them.
+    pub subgroups: bool,
+}
+
+impl RowTuning {
+    pub const fn new(threads: u32) -> RowTuning {
+        RowTuning { threads, subgroups: true }
+    }
+
+    /// The threads and whether subgroups are used on `caps`, or why this tuning cannot run there.
+    pub(crate) fn on(self, caps: &DeviceCaps) -> Result<(u32, bool), GpuError> {
+        if !self.threads.is_power_of_two() || self.threads > caps.max_invocations_per_workgroup {
+            return Err(GpuError::Internal(format!("{} invocations per row cannot run here", self.threads)));
+        }
+        Ok((self.threads, self.subgroups && caps.subgroups))
+    }
+}
+
 /// Most (collapsed) dimensions a kernel's uniforms describe: two `vec4<u32>`.
 pub const MAX_DIMS: usize = 8;
 
