@@ -62,8 +62,16 @@ fn layer_norm_ref(x: &[f64], s: &[f64], b: Option<&[f64]>, n: usize, eps: f64, r
     [y, means, invs]
 }
 
-/// LayerNormalization with its three outputs (as listed) at `axis`, against the reference.
-fn check_layer_norm(test: &str, ty: ElemType, shape: &[u64], axis: i64, with_bias: bool, listed: [bool; 3]) {
+/// LayerNormalization with its three outputs (as listed; statistics of type `st`) at `axis`.
+fn check_layer_norm(
+    test: &str,
+    ty: ElemType,
+    shape: &[u64],
+    axis: i64,
+    with_bias: bool,
+    listed: [bool; 3],
+    st: ElemType,
+) {
     let mut rng = common::rng(test);
     let rank = shape.len() as i64;
     let a = if axis < 0 { axis + rank } else { axis } as usize;
@@ -81,7 +89,7 @@ fn check_layer_norm(test: &str, ty: ElemType, shape: &[u64], axis: i64, with_bia
             if k == 0 {
                 val(name, ty, shape)
             } else {
-                val(name, ElemType::F32, &stat_shape)
+                val(name, st, &stat_shape)
             }
         })
         .collect();
@@ -89,7 +97,8 @@ fn check_layer_norm(test: &str, ty: ElemType, shape: &[u64], axis: i64, with_bia
     if with_bias {
         inputs.push(Some(const_val("b", &b)));
     }
-    let attrs = vec![("axis", Attr::Int(axis)), ("epsilon", Attr::Float(eps))];
+    let stash = Attr::Int(i64::from(st == ElemType::F32));
+    let attrs = vec![("axis", Attr::Int(axis)), ("epsilon", Attr::Float(eps)), ("stash_type", stash)];
     let ln = node("LayerNormalization", 17, inputs, outs, attrs);
     ep_kernels::ops::lookup(&ln).unwrap().check(&ln, &opts()).unwrap();
     let wanted: Vec<&str> = (0..3).filter(|&k| listed[k]).map(|k| names[k]).collect();
@@ -100,7 +109,7 @@ fn check_layer_norm(test: &str, ty: ElemType, shape: &[u64], axis: i64, with_bia
     let got = run_graph(&[ln], &[("x", &x)], &consts, &wanted).unwrap();
     let want = layer_norm_ref(&xv, &sv, with_bias.then_some(bv.as_slice()), n as usize, f64::from(eps), false);
     for (g, k) in got.iter().zip((0..3).filter(|&k| listed[k])) {
-        let ty = if k == 0 { ty } else { ElemType::F32 };
+        let ty = if k == 0 { ty } else { st };
         assert_eq!(g.shape, if k == 0 { shape.to_vec() } else { stat_shape.clone() });
         assert_close(&format!("{test} {}", names[k]), g, &want[k], ty);
     }
@@ -109,17 +118,19 @@ fn check_layer_norm(test: &str, ty: ElemType, shape: &[u64], axis: i64, with_bia
 #[test]
 fn layer_norm_whisper_rows() {
     for ty in [ElemType::F32, ElemType::F16] {
-        check_layer_norm("layer_norm_whisper_rows", ty, &[1, 1500, 384], -1, true, [true, false, false]);
+        check_layer_norm("layer_norm_whisper_rows", ty, &[1, 1500, 384], -1, true, [true, false, false], ty);
     }
 }
 
 #[test]
 fn layer_norm_axis1_with_statistics() {
     for ty in [ElemType::F32, ElemType::F16] {
-        check_layer_norm("layer_norm_axis1", ty, &[2, 3, 5, 7], 1, true, [true, true, true]);
-        check_layer_norm("layer_norm_axis1_no_bias", ty, &[2, 3, 5, 7], -3, false, [true, false, true]);
-        check_layer_norm("layer_norm_rows_of_1", ty, &[7, 1], -1, true, [true, true, false]);
-        check_layer_norm("layer_norm_axis0", ty, &[3, 1500], 0, false, [true, true, true]);
+        let f32 = ElemType::F32;
+        check_layer_norm("layer_norm_axis1", ty, &[2, 3, 5, 7], 1, true, [true, true, true], f32);
+        check_layer_norm("layer_norm_axis1_no_bias", ty, &[2, 3, 5, 7], -3, false, [true, false, true], f32);
+        check_layer_norm("layer_norm_rows_of_1", ty, &[7, 1], -1, true, [true, true, false], f32);
+        check_layer_norm("layer_norm_axis0", ty, &[3, 1500], 0, false, [true, true, true], f32);
+        check_layer_norm("layer_norm_stash0", ty, &[4, 36], -1, true, [true, true, true], ty);
     }
 }
 
@@ -239,7 +250,6 @@ fn reduce_ref(x: &[f64], shape: &[u64], mask: &[bool], op: &str) -> Vec<f64> {
         _ => 0.0,
     };
     let mut acc = vec![init; outs as usize];
-    let mut count = vec![0u64; outs as usize];
     for (e, &v) in x.iter().enumerate() {
         let (mut rem, mut o, mut step) = (e as u64, 0u64, 1u64);
         for d in (0..shape.len()).rev() {
@@ -256,12 +266,10 @@ fn reduce_ref(x: &[f64], shape: &[u64], mask: &[bool], op: &str) -> Vec<f64> {
             "ReduceMin" => a.min(v),
             _ => *a + v,
         };
-        count[o as usize] += 1;
     }
+    let count: u64 = shape.iter().zip(mask).filter(|(_, &r)| r).map(|(&d, _)| d).product();
     if op == "ReduceMean" {
-        for (a, &c) in acc.iter_mut().zip(&count) {
-            *a = if c == 0 { 0.0 } else { *a / c as f64 };
-        }
+        acc.iter_mut().for_each(|a| *a = if count == 0 { 0.0 } else { *a / count as f64 });
     }
     acc
 }
@@ -310,7 +318,6 @@ fn check_reduce(rng: &mut impl Rng, r: Reduce<'_>, ty: ElemType, shape: &[u64], 
     let what = format!("{op}-{opset} {ty:?} {shape:?} axes {axes:?} keepdims {keepdims} noop {noop}");
     assert_eq!(got[0].shape, want_shape, "{what}");
     let want = if noop && axes.is_empty() { xv } else { reduce_ref(&xv, shape, &mask, op) };
-    // Sums of n values in f16 round once at the end; allow for the growth of the magnitude.
     let tol_ty = if ty == ElemType::I32 { ElemType::F32 } else { ty };
     assert_close(&what, &got[0], &want, tol_ty);
 }
