@@ -19,16 +19,17 @@ use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::ops::{
     capabilities_for, check_f16, check_types, grid, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx,
-    PreparedStep,
+    PreparedStep, Tensor,
 };
+use crate::runtime::GpuBuffer;
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&NormDef(NormKind::Layer), &NormDef(NormKind::Rms)];
 
-/// Invocations per row: two subgroups on NVIDIA, enough
-/// loads in flight for rows of a few thousand elements; on llvmpipe 64 ran rows of 384 and
-/// 1500 2-4x faster than 128 or 256 (fewer idle invocations, cheaper barriers).
+/// Invocations per row: two subgroups on NVIDIA, enough loads in flight for rows of a few
+/// thousand elements; on llvmpipe 64 ran rows of 384 and 1500 2-4x faster than 128 or 256
+/// (fewer idle invocations, cheaper barriers).
 pub const THREADS: u32 = 64;
 
 /// Which normalisation.
@@ -59,10 +60,10 @@ impl OpDef for NormDef {
         }
         let shapes: Option<Vec<Vec<u64>>> =
             node.inputs.iter().take(kernel.inputs()).map(|v| v.as_ref().and_then(|v| v.fixed_shape())).collect();
-        if let Some(shapes) = shapes {
-            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| Some(s.as_slice())).collect();
+        if let Some([x, scale, bias @ ..]) = shapes.as_deref() {
+            let refs: Vec<Option<&[u64]>> = [x, scale].into_iter().chain(bias).map(|s| Some(s.as_slice())).collect();
             kernel.infer(&refs)?;
-            kernel.geometry(&shapes[0], &shapes[1], shapes.get(2).map(Vec::as_slice)).map_err(|e| e.to_string())?;
+            kernel.geometry(x, scale, bias.first().map(Vec::as_slice)).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
@@ -249,10 +250,9 @@ impl Kernel for NormKernel {
         let (x, scale) = (io.input(0)?, io.input(1)?);
         let bias = if self.bias { Some(io.input(2)?) } else { None };
         let g = self.geometry(x.shape, scale.shape, bias.map(|b| b.shape))?;
-        let mut tensors = vec![x, scale];
-        tensors.extend(bias);
-        tensors.extend(io.outputs.iter().copied());
-        check_bindings(&tensors, cx.caps())?;
+        let inputs: Vec<Tensor<'_>> = [x, scale].into_iter().chain(bias).collect();
+        check_bindings(&inputs, cx.caps())?;
+        check_bindings(&io.outputs, cx.caps())?;
         let (threads, sg) = self.tuning.on(cx.caps())?;
         let source = NormSource {
             kind: self.kind,
@@ -264,35 +264,48 @@ impl Kernel for NormKernel {
             sg,
             threads,
         };
-        let mut listed = io.outputs.iter();
-        let mut next =
-            || listed.next().map(|t| t.buf).ok_or_else(|| GpuError::Internal("an output is not bound".into()));
-        let y = next()?;
-        let unused;
-        let mut outs = vec![y];
-        if self.stats.is_some() {
-            unused = cx.gpu.storage_buffer(16, "unused")?;
+        let unused = if self.stats.is_some() { Some(cx.gpu.storage_buffer(16, "unused")?) } else { None };
+        let outs = self.output_buffers(io, unused.as_ref())?;
+        let inputs: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
+        let variant = ShaderVariant::Op(OpShader::new(source));
+        let grid = grid(u64::from(g.rows), cx.caps())?;
+        let params = self.params(&g)?;
+        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &inputs, &outs, bytemuck::bytes_of(&params), grid)?))
+    }
+}
+
+impl NormKernel {
+    /// Y, then (when the kernel writes statistics) Mean and InvStdDev, `unused` standing in
+    /// for the one the node does not list.
+    fn output_buffers<'a>(
+        &self,
+        io: &'a KernelIo<'a>,
+        unused: Option<&'a GpuBuffer>,
+    ) -> Result<Vec<&'a GpuBuffer>, GpuError> {
+        let mut listed = io.outputs.iter().map(|t| t.buf);
+        let mut outs = vec![listed.next().ok_or_else(|| GpuError::Internal("Y is not bound".into()))?];
+        if let Some(unused) = unused {
             for k in 1..3 {
-                outs.push(if self.outputs[k] { next()? } else { &unused });
+                let buf = if self.outputs[k] { listed.next() } else { Some(unused) };
+                outs.push(buf.ok_or_else(|| GpuError::Internal("a statistics output is not bound".into()))?);
             }
         }
-        let flags = u32::from(self.outputs[1]) | (u32::from(self.outputs[2]) << 1);
+        Ok(outs)
+    }
+
+    fn params(&self, g: &NormGeometry) -> Result<NormParams, GpuError> {
         let column = |c: usize| g.dims.iter().map(|d| d[c]).collect::<Vec<u32>>();
-        let params = NormParams {
+        Ok(NormParams {
             rows: g.rows,
             n: g.n,
             eps: self.epsilon,
-            flags,
+            flags: u32::from(self.outputs[1]) | (u32::from(self.outputs[2]) << 1),
             nd: g.dims.len() as u32,
             pad: [0; 3],
             dims: packed(&column(0))?,
             s_str: packed(&column(1))?,
             b_str: packed(&column(2))?,
-        };
-        let inputs: Vec<&crate::runtime::GpuBuffer> = tensors[..self.inputs()].iter().map(|t| t.buf).collect();
-        let variant = ShaderVariant::Op(OpShader::new(source));
-        let grid = grid(u64::from(g.rows), cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &inputs, &outs, bytemuck::bytes_of(&params), grid)?))
+        })
     }
 }
 

@@ -23,9 +23,9 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&ReduceDef];
 
-/// Invocations per output of the row variant: two subgroups on NVIDIA, enough
-/// loads in flight for rows of a few thousand elements; on llvmpipe 64 ran rows of 384 and
-/// 1500 2-4x faster than 128 or 256 (fewer idle invocations, cheaper barriers).
+/// Invocations per output of the row variant: two subgroups on NVIDIA, enough loads in flight
+/// for rows of a few thousand elements; on llvmpipe 64 ran rows of 384 and 1500 2-4x faster
+/// than 128 or 256 (fewer idle invocations, cheaper barriers).
 pub const ROW_THREADS: u32 = 64;
 /// Shortest contiguous run the row variant takes.
 const ROW_MIN: u64 = 32;
@@ -246,13 +246,10 @@ impl Kernel for ReduceKernel {
         let plan = ReducePlan::new(x.shape, &mask)?;
         let params = plan.params(self.op, self.ty)?;
         let (t, sg) = self.tuning.on(cx.caps())?;
-        let (row, sg) = (plan.row(), plan.row() && sg);
-        let v4 = row && plan.reduced.first().is_some_and(|r| r.0 % 4 == 0);
-        let (threads, grid) = if plan.row() {
-            (Some(t), grid(plan.outputs, cx.caps())?)
-        } else {
-            (None, grid_for(plan.outputs, cx.caps())?)
-        };
+        let row = plan.row();
+        let (v4, sg) = (row && plan.reduced.first().is_some_and(|r| r.0 % 4 == 0), row && sg);
+        let (threads, grid) =
+            if row { (Some(t), grid(plan.outputs, cx.caps())?) } else { (None, grid_for(plan.outputs, cx.caps())?) };
         let variant = ShaderVariant::Op(OpShader::new(ReduceSource { op: self.op, ty: self.ty, threads, v4, sg }));
         Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
     }

@@ -23,9 +23,9 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&SoftmaxDef];
 
-/// Invocations per row of the row variant: two subgroups on NVIDIA, enough
-/// loads in flight for rows of a few thousand elements; on llvmpipe 64 ran rows of 384 and
-/// 1500 2-4x faster than 128 or 256 (fewer idle invocations, cheaper barriers).
+/// Invocations per row of the row variant: two subgroups on NVIDIA, enough loads in flight
+/// for rows of a few thousand elements; on llvmpipe 64 ran rows of 384 and 1500 2-4x faster
+/// than 128 or 256 (fewer idle invocations, cheaper barriers).
 pub const ROW_THREADS: u32 = 64;
 /// Shortest row the row variant takes: shorter rows would leave most of a workgroup idle.
 const ROW_MIN: u64 = 32;
