@@ -1,8 +1,138 @@
-//! The norm op family.
+//! Ops that combine values along axes: LayerNormalization and RMSNormalization (`layer`),
+//! Softmax and LogSoftmax (`softmax`), and ReduceSum/Mean/Max/Min (`reduce`).
+//!
+//! Every kernel reads its tensors in ONNX Runtime's bytes and accumulates in f32 (i32 for
+//! integer reductions). Rows long enough to share use one workgroup per row with a workgroup
+//! reduction; short or strided ones one invocation per row or column.
 
-use crate::ops::OpDef;
+pub mod layer;
+pub mod reduce;
+pub mod softmax;
+
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::gemm::layout::check_binding;
+use crate::graph::model::Node;
+use crate::ops::Tensor;
 
 /// The norm op definitions.
-pub fn ops() -> Vec<&'static dyn OpDef> {
-    Vec::new()
+pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
+    let mut all = Vec::new();
+    all.extend(layer::OPS);
+    all.extend(softmax::OPS);
+    all.extend(reduce::OPS);
+    all
+}
+
+/// How a row kernel shares a row among a workgroup. Each op plans with its default; tests and
+/// benchmarks set others to run the workgroup-memory reduction on a device with subgroups, or
+/// other sizes (variants the goldens do not list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowTuning {
+    /// Invocations per row: a power of two.
+    pub threads: u32,
+    /// Combine partials through subgroup operations when the device has them.
+    pub subgroups: bool,
+}
+
+impl RowTuning {
+    pub const fn new(threads: u32) -> RowTuning {
+        RowTuning { threads, subgroups: true }
+    }
+
+    /// The threads and whether subgroups are used on `caps`, or why this tuning cannot run there.
+    pub(crate) fn on(self, caps: &DeviceCaps) -> Result<(u32, bool), GpuError> {
+        if !self.threads.is_power_of_two() || self.threads > caps.max_invocations_per_workgroup {
+            return Err(GpuError::Internal(format!("{} invocations per row cannot run here", self.threads)));
+        }
+        Ok((self.threads, self.subgroups && caps.subgroups))
+    }
+}
+
+/// Most (collapsed) dimensions a kernel's uniforms describe: two `vec4<u32>`.
+pub const MAX_DIMS: usize = 8;
+
+/// Up to [`MAX_DIMS`] numbers as the uniform `array<vec4<u32>, 2>` the templates index.
+pub(crate) fn packed(values: &[u32]) -> Result<[[u32; 4]; 2], GpuError> {
+    if values.len() > MAX_DIMS {
+        return Err(GpuError::Internal(format!("{} dimensions exceed the kernel's {MAX_DIMS}", values.len())));
+    }
+    let mut out = [[0u32; 4]; 2];
+    for (i, &v) in values.iter().enumerate() {
+        out[i / 4][i % 4] = v;
+    }
+    Ok(out)
+}
+
+/// The float storage types a device runs: f16 only with `shader-f16`.
+pub(crate) fn float_types(caps: &DeviceCaps) -> Vec<ElemType> {
+    if caps.shader_f16 {
+        vec![ElemType::F32, ElemType::F16]
+    } else {
+        vec![ElemType::F32]
+    }
+}
+
+/// The element type of input `i`, which the op requires.
+pub(crate) fn input_type(node: &Node, i: usize, what: &str) -> Result<ElemType, String> {
+    let v = node
+        .input(i)
+        .filter(|v| !v.name.is_empty())
+        .ok_or_else(|| format!("{} '{}' without its {what} input", node.op_type, node.name))?;
+    ElemType::from_onnx(v.elem_type)
+        .ok_or_else(|| format!("element type {} of '{}' is not supported", v.elem_type, v.name))
+}
+
+/// Declines a tensor one storage binding cannot hold (the kernels index it as one array).
+pub(crate) fn check_bindings(tensors: &[Tensor<'_>], caps: &DeviceCaps) -> Result<(), GpuError> {
+    for t in tensors {
+        check_binding("a tensor", t.elems() * t.ty.size(), caps)?;
+    }
+    Ok(())
+}
+
+/// `shape` without its leading 1s (what decides how a broadcast operand lines up).
+pub(crate) fn strip_leading_ones(shape: &[u64]) -> &[u64] {
+    let first = shape.iter().position(|&d| d != 1).unwrap_or(shape.len());
+    &shape[first..]
+}
+
+/// Whether `operand` broadcasts onto `target` without changing it (ONNX's unidirectional
+/// broadcasting: right-aligned, each dimension equal or 1).
+pub(crate) fn broadcasts_onto(operand: &[u64], target: &[u64]) -> bool {
+    operand.len() <= target.len() && operand.iter().rev().zip(target.iter().rev()).all(|(&o, &t)| o == t || o == 1)
+}
+
+/// The strides (in elements) of a row-major `operand` broadcast onto `target`: 0 along
+/// broadcast dimensions, one per dimension of `target`.
+pub(crate) fn broadcast_strides(operand: &[u64], target: &[u64]) -> Vec<u64> {
+    let lead = target.len().saturating_sub(operand.len());
+    let mut strides = vec![0u64; target.len()];
+    let mut step = 1u64;
+    for (i, &d) in operand.iter().enumerate().rev() {
+        if d != 1 {
+            strides[lead + i] = step;
+        }
+        step *= d;
+    }
+    strides
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_helpers() {
+        assert!(broadcasts_onto(&[4], &[2, 3, 4]));
+        assert!(broadcasts_onto(&[1, 3, 1], &[2, 3, 4]));
+        assert!(!broadcasts_onto(&[3], &[2, 3, 4]));
+        assert!(!broadcasts_onto(&[1, 2, 3, 4], &[2, 3, 4]));
+        assert_eq!(broadcast_strides(&[3, 1], &[2, 3, 4]), vec![0, 1, 0]);
+        assert_eq!(broadcast_strides(&[2, 1, 4], &[2, 3, 4]), vec![4, 0, 1]);
+        assert_eq!(strip_leading_ones(&[1, 1, 4, 1]), &[4, 1]);
+        assert_eq!(packed(&[1, 2, 3, 4, 5]).unwrap(), [[1, 2, 3, 4], [5, 0, 0, 0]]);
+        assert!(packed(&[0; 9]).is_err());
+    }
 }

@@ -1,0 +1,75 @@
+enable f16;
+
+struct Params {
+    outer: u32,
+    n: u32,
+    inner: u32,
+    // Rows (row variant) or columns (strided variant).
+    count: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<f16>>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+// The lowest finite f32: an empty partial (sum 0) that rescales to nothing.
+const LOWEST: f32 = -3.4028234663852886e38;
+const T: u32 = 64u;
+
+var<workgroup> w_part: array<vec2<f32>, T>;
+
+// The online pair after four more values.
+fn push4(ms: vec2<f32>, v: vec4<f32>) -> vec2<f32> {
+    let m = max(ms.x, max(max(v.x, v.y), max(v.z, v.w)));
+    let e = exp(v - m);
+    return vec2<f32>(m, ms.y * exp(ms.x - m) + (e.x + e.y) + (e.z + e.w));
+}
+
+// Two pairs as one, rescaled to the larger max.
+fn merge(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    let m = max(a.x, b.x);
+    return vec2<f32>(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+// The row's pair from every invocation's, for every invocation.
+fn workgroup_merge(ms: vec2<f32>, tid: u32) -> vec2<f32> {
+    w_part[tid] = ms;
+    workgroupBarrier();
+    for (var s = T / 2u; s > 0u; s = s >> 1u) {
+        if (tid < s) {
+            w_part[tid] = merge(w_part[tid], w_part[tid + s]);
+        }
+        workgroupBarrier();
+    }
+    return w_part[0];
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let lin = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let row = lin;
+    if (row >= p.count) {
+        return;
+    }
+    let len = p.n / 4u;
+    let base = row * len;
+    var ms = vec2<f32>(LOWEST, 0.0);
+    for (var j = tid; j < len; j = j + T) {
+        ms = push4(ms, vec4<f32>(x[base + j]));
+    }
+    let total = workgroup_merge(ms, tid);
+    let m = total.x;
+    let sum = total.y;
+    let first = tid;
+    let step = T;
+    let stride = 1u;
+    let log_sum = log(sum);
+    for (var j = first; j < len; j = j + step) {
+        let i = base + j * stride;
+        y[i] = vec4<f16>((vec4<f32>(x[i]) - m) - log_sum);
+    }
+}

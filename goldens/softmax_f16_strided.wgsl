@@ -1,0 +1,53 @@
+enable f16;
+
+struct Params {
+    outer: u32,
+    n: u32,
+    inner: u32,
+    // Rows (row variant) or columns (strided variant).
+    count: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read_write> y: array<f16>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+// The lowest finite f32: an empty partial (sum 0) that rescales to nothing.
+const LOWEST: f32 = -3.4028234663852886e38;
+
+// The online pair (m, s) after one more value v.
+fn push(ms: vec2<f32>, v: f32) -> vec2<f32> {
+    if (v > ms.x) {
+        return vec2<f32>(v, ms.y * exp(ms.x - v) + 1.0);
+    }
+    return vec2<f32>(ms.x, ms.y + exp(v - ms.x));
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let lin = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let col = lin * 256u + tid;
+    if (col >= p.count) {
+        return;
+    }
+    let len = p.n;
+    let base = (col / p.inner) * p.n * p.inner + col % p.inner;
+    let stride = p.inner;
+    var ms = vec2<f32>(LOWEST, 0.0);
+    for (var j = 0u; j < p.n; j = j + 1u) {
+        ms = push(ms, f32(x[base + j * stride]));
+    }
+    let m = ms.x;
+    let sum = ms.y;
+    let first = 0u;
+    let step = 1u;
+    let inv = 1.0 / sum;
+    for (var j = first; j < len; j = j + step) {
+        let i = base + j * stride;
+        y[i] = f16(exp(f32(x[i]) - m) * inv);
+    }
+}

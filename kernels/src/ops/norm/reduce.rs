@@ -1,0 +1,440 @@
+//! ReduceSum, ReduceMean, ReduceMax and ReduceMin: axes as an attribute (ReduceSum before
+//! opset 13, the others before 18) or a constant int64 input (a computed one declines),
+//! `keepdims`, `noop_with_empty_axes` (empty axes: the input itself, a free alias, when set;
+//! every axis when not). Floats accumulate in f32, i32 in i32 (wrapping, as ONNX Runtime).
+//!
+//! An empty reduction gives ONNX Runtime's values: 0 for sum and mean, the lowest value for
+//! max (-inf for floats) and the highest for min.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{check_bindings, float_types, input_type, packed, RowTuning, MAX_DIMS};
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::graph::model::Node;
+use crate::graph::support::PlacementOptions;
+use crate::ops::{
+    capabilities_for, check_f16, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx,
+    PreparedStep, WORKGROUP,
+};
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// The definitions of this family.
+pub static OPS: &[&dyn OpDef] = &[&ReduceDef];
+
+/// Invocations per output of the row variant: two subgroups on NVIDIA, enough loads in flight
+/// for rows of a few thousand elements; on llvmpipe 64 ran rows of 384 and 1500 2-4x faster
+/// than 128 or 256 (fewer idle invocations, cheaper barriers).
+pub const ROW_THREADS: u32 = 64;
+/// Shortest contiguous run the row variant takes.
+const ROW_MIN: u64 = 32;
+
+/// Which reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    fn of(op_type: &str) -> Option<ReduceOp> {
+        Some(match op_type {
+            "ReduceSum" => ReduceOp::Sum,
+            "ReduceMean" => ReduceOp::Mean,
+            "ReduceMax" => ReduceOp::Max,
+            "ReduceMin" => ReduceOp::Min,
+            _ => return None,
+        })
+    }
+
+    /// The combining function in the template (mean is a sum divided afterwards).
+    fn text(self) -> &'static str {
+        match self {
+            ReduceOp::Sum | ReduceOp::Mean => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+
+    /// The first opset whose axes come as an input.
+    fn axes_input_since(self) -> i32 {
+        if self == ReduceOp::Sum {
+            13
+        } else {
+            18
+        }
+    }
+
+    /// The element types it runs: ReduceMean of integers rounds as ONNX Runtime's integer
+    /// division does, which is left to it.
+    fn types(self) -> &'static [ElemType] {
+        match self {
+            ReduceOp::Mean => &[ElemType::F32, ElemType::F16],
+            _ => &[ElemType::F32, ElemType::F16, ElemType::I32],
+        }
+    }
+
+    /// Bits of the accumulator's initial value (the result of an empty reduction).
+    fn fill(self, ty: ElemType) -> u32 {
+        match (self, ty) {
+            (ReduceOp::Sum | ReduceOp::Mean, _) => 0,
+            (ReduceOp::Max, ElemType::I32) => i32::MIN as u32,
+            (ReduceOp::Min, ElemType::I32) => i32::MAX as u32,
+            (ReduceOp::Max, _) => f32::NEG_INFINITY.to_bits(),
+            (ReduceOp::Min, _) => f32::INFINITY.to_bits(),
+        }
+    }
+}
+
+struct ReduceDef;
+
+impl OpDef for ReduceDef {
+    fn names(&self) -> &'static [&'static str] {
+        &["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"]
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        let kernel = ReduceKernel::of(node)?;
+        let out = node.output(0).ok_or_else(|| format!("{} without an output", node.op_type))?;
+        if out.elem_type != kernel.ty.onnx() {
+            return Err(format!("{} output '{}' is not of its input's type", node.op_type, out.name));
+        }
+        check_f16(node, opts)?;
+        if let Some(shape) = node.input(0).and_then(|v| v.shape.as_ref()) {
+            let mask = kernel.mask(shape.len())?;
+            let fixed: Option<Vec<u64>> = shape.iter().map(|d| d.fixed()).collect();
+            if let (Some(mask), Some(fixed)) = (mask, fixed) {
+                ReducePlan::new(&fixed, &mask).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn gpu_inputs(&self, _node: &Node) -> Vec<usize> {
+        vec![0]
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        Ok(Box::new(ReduceKernel::of(node)?))
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let elems: u64 = node.input(0)?.fixed_shape()?.iter().product();
+        Some(elems as f64)
+    }
+
+    fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        let mut types = float_types(caps);
+        types.push(ElemType::I32);
+        let mut out = Vec::new();
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+            for &ty in &types {
+                let general = ReduceSource { op, ty, threads: None, v4: false, sg: false };
+                let row = ReduceSource { threads: Some(ROW_THREADS), sg: caps.subgroups, ..general };
+                let row4 = ReduceSource { v4: true, ..row };
+                out.extend([row, row4, general].map(|s| ShaderVariant::Op(OpShader::new(s))));
+            }
+        }
+        out
+    }
+}
+
+/// One reduction node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReduceKernel {
+    pub name: String,
+    pub op: ReduceOp,
+    pub ty: ElemType,
+    /// As given (possibly negative); empty means all axes, or none when `noop`.
+    pub axes: Vec<i64>,
+    pub keepdims: bool,
+    pub noop: bool,
+    pub tuning: RowTuning,
+}
+
+impl ReduceKernel {
+    pub fn of(node: &Node) -> Result<ReduceKernel, String> {
+        let op = ReduceOp::of(&node.op_type).ok_or_else(|| format!("{} is not a reduction", node.op_type))?;
+        let ty = input_type(node, 0, "data")?;
+        if !op.types().contains(&ty) {
+            let why = match ty {
+                ElemType::I64 => "WGSL has no 64-bit integers (shape arithmetic stays on the CPU EP)",
+                ElemType::I32 => "integer means round as ONNX Runtime's integer division",
+                _ => "no kernel of this type",
+            };
+            return Err(format!("{} of {} is not supported: {why}", node.op_type, ty.name()));
+        }
+        let axes = if node.since_version < op.axes_input_since() {
+            node.ints("axes").map(<[i64]>::to_vec).unwrap_or_default()
+        } else {
+            match node.input(1).filter(|v| !v.name.is_empty()) {
+                None => Vec::new(),
+                Some(v) if v.constant => {
+                    v.ints().ok_or_else(|| format!("axes '{}' is not a small int64 constant", v.name))?
+                }
+                Some(v) => {
+                    return Err(format!("axes '{}' is computed at run time; only constant axes run here", v.name))
+                }
+            }
+        };
+        Ok(ReduceKernel {
+            name: node.name.clone(),
+            op,
+            ty,
+            axes,
+            keepdims: node.int("keepdims").unwrap_or(1) != 0,
+            noop: node.int("noop_with_empty_axes").unwrap_or(0) != 0,
+            tuning: RowTuning::new(ROW_THREADS),
+        })
+    }
+
+    fn identity(&self) -> bool {
+        self.axes.is_empty() && self.noop
+    }
+
+    /// Which of `rank` dimensions are reduced; `None` for the identity.
+    pub fn mask(&self, rank: usize) -> Result<Option<Vec<bool>>, String> {
+        if self.identity() {
+            return Ok(None);
+        }
+        if self.axes.is_empty() {
+            return Ok(Some(vec![true; rank]));
+        }
+        let mut mask = vec![false; rank];
+        for &a in &self.axes {
+            let d = normalize_axis(a, rank)?;
+            if std::mem::replace(&mut mask[d], true) {
+                return Err(format!("axis {a} is repeated in {:?}", self.axes));
+            }
+        }
+        Ok(Some(mask))
+    }
+}
+
+impl Kernel for ReduceKernel {
+    fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let op = format!("{:?} '{}'", self.op, self.name);
+        let x = inputs.first().copied().flatten().ok_or_else(|| format!("Reduce{op} has no input"))?;
+        let Some(mask) = self.mask(x.len()).map_err(|e| format!("Reduce{op}: {e}"))? else {
+            return Ok(vec![x.to_vec()]);
+        };
+        let out = x
+            .iter()
+            .zip(&mask)
+            .filter_map(|(&d, &r)| match (r, self.keepdims) {
+                (false, _) => Some(d),
+                (true, true) => Some(1),
+                (true, false) => None,
+            })
+            .collect();
+        Ok(vec![out])
+    }
+
+    fn alias(&self, _output: usize) -> Option<usize> {
+        self.identity().then_some(0)
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let (x, y) = (io.input(0)?, io.output(0)?);
+        let Some(mask) = self.mask(x.shape.len()).map_err(GpuError::Invalid)? else {
+            return Ok(PreparedStep::default());
+        };
+        check_bindings(&[x, y], cx.caps())?;
+        let plan = ReducePlan::new(x.shape, &mask)?;
+        let params = plan.params(self.op, self.ty)?;
+        let (t, sg) = self.tuning.on(cx.caps())?;
+        let row = plan.row();
+        let (v4, sg) = (row && plan.reduced.first().is_some_and(|r| r.0 % 4 == 0), row && sg);
+        let (threads, grid) =
+            if row { (Some(t), grid(plan.outputs, cx.caps())?) } else { (None, grid_for(plan.outputs, cx.caps())?) };
+        let variant = ShaderVariant::Op(OpShader::new(ReduceSource { op: self.op, ty: self.ty, threads, v4, sg }));
+        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
+    }
+}
+
+/// X's dimensions collapsed into kept and reduced runs: `(size, stride)` in elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReducePlan {
+    pub outputs: u64,
+    pub kept: Vec<(u64, u64)>,
+    /// Never empty: a reduction over nothing walks one element.
+    pub reduced: Vec<(u64, u64)>,
+}
+
+impl ReducePlan {
+    pub fn new(shape: &[u64], mask: &[bool]) -> Result<ReducePlan, GpuError> {
+        to_u32("reduction input elements", shape.iter().product())?;
+        let mut stride = 1u64;
+        let mut dims: Vec<(u64, u64, bool)> = Vec::new();
+        for (&d, &r) in shape.iter().zip(mask).rev() {
+            match dims.last_mut() {
+                _ if d == 1 => {}
+                Some(last) if last.2 == r => last.0 *= d,
+                _ => dims.push((d, stride, r)),
+            }
+            stride *= d;
+        }
+        dims.reverse();
+        let pick = |r: bool| dims.iter().filter(|d| d.2 == r).map(|d| (d.0, d.1)).collect::<Vec<_>>();
+        let (kept, mut reduced) = (pick(false), pick(true));
+        if reduced.is_empty() {
+            reduced.push((1, 0));
+        }
+        if kept.len() > MAX_DIMS || reduced.len() > MAX_DIMS + 1 {
+            return Err(GpuError::Invalid(format!(
+                "the reduction of {shape:?} alternates kept and reduced axes more than {MAX_DIMS} times"
+            )));
+        }
+        Ok(ReducePlan { outputs: kept.iter().map(|k| k.0).product(), kept, reduced })
+    }
+
+    /// Whether each output's reduced elements are one contiguous run long enough for a
+    /// workgroup (the kept dimensions then all come first).
+    pub fn row(&self) -> bool {
+        matches!(self.reduced.as_slice(), [(n, 1)] if *n >= ROW_MIN)
+    }
+
+    fn params(&self, op: ReduceOp, ty: ElemType) -> Result<ReduceParams, GpuError> {
+        let (outer, last) = self.reduced.split_at(self.reduced.len() - 1);
+        let (r_last, r_stride) = last[0];
+        let count: u64 = self.reduced.iter().map(|r| r.0).product();
+        let u32s = |v: Vec<u64>| v.into_iter().map(|x| to_u32("a dimension", x)).collect::<Result<Vec<u32>, _>>();
+        Ok(ReduceParams {
+            outputs: to_u32("reduction outputs", self.outputs)?,
+            r_last: to_u32("a dimension", r_last)?,
+            r_stride: to_u32("a stride", r_stride)?,
+            r_outer: to_u32("a dimension", outer.iter().map(|r| r.0).product())?,
+            nkept: self.kept.len() as u32,
+            nred: outer.len() as u32,
+            divisor: if op == ReduceOp::Mean { count.max(1) as f32 } else { 1.0 },
+            fill: op.fill(ty),
+            kept_size: packed(&u32s(self.kept.iter().map(|k| k.0).collect())?)?,
+            kept_stride: packed(&u32s(self.kept.iter().map(|k| k.1).collect())?)?,
+            red_size: packed(&u32s(outer.iter().map(|r| r.0).collect())?)?,
+            red_stride: packed(&u32s(outer.iter().map(|r| r.1).collect())?)?,
+        })
+    }
+}
+
+/// The uniforms of `reduce.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct ReduceParams {
+    outputs: u32,
+    r_last: u32,
+    r_stride: u32,
+    r_outer: u32,
+    nkept: u32,
+    nred: u32,
+    divisor: f32,
+    fill: u32,
+    kept_size: [[u32; 4]; 2],
+    kept_stride: [[u32; 4]; 2],
+    red_size: [[u32; 4]; 2],
+    red_stride: [[u32; 4]; 2],
+}
+
+/// One reduction kernel: what changes its text (ReduceMean runs the sum's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReduceSource {
+    pub op: ReduceOp,
+    pub ty: ElemType,
+    /// `Some(threads per output)`: the row variant; `None`: one invocation per output.
+    pub threads: Option<u32>,
+    /// Runs are whole vec4s, loaded as such (row variant).
+    pub v4: bool,
+    /// The row variant reduces through subgroup operations.
+    pub sg: bool,
+}
+
+impl OpSource for ReduceSource {
+    fn name(&self) -> String {
+        let op = self.op.text();
+        match self.threads {
+            Some(t) => {
+                let v4 = if self.v4 { "_v4" } else { "" };
+                let sg = if self.sg { "_sg" } else { "" };
+                format!("reduce_{op}_{}_row{v4}{sg}_t{t}", self.ty.name())
+            }
+            None => format!("reduce_{op}_{}_general", self.ty.name()),
+        }
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render(
+            "reduce.wgsl.j2",
+            minijinja::context! {
+                t => self.ty.name(),
+                f16 => self.ty == ElemType::F16,
+                acc => if self.ty == ElemType::I32 { "i32" } else { "f32" },
+                op => self.op.text(),
+                row => self.threads.is_some(),
+                v4 => self.v4,
+                sg => self.sg,
+                threads => self.threads.unwrap_or(WORKGROUP),
+            },
+        )
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        let caps = capabilities_for(&[self.ty]);
+        if self.sg {
+            caps | naga::valid::Capabilities::SUBGROUP
+        } else {
+            caps
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(axes: &[i64], keepdims: bool, noop: bool) -> ReduceKernel {
+        let tuning = RowTuning::new(ROW_THREADS);
+        ReduceKernel {
+            name: "r".into(),
+            op: ReduceOp::Sum,
+            ty: ElemType::F32,
+            axes: axes.to_vec(),
+            keepdims,
+            noop,
+            tuning,
+        }
+    }
+
+    #[test]
+    fn shapes() {
+        let x: &[u64] = &[2, 3, 4];
+        assert_eq!(kernel(&[1], true, false).infer(&[Some(x)]).unwrap(), vec![vec![2, 1, 4]]);
+        assert_eq!(kernel(&[-1, 0], false, false).infer(&[Some(x)]).unwrap(), vec![vec![3]]);
+        assert_eq!(kernel(&[], false, false).infer(&[Some(x)]).unwrap(), vec![Vec::<u64>::new()]);
+        assert_eq!(kernel(&[], true, true).infer(&[Some(x)]).unwrap(), vec![vec![2, 3, 4]]);
+        assert_eq!(kernel(&[], true, true).alias(0), Some(0));
+        assert!(kernel(&[3], true, false).infer(&[Some(x)]).is_err());
+        assert!(kernel(&[1, -2], true, false).infer(&[Some(x)]).is_err());
+    }
+
+    #[test]
+    fn plans_collapse() {
+        // Middle axis: kept (2, stride 12) and (4, stride 1); reduced (3, stride 4).
+        let p = ReducePlan::new(&[2, 3, 4], &[false, true, false]).unwrap();
+        assert_eq!((p.outputs, p.kept.clone(), p.reduced.clone()), (8, vec![(2, 12), (4, 1)], vec![(3, 4)]));
+        assert!(!p.row());
+        // Trailing axes collapse into one contiguous run.
+        let p = ReducePlan::new(&[5, 1, 40, 2], &[false, true, true, true]).unwrap();
+        assert_eq!((p.kept.clone(), p.reduced.clone()), (vec![(5, 80)], vec![(80, 1)]));
+        assert!(p.row());
+        // Nothing (of size > 1) reduced: a copy.
+        let p = ReducePlan::new(&[2, 1, 3], &[false, true, false]).unwrap();
+        assert_eq!((p.outputs, p.reduced.clone()), (6, vec![(1, 0)]));
+        // Empty reduced axis.
+        let p = ReducePlan::new(&[2, 0, 3], &[false, true, false]).unwrap();
+        assert_eq!((p.outputs, p.reduced.clone()), (6, vec![(0, 3)]));
+        let params = p.params(ReduceOp::Mean, ElemType::F32).unwrap();
+        assert_eq!((params.r_last, params.divisor), (0, 1.0));
+    }
+}
