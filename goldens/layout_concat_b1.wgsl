@@ -11,9 +11,13 @@
 
 struct Params {
     count: u32,
+    words: u32,
+    run: u32,
     items: u32,
     inner: u32,
     axis: u32,
+    pad0: u32,
+    pad1: u32,
     // Axis offset and length of each bound input (length 0 for an unused slot).
     first: vec4<u32>,
     len: vec4<u32>,
@@ -69,13 +73,16 @@ fn main(
     if i >= p.items {
         return;
     }
-    var word = 0u;
-    for (var k = 0u; k < 4u; k++) {
-        let e = i * 4u + k;
-        if e < p.count {
-            word |= fetch(e) << (k * 8u);
+    let end = min(i * p.run + p.run, p.words);
+    for (var w = i * p.run; w < end; w++) {
+        var word = 0u;
+        for (var k = 0u; k < 4u; k++) {
+            let e = w * 4u + k;
+            if e < p.count {
+                word |= fetch(e) << (k * 8u);
+            }
         }
+        dst[w] = word;
     }
-    dst[i] = word;
 }
 

@@ -9,13 +9,13 @@
 
 struct Params {
     count: u32,
+    words: u32,
+    run: u32,
     items: u32,
     inner: u32,
     axis_len: u32,
     indices: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    pad: u32,
 }
 
 fn load(s: u32) -> u32 {
@@ -55,13 +55,16 @@ fn main(
     if i >= p.items {
         return;
     }
-    var word = 0u;
-    for (var k = 0u; k < 2u; k++) {
-        let e = i * 2u + k;
-        if e < p.count {
-            word |= fetch(e) << (k * 16u);
+    let end = min(i * p.run + p.run, p.words);
+    for (var w = i * p.run; w < end; w++) {
+        var word = 0u;
+        for (var k = 0u; k < 2u; k++) {
+            let e = w * 2u + k;
+            if e < p.count {
+                word |= fetch(e) << (k * 16u);
+            }
         }
+        dst[w] = word;
     }
-    dst[i] = word;
 }
 

@@ -9,13 +9,13 @@
 
 struct Params {
     count: u32,
+    words: u32,
+    run: u32,
     items: u32,
     inner: u32,
     axis_len: u32,
     indices: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    pad: u32,
 }
 
 fn load(s: u32) -> u32 {
@@ -55,6 +55,9 @@ fn main(
     if i >= p.items {
         return;
     }
-    dst[i] = fetch(i);
+    let end = min(i * p.run + p.run, p.words);
+    for (var w = i * p.run; w < end; w++) {
+        dst[w] = fetch(w);
+    }
 }
 

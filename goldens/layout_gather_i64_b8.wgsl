@@ -9,13 +9,13 @@
 
 struct Params {
     count: u32,
+    words: u32,
+    run: u32,
     items: u32,
     inner: u32,
     axis_len: u32,
     indices: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    pad: u32,
 }
 
 fn load(s: u32) -> vec2<u32> {
@@ -61,8 +61,11 @@ fn main(
     if i >= p.items {
         return;
     }
-    let v = fetch(i);
-    dst[2u * i] = v.x;
-    dst[2u * i + 1u] = v.y;
+    let end = min(i * p.run + p.run, p.words);
+    for (var w = i * p.run; w < end; w++) {
+        let v = fetch(w);
+        dst[2u * w] = v.x;
+        dst[2u * w + 1u] = v.y;
+    }
 }
 

@@ -69,9 +69,12 @@ pub fn concat_shape(shapes: &[&[u64]], axis: i64) -> Result<(Vec<u64>, usize), S
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct ConcatParams {
     count: u32,
+    words: u32,
+    run: u32,
     items: u32,
     inner: u32,
     axis: u32,
+    pad: [u32; 2],
     first: [u32; CONCAT_INPUTS],
     len: [u32; CONCAT_INPUTS],
 }
@@ -100,12 +103,16 @@ impl Kernel for ConcatKernel {
         let size = elem_size(io, 0)?;
         let count: u64 = out_shape.iter().product();
         check_extent(cx, "Concat output", count, size)?;
-        let items = LayoutSource::items(size, count);
+        let (words, run) = (LayoutSource::words(size, count), LayoutSource::run(cx.caps()));
+        let items = words.div_ceil(run);
         let base = ConcatParams {
             count: to_u32("Concat output", count)?,
+            words: to_u32("Concat output", words)?,
+            run: run as u32,
             items: to_u32("Concat output", items)?,
             inner: to_u32("Concat inner", out_shape[a + 1..].iter().product())?,
             axis: to_u32("Concat axis", out_shape[a])?,
+            pad: [0; 2],
             first: [0; CONCAT_INPUTS],
             len: [0; CONCAT_INPUTS],
         };

@@ -2,7 +2,7 @@
 //! copy whose broadcast dims step by 0.
 
 use super::shader::{variants, Pattern};
-use super::strided::{self, contiguous, Strided};
+use super::strided::{self, contiguous, Strided, Tuning};
 use super::{check_common, elem_size, present, shape};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -84,7 +84,7 @@ impl Kernel for ExpandKernel {
         let x = io.input(0)?;
         let view = expand_view(x.shape, &self.target).map_err(GpuError::Invalid)?;
         let size = elem_size(io, 0)?;
-        Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, false)?))
+        Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, Tuning::strided(cx.caps()))?))
     }
 }
 

@@ -68,11 +68,13 @@ pub fn gather_shape(data: &[u64], indices: &[u64], axis: i64) -> Result<(Vec<u64
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct GatherParams {
     count: u32,
+    words: u32,
+    run: u32,
     items: u32,
     inner: u32,
     axis_len: u32,
     indices: u32,
-    pad: [u32; 3],
+    pad: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -106,14 +108,17 @@ impl Kernel for GatherKernel {
         if axis_len > i32::MAX as u64 {
             return Err(crate::PlanError::IndexOverflow { what: "Gather axis", value: axis_len }.into());
         }
-        let items = LayoutSource::items(size, count);
+        let (words, run) = (LayoutSource::words(size, count), LayoutSource::run(cx.caps()));
+        let items = words.div_ceil(run);
         let params = GatherParams {
             count: to_u32("Gather output", count)?,
+            words: to_u32("Gather output", words)?,
+            run: run as u32,
             items: to_u32("Gather output", items)?,
             inner: to_u32("Gather inner", data.shape[a + 1..].iter().product())?,
             axis_len: axis_len as u32,
             indices: to_u32("Gather indices", indices.elems())?,
-            pad: [0; 3],
+            pad: 0,
         };
         let variant = LayoutSource::variant(Pattern::Gather { i64 }, size);
         let grid = grid_for(items, cx.caps())?;

@@ -3,7 +3,7 @@
 //! clamping into a strided view: a start offset and a (possibly negative) step per axis.
 
 use super::shader::{variants, Pattern};
-use super::strided::{self, contiguous, Strided};
+use super::strided::{self, contiguous, Strided, Tuning};
 use super::{check_common, const_input, elem_size, shape};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -146,7 +146,7 @@ impl Kernel for SliceKernel {
         let x = io.input(0)?;
         let view = self.spec.view(x.shape).map_err(GpuError::Invalid)?;
         let size = elem_size(io, 0)?;
-        Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, false)?))
+        Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, Tuning::strided(cx.caps()))?))
     }
 }
 

@@ -3,7 +3,7 @@
 //! (opset 18, the last chunk smaller) or an equal split into the node's outputs.
 
 use super::shader::{variants, Pattern};
-use super::strided::{self, contiguous, Strided};
+use super::strided::{self, contiguous, Strided, Tuning};
 use super::{check_common, const_input, elem_size, present, shape};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -149,7 +149,7 @@ impl Kernel for SplitKernel {
         let views = self.views(x.shape).map_err(GpuError::Invalid)?;
         let mut dispatches = Vec::new();
         for (k, view) in views.iter().enumerate().filter(|(_, v)| v.count() > 0) {
-            dispatches.push(strided::prepare(cx, x.buf, io.output(k)?.buf, size, view, false)?);
+            dispatches.push(strided::prepare(cx, x.buf, io.output(k)?.buf, size, view, Tuning::strided(cx.caps()))?);
         }
         Ok(PreparedStep { dispatches, plan: None })
     }

@@ -6,6 +6,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::shader::{LayoutSource, Pattern};
+use crate::caps::{DeviceCaps, DeviceKind};
 use crate::error::GpuError;
 use crate::gemm::layout::check_binding;
 use crate::ops::{grid, grid_for, to_u32, PrepareCx, WORKGROUP};
@@ -73,6 +74,8 @@ struct StridedParams {
     items: u32,
     rank: u32,
     base: u32,
+    run: u32,
+    pad: [u32; 3],
     dims: [u32; MAX_RANK],
     strides: [u32; MAX_RANK],
 }
@@ -103,13 +106,14 @@ pub fn check_extent(cx: &PrepareCx<'_>, what: &'static str, elems: u64, size: u6
     Ok(())
 }
 
-/// Dims (innermost first) and two's-complement strides as the kernels' uniform arrays: the
-/// kernels' u32 arithmetic wraps, so a negative stride lands exactly once the sum is in range.
+/// Dims (innermost first, unused ones 1) and two's-complement strides as the kernels' uniform
+/// arrays: the kernels' u32 arithmetic wraps, so a negative stride lands exactly once the sum
+/// is in range.
 fn uniform_dims(dims: &[u64], strides: &[i64]) -> Result<([u32; MAX_RANK], [u32; MAX_RANK]), GpuError> {
     if dims.len() > MAX_RANK {
         return Err(GpuError::Invalid(format!("{} dims after merging exceed the {MAX_RANK} supported", dims.len())));
     }
-    let (mut d, mut s) = ([0u32; MAX_RANK], [0u32; MAX_RANK]);
+    let (mut d, mut s) = ([1u32; MAX_RANK], [0u32; MAX_RANK]);
     for (k, (&dim, &stride)) in dims.iter().rev().zip(strides.iter().rev()).enumerate() {
         d[k] = to_u32("layout dim", dim)?;
         s[k] = stride as u32;
@@ -117,31 +121,58 @@ fn uniform_dims(dims: &[u64], strides: &[i64]) -> Result<([u32; MAX_RANK], [u32;
     Ok((d, s))
 }
 
-/// The dispatch copying `view` of `src` into the contiguous `dst` (`size`-byte elements);
-/// `tiled` allows the tiled transpose where it applies.
+/// How the strided copy spreads its work over invocations: chosen per device by [`Tuning::of`],
+/// set by tests (to cover every path on one adapter) and benchmarks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Output words per invocation ([`LayoutSource::run`]).
+    pub run: u64,
+    /// Whether a transpose may take the tiled kernel. On llvmpipe it is slower than long runs
+    /// of the strided one (Whisper's [1,1500,6,64] -> [1,6,64,1500]: 9.7 ms against 3.6 ms),
+    /// as its workgroup barrier costs a CPU adapter a thread switch.
+    pub tiled: bool,
+}
+
+impl Tuning {
+    pub fn of(caps: &DeviceCaps) -> Tuning {
+        Tuning { run: LayoutSource::run(caps), tiled: caps.kind != DeviceKind::Cpu }
+    }
+
+    /// [`Tuning::of`] without the tiled transpose (views that are not transposes).
+    pub fn strided(caps: &DeviceCaps) -> Tuning {
+        Tuning { tiled: false, ..Tuning::of(caps) }
+    }
+}
+
+/// The dispatch copying `view` of `src` into the contiguous `dst` (`size`-byte elements).
 pub fn prepare(
     cx: &PrepareCx<'_>,
     src: &GpuBuffer,
     dst: &GpuBuffer,
     size: u64,
     view: &Strided,
-    tiled: bool,
+    tuning: Tuning,
 ) -> Result<Dispatch, GpuError> {
     let view = view.coalesce();
     check_extent(cx, "layout output", view.count(), size)?;
-    if tiled {
+    if tuning.tiled {
         if let Some(d) = prepare_tiled(cx, src, dst, size, &view)? {
             return Ok(d);
         }
     }
     let (dims, strides) = uniform_dims(&view.dims, &view.strides)?;
     let count = view.count();
-    let items = LayoutSource::items(size, count);
+    // Runs of whole words.
+    let run = tuning.run.max(1) * LayoutSource::per_word(size);
+    let items = count.div_ceil(run);
     let params = StridedParams {
         count: to_u32("layout output", count)?,
         items: to_u32("layout output", items)?,
-        rank: view.dims.len() as u32,
+        // The kernel reads the innermost dim even of a scalar (a 1).
+        rank: view.dims.len().max(1) as u32,
         base: to_u32("layout offset", view.base)?,
+        run: to_u32("layout run", run)?,
+        pad: [0; 3],
         dims,
         strides,
     };
@@ -216,7 +247,7 @@ mod tests {
     #[test]
     fn negative_strides_wrap() {
         let (d, s) = uniform_dims(&[3, 4], &[-4, 1]).unwrap();
-        assert_eq!((d[0], d[1]), (4, 3));
+        assert_eq!((d[0], d[1], d[2]), (4, 3, 1));
         assert_eq!((s[0], s[1]), (1, (-4i32) as u32));
         assert!(uniform_dims(&[2; 9], &[1; 9]).is_err());
     }

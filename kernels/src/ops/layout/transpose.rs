@@ -2,7 +2,7 @@
 //! (attention's `[.., a, b] -> [.., b, a]`), where strided reads would each touch a new line.
 
 use super::shader::{variants, Pattern};
-use super::strided::{self, contiguous, Strided};
+use super::strided::{self, contiguous, Strided, Tuning};
 use super::{check_common, elem_size, shape};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -82,7 +82,7 @@ impl Kernel for TransposeKernel {
         let x = io.input(0)?;
         let view = self.view(x.shape).map_err(GpuError::Invalid)?;
         let size = elem_size(io, 0)?;
-        Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, true)?))
+        Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, Tuning::of(cx.caps()))?))
     }
 }
 
