@@ -518,6 +518,7 @@ fn transpose_timing() {
     let options = ExecOptions::default();
     let cx = PrepareCx { gpu: &gpu, options: &options };
     let shape = [1u64, 1500, 6, 64];
+    let timer = ep_kernels::runtime::GpuTimer::new(&gpu);
     for size in [4u64, 2] {
         let src = gpu.storage_buffer(576_000 * size, "src").unwrap();
         let dst = gpu.storage_buffer(576_000 * size, "dst").unwrap();
@@ -526,11 +527,15 @@ fn transpose_timing() {
             for tuning in [(1, false), (16, false), (1, true), (16, true)].map(|(run, tiled)| Tuning { run, tiled }) {
                 let d = prepare(&cx, &src, &dst, size, &view, tuning).unwrap();
                 gpu.run(&[&d]).unwrap();
+                // Timestamps where the adapter has them, else the wall clock of whole runs.
                 let ms = (0..5)
-                    .map(|_| {
-                        let start = std::time::Instant::now();
-                        gpu.run(&[&d; 10]).unwrap();
-                        start.elapsed().as_secs_f64() * 100.0
+                    .map(|_| match &timer {
+                        Some(t) => t.time(&gpu, &[&d], 100).unwrap() * 10.0,
+                        None => {
+                            let start = std::time::Instant::now();
+                            gpu.run(&[&d; 10]).unwrap();
+                            start.elapsed().as_secs_f64() * 100.0
+                        }
                     })
                     .fold(f64::MAX, f64::min);
                 eprintln!("{size}-byte {perm:?} via {} {tuning:?}: {ms:.2} ms", d.label);
