@@ -11,6 +11,7 @@ NP_TO_ONNX = {
     np.float16: TensorProto.FLOAT16,
     np.int32: TensorProto.INT32,
     np.int64: TensorProto.INT64,
+    np.bool_: TensorProto.BOOL,
 }
 
 

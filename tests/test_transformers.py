@@ -7,11 +7,7 @@ the weights and data is in each failure message."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
-import onnxruntime as ort
 import pytest
 
 import models
@@ -129,26 +125,15 @@ def test_vit_encoder(make_session, run_cpu, dtype):
     check(make_session, run_cpu, model, {"pixel_values": float_input(rng, (2, 3, 32, 32), dtype)}, dtype, seed)
 
 
-def test_every_node_of_an_encoder_runs_on_our_ep(ep_devices, run_cpu, tmp_path):
+def test_every_node_of_an_encoder_runs_on_our_ep_in_one_partition(run_profiled, run_cpu):
     """Beyond fallback being disabled: ONNX Runtime's profile of a run lists only our EP's nodes, and the whole
     encoder (embeddings, mask, layers, pooler) is one partition: one fused node."""
     seed = new_seed()
     rng = np.random.default_rng(seed)
     model = models.bert_encoder(models.Params(rng), np.float32)
-    so = ort.SessionOptions()
-    so.add_provider_for_devices(ep_devices, {})
-    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    so.enable_profiling = True
-    so.profile_file_prefix = str(tmp_path / "profile")
-    sess = ort.InferenceSession(model.SerializeToString(), sess_options=so, enable_fallback=0)
     feeds = bert_feeds(rng)
-    got = sess.run(None, feeds)
-    path = sess.end_profiling()
-    del sess
-    events = json.load(open(path))
-    os.remove(path)
-    nodes = [e for e in events if e.get("cat") == "Node" and "provider" in e.get("args", {})]
-    assert {e["args"]["provider"] for e in nodes} == {EP}, {e["args"]["provider"] for e in nodes}
-    assert len({e["args"]["op_name"] for e in nodes}) == 1, sorted({e["args"]["op_name"] for e in nodes})
+    got, nodes = run_profiled(model, feeds)
+    assert {p for p, _ in nodes} == {EP}, nodes
+    assert len(nodes) == 1, nodes
     for g, w in zip(got, run_cpu(model, feeds)):
         assert rel_err(g, w) <= TOL[np.float32], f"seed {seed}"
