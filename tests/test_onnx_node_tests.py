@@ -9,6 +9,8 @@ are all ours (Constant nodes become initializers). Each case is one of:
   stale entry fails too). Cases declined only because a shape/axes/bounds input is a graph input (we run constant
   ones) or because of LayerNormalization's training outputs also run as an adapted variant, `<case>+const` (those
   inputs made initializers) or `<case>+y-only` (Mean/InvStdDev dropped);
+- single-node float32 cases also run in float16 (`<case>+f16`, every float32 tensor made float16), against ONNX's
+  reference evaluator on the inputs rounded to float16;
 - skipped only when the installed ONNX Runtime cannot load the case at all (an opset or IR version newer than it
   knows; named in the reason).
 
@@ -312,7 +314,7 @@ EXPECTED_DECLINED = {
 class Variant:
     id: str
     case_name: str
-    kind: str  # "as-is" | "const" | "y-only"
+    kind: str  # "as-is", or "+"-joined adaptations: "const", "y-only", "f16"
 
     @property
     def case(self):
@@ -323,23 +325,39 @@ class Variant:
         return group_of(self.case)
 
 
+def _array(x):
+    return numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else np.asarray(x)
+
+
+def f16_eligible(case) -> bool:
+    """A single-node float32 case of a float op (not Cast), its inputs within float16's range: it also runs with
+    every float32 tensor made float16 (`+f16`), against ONNX's reference evaluator on the rounded inputs."""
+    node = case.model.graph.node
+    if len(node) != 1 or node[0].op_type == "Cast" or "_expanded" in case.name:
+        return False
+    types = value_types(case)
+    if TensorProto.FLOAT not in types or not types <= {TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}:
+        return False
+    (inputs, _), = case.data_sets
+    floats = [a for a in map(_array, inputs) if a.dtype == np.float32]
+    return all(np.abs(a[np.isfinite(a)].astype(np.float64)).max(initial=0) < 60000 for a in floats)
+
+
 def _variants() -> list[Variant]:
     out = []
     for case in CASES:
-        out.append(Variant(case.name, case.name, "as-is"))
         reason = EXPECTED_DECLINED.get(case.name)
-        if reason == RUNTIME_PARAMS:
-            out.append(Variant(case.name + "+const", case.name, "const"))
-        elif reason == TRAINING_OUTPUTS:
-            out.append(Variant(case.name + "+y-only", case.name, "y-only"))
+        adapted = {RUNTIME_PARAMS: "const", TRAINING_OUTPUTS: "y-only"}.get(reason)
+        out.append(Variant(case.name, case.name, "as-is"))
+        if adapted:
+            out.append(Variant(f"{case.name}+{adapted}", case.name, adapted))
+        if (reason is None or adapted) and f16_eligible(case):
+            kind = f"{adapted}+f16" if adapted else "f16"
+            out.append(Variant(f"{case.name}+{kind}", case.name, kind))
     return out
 
 
 VARIANTS = _variants()
-
-
-def _array(x):
-    return numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else np.asarray(x)
 
 
 def materialize(variant: Variant):
@@ -350,19 +368,42 @@ def materialize(variant: Variant):
     model.CopyFrom(case.model)
     values = {vi.name: _array(x) for vi, x in zip(case.model.graph.input, inputs)}
     expected = [_array(x) for x in outputs]
-    if variant.kind == "const":
+    kinds = set(variant.kind.split("+"))
+    if "const" in kinds:
         params = runtime_params(case)
         keep = [vi for vi in model.graph.input if vi.name not in params]
         del model.graph.input[:]
         model.graph.input.extend(keep)
         model.graph.initializer.extend(numpy_helper.from_array(values.pop(p), p) for p in params)
-    elif variant.kind == "y-only":
+    if "y-only" in kinds:
         node = model.graph.node[0]
         del node.output[1:]
         del model.graph.output[1:]
         expected = expected[:1]
     feeds = {vi.name: values[vi.name] for vi in model.graph.input}
+    if "f16" in kinds:
+        from onnx.reference import ReferenceEvaluator
+
+        feeds = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
+        rounded = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in feeds.items()}
+        expected = [
+            w.astype(np.float16) if w.dtype == np.float32 else w for w in map(np.asarray, ReferenceEvaluator(model).run(None, rounded))
+        ]
+        model = to_float16(model)
     return model, feeds, expected
+
+
+def to_float16(model):
+    """The model with every float32 tensor (inputs, outputs, initializers) float16."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for vi in list(out.graph.input) + list(out.graph.output) + list(out.graph.value_info):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for i, init in enumerate(out.graph.initializer):
+        if init.data_type == TensorProto.FLOAT:
+            out.graph.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+    return out
 
 
 def compare(got, want):
@@ -473,7 +514,7 @@ def render_table(results: dict[str, str]) -> str:
     order = sorted(per_group, key=lambda g: (list(FAMILIES).index(family_of.get(g, "norm")) if g in family_of else 9, g))
     cols = ["pass", "declined", "fail", "skipped", "not run"]
     lines = [
-        "| op | cases | pass | expected declines | fail | ORT cannot load |",
+        "| op | variants run | pass | expected declines | fail | ORT cannot load |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     total = collections.Counter()
