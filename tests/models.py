@@ -168,21 +168,26 @@ class Builder:
         r = self.op("Reshape", [x, self.ints([batch, seq, heads, head_dim])])
         return self.op("Transpose", [r], perm=list(perm))
 
-    def attention(self, x, prefix, batch, seq, d, heads, *, style, mask=None, softmax_fp32=False):
-        """Self-attention. style 'whisper': q scaled by Mul after its projection, k without bias and transposed
-        straight to [B, H, D, T]; style 'bert'/'vit': k permuted then transposed, the scores divided by √D, an
-        additive mask (bert)."""
+    def attention(self, x, prefix, batch, seq, d, heads, *, scale="scores_mul", k_bias=True, k_direct=False, mask=None,
+                  softmax_fp32=False):
+        """Self-attention: q/k/v projections, view + permute to heads, scores = q·kᵀ scaled, + `mask`, Softmax(-1),
+        · v, permute back, view, out projection. `scale`: "scores_mul" (Mul by 1/√D on the scores), "scores_div"
+        (Div by √D, as BERT/ViT), or "q" (q multiplied after its projection, as HF Whisper's eager attention).
+        `k_direct`: k permuted straight to [B, H, D, T] (else permuted to [B, H, T, D] then transposed)."""
         hd = d // heads
         q = self.linear(x, f"{prefix}.q_proj", d, d)
-        k = self.linear(x, f"{prefix}.k_proj", d, d, bias=style != "whisper")
+        k = self.linear(x, f"{prefix}.k_proj", d, d, bias=k_bias)
         v = self.linear(x, f"{prefix}.v_proj", d, d)
-        if style == "whisper":
+        if scale == "q":
             q = self.op("Mul", [q, self.const(hd**-0.5)])
+        if k_direct:
             kt = self.heads(k, batch, seq, heads, hd, perm=(0, 2, 3, 1))
         else:
             kt = self.op("Transpose", [self.heads(k, batch, seq, heads, hd)], perm=[0, 1, 3, 2])
         scores = self.op("MatMul", [self.heads(q, batch, seq, heads, hd), kt])
-        if style != "whisper":
+        if scale == "scores_mul":
+            scores = self.op("Mul", [scores, self.const(hd**-0.5)])
+        elif scale == "scores_div":
             scores = self.op("Div", [scores, self.const(float(np.sqrt(hd)))])
         if mask is not None:
             scores = self.op("Add", [scores, mask])
@@ -203,11 +208,13 @@ class Builder:
 
 
 def whisper_encoder(params: Params, dtype=np.float32, batch=2, n_mels=80, frames=61, d=64, heads=4, ffn=128, layers=2,
-                    clamp=None, softmax_fp32=None):
+                    clamp=None, softmax_fp32=None, hf_eager=False):
     """WhisperEncoder: Conv1d(k3, p1) + GELU, Conv1d(k3, s2, p1) + GELU, permute, + positional embedding (a Slice of
     the table), `layers` pre-LN layers, final LayerNorm. Input `input_features` [B, n_mels, frames], output
-    `last_hidden_state` [B, ⌈frames/2⌉, d]. fp16 (by default): each layer ends with the fp16 clamp (Clip to
-    ±(65504 − 1000)) and the softmax runs in float32 between two Casts."""
+    `last_hidden_state` [B, ⌈frames/2⌉, d]. Attention: k permuted straight to [B, H, D, T], the scores multiplied
+    by 1/√D; `hf_eager`: HF's eager attention instead (q scaled after its projection, k_proj without bias). fp16 (by
+    default): each layer ends with the fp16 clamp (Clip to ±(65504 − 1000)) and the softmax runs in float32 between
+    two Casts."""
     half = np.dtype(dtype) == np.float16
     clamp = half if clamp is None else clamp
     softmax_fp32 = half if softmax_fp32 is None else softmax_fp32
@@ -224,7 +231,7 @@ def whisper_encoder(params: Params, dtype=np.float32, batch=2, n_mels=80, frames
     for i in range(layers):
         p = f"layers.{i}"
         a = b.attention(b.layer_norm(h, f"{p}.self_attn_layer_norm", d), f"{p}.self_attn", batch, seq, d, heads,
-                        style="whisper", softmax_fp32=softmax_fp32)
+                        scale="q" if hf_eager else "scores_mul", k_bias=not hf_eager, k_direct=True, softmax_fp32=softmax_fp32)
         h = b.op("Add", [h, a])
         h = b.op("Add", [h, b.mlp(b.layer_norm(h, f"{p}.final_layer_norm", d), p, d, ffn)])
         if clamp:
@@ -251,7 +258,7 @@ def bert_encoder(params: Params, dtype=np.float32, batch=2, seq=13, d=64, heads=
     mask = b.op("Mul", [b.op("Sub", [b.const(1.0), m]), b.const(float(np.finfo(dtype).min))])
     for i in range(layers):
         p = f"encoder.layer.{i}"
-        a = b.attention(h, f"{p}.attention", batch, seq, d, heads, style="bert", mask=mask)
+        a = b.attention(h, f"{p}.attention", batch, seq, d, heads, scale="scores_div", mask=mask)
         h = b.layer_norm(b.op("Add", [a, h]), f"{p}.attention.output.LayerNorm", d, eps=1e-12)
         f = b.mlp(h, p, d, ffn)
         last = "last_hidden_state" if i == layers - 1 else None
@@ -276,7 +283,7 @@ def vit_encoder(params: Params, dtype=np.float32, batch=2, channels=3, image=32,
     h = b.op("Add", [b.op("Concat", [cls, x], axis=1), b.weight("position_embeddings", (1, n + 1, d), "embedding")])
     for i in range(layers):
         p = f"encoder.layer.{i}"
-        a = b.attention(b.layer_norm(h, f"{p}.layernorm_before", d, eps=1e-12), f"{p}.attention", batch, n + 1, d, heads, style="vit")
+        a = b.attention(b.layer_norm(h, f"{p}.layernorm_before", d, eps=1e-12), f"{p}.attention", batch, n + 1, d, heads, scale="scores_div")
         h = b.op("Add", [a, h])
         h = b.op("Add", [b.mlp(b.layer_norm(h, f"{p}.layernorm_after", d, eps=1e-12), p, d, ffn), h])
     h = b.layer_norm(h, "layernorm", d, eps=1e-12, out="last_hidden_state")

@@ -74,14 +74,14 @@ def test_whisper_encoder(make_session, run_cpu, dtype):
         assert err <= TOL[np.dtype(dtype).type], f"rerun: relative error {err:.3g} (seed {seed})"
 
 
-def test_whisper_encoder_without_fp16_extras_and_with_them_in_fp32(make_session, run_cpu):
+def test_whisper_encoder_variants(make_session, run_cpu):
     # The fp16 export's clamp (Clip) and float32 softmax (Cast → Softmax → Cast) inside a float32 graph, and the
-    # plain fp16 graph without them: each pattern on its own.
+    # plain fp16 graph without them: each pattern on its own; and HF's eager attention (q scaled, k without bias).
     seed = new_seed()
     rng = np.random.default_rng(seed)
     params = models.Params(rng)
-    for dtype, extras in ((np.float32, True), (np.float16, False)):
-        model = models.whisper_encoder(params, dtype, layers=1, clamp=extras, softmax_fp32=extras)
+    for dtype, extras, eager in ((np.float32, True, False), (np.float16, False, False), (np.float32, False, True)):
+        model = models.whisper_encoder(params, dtype, layers=1, clamp=extras, softmax_fp32=extras, hf_eager=eager)
         check(make_session, run_cpu, model, {"input_features": float_input(rng, (2, 80, 61), dtype)}, dtype, seed)
 
 
