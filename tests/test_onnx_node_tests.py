@@ -6,9 +6,8 @@ are all ours (Constant nodes become initializers). Each case is one of:
 
 - run as is (the default): the session must be created with fallback disabled and match the expected outputs;
 - in EXPECTED_DECLINED (`{case name: reason}`): session creation must fail because nobody may run the node (so a
-  stale entry fails too). Cases declined only because a shape/axes/bounds input is a graph input (we run constant
-  ones) or because of LayerNormalization's training outputs also run as an adapted variant, `<case>+const` (those
-  inputs made initializers) or `<case>+y-only` (Mean/InvStdDev dropped);
+  stale entry fails too). Cases declined only because a shape/axes input is a graph input (we run constant ones)
+  also run as an adapted variant, `<case>+const`, with those inputs made initializers;
 - single-node float32 cases also run in float16 (`<case>+f16`, every float32 tensor made float16), against ONNX's
   reference evaluator on the inputs rounded to float16;
 - skipped only when the installed ONNX Runtime cannot load the case at all (an opset or IR version newer than it
@@ -47,7 +46,8 @@ FAMILIES = {
 OPS = {op for ops in FAMILIES.values() for op in ops}
 # Element types our kernels hold; a case with any other tensor type (or a sequence/optional) cannot be ours.
 OUR_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL}
-# Inputs read at build time (shapes, axes, starts/ends/steps, split sizes, Clip bounds): we run constant ones only.
+# Inputs read at build time (shapes, axes, starts/ends/steps, split sizes): we run constant ones only. (Clip's bounds
+# may be computed: a non-constant bound is an operand of the kernel.)
 PARAM_INPUTS = {
     "Reshape": {1},
     "Expand": {1},
@@ -55,7 +55,6 @@ PARAM_INPUTS = {
     "Unsqueeze": {1},
     "Slice": {1, 2, 3, 4},
     "Split": {1},
-    "Clip": {1, 2},
     "ReduceMean": {1},
     "ReduceSum": {1},
     "ReduceMax": {1},
@@ -130,11 +129,6 @@ def runtime_params(case) -> list[str]:
     return names
 
 
-def has_training_outputs(case) -> bool:
-    node = case.model.graph.node[0]
-    return node.op_type == "LayerNormalization" and len([o for o in node.output if o]) > 1
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Cases that cannot be ours. Each must fail session creation with CPU fallback disabled.
 
@@ -144,11 +138,9 @@ _BFLOAT16 = "bfloat16 tensors are not among our element types"
 _FLOAT8_4BIT = "float8/float4/int4/int2 tensors are not among our element types"
 _STRING = "string tensors"
 _NON_TENSOR = "a sequence/optional value, not a tensor"
-_INT64_MUL = "Pow on int64 needs 64-bit multiplies, which we decline"
-_POW_INT = "Pow with an integer base or exponent: we run float Pow only"
+_POW_INT = "Pow with an integer base: we run float Pow (with any numeric exponent) only"
 _BOOL_REDUCE = "a reduction over bool: we reduce float tensors only"
-RUNTIME_PARAMS = "a shape/axes/bounds input is a graph input: we run constant ones (the +const variant runs it)"
-TRAINING_OUTPUTS = "LayerNormalization's training outputs Mean/InvStdDev (the +y-only variant runs it)"
+RUNTIME_PARAMS = "a shape/axes input is a graph input: we run constant ones (the +const variant runs it)"
 
 EXPECTED_DECLINED = {
     **dict.fromkeys(
@@ -230,9 +222,8 @@ EXPECTED_DECLINED = {
     ),
     **dict.fromkeys(["test_equal_string", "test_equal_string_broadcast"], _STRING),
     **dict.fromkeys(["test_identity_sequence", "test_identity_opt"], _NON_TENSOR),
-    **dict.fromkeys(["test_pow_types_int64_int64", "test_pow_types_int64_float32"], _INT64_MUL),
     **dict.fromkeys(
-        ["test_pow_types_float32_int64", "test_pow_types_float32_int32", "test_pow_types_int32_float32", "test_pow_types_int32_int32"],
+        ["test_pow_types_int64_int64", "test_pow_types_int64_float32", "test_pow_types_int32_float32", "test_pow_types_int32_int32"],
         _POW_INT,
     ),
     # Keys may also be adapted variants: these run with constant axes and are still not ours.
@@ -242,8 +233,6 @@ EXPECTED_DECLINED = {
     ),
     **dict.fromkeys(
         [
-            "test_clip", "test_clip_example", "test_clip_inbounds", "test_clip_outbounds", "test_clip_splitbounds",
-            "test_clip_min_greater_than_max", "test_clip_default_min", "test_clip_default_max",
             "test_expand_dim_changed", "test_expand_dim_unchanged",
             "test_reshape_reordered_all_dims", "test_reshape_reordered_last_dims", "test_reshape_reduced_dims",
             "test_reshape_extended_dims", "test_reshape_one_dim", "test_reshape_negative_dim",
@@ -291,18 +280,6 @@ EXPECTED_DECLINED = {
         ],
         RUNTIME_PARAMS,
     ),
-    **dict.fromkeys(
-        [
-            f"test_layer_normalization_{form}"
-            for form in (
-                "4d_axis0", "4d_axis_negative_4", "4d_axis1", "4d_axis_negative_3", "4d_axis2", "4d_axis_negative_2",
-                "4d_axis3", "4d_axis_negative_1", "default_axis", "2d_axis0", "2d_axis_negative_2", "2d_axis1",
-                "2d_axis_negative_1", "3d_axis0_epsilon", "3d_axis_negative_3_epsilon", "3d_axis1_epsilon",
-                "3d_axis_negative_2_epsilon", "3d_axis2_epsilon", "3d_axis_negative_1_epsilon",
-            )
-        ],
-        TRAINING_OUTPUTS,
-    ),
 }
 
 
@@ -314,7 +291,7 @@ EXPECTED_DECLINED = {
 class Variant:
     id: str
     case_name: str
-    kind: str  # "as-is", or "+"-joined adaptations: "const", "y-only", "f16"
+    kind: str  # "as-is", or "+"-joined adaptations: "const", "f16"
 
     @property
     def case(self):
@@ -347,7 +324,7 @@ def _variants() -> list[Variant]:
     out = []
     for case in CASES:
         reason = EXPECTED_DECLINED.get(case.name)
-        adapted = {RUNTIME_PARAMS: "const", TRAINING_OUTPUTS: "y-only"}.get(reason)
+        adapted = "const" if reason == RUNTIME_PARAMS else None
         out.append(Variant(case.name, case.name, "as-is"))
         if adapted:
             out.append(Variant(f"{case.name}+{adapted}", case.name, adapted))
@@ -375,11 +352,6 @@ def materialize(variant: Variant):
         del model.graph.input[:]
         model.graph.input.extend(keep)
         model.graph.initializer.extend(numpy_helper.from_array(values.pop(p), p) for p in params)
-    if "y-only" in kinds:
-        node = model.graph.node[0]
-        del node.output[1:]
-        del model.graph.output[1:]
-        expected = expected[:1]
     feeds = {vi.name: values[vi.name] for vi in model.graph.input}
     if "f16" in kinds:
         from onnx.reference import ReferenceEvaluator
@@ -479,8 +451,8 @@ def test_cases_were_collected():
 
 
 def test_expected_declined_is_consistent():
-    """Every entry names a collected case; every case with a foreign element type, a runtime parameter input or
-    training outputs is listed (with a reason of that kind)."""
+    """Every entry names a collected variant; every case with a foreign element type or a runtime parameter input
+    is listed (with a reason of that kind)."""
     stale = sorted(set(EXPECTED_DECLINED) - {v.id for v in VARIANTS})
     assert not stale, f"EXPECTED_DECLINED names cases ONNX does not have: {stale}"
     unlisted = []
@@ -490,8 +462,6 @@ def test_expected_declined_is_consistent():
             unlisted.append((case.name, foreign_types(case)))
         if runtime_params(case) and not foreign_types(case) and reason != RUNTIME_PARAMS:
             unlisted.append((case.name, "runtime parameters", runtime_params(case)))
-        if has_training_outputs(case) and reason != TRAINING_OUTPUTS:
-            unlisted.append((case.name, "training outputs"))
         if reason == RUNTIME_PARAMS:
             assert runtime_params(case), f"{case.name} has no runtime parameter input"
     assert not unlisted, unlisted
