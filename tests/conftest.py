@@ -173,3 +173,40 @@ def make_session(ep_devices):
 def run_cpu():
     """run_cpu(model, feeds) -> list of outputs from the CPU EP."""
     return run_cpu_reference
+
+
+@pytest.fixture(scope="session")
+def run_profiled(ep_devices, tmp_path_factory):
+    """run_profiled(model, feeds, fallback=False, options=None) -> (outputs, nodes): one run on our EP with ONNX
+    Runtime's profiler on; `nodes` lists (provider, node name) of every node that ran, in order. A partition of
+    ours is one fused node, so `sum(p == EP_NAME for p, _ in nodes)` counts partitions."""
+    import json
+
+    import onnxruntime as ort
+
+    folder = tmp_path_factory.mktemp("profiles")
+
+    def run(model, feeds, fallback=False, options=None):
+        so = ort.SessionOptions()
+        so.add_provider_for_devices(ep_devices, {k: str(v) for k, v in (options or {}).items()})
+        if not fallback:
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        so.enable_profiling = True
+        so.profile_file_prefix = str(folder / "run")
+        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
+        _sessions.add(sess)
+        try:
+            outputs = sess.run(None, feeds)
+        finally:
+            path = sess.end_profiling()
+        with open(path) as f:
+            events = json.load(f)
+        os.remove(path)
+        nodes = [
+            (e["args"]["provider"], e["args"].get("op_name", e["name"]))
+            for e in events
+            if e.get("cat") == "Node" and "provider" in e.get("args", {}) and e["name"].endswith("_kernel_time")
+        ]
+        return outputs, nodes
+
+    return run

@@ -298,3 +298,120 @@ def test_bad_conv_fails_like_cpu(make_session, run_cpu, x_shape, w_shape, group,
     dims = ["n", "c", "h", "w"] if dynamic else list(x_shape)
     model = conv_model(dims, rand(w_shape), group, pads)
     assert assert_like_cpu(make_session, run_cpu, model, {"X": rand(x_shape)})[0] == "error"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad attributes and inputs of the registry's ops. Each case is a model the CPU EP fails (at load or at run time);
+# in a fresh process (a crash must not take pytest down), ours must fail it too: declined (with fallback disabled
+# nobody may run it), or a clear error from our Compute that names the problem — never a result, never an
+# "internal error", never a crash.
+
+
+def _bad(name, nodes, inputs, feeds, needles, inits=()):
+    """A case: model inputs are (name, dtype, dims or None) — None leaves the rank unknown, so ONNX's shape inference
+    cannot reject the model at load time and the check falls to the EP."""
+    vis = [models.tensor(n, dt, dims) for n, dt, dims in inputs]
+    model = models.finish(nodes, vis, [models.tensor("Y", np.float32, None)], list(inits))
+    return pytest.param(model, feeds, needles, id=name)
+
+
+def _i64(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+F32 = np.float32
+BAD_OP_CASES = [
+    _bad("transpose-repeated-perm", [helper.make_node("Transpose", ["X"], ["Y"], perm=[0, 0])],
+         [("X", F32, None)], {"X": rand((2, 3))}, ["perm", "Transpose"]),
+    _bad("transpose-perm-out-of-range", [helper.make_node("Transpose", ["X"], ["Y"], perm=[0, 2])],
+         [("X", F32, None)], {"X": rand((2, 3))}, ["perm", "Transpose"]),
+    _bad("transpose-perm-wrong-length", [helper.make_node("Transpose", ["X"], ["Y"], perm=[1, 0, 2])],
+         [("X", F32, None)], {"X": rand((2, 3))}, ["perm", "Transpose", "rank"]),
+    _bad("transpose-perm-static", [helper.make_node("Transpose", ["X"], ["Y"], perm=[1, 1])],
+         [("X", F32, [2, 3])], {"X": rand((2, 3))}, ["perm", "Transpose"]),
+    _bad("softmax-axis-out-of-range", [helper.make_node("Softmax", ["X"], ["Y"], axis=3)],
+         [("X", F32, None)], {"X": rand((2, 3))}, ["axis", "Softmax"]),
+    _bad("logsoftmax-axis-static", [helper.make_node("LogSoftmax", ["X"], ["Y"], axis=-3)],
+         [("X", F32, [2, 3])], {"X": rand((2, 3))}, ["axis", "LogSoftmax"]),
+    _bad("layernorm-axis-out-of-range", [helper.make_node("LayerNormalization", ["X", "S"], ["Y"], axis=2)],
+         [("X", F32, None), ("S", F32, None)], {"X": rand((2, 3)), "S": rand((3,))}, ["axis", "LayerNormalization"]),
+    _bad("layernorm-scale-wrong-length", [helper.make_node("LayerNormalization", ["X", "S"], ["Y"], axis=-1)],
+         [("X", F32, ["a", "b"]), ("S", F32, ["s"])], {"X": rand((2, 3)), "S": rand((4,))},
+         ["scale", "LayerNormalization", "shape", "broadcast"]),
+    _bad("gather-index-past-the-end", [helper.make_node("Gather", ["X", "I"], ["Y"], axis=0)],
+         [("X", F32, ["a", "b"]), ("I", np.int64, ["n"])], {"X": rand((5, 4)), "I": np.array([1, 5], np.int64)},
+         ["indices", "index", "bounds", "range"]),
+    _bad("gather-negative-index-before-the-start", [helper.make_node("Gather", ["X", "I"], ["Y"], axis=1)],
+         [("X", F32, [5, 4]), ("I", np.int64, [3])], {"X": rand((5, 4)), "I": np.array([0, -5, 3], np.int64)},
+         ["indices", "index", "bounds", "range"]),
+    # Indices computed inside the partition (never on the host before the run): still an error, not a clamp.
+    _bad("gather-computed-index-past-the-end",
+         [helper.make_node("Cast", ["F"], ["I"], to=models.elem(np.int64)), helper.make_node("Gather", ["X", "I"], ["Y"], axis=0)],
+         [("X", F32, ["a", "b"]), ("F", F32, ["n"])], {"X": rand((5, 4)), "F": np.array([1.0, 7.0], np.float32)},
+         ["indices", "index", "bounds", "range"]),
+    _bad("concat-mismatched-dims", [helper.make_node("Concat", ["A", "B"], ["Y"], axis=0)],
+         [("A", F32, ["a", "b"]), ("B", F32, ["c", "d"])], {"A": rand((2, 3)), "B": rand((2, 4))},
+         ["Concat", "concat", "shape", "dimension"]),
+    _bad("concat-mismatched-ranks", [helper.make_node("Concat", ["A", "B"], ["Y"], axis=1)],
+         [("A", F32, None), ("B", F32, None)], {"A": rand((2, 3)), "B": rand((2, 3, 1))},
+         ["Concat", "concat", "rank", "shape"]),
+    _bad("add-not-broadcastable", [helper.make_node("Add", ["A", "B"], ["Y"])],
+         [("A", F32, ["a", "b"]), ("B", F32, ["c", "d"])], {"A": rand((2, 3)), "B": rand((4, 3))}, ["broadcast"]),
+    _bad("where-not-broadcastable", [helper.make_node("Where", ["C", "A", "B"], ["Y"])],
+         [("C", np.bool_, ["n"]), ("A", F32, ["a", "b"]), ("B", F32, ["c"])],
+         {"C": np.array([True, False]), "A": rand((3, 2)), "B": rand((3,))}, ["broadcast"]),
+    _bad("reshape-to-an-incompatible-size", [helper.make_node("Reshape", ["X", "shape"], ["Y"])],
+         [("X", F32, ["a", "b"])], {"X": rand((2, 3))}, ["Reshape", "reshape", "size", "shape"], [_i64("shape", [4, -1])]),
+    _bad("expand-incompatible", [helper.make_node("Expand", ["X", "shape"], ["Y"])],
+         [("X", F32, ["a", "b"])], {"X": rand((2, 3))}, ["Expand", "broadcast", "shape"], [_i64("shape", [2, 5])]),
+    _bad("slice-step-zero", [helper.make_node("Slice", ["X", "s", "e", "ax", "st"], ["Y"])],
+         [("X", F32, ["a", "b"])], {"X": rand((2, 3))}, ["step", "Slice"],
+         [_i64("s", [0]), _i64("e", [2]), _i64("ax", [1]), _i64("st", [0])]),
+    _bad("split-sizes-do-not-sum", [helper.make_node("Split", ["X", "split"], ["Y", "Z"], axis=1)],
+         [("X", F32, ["a", "b"])], {"X": rand((2, 3))}, ["split", "Split"], [_i64("split", [1, 1])]),
+    _bad("unsqueeze-repeated-axes", [helper.make_node("Unsqueeze", ["X", "axes"], ["Y"])],
+         [("X", F32, None)], {"X": rand((2, 3))}, ["axis", "axes", "Unsqueeze"], [_i64("axes", [1, 1])]),
+    _bad("squeeze-a-dim-that-is-not-1", [helper.make_node("Squeeze", ["X", "axes"], ["Y"])],
+         [("X", F32, ["a", "b"])], {"X": rand((2, 3))}, ["axis", "axes", "Squeeze", "squeeze"], [_i64("axes", [1])]),
+    _bad("reduce-axis-out-of-range", [helper.make_node("ReduceMean", ["X"], ["Y"], axes=[2])],
+         [("X", F32, None)], {"X": rand((2, 3))}, ["axis", "axes", "ReduceMean"]),
+]
+
+_BAD_OP_SCRIPT = """
+import json, onnx
+model = onnx.load({model!r})
+feeds = dict(np.load({feeds!r}))
+
+def outcome(fn):
+    try:
+        fn()
+        return ["ok", ""]
+    except Exception as e:  # noqa: BLE001
+        return ["error", str(e)]
+
+result = {{
+    "cpu": outcome(lambda: cpu_session(model).run(None, feeds)),
+    "strict": outcome(lambda: session(model).run(None, feeds)),
+    "fallback": outcome(lambda: session(model, fallback=True).run(None, feeds)),
+}}
+print("RESULT " + json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize("model,feeds,needles", BAD_OP_CASES)
+def test_bad_op_input_fails_clearly(lib_path, tmp_path, model, feeds, needles):
+    from subproc import describe, run_script
+
+    model_path, feeds_path = tmp_path / "model.onnx", tmp_path / "feeds.npz"
+    model_path.write_bytes(model.SerializeToString())
+    np.savez(feeds_path, **feeds)
+    r = run_script(lib_path, _BAD_OP_SCRIPT.format(model=str(model_path), feeds=str(feeds_path)), timeout=300)
+    assert r.returncode == 0 and "RESULT " in r.stdout, describe(r)  # no crash
+    result = __import__("json").loads(r.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    assert result["cpu"][0] == "error", f"the case is not bad on the CPU EP: {result}"
+    for mode in ("strict", "fallback"):
+        state, message = result[mode]
+        assert state == "error", f"{mode}: ours gave a result where the CPU EP fails: {result['cpu'][1]}"
+        assert "internal error" not in message, f"{mode}: {message}"
+        if "WgpuExecutionProvider" in message:  # our Compute failed the run: the message must say why
+            assert any(n in message for n in needles), f"{mode}: unclear error (wanted one of {needles}): {message}"

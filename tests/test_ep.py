@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 
 import models
+from onnx import helper
 
 RNG = np.random.default_rng()
 TOL = {np.float32: (1e-4, 1e-4), np.float16: (3e-2, 1e-2)}
@@ -110,28 +111,72 @@ def test_matmul_add_activation_chain_is_one_partition(make_session, run_cpu, act
     assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0], dtype)
 
 
-def test_unsupported_node_in_between_runs_on_cpu(make_session, run_cpu):
-    from onnx import helper
-
-    w1, w2 = rand((16, 32)), rand((32, 8))
-    nodes = [
-        helper.make_node("MatMul", ["X", "W1"], ["h"], name="mm1"),
-        helper.make_node("Sigmoid", ["h"], ["s"], name="sig"),
-        helper.make_node("MatMul", ["s", "W2"], ["Y"], name="mm2"),
-    ]
+def _two_products_around(node_op, **attrs):
+    """X → MatMul → `node_op` → MatMul → Y, fp32, [5, 16] → [5, 8]."""
     from onnx import numpy_helper
 
-    model = models.finish(
-        nodes,
-        [models.tensor("X", np.float32, [5, 16])],
-        [models.tensor("Y", np.float32, None)],
-        [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")],
-    )
+    w1, w2 = rand((16, 32)), rand((32, 8))
+    inits = [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(w2, "W2")]
+    inputs = ["h"]
+    if node_op == "TopK":  # all 32 values, sorted: the shape stays [5, 32]
+        inits.append(numpy_helper.from_array(np.array([32], np.int64), "K"))
+        inputs.append("K")
+    outputs = ["s", "idx"] if node_op == "TopK" else ["s"]
+    nodes = [
+        helper.make_node("MatMul", ["X", "W1"], ["h"], name="mm1"),
+        helper.make_node(node_op, inputs, outputs, name="middle", **attrs),
+        helper.make_node("MatMul", ["s", "W2"], ["Y"], name="mm2"),
+    ]
+    return models.finish(nodes, [models.tensor("X", np.float32, [5, 16])], [models.tensor("Y", np.float32, None)], inits)
+
+
+def test_unsupported_node_in_between_runs_on_cpu(make_session, run_cpu, run_profiled):
+    model = _two_products_around("TopK", axis=-1)  # TopK is not ours
     feeds = {"X": rand((5, 16))}
     with pytest.raises(Exception, match="(?i)fallback|assigned|CPU"):
-        make_session(model)  # Sigmoid must run on CPU, which is disabled
+        make_session(model)  # TopK must run on CPU, which is disabled
     got = make_session(model, fallback=True).run(None, feeds)[0]
     assert_close(got, run_cpu(model, feeds)[0])
+    # Two partitions of ours (one per product), the TopK between them on the CPU EP.
+    _, nodes = run_profiled(model, feeds, fallback=True)
+    assert [p for p, _ in nodes] == ["WgpuExecutionProvider", "CPUExecutionProvider", "WgpuExecutionProvider"], nodes
+
+
+@pytest.mark.parametrize("middle", ["Sigmoid", "Transpose", "Softmax"])
+def test_ops_between_products_are_ours_and_one_partition(make_session, run_cpu, run_profiled, middle):
+    # Once only products were ours, a Sigmoid/Transpose between two MatMuls ran on the CPU EP; now every node is
+    # claimed on its own, and the chain is one partition.
+    model = _two_products_around(middle, **({"perm": [0, 1]} if middle == "Transpose" else {}))
+    feeds = {"X": rand((5, 16))}
+    got = make_session(model).run(None, feeds)[0]  # CPU fallback disabled
+    assert_close(got, run_cpu(model, feeds)[0])
+    _, nodes = run_profiled(model, feeds)
+    assert [p for p, _ in nodes] == ["WgpuExecutionProvider"], nodes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_elementwise_graph_without_a_product_is_ours(make_session, run_cpu, run_profiled, dtype):
+    # No MatMul anywhere: unary, binary with broadcasting, a comparison, Where, Cast and a Transpose, claimed on
+    # their own; the elementwise runs fuse, but the result must be the CPU EP's.
+    from onnx import numpy_helper
+
+    nodes = [
+        helper.make_node("Sigmoid", ["X"], ["a"]),
+        helper.make_node("Mul", ["a", "S"], ["b"]),  # S broadcasts over rows
+        helper.make_node("Greater", ["X", "Z"], ["c"]),
+        helper.make_node("Where", ["c", "b", "X"], ["d"]),
+        helper.make_node("Cast", ["d"], ["e"], to=models.elem(np.float32)),
+        helper.make_node("Tanh", ["e"], ["f"]),
+        helper.make_node("Cast", ["f"], ["g"], to=models.elem(dtype)),
+        helper.make_node("Transpose", ["g"], ["Y"], perm=[1, 0]),
+    ]
+    inits = [numpy_helper.from_array(rand((1, 7), dtype), "S"), numpy_helper.from_array(np.array(0.1, dtype), "Z")]
+    model = models.finish(nodes, [models.tensor("X", dtype, ["n", 7])], [models.tensor("Y", dtype, None)], inits)
+    for n in (1, 33):
+        feeds = {"X": rand((n, 7), dtype)}
+        assert_close(make_session(model).run(None, feeds)[0], run_cpu(model, feeds)[0], dtype)
+    _, ran = run_profiled(model, {"X": rand((3, 7), dtype)})
+    assert [p for p, _ in ran] == ["WgpuExecutionProvider"], ran
 
 
 def _plan_log(capfd, options, model, feeds):
