@@ -82,7 +82,7 @@ fn erf_gelu_is_one_kernel() {
     let mut div = node(
         "Div",
         14,
-        vec![Some(val("x", F32, &[4, 8])), Some(c("sqrt2", 1.4142135))],
+        vec![Some(val("x", F32, &[4, 8])), Some(c("sqrt2", std::f32::consts::SQRT_2))],
         vec![val("d", F32, &[4, 8])],
         vec![],
     );
@@ -99,7 +99,7 @@ fn erf_gelu_is_one_kernel() {
     let inputs: Vec<String> = ["x"].iter().map(|s| s.to_string()).collect();
     let consts = ["sqrt2", "one", "half"]
         .iter()
-        .zip([1.4142135f32, 1.0, 0.5])
+        .zip([std::f32::consts::SQRT_2, 1.0, 0.5])
         .map(|(n, v)| ep_kernels::graph::Constant {
             name: n.to_string(),
             dtype: F32,

@@ -23,6 +23,7 @@ fn opts() -> PlacementOptions {
         gemm: GemmOptions::default(),
         conv1d_as_conv2d: true,
         conv_algo: ep_kernels::conv::ConvAlgo::Auto,
+        cost_rule: true,
     }
 }
 

@@ -172,6 +172,7 @@ fn opts(enable_f16: bool) -> PlacementOptions {
         gemm: GemmOptions::default(),
         conv1d_as_conv2d: true,
         conv_algo: ConvAlgo::Auto,
+        cost_rule: true,
     }
 }
 
