@@ -126,6 +126,9 @@ impl ProductKernel {
         let (mut problem, out_shape) = match self.kind {
             ProductKind::MatMul => {
                 let (mut p, out) = matmul_problem(a, b, self.dtype).map_err(|e| e.to_string())?;
+                // A folded scalar factor scales the product (alpha) and a bias before it (beta).
+                p.epilogue.alpha = self.gemm.alpha;
+                p.epilogue.beta = self.gemm.beta;
                 if let Some(bias) = bias {
                     if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
                         return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
