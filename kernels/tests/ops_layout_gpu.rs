@@ -346,7 +346,7 @@ fn gather() {
         (&[5, 3], 0, &[], &[-5], false, false),
         (&[7], 0, &[5], &[6, 0, 6, 1, -7], true, false),
         (&[5, 4, 3], 0, &[0], &[], false, false),
-        // Out of range at run time: ONNX Runtime's CPU EP fails; here such indices give zeros.
+        // Out of range at run time: the run fails naming the node, as ONNX Runtime's CPU EP does.
         (&[3, 4], 1, &[5], &[0, 4, -5, 1 << 40, -1], false, false),
     ];
     for ty in ElemType::ALL {
@@ -378,7 +378,13 @@ fn gather() {
             );
             let feeds: Vec<(&str, &T)> = if constant { vec![("x", &x)] } else { vec![("x", &x), ("i", &idx)] };
             let consts: Vec<(&str, &T)> = if constant { vec![("i", &idx)] } else { vec![] };
-            let got = run_graph(&[n], &feeds, &consts, &["y"]).unwrap().remove(0);
+            let result = run_graph(&[n], &feeds, &consts, &["y"]);
+            if values.iter().any(|&v| v < -n_axis || v >= n_axis) {
+                let err = result.expect_err("an out-of-range index fails the run");
+                assert!(err.contains("Gather") && err.contains("out of range"), "{err}");
+                continue;
+            }
+            let got = result.unwrap().remove(0);
             check(&got, &want, &format!("Gather {ty} {shape:?} axis {axis} indices {values:?}"));
         }
     }
@@ -476,7 +482,8 @@ fn strided_kernels_agree_under_every_tuning() {
     let mut rng = common::rng("strided_kernels_agree_under_every_tuning");
     let gpu = common::gpu();
     let options = ExecOptions::default();
-    let cx = PrepareCx { gpu: &gpu, options: &options };
+    let status = gpu.storage_buffer(4, "status").unwrap();
+    let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
     let views = [
         (vec![3, 40, 37], transposed(&[3, 40, 37], &[0, 2, 1])),
         (vec![1, 64, 6, 10], transposed(&[1, 64, 6, 10], &[0, 2, 3, 1])),
@@ -517,7 +524,8 @@ fn strided_kernels_agree_under_every_tuning() {
 fn transpose_timing() {
     let gpu = common::gpu();
     let options = ExecOptions::default();
-    let cx = PrepareCx { gpu: &gpu, options: &options };
+    let status = gpu.storage_buffer(4, "status").unwrap();
+    let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
     let shape = [1u64, 1500, 6, 64];
     let timer = ep_kernels::runtime::GpuTimer::new(&gpu);
     for size in [4u64, 2] {

@@ -436,7 +436,9 @@ fn bind(kernel: &dyn Kernel, inputs: &[&T], out_types: &[ElemType]) -> Bound {
         outputs: outs.iter().map(|(buf, shape, ty)| Tensor { buf, shape, ty: *ty }).collect(),
     };
     let options = ExecOptions::default();
-    let step = kernel.prepare(&PrepareCx { gpu: &gpu, options: &options }, &io).unwrap();
+    let status = gpu.storage_buffer(4, "status").unwrap();
+    let step =
+        kernel.prepare(&PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 }, &io).unwrap();
     Bound { outs, step, _ins: ins }
 }
 

@@ -71,6 +71,10 @@ struct Prepared {
     output_shapes: Vec<Vec<u64>>,
     /// One line per op: its problem and the chosen plan.
     plans: Vec<String>,
+    /// The run's status word, cleared at the start of each run; a check dispatch writes the
+    /// failing step's code (its index + 1) into it.
+    status: GpuBuffer,
+    status_readback: Readback,
     /// Each step that dispatches: its op types and its range of `dispatches`.
     spans: Vec<(String, std::ops::Range<usize>)>,
 }
@@ -202,10 +206,12 @@ impl Executable {
                     staged.copy_to(&mut encoder, &buf.buffer);
                 }
             }
+            encoder.clear_buffer(&prepared.status.buffer, 0, None);
             let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
             if !dispatches.is_empty() {
                 gpu.encode(&mut encoder, &dispatches);
             }
+            gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
             for (rb, src) in prepared.readbacks.iter().zip(&prepared.sources) {
                 gpu.copy_to_readback(&mut encoder, src, rb);
             }
@@ -213,10 +219,17 @@ impl Executable {
             Ok(())
         })?;
         let mut failure = None;
-        let readbacks: Vec<&Readback> = prepared.readbacks.iter().collect();
+        // The status word comes first, so a failed check delivers no output.
+        let readbacks: Vec<&Readback> =
+            std::iter::once(&prepared.status_readback).chain(prepared.readbacks.iter()).collect();
         gpu.read(&readbacks, |i, bytes| {
-            if failure.is_none() {
-                if let Err(e) = outputs(i, &prepared.output_shapes[i], bytes) {
+            if i == 0 {
+                let code = bytes.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+                if code != 0 {
+                    failure = Some(self.check_failure(code));
+                }
+            } else if failure.is_none() {
+                if let Err(e) = outputs(i - 1, &prepared.output_shapes[i - 1], bytes) {
                     failure = Some(e);
                 }
             }
@@ -226,6 +239,14 @@ impl Executable {
         // outputs are already delivered, so a failure here only keeps the set out of the pool.
         let mut staging: Vec<&mut Staged> = prepared.staging.iter_mut().flatten().collect();
         Ok(gpu.remap(&mut staging).is_ok())
+    }
+
+    /// The message of a failed run-time check: code = the step's index + 1.
+    fn check_failure(&self, code: u32) -> String {
+        match self.program.steps.get(code as usize - 1) {
+            Some(step) => format!("{} '{}': an index is out of range for the indexed axis", step.ops, step.name),
+            None => format!("a run-time check failed with code {code}"),
+        }
     }
 
     /// Infers every step's shapes, allocates buffers and binds the dispatches.
@@ -245,8 +266,10 @@ impl Executable {
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
         let mut spans = Vec::new();
-        let cx = PrepareCx { gpu, options: &self.options };
-        for step in &self.program.steps {
+        let status = gpu.storage_buffer(4, "run status")?;
+        let status_readback = gpu.readback(4)?;
+        for (index, step) in self.program.steps.iter().enumerate() {
+            let cx = PrepareCx { gpu, options: &self.options, status: &status, status_code: index as u32 + 1 };
             let bound = step
                 .inputs
                 .iter()
@@ -310,7 +333,19 @@ impl Executable {
             sources.push(t.buf.clone());
         }
         let temps: Vec<GpuBuffer> = values.into_iter().flatten().map(|(b, ..)| b).collect();
-        Ok(Prepared { inputs: input_bufs, staging, temps, sources, readbacks, dispatches, output_shapes, plans, spans })
+        Ok(Prepared {
+            inputs: input_bufs,
+            staging,
+            temps,
+            sources,
+            readbacks,
+            dispatches,
+            output_shapes,
+            plans,
+            spans,
+            status,
+            status_readback,
+        })
     }
 
     /// The tensor an operand names in a set being prepared.

@@ -7,6 +7,7 @@
 //! table; adding an op is a definition in a family folder and one line below.
 
 pub mod alias;
+pub mod check;
 pub mod conv;
 pub mod elementwise;
 pub mod layout;
@@ -76,6 +77,10 @@ pub trait OpDef: Sync {
 pub struct PrepareCx<'a> {
     pub gpu: &'a Gpu,
     pub options: &'a crate::graph::ExecOptions,
+    /// The run's status word (see `ops::check`): a check dispatch writes `status_code` into
+    /// it to fail the run with this step's name.
+    pub status: &'a GpuBuffer,
+    pub status_code: u32,
 }
 
 impl PrepareCx<'_> {
@@ -179,7 +184,7 @@ pub fn lookup(node: &Node) -> Option<&'static dyn OpDef> {
 
 /// Every variant of every registered op on `caps`, by name.
 pub fn registry_variants(caps: &DeviceCaps) -> std::collections::BTreeMap<String, ShaderVariant> {
-    registry().iter().flat_map(|def| def.variants(caps)).map(|v| (v.name(), v)).collect()
+    registry().iter().flat_map(|def| def.variants(caps)).chain(check::variants(caps)).map(|v| (v.name(), v)).collect()
 }
 
 /// Workgroup size of the one-dimensional op kernels.

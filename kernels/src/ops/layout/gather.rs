@@ -1,8 +1,9 @@
 //! Gather along one axis with int32 or int64 indices, computed at run time or constant.
 //!
-//! ONNX Runtime's CPU EP fails a run whose index is out of range; a kernel cannot fail, so an
-//! out-of-range index yields zeros (and reads nothing). Constant indices are checked at
-//! placement, so such a node stays on the CPU EP and fails there as it would without us.
+//! ONNX Runtime's CPU EP fails a run whose index is out of range. So do we: a check dispatch
+//! (`ops::check`) flags the run's status word and the executor fails the run naming the node;
+//! the gather itself reads nothing out of range (it writes zeros there). Constant indices are
+//! checked at placement, so such a node stays on the CPU EP and fails there as without us.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -122,13 +123,10 @@ impl Kernel for GatherKernel {
         };
         let variant = LayoutSource::variant(Pattern::Gather { i64 }, size);
         let grid = grid_for(items, cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(
-            &variant,
-            &[data.buf, indices.buf],
-            &[out.buf],
-            bytemuck::bytes_of(&params),
-            grid,
-        )?))
+        let check = crate::ops::check::indices_in_range(cx, &indices, axis_len)?;
+        let gather =
+            cx.gpu.prepare_op(&variant, &[data.buf, indices.buf], &[out.buf], bytemuck::bytes_of(&params), grid)?;
+        Ok(PreparedStep { dispatches: vec![check, gather], plan: None })
     }
 }
 

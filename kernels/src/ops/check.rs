@@ -1,0 +1,65 @@
+//! Run-time checks a kernel cannot fail on its own: a check dispatch writes a code into the run's
+//! status word (`PrepareCx::status`), and the executor turns a non-zero word into the run's
+//! error, naming the step, before any output is delivered.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::ops::{grid_for, to_u32, PrepareCx, Tensor};
+use crate::runtime::Dispatch;
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// The index check of one element type of indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexCheck {
+    pub i64: bool,
+}
+
+impl OpSource for IndexCheck {
+    fn name(&self) -> String {
+        format!("check_indices_{}", if self.i64 { "i64" } else { "i32" })
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render("check_indices.wgsl.j2", minijinja::context! { i64 => self.i64 })
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Params {
+    count: u32,
+    axis_len: u32,
+    code: u32,
+    pad: u32,
+}
+
+/// Every variant (goldens).
+pub fn variants(_caps: &DeviceCaps) -> Vec<ShaderVariant> {
+    [false, true].map(|i64| ShaderVariant::Op(OpShader::new(IndexCheck { i64 }))).to_vec()
+}
+
+/// A dispatch failing the run when an index of `indices` is outside `[-axis_len, axis_len)`.
+pub fn indices_in_range(cx: &PrepareCx<'_>, indices: &Tensor<'_>, axis_len: u64) -> Result<Dispatch, GpuError> {
+    let i64 = match indices.ty {
+        ElemType::I64 => true,
+        ElemType::I32 => false,
+        other => return Err(GpuError::Internal(format!("indices of type {other}"))),
+    };
+    let params = Params {
+        count: to_u32("indices", indices.elems())?,
+        axis_len: to_u32("indexed axis", axis_len)?,
+        code: cx.status_code,
+        pad: 0,
+    };
+    let variant = ShaderVariant::Op(OpShader::new(IndexCheck { i64 }));
+    cx.gpu.prepare_op(
+        &variant,
+        &[indices.buf],
+        &[cx.status],
+        bytemuck::bytes_of(&params),
+        grid_for(indices.elems(), cx.caps())?,
+    )
+}
