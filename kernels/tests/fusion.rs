@@ -236,3 +236,26 @@ fn a_constant_scalar_factor_folds_into_alpha() {
         }
     }
 }
+
+#[test]
+fn a_mask_over_some_batch_dims_is_not_a_bias() {
+    // Scores [2,3,4,4] + mask [2,1,1,4]: the product merges its batch dims, the mask cannot follow.
+    let mut qk = node(
+        "MatMul",
+        13,
+        vec![Some(val("q", F32, &[2, 3, 4, 8])), Some(val("k", F32, &[2, 3, 8, 4]))],
+        vec![val("s", F32, &[2, 3, 4, 4])],
+        vec![],
+    );
+    qk.name = "qk".into();
+    let mut add = node(
+        "Add",
+        14,
+        vec![Some(val("s", F32, &[2, 3, 4, 4])), Some(val("m", F32, &[2, 1, 1, 4]))],
+        vec![val("y", F32, &[2, 3, 4, 4])],
+        vec![],
+    );
+    add.name = "mask".into();
+    let p = program(&[qk, add], &["q", "k", "m"], &["y"]);
+    assert_eq!(step_ops(&p), ["MatMul", "Add"]);
+}

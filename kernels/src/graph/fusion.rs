@@ -207,7 +207,11 @@ fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize> {
         return None;
     }
     let fits = bias_shape.iter().rev().zip(out.iter().rev()).all(|(b, o)| b == &Dim::Fixed(1) || b == o);
-    fits.then_some(k)
+    // The GEMM lays a bias out per batch only when it varies with every batch dim or with none
+    // (the product may merge its batch dims): a mask [B,1,1,S] over scores [B,H,S,S] stays apart.
+    let offset = out.len() - bias_shape.len();
+    let no_batch = bias_shape.iter().enumerate().all(|(i, d)| i + offset + 2 >= out.len() || d == &Dim::Fixed(1));
+    (fits && (bias_shape == out || no_batch)).then_some(k)
 }
 
 /// Groups the elementwise nodes that no product absorbed into chains.
