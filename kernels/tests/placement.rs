@@ -282,3 +282,19 @@ fn attention_stays_on_a_discrete_gpu_once_softmax_is_ours() {
     assert!(p.decisions.iter().all(|d| d.verdict.is_ok()), "{:?}", p.decisions);
     assert_eq!(p.groups.len(), 1);
 }
+
+#[test]
+fn branches_that_start_at_inputs_join_one_partition() {
+    // Two chains start at graph inputs and meet: one partition, not one per branch.
+    let g = graph(
+        vec![
+            node("Sigmoid", "a", vec![value("x", &[4, 8])], value("a", &[4, 8])),
+            node("Tanh", "b", vec![value("y", &[4, 8])], value("b", &[4, 8])),
+            node("Add", "c", vec![value("a", &[4, 8]), value("b", &[4, 8])], value("c", &[4, 8])),
+        ],
+        &["c"],
+    );
+    let (v, groups) = verdicts(&g);
+    assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
+    assert_eq!(groups.len(), 1, "{groups:?}");
+}

@@ -69,6 +69,98 @@ impl Placement {
     }
 }
 
+/// Greedy grouping starts a new group at every node none of whose parents is claimed (each
+/// branch of inputs and constants), so a model splits into partitions that exchange tensors
+/// through host memory. Each connected component of claimed nodes becomes one group when it is
+/// convex (no path leaves it and comes back); a component that is not keeps its greedy groups.
+fn merge_convex_components(graph: &Graph, order: &[usize], groups: Vec<Vec<usize>>) -> Vec<Vec<usize>> {
+    let n = graph.nodes.len();
+    let mut group_of = vec![usize::MAX; n];
+    for (g, members) in groups.iter().enumerate() {
+        for &i in members {
+            group_of[i] = g;
+        }
+    }
+    let producers = graph.producers();
+    let consumers = graph.consumers();
+    let children = |i: usize| -> Vec<usize> {
+        graph.nodes[i]
+            .outputs
+            .iter()
+            .flatten()
+            .filter_map(|o| consumers.get(o.name.as_str()))
+            .flatten()
+            .copied()
+            .collect()
+    };
+    let parents = |i: usize| -> Vec<usize> {
+        graph.nodes[i].inputs.iter().flatten().filter_map(|v| producers.get(v.name.as_str()).copied()).collect()
+    };
+    // Connected components of claimed nodes over direct edges.
+    let mut component = vec![usize::MAX; n];
+    let mut components: Vec<Vec<usize>> = Vec::new();
+    for &start in order {
+        if group_of[start] == usize::MAX || component[start] != usize::MAX {
+            continue;
+        }
+        let id = components.len();
+        let mut stack = vec![start];
+        let mut members = Vec::new();
+        component[start] = id;
+        while let Some(i) = stack.pop() {
+            members.push(i);
+            for j in children(i).into_iter().chain(parents(i)) {
+                if group_of[j] != usize::MAX && component[j] == usize::MAX {
+                    component[j] = id;
+                    stack.push(j);
+                }
+            }
+        }
+        components.push(members);
+    }
+    let position: Vec<usize> = {
+        let mut p = vec![0; n];
+        for (k, &i) in order.iter().enumerate() {
+            p[i] = k;
+        }
+        p
+    };
+    let mut out = Vec::new();
+    let mut kept_greedy: BTreeSet<usize> = BTreeSet::new();
+    for members in components {
+        if is_convex(&members, &component, &children) {
+            let mut g = members;
+            g.sort_by_key(|&i| position[i]);
+            out.push(g);
+        } else {
+            kept_greedy.extend(members.iter().map(|&i| group_of[i]));
+        }
+    }
+    out.extend(kept_greedy.into_iter().map(|g| groups[g].clone()));
+    out
+}
+
+/// Whether no path leaves `members` and comes back (`component` labels them all alike).
+fn is_convex(members: &[usize], component: &[usize], children: &dyn Fn(usize) -> Vec<usize>) -> bool {
+    let Some(&first) = members.first() else { return true };
+    let id = component[first];
+    let inside = |i: usize| component[i] == id;
+    let mut seen = vec![false; component.len()];
+    let mut stack: Vec<usize> = members.iter().flat_map(|&m| children(m)).filter(|&c| !inside(c)).collect();
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        for c in children(i) {
+            if inside(c) {
+                return false;
+            }
+            stack.push(c);
+        }
+    }
+    true
+}
+
 /// The registry's verdict on one node.
 fn judge(node: &super::model::Node, opts: &PlacementOptions) -> Result<Role, (String, DeclineKind)> {
     if let Some(ep) = &node.assigned_ep {
@@ -123,6 +215,7 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
         decisions.push(Decision { node: i, verdict, kind });
     }
     groups.retain(|g| !g.is_empty());
+    let mut groups = merge_convex_components(graph, &order, groups);
     // Leave partitions whose host traffic outweighs their work to the CPU EP. Dropping a whole
     // group keeps the others convex: paths through another partition were already excluded.
     groups.retain(|group| {
