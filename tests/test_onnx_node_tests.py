@@ -358,19 +358,34 @@ def materialize(variant: Variant):
 
         feeds = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in feeds.items()}
         rounded = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in feeds.items()}
+        # LayerNormalization's Mean/InvStdDev stay float32 (stash_type=1, the default).
+        keep = set(stashed_outputs(model))
+        names = [o.name for o in model.graph.output]
         expected = [
-            w.astype(np.float16) if w.dtype == np.float32 else w for w in map(np.asarray, ReferenceEvaluator(model).run(None, rounded))
+            w.astype(np.float16) if w.dtype == np.float32 and n not in keep else w
+            for n, w in zip(names, map(np.asarray, ReferenceEvaluator(model).run(None, rounded)))
         ]
-        model = to_float16(model)
+        model = to_float16(model, keep)
     return model, feeds, expected
 
 
-def to_float16(model):
-    """The model with every float32 tensor (inputs, outputs, initializers) float16."""
+def stashed_outputs(model) -> list[str]:
+    """Outputs whose type the op fixes at float32 whatever its input type: LayerNormalization's Mean and
+    InvStdDev with stash_type=1 (the default)."""
+    names = []
+    for n in model.graph.node:
+        stash = next((a.i for a in n.attribute if a.name == "stash_type"), 1)
+        if n.op_type == "LayerNormalization" and stash == 1:
+            names += [o for o in n.output[1:] if o]
+    return names
+
+
+def to_float16(model, keep=frozenset()):
+    """The model with every float32 tensor (inputs, outputs, initializers) float16, except the values in `keep`."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     for vi in list(out.graph.input) + list(out.graph.output) + list(out.graph.value_info):
-        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT and vi.name not in keep:
             vi.type.tensor_type.elem_type = TensorProto.FLOAT16
     for i, init in enumerate(out.graph.initializer):
         if init.data_type == TensorProto.FLOAT:
