@@ -222,7 +222,7 @@ fn low_intensity_partitions_stay_on_cpu_for_a_discrete_gpu() {
     assert!(p.groups.is_empty());
     assert_eq!(p.decisions[0].kind, Some(DeclineKind::Cost));
     let reason = p.decisions[0].verdict.clone().unwrap_err();
-    assert!(reason.contains("FLOP/byte") && reason.contains("CPU EP"), "{reason}");
+    assert!(reason.contains("ms here") && reason.contains("CPU EP"), "{reason}");
     // The software adapter shares host memory: no PCIe to pay for, so it keeps the node.
     assert_eq!(place(&scores, &opts()).groups.len(), 1);
     // offload=all claims it anyway.
@@ -240,12 +240,19 @@ fn low_intensity_partitions_stay_on_cpu_for_a_discrete_gpu() {
     );
     assert_eq!(place(&mlp, &h200_opts()).groups.len(), 1);
 
-    // A small partition is kept whatever its ratio: its copies are cheap.
+    // A small product with little work: the round trip alone costs more than the CPU needs
+    // (measured: lone small ops lose on the H200).
     let small = graph(
         vec![node("MatMul", "mm", vec![value("x", &[7, 129]), value("w", &[129, 1000])], value("y", &[7, 1000]))],
         &["y"],
     );
-    assert_eq!(place(&small, &h200_opts()).groups.len(), 1);
+    assert!(place(&small, &h200_opts()).groups.is_empty());
+    // A lone memory-bound op of any size: left to the CPU EP.
+    let add = graph(
+        vec![node("Add", "add", vec![value("a", &[2048, 4096]), value("b", &[2048, 4096])], value("y", &[2048, 4096]))],
+        &["y"],
+    );
+    assert!(place(&add, &h200_opts()).groups.is_empty());
 
     // Symbolic shapes cannot be judged: kept.
     let dynamic = graph(

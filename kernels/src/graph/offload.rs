@@ -1,11 +1,17 @@
 //! Whether a partition is worth running on a discrete GPU at all.
 //!
-//! Partition inputs arrive from, and outputs return to, host memory over PCIe (~10–25 GB/s),
-//! while ONNX Runtime's CPU EP runs GEMMs at roughly 0.5–2 TFLOP/s: below ~50–100 FLOP per byte
-//! crossing the boundary, the copies alone cost more than the CPU takes for the whole job. The
-//! Whisper encoder's attention products (6×1500×1500 scores, ~30 FLOP/byte, between CPU
-//! Softmax and Transposes) and large depthwise convs (~2 FLOP/byte) are such cases. Small
-//! partitions are left alone: their copies are cheap whatever the ratio.
+//! A partition's inputs arrive from, and its outputs return to, host memory over PCIe, and each
+//! run pays a fixed round trip (staging, one submission, the wait, the read-back). Measured on
+//! the H200 (`bench/run.py --only island --option offload=all`, docs/PERFORMANCE.md): one Add of
+//! two [2048,4096] f32 tensors took 4.8 ms on ours against 0.41 ms on the CPU EP, one of
+//! [256,1024] 0.45 ms against 0.028 ms, a [6,1500,1500] Softmax 5.0 ms against 0.81 ms: a lone
+//! memory-bound op loses at every size. Whole models win by 10–30× (one partition, little
+//! traffic, tens of GFLOP). So the rule compares two estimates from these measurements:
+//!
+//! - ours: [`ROUND_TRIP_MS`] + boundary bytes over [`PCIE_BYTES_PER_S`];
+//! - the CPU EP: FLOPs over [`CPU_FLOPS`] + boundary bytes over [`CPU_BYTES_PER_S`],
+//!
+//! and leaves the partition to the CPU EP when ours is the larger. `offload=all` turns it off.
 
 use std::collections::{HashMap, HashSet};
 
@@ -13,10 +19,15 @@ use super::model::{Graph, ValueInfo};
 use crate::caps::{DeviceCaps, DeviceKind};
 use crate::ops::lookup;
 
-/// Below this many bytes crossing the host boundary per run, a partition is always kept.
-pub const MIN_BOUNDARY_BYTES: u64 = 8 << 20;
-/// FLOP per boundary byte below which a large partition is left to the CPU EP.
-pub const MIN_INTENSITY: f64 = 64.0;
+/// The fixed cost of one run of a partition on a discrete GPU (a lone [6,128,128] Softmax:
+/// 0.23 ms end to end).
+pub const ROUND_TRIP_MS: f64 = 0.1;
+/// Host↔GPU copies including staging (96 MB in 4.8 ms with the kernel: ~20 GB/s).
+pub const PCIE_BYTES_PER_S: f64 = 16e9;
+/// ONNX Runtime's CPU EP on products (the Whisper encoder: 0.86 TFLOP/s on 16 threads).
+pub const CPU_FLOPS: f64 = 1e12;
+/// The CPU EP streaming memory-bound ops (96 MB in 0.41 ms: ~240 GB/s).
+pub const CPU_BYTES_PER_S: f64 = 200e9;
 
 /// `Err(reason)` when the partition `group` (node indices) should stay on the CPU EP;
 /// `consumers` is [`Graph::consumers`] of `graph`.
@@ -35,11 +46,12 @@ pub fn worth_offloading(
     let (Some(flops), Some(bytes)) = (group_flops(graph, group), boundary_bytes(graph, consumers, group)) else {
         return Ok(()); // symbolic shapes: cannot judge, keep it
     };
-    let intensity = flops / bytes.max(1) as f64;
-    if bytes >= MIN_BOUNDARY_BYTES && intensity < MIN_INTENSITY {
+    let ours_ms = ROUND_TRIP_MS + bytes as f64 / PCIE_BYTES_PER_S * 1e3;
+    let cpu_ms = (flops / CPU_FLOPS + bytes as f64 / CPU_BYTES_PER_S) * 1e3;
+    if ours_ms > cpu_ms {
         return Err(format!(
-            "its partition would move {:.1} MB between host and GPU for {:.2} GFLOP \
-             ({intensity:.0} FLOP/byte < {MIN_INTENSITY}): faster on the CPU EP",
+            "its partition would move {:.2} MB between host and GPU for {:.3} GFLOP: about {ours_ms:.2} ms here \
+             against {cpu_ms:.2} ms on the CPU EP (offload=all claims it anyway)",
             bytes as f64 / 1e6,
             flops / 1e9
         ));
