@@ -6,7 +6,6 @@ mod common;
 
 use common::graph::{const_val, node, run_graph, val, T};
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::GemmOptions;
 use ep_kernels::graph::{Attr, ExecOptions, Node, PlacementOptions, ValueInfo};
 use ep_kernels::ops::layout::strided::{contiguous, prepare, Strided, Tuning};
 use ep_kernels::ops::PrepareCx;
@@ -423,14 +422,7 @@ fn expand() {
 }
 
 fn opts() -> PlacementOptions {
-    PlacementOptions {
-        caps: profiles::get("llvmpipe").unwrap(),
-        enable_f16: true,
-        gemm: GemmOptions::default(),
-        conv1d_as_conv2d: true,
-        conv_algo: ep_kernels::conv::ConvAlgo::Auto,
-        cost_rule: true,
-    }
+    PlacementOptions::defaults(profiles::get("llvmpipe").unwrap())
 }
 
 fn placement(n: &Node) -> Result<(), String> {

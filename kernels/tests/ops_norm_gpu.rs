@@ -5,7 +5,6 @@ mod common;
 
 use common::graph::{const_val, node, run_graph, val, T};
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::GemmOptions;
 use ep_kernels::graph::{Attr, ExecOptions, Node, PlacementOptions};
 use ep_kernels::ops::norm::layer::{NormKernel, NormKind};
 use ep_kernels::ops::norm::reduce::ReduceKernel;
@@ -17,14 +16,7 @@ use ep_kernels::ElemType;
 use rand::Rng;
 
 fn opts() -> PlacementOptions {
-    PlacementOptions {
-        caps: profiles::get("llvmpipe").unwrap(),
-        enable_f16: true,
-        gemm: GemmOptions::default(),
-        conv1d_as_conv2d: true,
-        conv_algo: ep_kernels::conv::ConvAlgo::Auto,
-        cost_rule: true,
-    }
+    PlacementOptions::defaults(profiles::get("llvmpipe").unwrap())
 }
 
 /// Random values of `ty` (exact in it), and the tensor.

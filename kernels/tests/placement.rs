@@ -7,18 +7,10 @@ use common::reentry;
 use std::collections::BTreeMap;
 
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::GemmOptions;
 use ep_kernels::graph::{place, Attr, DeclineKind, Dim, Graph, Node, PlacementOptions, Role, ValueInfo};
 
 fn opts() -> PlacementOptions {
-    PlacementOptions {
-        caps: profiles::get("llvmpipe").unwrap(),
-        enable_f16: true,
-        gemm: GemmOptions::default(),
-        conv1d_as_conv2d: true,
-        conv_algo: ep_kernels::conv::ConvAlgo::Auto,
-        cost_rule: true,
-    }
+    PlacementOptions::defaults(profiles::get("llvmpipe").unwrap())
 }
 
 fn value(name: &str, shape: &[i64]) -> ValueInfo {

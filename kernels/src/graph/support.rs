@@ -22,6 +22,20 @@ pub struct PlacementOptions {
     pub cost_rule: bool,
 }
 
+impl PlacementOptions {
+    /// The EP's defaults on a device: f16 on, automatic tiling and conv algorithm, the cost rule.
+    pub fn defaults(caps: DeviceCaps) -> PlacementOptions {
+        PlacementOptions {
+            caps,
+            enable_f16: true,
+            gemm: GemmOptions::default(),
+            conv1d_as_conv2d: true,
+            conv_algo: ConvAlgo::Auto,
+            cost_rule: true,
+        }
+    }
+}
+
 /// The element type shared by `values`, if it is one we run and the device allows it.
 pub fn common_dtype(node: &Node, values: &[&ValueInfo], opts: &PlacementOptions) -> Result<DType, String> {
     let first = values.first().ok_or_else(|| format!("{} has no inputs", node.op_type))?;

@@ -255,16 +255,7 @@ pub fn capabilities_for(types: &[ElemType]) -> naga::valid::Capabilities {
 
 /// Numpy broadcasting of two shapes (right-aligned), or `None` when they do not broadcast.
 pub fn broadcast(a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
-    let rank = a.len().max(b.len());
-    let dim = |s: &[u64], i: usize| if i + s.len() >= rank { s[i + s.len() - rank] } else { 1 };
-    (0..rank)
-        .map(|i| match (dim(a, i), dim(b, i)) {
-            (x, y) if x == y => Some(x),
-            (1, y) => Some(y),
-            (x, 1) => Some(x),
-            _ => None,
-        })
-        .collect()
+    crate::gemm::broadcast_shapes(a, b)
 }
 
 /// A negative ONNX axis counted from the end, checked against `rank`.

@@ -3,8 +3,6 @@ use super::*;
 
 use common::graph::val as value;
 use ep_kernels::caps::profiles;
-use ep_kernels::conv::ConvAlgo;
-use ep_kernels::gemm::GemmOptions;
 use ep_kernels::graph::{Constant, Node, PlacementOptions};
 use ep_kernels::ops::lookup;
 
@@ -166,14 +164,7 @@ fn bad_shapes_are_errors() {
 }
 
 fn opts(enable_f16: bool) -> PlacementOptions {
-    PlacementOptions {
-        caps: profiles::get("llvmpipe").unwrap(),
-        enable_f16,
-        gemm: GemmOptions::default(),
-        conv1d_as_conv2d: true,
-        conv_algo: ConvAlgo::Auto,
-        cost_rule: true,
-    }
+    PlacementOptions { enable_f16, ..PlacementOptions::defaults(profiles::get("llvmpipe").unwrap()) }
 }
 
 fn check(nd: &Node, enable_f16: bool) -> Result<(), String> {

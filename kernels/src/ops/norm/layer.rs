@@ -18,8 +18,7 @@ use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::ops::{
-    capabilities_for, check_f16, check_types, grid, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx,
-    PreparedStep, Tensor,
+    check_f16, check_types, grid, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor,
 };
 use crate::runtime::GpuBuffer;
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
@@ -388,12 +387,7 @@ impl OpSource for NormSource {
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
-        let caps = capabilities_for(&[self.ty, self.stats.unwrap_or(self.ty)]);
-        if self.sg {
-            caps | naga::valid::Capabilities::SUBGROUP
-        } else {
-            caps
-        }
+        super::row_capabilities(&[self.ty, self.stats.unwrap_or(self.ty)], self.sg)
     }
 }
 

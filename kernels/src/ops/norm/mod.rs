@@ -54,6 +54,16 @@ impl RowTuning {
 pub const MAX_DIMS: usize = 8;
 
 /// Up to [`MAX_DIMS`] numbers as the uniform `array<vec4<u32>, 2>` the templates index.
+/// The capabilities of a row kernel over `types`, with subgroups when it reduces through them.
+pub(crate) fn row_capabilities(types: &[ElemType], sg: bool) -> naga::valid::Capabilities {
+    let caps = crate::ops::capabilities_for(types);
+    if sg {
+        caps | naga::valid::Capabilities::SUBGROUP
+    } else {
+        caps
+    }
+}
+
 pub(crate) fn packed(values: &[u32]) -> Result<[[u32; 4]; 2], GpuError> {
     if values.len() > MAX_DIMS {
         return Err(GpuError::Internal(format!("{} dimensions exceed the kernel's {MAX_DIMS}", values.len())));

@@ -15,8 +15,7 @@ use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::ops::{
-    capabilities_for, check_f16, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx,
-    PreparedStep, WORKGROUP,
+    check_f16, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, WORKGROUP,
 };
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -380,12 +379,7 @@ impl OpSource for ReduceSource {
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
-        let caps = capabilities_for(&[self.ty]);
-        if self.sg {
-            caps | naga::valid::Capabilities::SUBGROUP
-        } else {
-            caps
-        }
+        super::row_capabilities(&[self.ty], self.sg)
     }
 }
 

@@ -15,8 +15,8 @@ use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::ops::{
-    capabilities_for, check_f16, check_types, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef,
-    PrepareCx, PreparedStep, WORKGROUP,
+    check_f16, check_types, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep,
+    WORKGROUP,
 };
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -205,12 +205,7 @@ impl OpSource for SoftmaxSource {
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
-        let caps = capabilities_for(&[self.ty]);
-        if self.sg {
-            caps | naga::valid::Capabilities::SUBGROUP
-        } else {
-            caps
-        }
+        super::row_capabilities(&[self.ty], self.sg)
     }
 }
 
