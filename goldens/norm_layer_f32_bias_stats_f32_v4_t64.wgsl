@@ -65,7 +65,10 @@ fn main(
     let total = workgroup_sum(acc, tid);
     let dm = total.x / nf;
     let mean = shift + dm;
-    let inv = 1.0 / sqrt(max(total.y / nf - dm * dm, 0.0) + p.eps);
+    // Rounding may leave a tiny negative variance; NaN (an infinite input) must stay NaN, as
+    // ONNX Runtime's CPU EP gives, so no `max` (which would turn NaN into 0).
+    let variance = total.y / nf - dm * dm;
+    let inv = 1.0 / sqrt(select(variance, 0.0, variance < 0.0) + p.eps);
     if (tid == 0u) {
         if ((p.flags & 1u) != 0u) {
             mean_out[row] = f32(mean);
