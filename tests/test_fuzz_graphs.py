@@ -540,12 +540,21 @@ def near_overflow(x):
     return bool((np.isfinite(x) & (np.abs(x.astype(np.float64)) > limit)).any())
 
 
-def close(got, want, dtype):
-    """Same NaN positions, same infinities, close finite values; integers and booleans equal."""
+def close(got, want, dtype, nonfinite_upstream=False):
+    """Same NaN positions, same infinities, close finite values; integers and booleans equal.
+
+    With `nonfinite_upstream` (an intermediate value of the graph was NaN or ±Inf), positions where the reference
+    is not finite are not compared: Vulkan drivers may assume no NaN/Inf in float arithmetic unless the shader asks
+    for `SignedZeroInfNanPreserve`, which WGSL cannot, and llvmpipe folds e.g. (c + x) − x to c inside one fused
+    kernel (seed 949125753). Single ops keep ONNX's NaN/Inf results (their own tests and the node tests check
+    them); a NaN of ours where the reference is finite still fails."""
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
     if want.dtype.kind != "f":
         np.testing.assert_array_equal(got, want)
         return
+    if nonfinite_upstream:
+        finite = np.isfinite(want)
+        got, want = np.where(finite, got, 0).astype(got.dtype), np.where(finite, want, 0).astype(want.dtype)
     rtol, atol = (2e-3, 2e-3) if dtype == np.float32 and want.dtype == np.float32 else (5e-2, 5e-2)
     scale = max(1.0, float(np.nanmax(np.abs(np.where(np.isinf(want), 0, want)), initial=0)))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
@@ -567,7 +576,8 @@ def run_reference(model, feeds):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     values = ort.InferenceSession(probe.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-    return values[: len(model.graph.output)], any(near_overflow(v) for v in values)
+    nonfinite = any(v.dtype.kind == "f" and not np.isfinite(v).all() for v in values)
+    return values[: len(model.graph.output)], any(near_overflow(v) for v in values), nonfinite
 
 
 def test_random_graphs_match_cpu(make_session, run_cpu):
@@ -583,7 +593,7 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
         dtype = np.float16 if rng.random() < 0.2 else np.float32
         model, feeds = GraphGen(rng, dtype).build(int(rng.integers(1, 16)))
         try:
-            want, overflowing = run_reference(model, feeds)
+            want, overflowing, nonfinite = run_reference(model, feeds)
         except Exception:  # noqa: BLE001
             # E.g. an op without a float16 CPU kernel: nothing to compare with, but ours must still not crash.
             refused += 1
@@ -616,7 +626,7 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
             continue
         try:
             for g, w in zip(got, want):
-                close(g, w, dtype)
+                close(g, w, dtype, nonfinite)
         except AssertionError as e:
             raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}): {e}\n{helper.printable_graph(model.graph)}") from e
         ran += 1
