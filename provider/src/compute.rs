@@ -1,17 +1,19 @@
-//! `OrtNodeComputeInfo`: runs one compiled partition per `Compute` call, with host tensors in
-//! and out (the EP registers no device memory, so ORT hands us CPU tensors).
+//! `OrtNodeComputeInfo`: runs one compiled partition per `Compute` call. ORT hands us tensors in
+//! our device memory (ranges of wgpu buffers behind our addresses), which the run copies on the
+//! GPU; host tensors (e.g. through a test harness) are uploaded and read back.
 
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
-use ep_kernels::graph::{Executable, HostTensor};
+use ep_kernels::graph::{Executable, InputData, OutputTarget, RunInput, RunOutputs};
 use ep_kernels::ElemType;
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
 use crate::abi::{OrtNodeComputeContext, OrtNodeComputeInfo, ABI_VERSION};
 use crate::fault::{self, Fault, Site};
-use crate::graph_reader::{tensor_view, TensorView};
-use crate::ort::{check, guard, guard_value, ort, EpError, Logger, Status};
+use crate::graph_reader::tensor_type_shape;
+use crate::memory::{tensor_place, Place};
+use crate::ort::{check, guard, guard_value, ort, EpError, Logger, Ort, Status};
 
 #[repr(C)]
 pub struct ComputeInfo {
@@ -77,7 +79,8 @@ unsafe extern "system" fn compute(
             info.exec.gpu().destroy("test fault lose_device:compute");
         }
         let n = info.exec.program().inputs.len();
-        let mut tensors: Vec<TensorView> = Vec::with_capacity(n);
+        let mut shapes = Vec::with_capacity(n);
+        let mut places = Vec::with_capacity(n);
         for i in 0..n {
             let mut value: *const OrtValue = null();
             // SAFETY: ctx is live; index < the fused node's input count.
@@ -86,42 +89,27 @@ unsafe extern "system" fn compute(
                 return Err(EpError::invalid(format!("{}: input {i} is missing", info.name)));
             }
             // SAFETY: a live input tensor of this Compute call.
-            tensors.push(unsafe { tensor_view(o, value)? });
-        }
-        let mut inputs = Vec::with_capacity(n);
-        for t in &tensors {
-            let elem = t.elem_type;
+            let (elem, shape) = unsafe { tensor_type_shape(o, value)? };
             let dtype = ElemType::from_onnx(elem)
                 .ok_or_else(|| EpError::invalid(format!("{}: element type {elem} is not supported", info.name)))?;
-            inputs.push(HostTensor { dtype, shape: &t.shape, data: t.data });
+            shapes.push((dtype, shape));
+            // SAFETY: as above; host bytes stay valid for this call.
+            places.push(unsafe { tensor_place(o, value, false)? });
         }
-        let mut write_output = |i: usize, shape: &[u64], bytes: &[u8]| -> Result<(), String> {
-            let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-            let mut out: *mut OrtValue = null_mut();
-            // SAFETY: ctx is live; ORT allocates the output with this shape; its data pointer
-            // covers exactly `bytes.len()` bytes (same element type and count).
-            unsafe {
-                check((o.api.KernelContext_GetOutput)(ctx, i, dims.as_ptr(), dims.len(), &mut out))
-                    .map_err(|e| e.message)?;
-                let mut size = 0usize;
-                check((o.api.GetTensorSizeInBytes)(out, &mut size)).map_err(|e| e.message)?;
-                if size != bytes.len() {
-                    return Err(format!("output {i}: ORT allocated {size} bytes, the result has {}", bytes.len()));
-                }
-                if size > 0 {
-                    let mut p: *mut c_void = null_mut();
-                    check((o.api.GetTensorMutableData)(out, &mut p)).map_err(|e| e.message)?;
-                    if p.is_null() {
-                        return Err(format!("output {i}: ORT returned no data pointer for {size} bytes"));
-                    }
-                    // SAFETY: ORT's output buffer of `size` bytes, exclusively ours during Compute.
-                    let dst = std::slice::from_raw_parts_mut(p as *mut u8, size);
-                    ep_kernels::hostcopy::copy(dst, bytes);
-                }
-            }
-            Ok(())
-        };
-        let report = info.exec.run(&inputs, &mut write_output).map_err(|e| {
+        let inputs: Vec<RunInput<'_>> = shapes
+            .iter()
+            .zip(places)
+            .map(|((dtype, shape), place)| RunInput {
+                dtype: *dtype,
+                shape,
+                data: match place {
+                    Place::Host(b) => InputData::Host(b),
+                    Place::Device(s) => InputData::Device(s),
+                },
+            })
+            .collect();
+        let mut outputs = OrtOutputs { o, ctx, values: Vec::new() };
+        let report = info.exec.run_io(&inputs, &mut outputs).map_err(|e| {
             let mut err = EpError::from(e);
             err.message = format!("{}: {}", info.name, err.message);
             err
@@ -132,7 +120,8 @@ unsafe extern "system" fn compute(
             }
         }
         if let Some(mut lines) = report {
-            lines.push(format!("{} dispatches per run", info.exec.dispatch_count(&inputs)));
+            let shape_refs: Vec<&[u64]> = shapes.iter().map(|(_, s)| s.as_slice()).collect();
+            lines.push(format!("{} dispatches per run", info.exec.dispatch_count(&shape_refs)));
             let mut logger = null();
             // SAFETY: ctx is live; the logger it returns lives as long as ctx.
             if check(unsafe { (o.api.KernelContext_GetLogger)(ctx, &mut logger) }).is_ok() {
@@ -146,4 +135,50 @@ unsafe extern "system" fn compute(
         }
         Ok(())
     })
+}
+
+/// The fused node's outputs, allocated by ORT in the memory it chose for them (ours, once the
+/// EP registers device memory; host memory otherwise).
+struct OrtOutputs<'a> {
+    o: &'a Ort,
+    ctx: *mut OrtKernelContext,
+    values: Vec<*mut OrtValue>,
+}
+
+impl RunOutputs for OrtOutputs<'_> {
+    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, String> {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let mut out: *mut OrtValue = null_mut();
+        // SAFETY: ctx is live for this Compute call; ORT allocates output i with this shape and
+        // keeps it alive past the call.
+        unsafe {
+            check((self.o.api.KernelContext_GetOutput)(self.ctx, i, dims.as_ptr(), dims.len(), &mut out))
+                .map_err(|e| e.message)?;
+        }
+        if self.values.len() <= i {
+            self.values.resize(i + 1, null_mut());
+        }
+        self.values[i] = out;
+        // SAFETY: `out` is the live output tensor just allocated.
+        match unsafe { tensor_place(self.o, out, true) }.map_err(|e| e.message)? {
+            Place::Host(_) => Ok(OutputTarget::Host),
+            Place::Device(s) => Ok(OutputTarget::Device(s)),
+        }
+    }
+
+    fn host(&mut self, i: usize, _shape: &[u64], bytes: &[u8]) -> Result<(), String> {
+        let out = self.values.get(i).copied().filter(|p| !p.is_null()).ok_or("output was not allocated")?;
+        // SAFETY: `out` is the live host output tensor allocated in `target`.
+        let place = unsafe { tensor_place(self.o, out, true) }.map_err(|e| e.message)?;
+        let Place::Host(dst) = place else { return Err(format!("output {i} is not in host memory")) };
+        if dst.len() != bytes.len() {
+            return Err(format!("output {i}: ORT allocated {} bytes, the result has {}", dst.len(), bytes.len()));
+        }
+        if !dst.is_empty() {
+            // SAFETY: ORT's output buffer of `dst.len()` bytes, exclusively ours during Compute.
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr() as *mut u8, dst.len()) };
+            ep_kernels::hostcopy::copy(dst, bytes);
+        }
+        Ok(())
+    }
 }

@@ -6,9 +6,11 @@ use std::ptr::null;
 use std::sync::Arc;
 
 use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Executable, PlacementOptions};
+use ep_kernels::runtime::memory::{DeviceAllocator, DEFAULT_CACHE_LIMIT};
+use ep_kernels::runtime::transfer::{thread_copy_stats, CopyStats};
 use ep_kernels::runtime::Gpu;
 use ep_kernels::ElemType;
-use ort_sys::{OrtGraph, OrtLoggingLevel, OrtNode, OrtValue, OrtValueInfo};
+use ort_sys::{OrtAllocator, OrtGraph, OrtLoggingLevel, OrtMemoryInfo, OrtNode, OrtRunOptions, OrtValue, OrtValueInfo};
 
 use crate::abi::{
     OrtEp, OrtEpGraphSupportInfo, OrtKernelRegistry, OrtNodeComputeInfo, OrtNodeFusionOptions, ABI_VERSION,
@@ -17,6 +19,7 @@ use crate::compute::ComputeInfo;
 use crate::factory::EP_NAME;
 use crate::fault::{self, Site};
 use crate::graph_reader::{read_graph, tensor_bytes};
+use crate::memory::Allocator;
 use crate::options::{EpOptions, Offload};
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
@@ -44,9 +47,9 @@ impl Ep {
                 GetPreferredDataLayout: Some(get_preferred_data_layout),
                 ShouldConvertDataLayoutForOp: None,
                 SetDynamicOptions: None,
-                OnRunStart: None,
-                OnRunEnd: None,
-                CreateAllocator: None,
+                OnRunStart: Some(on_run_start),
+                OnRunEnd: Some(on_run_end),
+                CreateAllocator: Some(create_allocator),
                 CreateSyncStreamForDevice: None,
                 GetCompiledModelCompatibilityInfo: None,
                 GetKernelRegistry: Some(get_kernel_registry),
@@ -96,6 +99,53 @@ impl Ep {
 unsafe extern "system" fn get_name(this: *const OrtEp) -> *const c_char {
     // SAFETY: ORT passes back our EP.
     guard_value("OrtEp::GetName", null(), || unsafe { Ep::from_ptr(this) }.name.as_ptr())
+}
+
+/// The session's allocator of our device memory, on the session's own device, so its tensors
+/// are copied on the GPU without a detour.
+unsafe extern "system" fn create_allocator(
+    this: *mut OrtEp,
+    info: *const OrtMemoryInfo,
+    out: *mut *mut OrtAllocator,
+) -> Status {
+    guard("OrtEp::CreateAllocator", || {
+        if out.is_null() || info.is_null() {
+            return Err(EpError::invalid("CreateAllocator: NULL argument"));
+        }
+        // SAFETY: ORT passes back our EP.
+        let ep = unsafe { Ep::from_ptr(this) };
+        let inner = DeviceAllocator::for_gpu(ep.gpu.clone(), DEFAULT_CACHE_LIMIT);
+        // SAFETY: ORT passes a valid out-pointer; the memory info is the one we registered,
+        // which the factory keeps alive.
+        unsafe { *out = Allocator::create(info, inner, ep.logger) };
+        Ok(())
+    })
+}
+
+thread_local! {
+    /// This thread's copy counters when its current run started.
+    static RUN_START: std::cell::Cell<Option<CopyStats>> = const { std::cell::Cell::new(None) };
+}
+
+unsafe extern "system" fn on_run_start(_this: *mut OrtEp, _options: *const OrtRunOptions) -> Status {
+    guard("OrtEp::OnRunStart", || {
+        RUN_START.with(|s| s.set(Some(thread_copy_stats())));
+        Ok(())
+    })
+}
+
+/// Logs the run's copies between host and device (verbose): ORT runs a session's feeds,
+/// fetches and nodes on the calling thread, whose counters we compare.
+unsafe extern "system" fn on_run_end(this: *mut OrtEp, _options: *const OrtRunOptions, _sync: bool) -> Status {
+    guard("OrtEp::OnRunEnd", || {
+        if let Some(start) = RUN_START.with(|s| s.take()) {
+            let copies = thread_copy_stats().since(&start);
+            // SAFETY: ORT passes back our EP.
+            let ep = unsafe { Ep::from_ptr(this) };
+            ep.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE, &format!("run copies: {}", copies.summary()));
+        }
+        Ok(())
+    })
 }
 
 unsafe extern "system" fn get_preferred_data_layout(_this: *mut OrtEp, layout: *mut i32) -> Status {

@@ -6,9 +6,12 @@ use std::ffi::{c_char, CString};
 use std::ptr::{null, null_mut};
 use std::sync::Arc;
 
+use ep_kernels::runtime::memory::{DeviceAllocator, GpuSource, DEFAULT_CACHE_LIMIT};
 use ep_kernels::runtime::{list_adapters, AdapterSelector, AdapterSummary, Gpu, GpuOptions};
+use ep_kernels::GpuError;
 use ort_sys::{
-    OrtEpDevice, OrtErrorCode, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtLoggingLevel, OrtSessionOptions,
+    OrtAllocator, OrtEpDevice, OrtErrorCode, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtLoggingLevel,
+    OrtMemoryInfo, OrtSessionOptions,
 };
 use parking_lot::Mutex;
 
@@ -16,6 +19,7 @@ use crate::abi::{OrtDataTransferImpl, OrtEp, OrtEpFactory, ABI_VERSION};
 use crate::devices::{pair, HwDevice};
 use crate::ep::Ep;
 use crate::fault::{self, Site};
+use crate::memory::{Allocator, DataTransfer, MemoryInfo};
 use crate::options::{CoopMode, EpOptions, Validation};
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
@@ -33,6 +37,15 @@ pub struct Factory {
     vendor: CString,
     version: CString,
     adapters: Vec<AdapterSummary>,
+    devices: Arc<Devices>,
+    /// The DEFAULT memory info of each adapter we offer, registered on its `OrtEpDevice`s.
+    memory: Mutex<HashMap<usize, MemoryInfo>>,
+    logger: Logger,
+}
+
+/// The open devices, shared with the allocators ORT creates at registration (which open their
+/// device on first use).
+pub struct Devices {
     /// Open devices by (adapter index, debug validation, cooperative matrices).
     gpus: Mutex<HashMap<(usize, bool, bool), Arc<Gpu>>>,
     logger: Logger,
@@ -58,8 +71,8 @@ impl Factory {
                 GetVendorId: get_vendor_id,
                 GetVersion: get_version,
                 ValidateCompiledModelCompatibilityInfo: None,
-                CreateAllocator: None,
-                ReleaseAllocator: None,
+                CreateAllocator: Some(create_allocator),
+                ReleaseAllocator: Some(release_allocator),
                 CreateDataTransfer: create_data_transfer,
                 IsStreamAware: is_stream_aware,
                 CreateSyncStreamForDevice: None,
@@ -72,7 +85,8 @@ impl Factory {
             vendor: c_string(VENDOR),
             version: c_string(env!("CARGO_PKG_VERSION")),
             adapters,
-            gpus: Mutex::new(HashMap::new()),
+            devices: Arc::new(Devices { gpus: Mutex::new(HashMap::new()), logger }),
+            memory: Mutex::new(HashMap::new()),
             logger,
         })
     }
@@ -84,6 +98,56 @@ impl Factory {
         unsafe { &*(this as *const Factory) }
     }
 
+    fn gpu(&self, adapter: usize, options: &EpOptions) -> Result<Arc<Gpu>, EpError> {
+        self.devices.gpu(adapter, options)
+    }
+
+    /// The DEFAULT memory info of an adapter, made once.
+    fn memory_info(&self, adapter: usize) -> Result<*const OrtMemoryInfo, EpError> {
+        let mut memory = self.memory.lock();
+        if let Some(m) = memory.get(&adapter) {
+            return Ok(m.0);
+        }
+        let m = MemoryInfo::new(adapter)?;
+        let p = m.0 as *const OrtMemoryInfo;
+        memory.insert(adapter, m);
+        Ok(p)
+    }
+
+    /// The adapter whose memory info this is (ORT hands back the pointer we registered).
+    fn adapter_of(&self, info: *const OrtMemoryInfo) -> Option<usize> {
+        self.memory.lock().iter().find(|(_, m)| std::ptr::eq(m.0, info)).map(|(&a, _)| a)
+    }
+
+    /// Logs the GPU memory our open devices hold (wgpu's allocator report), so tests and users
+    /// can watch for leaks across sessions.
+    fn log_memory(&self, event: &str) {
+        let gpus: Vec<Arc<Gpu>> = self.devices.gpus.lock().values().cloned().collect();
+        let bytes: u64 = gpus.iter().filter_map(|g| g.allocated_bytes()).sum();
+        self.logger.log(
+            OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
+            &format!("{event}; GPU memory held: {bytes} bytes on {} device(s)", gpus.len()),
+        );
+    }
+
+    /// Resolves the `adapter` option against the adapters found at load time.
+    fn resolve_adapter(&self, selector: &AdapterSelector) -> Result<usize, EpError> {
+        let found = match selector {
+            AdapterSelector::Auto => self.adapters.first().map(|a| a.index),
+            AdapterSelector::Index(i) => self.adapters.iter().find(|a| a.index == *i).map(|a| a.index),
+            AdapterSelector::Name(n) => {
+                let n = n.to_lowercase();
+                self.adapters.iter().find(|a| a.name.to_lowercase().contains(&n)).map(|a| a.index)
+            }
+        };
+        found.ok_or_else(|| {
+            let names: Vec<String> = self.adapters.iter().map(|a| format!("{}: {}", a.index, a.name)).collect();
+            EpError::invalid(format!("option 'adapter': no adapter matches {selector} (found: {})", names.join(", ")))
+        })
+    }
+}
+
+impl Devices {
     /// The device for an adapter, opened on first use.
     fn gpu(&self, adapter: usize, options: &EpOptions) -> Result<Arc<Gpu>, EpError> {
         let debug = options.validation == Validation::Debug;
@@ -119,33 +183,6 @@ impl Factory {
         gpus.insert(key, gpu.clone());
         Ok(gpu)
     }
-
-    /// Logs the GPU memory our open devices hold (wgpu's allocator report), so tests and users
-    /// can watch for leaks across sessions.
-    fn log_memory(&self, event: &str) {
-        let gpus: Vec<Arc<Gpu>> = self.gpus.lock().values().cloned().collect();
-        let bytes: u64 = gpus.iter().filter_map(|g| g.allocated_bytes()).sum();
-        self.logger.log(
-            OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
-            &format!("{event}; GPU memory held: {bytes} bytes on {} device(s)", gpus.len()),
-        );
-    }
-
-    /// Resolves the `adapter` option against the adapters found at load time.
-    fn resolve_adapter(&self, selector: &AdapterSelector) -> Result<usize, EpError> {
-        let found = match selector {
-            AdapterSelector::Auto => self.adapters.first().map(|a| a.index),
-            AdapterSelector::Index(i) => self.adapters.iter().find(|a| a.index == *i).map(|a| a.index),
-            AdapterSelector::Name(n) => {
-                let n = n.to_lowercase();
-                self.adapters.iter().find(|a| a.name.to_lowercase().contains(&n)).map(|a| a.index)
-            }
-        };
-        found.ok_or_else(|| {
-            let names: Vec<String> = self.adapters.iter().map(|a| format!("{}: {}", a.index, a.name)).collect();
-            EpError::invalid(format!("option 'adapter': no adapter matches {selector} (found: {})", names.join(", ")))
-        })
-    }
 }
 
 unsafe extern "system" fn get_name(this: *const OrtEpFactory) -> *const c_char {
@@ -173,13 +210,52 @@ unsafe extern "system" fn is_stream_aware(_this: *const OrtEpFactory) -> bool {
 
 unsafe extern "system" fn create_data_transfer(_this: *mut OrtEpFactory, out: *mut *mut OrtDataTransferImpl) -> Status {
     guard("CreateDataTransfer", || {
-        // Tensors cross our boundary in CPU memory, so ORT needs no copies from us; the slot
-        // must still exist (a NULL slot crashes ORT at registration).
-        if !out.is_null() {
-            // SAFETY: ORT passes a valid out-pointer.
-            unsafe { *out = null_mut() };
+        if out.is_null() {
+            return Err(EpError::invalid("CreateDataTransfer: NULL out-pointer"));
         }
+        // SAFETY: ORT passes a valid out-pointer and releases the transfer through its Release.
+        unsafe { *out = DataTransfer::create() };
         Ok(())
+    })
+}
+
+/// The allocator of an adapter's memory. ORT calls this when the library is registered (the
+/// environment's shared allocator, e.g. for Python `OrtValue`s on our device) and for sessions
+/// without an allocator of their own, so it opens no device until the first allocation.
+unsafe extern "system" fn create_allocator(
+    this: *mut OrtEpFactory,
+    info: *const OrtMemoryInfo,
+    _options: *const OrtKeyValuePairs,
+    out: *mut *mut OrtAllocator,
+) -> Status {
+    guard("OrtEpFactory::CreateAllocator", || {
+        if out.is_null() {
+            return Err(EpError::invalid("CreateAllocator: NULL out-pointer"));
+        }
+        // SAFETY: ORT passes back our factory.
+        let factory = unsafe { Factory::from_ptr(this) };
+        let adapter = factory.adapter_of(info).ok_or_else(|| {
+            EpError::invalid("CreateAllocator: the memory info is not one WgpuExecutionProvider made")
+        })?;
+        let devices = factory.devices.clone();
+        let options = EpOptions::from_config(&BTreeMap::new()).map_err(EpError::fail)?;
+        let source: GpuSource = Box::new(move || {
+            devices
+                .gpu(adapter, &options)
+                .map_err(|e| GpuError::DeviceCreation { adapter: adapter.to_string(), reason: e.message })
+        });
+        let inner = DeviceAllocator::new(source, DEFAULT_CACHE_LIMIT);
+        // SAFETY: ORT passes a valid out-pointer; the memory info lives in the factory, which
+        // outlives its allocators.
+        unsafe { *out = Allocator::create(info, inner, factory.logger) };
+        Ok(())
+    })
+}
+
+unsafe extern "system" fn release_allocator(_this: *mut OrtEpFactory, allocator: *mut OrtAllocator) {
+    guard_value("OrtEpFactory::ReleaseAllocator", (), || {
+        // SAFETY: made by create_allocator (or OrtEp::CreateAllocator); ORT releases it once.
+        unsafe { Allocator::destroy(allocator) }
     })
 }
 
@@ -266,6 +342,10 @@ unsafe extern "system" fn get_supported_devices(
                 let status = (o.ep.CreateEpDevice)(this, handles[di], meta, null(), &mut dev);
                 (o.api.ReleaseKeyValuePairs)(meta);
                 check(status)?;
+                // Our device memory: ORT then hands Compute device tensors and copies through
+                // our data transfer at the boundaries.
+                let info = factory.memory_info(a.index)?;
+                check((o.ep.EpDevice_AddAllocatorInfo)(dev, info))?;
                 *ep_devices.add(*num_ep_devices) = dev;
                 *num_ep_devices += 1;
             }

@@ -19,7 +19,12 @@ pub enum Site {
     Compile,
     Compute,
     ReleaseEp,
+    /// Our device allocator's `Alloc`, for allocations of at least [`ALLOC_FAULT_MIN_BYTES`].
+    Alloc,
 }
+
+/// `oom:alloc` fails only allocations this large, so a test picks which one fails.
+pub const ALLOC_FAULT_MIN_BYTES: usize = 1 << 20;
 
 const SITES: &[(&str, Site)] = &[
     ("create_ep", Site::CreateEp),
@@ -27,6 +32,7 @@ const SITES: &[(&str, Site)] = &[
     ("compile", Site::Compile),
     ("compute", Site::Compute),
     ("release_ep", Site::ReleaseEp),
+    ("alloc", Site::Alloc),
 ];
 
 impl std::fmt::Display for Site {
@@ -44,6 +50,8 @@ pub enum Fault {
     /// The GPU device is destroyed (as a driver reset would), once per process, so the next
     /// session can show that a fresh device is opened.
     LoseDevice,
+    /// An allocation fails (once) as a driver out-of-memory would.
+    OutOfMemory,
 }
 
 #[derive(Debug)]
@@ -68,7 +76,8 @@ fn parse(spec: &str) -> Result<Vec<Directive>, String> {
             let fault = match fault {
                 "panic" => Fault::Panic,
                 "lose_device" => Fault::LoseDevice,
-                _ => return Err(format!("{ENV}: unknown fault '{fault}' (panic, lose_device)")),
+                "oom" => Fault::OutOfMemory,
+                _ => return Err(format!("{ENV}: unknown fault '{fault}' (panic, lose_device, oom)")),
             };
             let site = SITES.iter().find(|(name, _)| *name == site).map(|&(_, s)| s).ok_or_else(|| {
                 let names: Vec<&str> = SITES.iter().map(|(n, _)| *n).collect();

@@ -174,22 +174,15 @@ unsafe fn tensor_type(o: &Ort, t: *const OrtTypeInfo) -> (i32, Option<Vec<Dim>>)
     }
 }
 
-/// A tensor's element type, shape and bytes, borrowed from ORT.
-pub struct TensorView<'a> {
-    pub elem_type: i32,
-    pub shape: Vec<u64>,
-    pub data: &'a [u8],
-}
-
-/// Views a CPU tensor without copying its data.
+/// A live tensor's ONNX element type and shape.
 ///
 /// # Safety
-/// `value` is a live tensor `OrtValue` in CPU memory that ORT keeps alive for `'a`.
-pub unsafe fn tensor_view<'a>(o: &Ort, value: *const OrtValue) -> Result<TensorView<'a>, EpError> {
+/// `value` is a live tensor `OrtValue`.
+pub unsafe fn tensor_type_shape(o: &Ort, value: *const OrtValue) -> Result<(i32, Vec<u64>), EpError> {
     let a = o.api;
-    // SAFETY (whole block): value is a live CPU tensor; the type/shape info we create is
-    // released below; the element type is written through an i32 so an unknown code from a
-    // newer ORT is just a number; the data pointer covers GetTensorSizeInBytes bytes for 'a.
+    // SAFETY (whole block): value is a live tensor; the type/shape info we create is released
+    // below; the element type is written through an i32 so an unknown code from a newer ORT is
+    // just a number.
     unsafe {
         let mut info = null_mut();
         check((a.GetTensorTypeAndShape)(value, &mut info))?;
@@ -202,13 +195,7 @@ pub unsafe fn tensor_view<'a>(o: &Ort, value: *const OrtValue) -> Result<TensorV
         let r3 = check((a.GetDimensions)(info, dims.as_mut_ptr(), rank));
         (a.ReleaseTensorTypeAndShapeInfo)(info);
         r1.and(r2).and(r3)?;
-        let mut size = 0usize;
-        check((a.GetTensorSizeInBytes)(value, &mut size))?;
-        let mut p: *const c_void = null();
-        check((a.GetTensorData)(value, &mut p))?;
-        let data: &'a [u8] =
-            if size == 0 || p.is_null() { &[] } else { std::slice::from_raw_parts(p as *const u8, size) };
-        Ok(TensorView { elem_type: elem, shape: dims.iter().map(|&d| d.max(0) as u64).collect(), data })
+        Ok((elem, dims.iter().map(|&d| d.max(0) as u64).collect()))
     }
 }
 
@@ -219,17 +206,28 @@ pub struct TensorData {
     pub data: Vec<u8>,
 }
 
-/// Copies a CPU tensor; fails if it has more than `max_bytes`.
+/// Copies a tensor (from host memory, or from our device memory through a read-back); fails if
+/// it has more than `max_bytes`.
 ///
 /// # Safety
-/// `value` is a live tensor `OrtValue` in CPU memory.
+/// `value` is a live tensor `OrtValue`.
 pub unsafe fn tensor_bytes(o: &Ort, value: *const OrtValue, max_bytes: usize) -> Result<TensorData, EpError> {
-    // SAFETY: guaranteed by the caller; the view is copied before this call returns.
-    let view = unsafe { tensor_view(o, value)? };
-    if view.data.len() > max_bytes {
-        return Err(EpError::invalid(format!("tensor of {} bytes exceeds {max_bytes}", view.data.len())));
+    // SAFETY: guaranteed by the caller; the bytes are copied before this call returns.
+    let (elem_type, shape) = unsafe { tensor_type_shape(o, value)? };
+    // SAFETY: as above.
+    let place = unsafe { crate::memory::tensor_place(o, value, false)? };
+    if place.len() > max_bytes as u64 {
+        return Err(EpError::invalid(format!("tensor of {} bytes exceeds {max_bytes}", place.len())));
     }
-    Ok(TensorData { elem_type: view.elem_type, shape: view.shape, data: view.data.to_vec() })
+    let data = match place {
+        crate::memory::Place::Host(data) => data.to_vec(),
+        crate::memory::Place::Device(slice) => {
+            let mut data = vec![0u8; slice.len as usize];
+            ep_kernels::runtime::transfer::read(&slice, &mut data)?;
+            data
+        }
+    };
+    Ok(TensorData { elem_type, shape, data })
 }
 
 /// # Safety

@@ -10,6 +10,7 @@ pub mod experimental;
 mod factory;
 pub mod fault;
 mod graph_reader;
+pub mod memory;
 pub mod options;
 pub mod ort;
 mod profile;
@@ -83,4 +84,51 @@ pub unsafe extern "C" fn CreateEpFactories(
 pub unsafe extern "C" fn ReleaseEpFactory(factory: *mut OrtEpFactory) -> Status {
     // SAFETY: guaranteed by ORT's contract (see above).
     guard("ReleaseEpFactory", || unsafe { factory::destroy(factory) })
+}
+
+/// Copies between host and our device memory since the library was loaded, for tools and tests
+/// (`onnxruntime_ep_wgpu.copy_stats()` reads it through ctypes): writes up to `n` of
+/// `[host→GPU bytes, host→GPU copies, GPU→host bytes, GPU→host copies, GPU→GPU bytes,
+/// GPU→GPU copies]` to `out` and returns how many values there are (6).
+///
+/// # Safety
+/// `out` is NULL or points to `n` writable `u64`s.
+#[no_mangle]
+pub unsafe extern "C" fn onnxruntime_ep_wgpu_copy_stats(out: *mut u64, n: usize) -> usize {
+    let s = ep_kernels::runtime::transfer::copy_stats();
+    let values = [
+        s.host_to_device_bytes,
+        s.host_to_device,
+        s.device_to_host_bytes,
+        s.device_to_host,
+        s.device_to_device_bytes,
+        s.device_to_device,
+    ];
+    // SAFETY: guaranteed by the caller.
+    unsafe { write_values(out, n, &values) }
+}
+
+/// Our device allocators' counters: writes up to `n` of `[live bytes, cached bytes,
+/// allocations, buffers created, failed allocations]` and returns how many there are (5).
+///
+/// # Safety
+/// `out` is NULL or points to `n` writable `u64`s.
+#[no_mangle]
+pub unsafe extern "C" fn onnxruntime_ep_wgpu_memory_stats(out: *mut u64, n: usize) -> usize {
+    let s = ep_kernels::runtime::memory::memory_stats();
+    let values = [s.live_bytes, s.cached_bytes, s.allocations, s.buffers_created, s.failures];
+    // SAFETY: guaranteed by the caller.
+    unsafe { write_values(out, n, &values) }
+}
+
+/// # Safety
+/// `out` is NULL or points to `n` writable `u64`s.
+unsafe fn write_values(out: *mut u64, n: usize, values: &[u64]) -> usize {
+    if !out.is_null() {
+        for (i, v) in values.iter().take(n).enumerate() {
+            // SAFETY: i < n, guaranteed writable by the caller.
+            unsafe { *out.add(i) = *v };
+        }
+    }
+    values.len()
 }

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use ep_kernels::graph::{Executable, HostTensor};
+use ep_kernels::graph::{Executable, RunInput};
 
 pub const ENV: &str = "ONNXRUNTIME_EP_WGPU_PROFILE";
 
@@ -18,7 +18,7 @@ pub fn target() -> Option<String> {
 
 /// Times the partition's steps and appends them to `path`; failures are returned as text for
 /// the log (profiling never fails a run).
-pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[HostTensor<'_>]) -> Result<(), String> {
+pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[RunInput<'_>]) -> Result<(), String> {
     let Some(steps) = exec.profile(inputs, REPEAT).map_err(|e| e.to_string())? else {
         return Err("the device has no timestamp queries".into());
     };

@@ -8,16 +8,49 @@ The package only finds the bundled shared library and names the EP; register it 
     ort.register_execution_provider_library("wgpu", wgpu_ep.get_library_path())
     devices = [d for d in ort.get_ep_devices() if d.ep_name == wgpu_ep.get_ep_name()]
 
+Tensors can stay on our device between runs: our device memory is ``ep_device.memory_info(
+ort.OrtDeviceMemoryType.DEFAULT)`` (a GPU device with vendor id :data:`VENDOR_ID`), and ``OrtValue`` objects made on it
+work with ``io_binding()``::
+
+    x = ort.OrtValue.ortvalue_from_numpy(array, "gpu", 0, wgpu_ep.VENDOR_ID)
+
+:func:`copy_stats` and :func:`memory_stats` report the copies between host and device and the device
+allocators' state.
+
 It deliberately does not import onnxruntime, so any compatible onnxruntime build can be paired with it.
 """
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 from ._version import __version__
 
-__all__ = ["__version__", "get_ep_name", "get_ep_names", "get_library_path"]
+__all__ = [
+    "VENDOR_ID",
+    "__version__",
+    "copy_stats",
+    "get_ep_name",
+    "get_ep_names",
+    "get_library_path",
+    "memory_stats",
+]
+
+#: The vendor id of our device memory in ONNX Runtime's ``OrtDevice`` ("WGPU" in ASCII; not a PCI vendor id, and
+#: not 0, which ONNX Runtime's WebGPU EP uses). Pass it where ONNX Runtime asks for a vendor id, e.g.
+#: ``OrtValue.ortvalue_from_numpy(a, "gpu", 0, VENDOR_ID)`` or ``OrtDevice.make("gpu", 0, VENDOR_ID)``.
+VENDOR_ID = 0x57475055
+
+_COPY_KEYS = (
+    "host_to_device_bytes",
+    "host_to_device",
+    "device_to_host_bytes",
+    "device_to_host",
+    "device_to_device_bytes",
+    "device_to_device",
+)
+_MEMORY_KEYS = ("live_bytes", "cached_bytes", "allocations", "buffers_created", "failures")
 
 _EP_NAME = "WgpuExecutionProvider"
 _LIBRARY_NAME = "libonnxruntime_ep_wgpu.so"
@@ -48,3 +81,29 @@ def get_ep_name() -> str:
 def get_ep_names() -> list[str]:
     """Return every execution provider name this plugin library provides."""
     return [_EP_NAME]
+
+
+def _stats(symbol: str, keys: tuple[str, ...], library_path: str | None) -> dict[str, int]:
+    # The library ONNX Runtime loaded: dlopen of the same path returns the same handle, so the counters are the
+    # ones the registered EP updates.
+    lib = ctypes.CDLL(library_path or get_library_path())
+    fn = getattr(lib, symbol)
+    fn.restype = ctypes.c_size_t
+    fn.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    values = (ctypes.c_uint64 * len(keys))()
+    fn(values, len(keys))
+    return dict(zip(keys, (int(v) for v in values)))
+
+
+def copy_stats(library_path: str | None = None) -> dict[str, int]:
+    """Copies made since the library was loaded: counts and bytes host->device, device->host, device->device.
+
+    Differences around ``session.run``/``run_with_iobinding`` give a run's copies. ``library_path`` must be the
+    path the library was registered from (default: the bundled one).
+    """
+    return _stats("onnxruntime_ep_wgpu_copy_stats", _COPY_KEYS, library_path)
+
+
+def memory_stats(library_path: str | None = None) -> dict[str, int]:
+    """Our device allocators: live and cached bytes, allocations, buffers created, failed allocations."""
+    return _stats("onnxruntime_ep_wgpu_memory_stats", _MEMORY_KEYS, library_path)

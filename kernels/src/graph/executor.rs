@@ -9,11 +9,15 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::program::{Operand, Program};
+
+#[path = "execute.rs"]
+mod execute;
 use crate::conv::ConvAlgo;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::gemm::GemmOptions;
 use crate::ops::{KernelIo, PrepareCx, Tensor};
+use crate::runtime::memory::DeviceSlice;
 use crate::runtime::{Dispatch, Gpu, GpuBuffer, Readback, Staged};
 
 /// An input tensor in host memory.
@@ -26,6 +30,71 @@ pub struct HostTensor<'a> {
 
 /// Receives each output: `(index, shape, bytes)`; an error aborts the run.
 pub type OutputSink<'a> = dyn FnMut(usize, &[u64], &[u8]) -> Result<(), String> + 'a;
+
+/// Where an input's bytes are: host memory, or a range of our device memory (ONNX Runtime's
+/// tensors once the EP has its own memory).
+#[derive(Clone, Debug)]
+pub enum InputData<'a> {
+    Host(&'a [u8]),
+    Device(DeviceSlice),
+}
+
+/// One input of a run.
+#[derive(Clone, Debug)]
+pub struct RunInput<'a> {
+    pub dtype: ElemType,
+    pub shape: &'a [u64],
+    pub data: InputData<'a>,
+}
+
+impl RunInput<'_> {
+    pub fn len(&self) -> u64 {
+        match &self.data {
+            InputData::Host(b) => b.len() as u64,
+            InputData::Device(s) => s.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> From<&HostTensor<'a>> for RunInput<'a> {
+    fn from(t: &HostTensor<'a>) -> RunInput<'a> {
+        RunInput { dtype: t.dtype, shape: t.shape, data: InputData::Host(t.data) }
+    }
+}
+
+/// Where an output goes.
+#[derive(Clone, Debug)]
+pub enum OutputTarget {
+    /// Read back and handed to [`RunOutputs::host`].
+    Host,
+    /// Copied on the GPU into this range (exactly the output's bytes).
+    Device(DeviceSlice),
+}
+
+/// Receives a run's outputs.
+pub trait RunOutputs {
+    /// Where output `i`, of this shape, goes; asked once per output before the run is recorded.
+    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, String>;
+    /// The bytes of an output whose target is [`OutputTarget::Host`], once the run is done.
+    fn host(&mut self, i: usize, shape: &[u64], bytes: &[u8]) -> Result<(), String>;
+}
+
+/// Every output to the host, through a sink.
+struct HostOutputs<'s, 'a>(&'s mut OutputSink<'a>);
+
+impl RunOutputs for HostOutputs<'_, '_> {
+    fn target(&mut self, _i: usize, _shape: &[u64]) -> Result<OutputTarget, String> {
+        Ok(OutputTarget::Host)
+    }
+
+    fn host(&mut self, i: usize, shape: &[u64], bytes: &[u8]) -> Result<(), String> {
+        (self.0)(i, shape, bytes)
+    }
+}
 
 /// Planning choices that apply to every op of a program.
 #[derive(Clone, Copy, Debug)]
@@ -57,18 +126,25 @@ pub struct Executable {
 
 /// Everything one run of a given set of input shapes needs.
 struct Prepared {
+    /// The buffer each input is bound from: host inputs are uploaded into it, device inputs
+    /// copied into it on the GPU, so the bind groups stay valid whatever buffers ORT hands us.
     inputs: Vec<GpuBuffer>,
-    /// Host-writable staging buffer of each input (`None` for an empty one), mapped between
+    /// Host-writable staging buffer of each host input, made on first use and mapped between
     /// runs: an upload is one copy into it, no allocation.
     staging: Vec<Option<Staged>>,
+    /// Whether a dispatch checks values at run time (the status word must be read back).
+    checks: bool,
     /// Every value's buffer (kept alive with the bind groups).
     #[allow(dead_code)]
     temps: Vec<GpuBuffer>,
     /// The buffer each output is read back from.
     sources: Vec<GpuBuffer>,
-    readbacks: Vec<Readback>,
+    /// Read-back buffer of each output, made the first time it goes to the host.
+    readbacks: Vec<Option<Readback>>,
     dispatches: Vec<Dispatch>,
     output_shapes: Vec<Vec<u64>>,
+    /// Each output's byte length.
+    output_bytes: Vec<u64>,
     /// One line per op: its problem and the chosen plan.
     plans: Vec<String>,
     /// The run's status word, cleared at the start of each run; a check dispatch writes the
@@ -105,16 +181,29 @@ impl Executable {
         &self.gpu
     }
 
-    /// Runs once: `inputs` in the fused node's order; `outputs(i, shape, bytes)` receives each
-    /// result. Returns a description of each op's plan when these shapes were seen for the
-    /// first time (for logs), else `None`.
+    /// Runs once with host inputs and outputs: `inputs` in the fused node's order;
+    /// `outputs(i, shape, bytes)` receives each result. Returns a description of each op's plan
+    /// when these shapes were seen for the first time (for logs), else `None`.
     pub fn run(
         &self,
         inputs: &[HostTensor<'_>],
         outputs: &mut OutputSink<'_>,
     ) -> Result<Option<Vec<String>>, GpuError> {
+        let inputs: Vec<RunInput<'_>> = inputs.iter().map(RunInput::from).collect();
+        self.run_io(&inputs, &mut HostOutputs(outputs))
+    }
+
+    /// Runs once with inputs and outputs in host or device memory (see [`RunInput`],
+    /// [`RunOutputs`]). When every output is on the device and no dispatch checks values at run
+    /// time, it returns once the work is submitted: later uses of the outputs are ordered
+    /// after it on the device's queue.
+    pub fn run_io(
+        &self,
+        inputs: &[RunInput<'_>],
+        outputs: &mut dyn RunOutputs,
+    ) -> Result<Option<Vec<String>>, GpuError> {
         self.check_inputs(inputs)?;
-        let key = Self::key(inputs);
+        let key = Self::key(inputs.iter().map(|t| t.shape));
         let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
@@ -138,11 +227,11 @@ impl Executable {
     /// Runs once, then times every step's dispatches with timestamp queries (`repeat` times
     /// each, averaged). `None` when the device has no timestamp queries. For benchmarks and
     /// `ONNXRUNTIME_EP_WGPU_PROFILE`; a normal run never pays for it.
-    pub fn profile(&self, inputs: &[HostTensor<'_>], repeat: u32) -> Result<Option<Vec<StepProfile>>, GpuError> {
+    pub fn profile(&self, inputs: &[RunInput<'_>], repeat: u32) -> Result<Option<Vec<StepProfile>>, GpuError> {
         let Some(timer) = crate::runtime::GpuTimer::new(&self.gpu) else { return Ok(None) };
         self.check_inputs(inputs)?;
         let mut prepared = self.prepare(inputs)?;
-        self.execute(&mut prepared, inputs, &mut |_, _, _| Ok(()))?;
+        self.execute(&mut prepared, inputs, &mut HostOutputs(&mut |_, _, _| Ok(())))?;
         let repeat = repeat.max(1);
         let mut out = Vec::with_capacity(prepared.spans.len());
         for (ops, range) in &prepared.spans {
@@ -154,16 +243,16 @@ impl Executable {
     }
 
     /// Dispatches one run of these input shapes records (0 until the shapes were prepared).
-    pub fn dispatch_count(&self, inputs: &[HostTensor<'_>]) -> usize {
-        let key = Self::key(inputs);
+    pub fn dispatch_count(&self, shapes: &[&[u64]]) -> usize {
+        let key = Self::key(shapes.iter().copied());
         self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or(0, |p| p.dispatches.len())
     }
 
-    fn key(inputs: &[HostTensor<'_>]) -> Vec<u64> {
-        inputs.iter().flat_map(|t| std::iter::once(t.shape.len() as u64).chain(t.shape.iter().copied())).collect()
+    fn key<'s>(shapes: impl Iterator<Item = &'s [u64]>) -> Vec<u64> {
+        shapes.flat_map(|s| std::iter::once(s.len() as u64).chain(s.iter().copied())).collect()
     }
 
-    fn check_inputs(&self, inputs: &[HostTensor<'_>]) -> Result<(), GpuError> {
+    fn check_inputs(&self, inputs: &[RunInput<'_>]) -> Result<(), GpuError> {
         if inputs.len() != self.program.inputs.len() {
             return Err(GpuError::Invalid(format!(
                 "expected {} inputs, got {}",
@@ -176,69 +265,11 @@ impl Executable {
                 return Err(GpuError::Invalid(format!("input '{name}' is {}, expected {dtype}", t.dtype)));
             }
             let elems: u64 = t.shape.iter().product();
-            if elems * dtype.size() != t.data.len() as u64 {
-                return Err(GpuError::Invalid(format!(
-                    "input '{name}' of shape {:?} has {} bytes",
-                    t.shape,
-                    t.data.len()
-                )));
+            if elems * dtype.size() != t.len() {
+                return Err(GpuError::Invalid(format!("input '{name}' of shape {:?} has {} bytes", t.shape, t.len())));
             }
         }
         Ok(())
-    }
-
-    fn execute(
-        &self,
-        prepared: &mut Prepared,
-        inputs: &[HostTensor<'_>],
-        outputs: &mut OutputSink<'_>,
-    ) -> Result<bool, GpuError> {
-        let gpu = &self.gpu;
-        gpu.scoped("run", || {
-            // Uploads go through our own staging buffers, copied at the start of the run's
-            // encoder (not `Queue::write_buffer`, where wgpu counts an out-of-memory as a lost
-            // device).
-            let mut encoder =
-                gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
-            for ((staged, buf), t) in prepared.staging.iter_mut().zip(&prepared.inputs).zip(inputs) {
-                if let Some(staged) = staged {
-                    gpu.fill(staged, t.data)?;
-                    staged.copy_to(&mut encoder, &buf.buffer);
-                }
-            }
-            encoder.clear_buffer(&prepared.status.buffer, 0, None);
-            let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
-            if !dispatches.is_empty() {
-                gpu.encode(&mut encoder, &dispatches);
-            }
-            gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
-            for (rb, src) in prepared.readbacks.iter().zip(&prepared.sources) {
-                gpu.copy_to_readback(&mut encoder, src, rb);
-            }
-            gpu.queue().submit([encoder.finish()]);
-            Ok(())
-        })?;
-        let mut failure = None;
-        // The status word comes first, so a failed check delivers no output.
-        let readbacks: Vec<&Readback> =
-            std::iter::once(&prepared.status_readback).chain(prepared.readbacks.iter()).collect();
-        gpu.read(&readbacks, |i, bytes| {
-            if i == 0 {
-                let code = bytes.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
-                if code != 0 {
-                    failure = Some(self.check_failure(code));
-                }
-            } else if failure.is_none() {
-                if let Err(e) = outputs(i - 1, &prepared.output_shapes[i - 1], bytes) {
-                    failure = Some(e);
-                }
-            }
-        })?;
-        failure.map_or(Ok(()), |e| Err(GpuError::Invalid(e)))?;
-        // The submission is done: map the staging buffers for the next run of this set. The
-        // outputs are already delivered, so a failure here only keeps the set out of the pool.
-        let mut staging: Vec<&mut Staged> = prepared.staging.iter_mut().flatten().collect();
-        Ok(gpu.remap(&mut staging).is_ok())
     }
 
     /// The message of a failed run-time check: code = the step's index + 1.
@@ -250,18 +281,15 @@ impl Executable {
     }
 
     /// Infers every step's shapes, allocates buffers and binds the dispatches.
-    fn prepare(&self, inputs: &[HostTensor<'_>]) -> Result<Prepared, GpuError> {
+    fn prepare(&self, inputs: &[RunInput<'_>]) -> Result<Prepared, GpuError> {
         let gpu = &self.gpu;
         let input_bufs = inputs
             .iter()
             .zip(&self.program.inputs)
-            .map(|(t, name)| gpu.storage_buffer(t.data.len() as u64, name))
+            .map(|(t, name)| gpu.storage_buffer(t.len(), name))
             .collect::<Result<Vec<_>, _>>()?;
-        let staging = inputs
-            .iter()
-            .zip(&self.program.inputs)
-            .map(|(t, name)| (!t.data.is_empty()).then(|| gpu.staging(t.data.len() as u64, name)).transpose())
-            .collect::<Result<Vec<_>, _>>()?;
+        let staging = inputs.iter().map(|_| None).collect();
+        let checks = self.program.steps.iter().any(|s| s.kernel.checks());
         let mut values: Vec<Option<(GpuBuffer, Vec<u64>, ElemType)>> = vec![None; self.program.values];
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
@@ -324,23 +352,27 @@ impl Executable {
             }
         }
         let mut output_shapes = Vec::new();
+        let mut output_bytes = Vec::new();
         let mut readbacks = Vec::new();
         let mut sources = Vec::new();
         for &o in &self.program.outputs {
             let t = self.operand(o, inputs, &input_bufs, &values)?;
             output_shapes.push(t.shape.to_vec());
-            readbacks.push(gpu.readback(t.elems() * t.ty.size())?);
+            output_bytes.push(t.elems() * t.ty.size());
+            readbacks.push(None);
             sources.push(t.buf.clone());
         }
         let temps: Vec<GpuBuffer> = values.into_iter().flatten().map(|(b, ..)| b).collect();
         Ok(Prepared {
             inputs: input_bufs,
             staging,
+            checks,
             temps,
             sources,
             readbacks,
             dispatches,
             output_shapes,
+            output_bytes,
             plans,
             spans,
             status,
@@ -352,7 +384,7 @@ impl Executable {
     fn operand<'a>(
         &'a self,
         o: Operand,
-        inputs: &'a [HostTensor<'_>],
+        inputs: &'a [RunInput<'_>],
         input_bufs: &'a [GpuBuffer],
         values: &'a [Option<(GpuBuffer, Vec<u64>, ElemType)>],
     ) -> Result<Tensor<'a>, GpuError> {

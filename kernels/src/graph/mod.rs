@@ -11,7 +11,7 @@ pub mod program;
 pub mod reshape;
 pub mod support;
 
-pub use executor::{ExecOptions, Executable, HostTensor, StepProfile};
+pub use executor::{ExecOptions, Executable, HostTensor, InputData, OutputTarget, RunInput, RunOutputs, StepProfile};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
 pub use placement::{place, Decision, DeclineKind, Placement, Role};
 pub use program::{build_program, Constant, Operand, Program, Step};

@@ -149,6 +149,12 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
 
     /// Binds the dispatches that compute the outputs from the inputs at these shapes.
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError>;
+
+    /// Whether its dispatches check values at run time (`ops::check`): the executor then
+    /// reads the run's status word back before it returns.
+    fn checks(&self) -> bool {
+        false
+    }
 }
 
 /// The registry: one line per op family.

@@ -20,7 +20,7 @@ impl GpuBuffer {
     }
 }
 
-const fn padded(len: u64) -> u64 {
+pub(super) const fn padded(len: u64) -> u64 {
     let l = if len < 4 { 4 } else { len };
     l.next_multiple_of(4)
 }
@@ -32,7 +32,7 @@ const MIN_STORAGE_BYTES: u64 = 16;
 const MAP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Requests a whole-buffer map of each buffer; its callback sends `(index, result)`.
-fn request_maps<'a>(
+pub(super) fn request_maps<'a>(
     buffers: impl IntoIterator<Item = &'a wgpu::Buffer>,
     mode: wgpu::MapMode,
 ) -> mpsc::Receiver<(usize, Result<(), String>)> {
@@ -246,7 +246,7 @@ impl Gpu {
     /// Waits for `n` map callbacks. Another thread's `poll` may be the one that fires ours, a
     /// moment after our own `poll(Wait)` returned, so wait on the callbacks themselves (polling
     /// meanwhile) rather than assume they ran; give up after [`MAP_TIMEOUT`].
-    fn collect_maps(
+    pub(super) fn collect_maps(
         &self,
         rx: &mpsc::Receiver<(usize, Result<(), String>)>,
         n: usize,

@@ -8,8 +8,10 @@ mod adapter;
 mod buffers;
 mod conv;
 mod dispatch;
+pub mod memory;
 mod pipelines;
 mod timing;
+pub mod transfer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -69,6 +71,7 @@ pub struct Gpu {
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
     lost_flag: Arc<AtomicBool>,
+    staging_pools: transfer::StagingPools,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -120,7 +123,17 @@ impl Gpu {
         });
         let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone());
         tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
-        Ok(Arc::new(Gpu { device, queue, caps, summary, pipelines, errors, lost, lost_flag }))
+        Ok(Arc::new(Gpu {
+            device,
+            queue,
+            caps,
+            summary,
+            pipelines,
+            errors,
+            lost,
+            lost_flag,
+            staging_pools: Default::default(),
+        }))
     }
 
     pub fn caps(&self) -> &DeviceCaps {

@@ -85,6 +85,10 @@ struct GatherKernel {
 }
 
 impl Kernel for GatherKernel {
+    fn checks(&self) -> bool {
+        true
+    }
+
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let (data, indices) = (shape(inputs, 0, &self.name)?, shape(inputs, 1, &self.name)?);
         let (out, _) = gather_shape(data, indices, self.axis).map_err(|e| format!("Gather '{}': {e}", self.name))?;

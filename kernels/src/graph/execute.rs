@@ -1,0 +1,188 @@
+//! One run of a prepared set: inputs into the set's bound buffers (uploads from the host, copies
+//! on the GPU from device tensors), the dispatches, the outputs out (read-backs to the host,
+//! copies on the GPU into device tensors), in one submission.
+
+use super::{Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
+use crate::error::GpuError;
+use crate::runtime::memory::DeviceSlice;
+use crate::runtime::transfer::{self, Direction};
+use crate::runtime::{Dispatch, Readback};
+
+/// 4-byte multiple of `len` (wgpu's copy unit).
+fn padded(len: u64) -> u64 {
+    len.next_multiple_of(4)
+}
+
+impl Executable {
+    /// Whether a device input can be copied into its bound buffer inside the run's encoder:
+    /// same device, a 4-byte aligned offset, and room for the padded length in its buffer.
+    fn direct_input(&self, s: &DeviceSlice) -> bool {
+        std::sync::Arc::ptr_eq(&s.gpu, &self.gpu) && s.offset % 4 == 0 && s.offset + padded(s.len) <= s.buffer.size()
+    }
+
+    /// Records and submits one run; waits only when something must come back to the host.
+    /// `Ok(false)`: the outputs were delivered but the set cannot be reused.
+    pub(super) fn execute(
+        &self,
+        prepared: &mut Prepared,
+        inputs: &[RunInput<'_>],
+        outputs: &mut dyn RunOutputs,
+    ) -> Result<bool, GpuError> {
+        let gpu = &self.gpu;
+        // Device inputs that cannot be copied in the encoder come through the host.
+        let mut owned: Vec<Option<Vec<u8>>> = Vec::with_capacity(inputs.len());
+        for t in inputs {
+            owned.push(match &t.data {
+                InputData::Device(s) if !self.direct_input(s) => {
+                    let mut bytes = vec![0u8; s.len as usize];
+                    transfer::read(s, &mut bytes)?;
+                    transfer::count(Direction::DeviceToHost, s.len);
+                    Some(bytes)
+                }
+                _ => None,
+            });
+        }
+        let mut targets = Vec::with_capacity(prepared.output_shapes.len());
+        for (i, shape) in prepared.output_shapes.iter().enumerate() {
+            let target = outputs.target(i, shape).map_err(GpuError::Invalid)?;
+            if let OutputTarget::Device(s) = &target {
+                let want = prepared.output_bytes[i];
+                if s.len != want {
+                    return Err(GpuError::Internal(format!(
+                        "output {i}: the device tensor holds {} bytes, the result has {want}",
+                        s.len
+                    )));
+                }
+            }
+            targets.push(target);
+        }
+        let mut staged_any = false;
+        let mut deferred = Vec::new();
+        gpu.scoped("run", || {
+            let mut encoder =
+                gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
+            for (i, t) in inputs.iter().enumerate() {
+                let dst = &prepared.inputs[i];
+                let host = match (&t.data, &owned[i]) {
+                    (_, Some(bytes)) => bytes.as_slice(),
+                    (InputData::Host(bytes), None) => bytes,
+                    (InputData::Device(s), None) => {
+                        if s.len > 0 {
+                            encoder.copy_buffer_to_buffer(&s.buffer, s.offset, &dst.buffer, 0, padded(s.len));
+                            transfer::count(Direction::DeviceToDevice, s.len);
+                        }
+                        continue;
+                    }
+                };
+                if host.is_empty() {
+                    continue;
+                }
+                let staged = match &mut prepared.staging[i] {
+                    Some(s) => s,
+                    slot => slot.insert(gpu.staging(host.len() as u64, &self.program.inputs[i])?),
+                };
+                gpu.fill(staged, host)?;
+                staged.copy_to(&mut encoder, &dst.buffer);
+                transfer::count(Direction::HostToDevice, host.len() as u64);
+                staged_any = true;
+            }
+            encoder.clear_buffer(&prepared.status.buffer, 0, None);
+            let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
+            if !dispatches.is_empty() {
+                gpu.encode(&mut encoder, &dispatches);
+            }
+            if prepared.checks {
+                gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
+            }
+            for (i, target) in targets.iter().enumerate() {
+                let src = &prepared.sources[i];
+                match target {
+                    OutputTarget::Host => {
+                        let rb = match &mut prepared.readbacks[i] {
+                            Some(rb) => rb,
+                            slot => slot.insert(gpu.readback(prepared.output_bytes[i])?),
+                        };
+                        gpu.copy_to_readback(&mut encoder, src, rb);
+                    }
+                    OutputTarget::Device(s) => {
+                        let whole = DeviceSlice { gpu: gpu.clone(), buffer: src.buffer.clone(), offset: 0, len: s.len };
+                        if transfer::direct(&whole, s) {
+                            transfer::encode_copy(&mut encoder, &whole, s);
+                            transfer::count(Direction::DeviceToDevice, s.len);
+                        } else {
+                            deferred.push(i);
+                        }
+                    }
+                }
+            }
+            gpu.queue().submit([encoder.finish()]);
+            Ok(())
+        })?;
+        let host_outputs = targets.iter().any(|t| matches!(t, OutputTarget::Host));
+        if !(prepared.checks || host_outputs || staged_any || !deferred.is_empty()) {
+            return Ok(true);
+        }
+        self.finish(prepared, &targets, &deferred, outputs)?;
+        if !staged_any {
+            return Ok(true);
+        }
+        // The submission is done: map the staging buffers for the next run of this set. The
+        // outputs are already delivered, so a failure here only keeps the set out of the pool.
+        let mut staging: Vec<&mut crate::runtime::Staged> = prepared.staging.iter_mut().flatten().collect();
+        Ok(gpu.remap(&mut staging).is_ok())
+    }
+
+    /// Waits for the run: checks the status word first (a failed check delivers no output),
+    /// then hands host outputs over and copies the outputs the encoder could not.
+    fn finish(
+        &self,
+        prepared: &Prepared,
+        targets: &[OutputTarget],
+        deferred: &[usize],
+        outputs: &mut dyn RunOutputs,
+    ) -> Result<(), GpuError> {
+        let gpu = &self.gpu;
+        let mut readbacks: Vec<(Option<usize>, &Readback)> = Vec::new();
+        if prepared.checks {
+            readbacks.push((None, &prepared.status_readback));
+        }
+        for (i, t) in targets.iter().enumerate() {
+            if let (OutputTarget::Host, Some(rb)) = (t, &prepared.readbacks[i]) {
+                readbacks.push((Some(i), rb));
+            }
+        }
+        let mut failure = None;
+        let list: Vec<&Readback> = readbacks.iter().map(|(_, rb)| *rb).collect();
+        if list.is_empty() {
+            gpu.wait()?;
+        }
+        gpu.read(&list, |k, bytes| match readbacks[k].0 {
+            None => {
+                let code = bytes.get(..4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes);
+                if code != 0 {
+                    failure = Some(self.check_failure(code));
+                }
+            }
+            Some(i) if failure.is_none() => {
+                transfer::count(Direction::DeviceToHost, bytes.len() as u64);
+                if let Err(e) = outputs.host(i, &prepared.output_shapes[i], bytes) {
+                    failure = Some(e);
+                }
+            }
+            Some(_) => {}
+        })?;
+        failure.map_or(Ok(()), |e| Err(GpuError::Invalid(e)))?;
+        for &i in deferred {
+            if let OutputTarget::Device(dst) = &targets[i] {
+                let src = DeviceSlice {
+                    gpu: gpu.clone(),
+                    buffer: prepared.sources[i].buffer.clone(),
+                    offset: 0,
+                    len: dst.len,
+                };
+                transfer::transfer(vec![transfer::Copy::OnDevice { src, dst: dst.clone() }])?;
+            }
+        }
+        Ok(())
+    }
+}

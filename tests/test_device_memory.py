@@ -1,0 +1,355 @@
+"""Device-resident tensors: our own device memory (an `OrtMemoryInfo` with our vendor id on every `OrtEpDevice`),
+the allocator behind it, the data transfer, and `Compute` on device tensors — through the real ONNX Runtime.
+
+Every check compares with the CPU EP on fresh random data; copies are counted by the library itself
+(`onnxruntime_ep_wgpu.copy_stats`, read through ctypes from the registered library)."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import models
+from subproc import FAULT_ENV, describe, run_script
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The locator package of this checkout (the installed one may be older than the library under test).
+_pkg = REPO / "python" / "onnxruntime_ep_wgpu"
+_spec = importlib.util.spec_from_file_location("ep_locator", _pkg / "__init__.py", submodule_search_locations=[str(_pkg)])
+locator = importlib.util.module_from_spec(_spec)
+sys.modules["ep_locator"] = locator
+_spec.loader.exec_module(locator)
+VENDOR = locator.VENDOR_ID
+
+
+@pytest.fixture(scope="module")
+def ort():
+    import onnxruntime
+
+    return onnxruntime
+
+
+@pytest.fixture(scope="module")
+def device_id(ep_devices, ort):
+    return ep_devices[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT).device_id
+
+
+def copies(lib_path):
+    return locator.copy_stats(lib_path)
+
+
+def host_copies(before, after):
+    return (after["host_to_device"] - before["host_to_device"], after["device_to_host"] - before["device_to_host"])
+
+
+def dense(d_in, d_out, rng, dtype=np.float32, activation="Relu", name="X", out="Y"):
+    """Y = act(X · W + b) with X [n, d_in] (n symbolic)."""
+    w = rng.uniform(-1, 1, (d_in, d_out)).astype(dtype) / np.sqrt(d_in).astype(dtype)
+    b = rng.uniform(-1, 1, (d_out,)).astype(dtype)
+    nodes = [
+        helper.make_node("MatMul", [name, "W"], ["T"]),
+        helper.make_node("Add", ["T", "B"], ["U"]),
+        helper.make_node(activation, ["U"], [out]),
+    ]
+    return models.finish(
+        nodes,
+        [models.tensor(name, dtype, ["n", d_in])],
+        [models.tensor(out, dtype, ["n", d_out])],
+        [helper.make_tensor("W", models.elem(dtype), w.shape, w.tobytes(), raw=True),
+         helper.make_tensor("B", models.elem(dtype), b.shape, b.tobytes(), raw=True)],
+    )
+
+
+def split_by_cpu_node(rng, d=37):
+    """MatMul+Relu (ours) → CumSum (no kernel of ours: the CPU EP) → MatMul+Add (ours): two partitions."""
+    w1 = rng.uniform(-1, 1, (d, d)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (d, 23)).astype(np.float32)
+    b2 = rng.uniform(-1, 1, (23,)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["X", "W1"], ["T1"]),
+        helper.make_node("Relu", ["T1"], ["R1"]),
+        helper.make_node("CumSum", ["R1", "axis"], ["C"]),
+        helper.make_node("MatMul", ["C", "W2"], ["T2"]),
+        helper.make_node("Add", ["T2", "B2"], ["Y"]),
+    ]
+    inits = [
+        helper.make_tensor("W1", TensorProto.FLOAT, w1.shape, w1.tobytes(), raw=True),
+        helper.make_tensor("W2", TensorProto.FLOAT, w2.shape, w2.tobytes(), raw=True),
+        helper.make_tensor("B2", TensorProto.FLOAT, b2.shape, b2.tobytes(), raw=True),
+        helper.make_tensor("axis", TensorProto.INT64, [], [1]),
+    ]
+    return models.finish(
+        nodes, [models.tensor("X", np.float32, ["n", d])], [models.tensor("Y", np.float32, ["n", 23])], inits
+    )
+
+
+def on_device(ort, array, device_id):
+    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array), "gpu", device_id, VENDOR)
+
+
+def bind_run(ort, sess, feeds: dict, device_id, outputs=None):
+    """Runs with every input uploaded once as a device OrtValue and every output bound on our device (allocated
+    by ORT at its run-time shape, or the given OrtValues); returns the output OrtValues."""
+    io = sess.io_binding()
+    for name, value in feeds.items():
+        io.bind_ortvalue_input(name, value if isinstance(value, ort.OrtValue) else on_device(ort, value, device_id))
+    for k, out in enumerate(sess.get_outputs()):
+        if outputs is not None:
+            io.bind_ortvalue_output(out.name, outputs[k])
+        else:
+            io._iobinding.bind_output(out.name, ort.OrtDevice.make("gpu", device_id, VENDOR)._get_c_device())
+    sess.run_with_iobinding(io)
+    return outputs if outputs is not None else io.get_outputs()
+
+
+@pytest.mark.smoke
+def test_our_device_memory_is_registered_with_our_vendor_id(ep_devices, ort):
+    for dev in ep_devices:
+        info = dev.memory_info(ort.OrtDeviceMemoryType.DEFAULT)
+        assert info is not None, "no DEFAULT memory info on our OrtEpDevice"
+        assert info.device_vendor_id == VENDOR, hex(info.device_vendor_id)
+        assert info.name == "WgpuExecutionProvider"
+        assert info.device_mem_type == ort.OrtDeviceMemoryType.DEFAULT
+        assert dev.memory_info(ort.OrtDeviceMemoryType.HOST_ACCESSIBLE) is None
+
+
+@pytest.mark.smoke
+@pytest.mark.parametrize("mem_pattern", [True, False])
+def test_io_binding_equals_numpy_io_and_the_cpu_ep(make_session, run_cpu, ort, device_id, mem_pattern):
+    rng = np.random.default_rng()
+    model = split_by_cpu_node(rng)
+    sess = make_session(model, options={"offload": "all"}, fallback=True)
+    sess_opts = sess.get_session_options()
+    assert sess_opts.enable_mem_pattern  # ORT's default; the parametrised case turns it off below
+    if not mem_pattern:
+        sess = make_session(model, options={"offload": "all"}, fallback=True, config={"session.enable_mem_pattern": "0"})
+    for rows in (5, 5, 11, 5):  # a repeated shape runs on ORT's memory pattern (one Alloc, offsets into it)
+        x = rng.uniform(-1, 1, (rows, 37)).astype(np.float32)
+        want = run_cpu(model, {"X": x})[0]
+        got_numpy = sess.run(None, {"X": x})[0]
+        got_bound = bind_run(ort, sess, {"X": x}, device_id)[0].numpy()
+        np.testing.assert_allclose(got_numpy, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(got_bound, got_numpy)
+
+
+@pytest.mark.smoke
+def test_outputs_fed_back_as_inputs_make_no_host_copies(make_session, lib_path, ort, device_id):
+    rng = np.random.default_rng()
+    d = 45
+    model = dense(d, d, rng, activation="Tanh")
+    sess = make_session(model, options={"offload": "all"})
+    cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = rng.uniform(-1, 1, (7, d)).astype(np.float32)
+    a, b = on_device(ort, x, device_id), ort.OrtValue.ortvalue_from_shape_and_type([7, d], np.float32, "gpu", device_id, VENDOR)
+    bind_run(ort, sess, {"X": a}, device_id, outputs=[b])  # warm-up: prepares the shapes
+    a, b = b, a
+    before = copies(lib_path)
+    steps = 6
+    for _ in range(steps):
+        bind_run(ort, sess, {"X": a}, device_id, outputs=[b])
+        a, b = b, a
+    after = copies(lib_path)
+    assert host_copies(before, after) == (0, 0), (before, after)
+    assert after["device_to_device"] > before["device_to_device"]
+    want = x
+    for _ in range(steps + 1):
+        want = cpu.run(None, {"X": want})[0]
+    np.testing.assert_allclose(a.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.smoke
+def test_a_cpu_node_between_partitions_copies_only_the_tensors_that_cross(make_session, run_cpu, lib_path, ort, device_id):
+    rng = np.random.default_rng()
+    model = split_by_cpu_node(rng)
+    sess = make_session(model, options={"offload": "all"}, fallback=True)
+    x = rng.uniform(-1, 1, (9, 37)).astype(np.float32)
+    xv = on_device(ort, x, device_id)
+    y = ort.OrtValue.ortvalue_from_shape_and_type([9, 23], np.float32, "gpu", device_id, VENDOR)
+    for _ in range(2):  # warm-up: shapes prepared, memory pattern recorded
+        bind_run(ort, sess, {"X": xv}, device_id, outputs=[y])
+    before = copies(lib_path)
+    bind_run(ort, sess, {"X": xv}, device_id, outputs=[y])
+    after = copies(lib_path)
+    crossing = 9 * 37 * 4  # R1 to the CPU node, C back
+    assert host_copies(before, after) == (1, 1), (before, after)
+    assert after["device_to_host_bytes"] - before["device_to_host_bytes"] == crossing
+    assert after["host_to_device_bytes"] - before["host_to_device_bytes"] == crossing
+    np.testing.assert_allclose(y.numpy(), run_cpu(model, {"X": x})[0], rtol=1e-4, atol=1e-4)
+
+
+def test_tensors_of_sizes_and_offsets_that_are_not_word_multiples(make_session, run_cpu, ort, device_id):
+    # f16 [3, 5] is 30 bytes and bool [3, 5] 15: wgpu copies whole 4-byte words, so these take the exact path
+    # (no byte past the tensor is written), as do the CPU → device copies of the inputs.
+    rng = np.random.default_rng()
+    nodes = [
+        helper.make_node("Mul", ["X", "X"], ["Y"]),
+        helper.make_node("Greater", ["X", "Z"], ["G"]),
+    ]
+    model = models.finish(
+        nodes,
+        [models.tensor("X", np.float16, [3, 5]), models.tensor("Z", np.float16, [3, 5])],
+        [models.tensor("Y", np.float16, [3, 5]), helper.make_tensor_value_info("G", TensorProto.BOOL, [3, 5])],
+    )
+    sess = make_session(model, options={"offload": "all"})
+    for _ in range(3):
+        feeds = {k: rng.uniform(-2, 2, (3, 5)).astype(np.float16) for k in ("X", "Z")}
+        y, g = (v.numpy() for v in bind_run(ort, sess, feeds, device_id))
+        want_y, want_g = run_cpu(model, feeds)
+        np.testing.assert_allclose(y.astype(np.float32), want_y.astype(np.float32), rtol=1e-3, atol=1e-3)
+        np.testing.assert_array_equal(g, want_g)
+        got_y, got_g = sess.run(None, feeds)
+        np.testing.assert_array_equal(got_g, want_g)
+
+
+def test_a_steady_bound_run_allocates_nothing(make_session, lib_path, ort, device_id):
+    rng = np.random.default_rng()
+    model = dense(64, 40, rng)
+    sess = make_session(model, options={"offload": "all"})
+    x = on_device(ort, rng.uniform(-1, 1, (33, 64)).astype(np.float32), device_id)
+    for _ in range(3):
+        bind_run(ort, sess, {"X": x}, device_id)
+    before = locator.memory_stats(lib_path)
+    for _ in range(5):
+        bind_run(ort, sess, {"X": x}, device_id)
+    after = locator.memory_stats(lib_path)
+    assert after["buffers_created"] == before["buffers_created"], (before, after)
+    assert after["allocations"] > before["allocations"]  # ORT allocated outputs, served from the cache
+
+
+def test_out_of_memory_in_alloc_is_an_error_and_the_next_run_works(lib_path):
+    # A real refusal (more than the device's largest buffer) and an injected one (oom:alloc fails the first
+    # allocation of 1 MiB or more once, as a driver out-of-memory would) inside a run: ORT allocates the bound
+    # output through our allocator, gets NULL and fails the run; the next run allocates again and works.
+    r = run_script(
+        lib_path,
+        f"""
+import ctypes
+V = {VENDOR}
+rng = np.random.default_rng()
+w = rng.uniform(-1, 1, (8, 700)).astype(np.float32)
+model = models.matmul(None, None, b_value=w, dims=(["m", 8], None))
+sess = session(model, options={{"offload": "all"}})
+a = rng.uniform(-1, 1, (400, 8)).astype(np.float32)  # output: 400 x 700 x 4 = 1.1 MB
+
+
+def run():
+    io = sess.io_binding()
+    io.bind_ortvalue_input("A", ort.OrtValue.ortvalue_from_numpy(a, "gpu", 0, V))
+    io._iobinding.bind_output("Y", ort.OrtDevice.make("gpu", 0, V)._get_c_device())
+    sess.run_with_iobinding(io)
+    return io.get_outputs()[0].numpy()
+
+
+expect_error(run)
+assert np.allclose(run(), a @ w, atol=1e-4)
+# More than the device's largest buffer: refused by us (ORT may raise, or keep a tensor without memory).
+stats = (ctypes.c_uint64 * 5)()
+ctypes.CDLL(LIB).onnxruntime_ep_wgpu_memory_stats(stats, 5)
+failures = stats[4]
+try:
+    ort.OrtValue.ortvalue_from_shape_and_type([1 << 34], np.float32, "gpu", 0, V)
+except Exception as e:
+    print("refused:", e)
+ctypes.CDLL(LIB).onnxruntime_ep_wgpu_memory_stats(stats, 5)
+assert stats[4] == failures + 1, (failures, stats[4])
+assert np.allclose(run(), a @ w, atol=1e-4)
+del sess
+print("survived")
+""",
+        {FAULT_ENV: "oom:alloc"},
+    )
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+    assert "device allocation of 1120000 bytes failed" in r.stderr or "oom:alloc" in r.stderr, describe(r)
+
+
+def test_bound_values_released_by_python_stay_valid_and_foreign_memory_is_an_error(lib_path):
+    r = run_script(
+        lib_path,
+        f"""
+import gc
+V = {VENDOR}
+rng = np.random.default_rng()
+model = models.matmul(None, None, b_value=rng.uniform(-1, 1, (8, 3)).astype(np.float32), dims=(["m", 8], None))
+sess = session(model, options={{"offload": "all"}})
+a = rng.uniform(-1, 1, (5, 8)).astype(np.float32)
+io = sess.io_binding()
+x = ort.OrtValue.ortvalue_from_numpy(a, "gpu", 0, V)
+io.bind_ortvalue_input("A", x)
+io._iobinding.bind_output("Y", ort.OrtDevice.make("gpu", 0, V)._get_c_device())
+del x
+gc.collect()
+sess.run_with_iobinding(io)
+y = io.get_outputs()[0]
+del io, sess
+gc.collect()
+assert np.allclose(y.numpy(), cpu_session(model).run(None, {{"A": a}})[0], atol=1e-4)
+# Memory of a device nobody registered (NVIDIA's PCI vendor id): ORT finds no allocator; nothing reaches us.
+expect_error(lambda: ort.OrtValue.ortvalue_from_numpy(a, "gpu", 0, 0x10DE))
+# Our vendor id on a device id we do not offer.
+expect_error(lambda: ort.OrtValue.ortvalue_from_numpy(a, "gpu", 77, V))
+del y
+print("survived")
+""",
+    )
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+
+
+def test_a_lost_device_fails_runs_holding_device_tensors_with_device_reset(lib_path):
+    r = run_script(
+        lib_path,
+        f"""
+V = {VENDOR}
+model = models.matmul(None, None, b_value=np.ones((8, 3), np.float32), dims=(["m", 8], None))
+sess = session(model, options={{"offload": "all"}})
+x = ort.OrtValue.ortvalue_from_numpy(np.ones((4, 8), np.float32), "gpu", 0, V)
+io = sess.io_binding()
+io.bind_ortvalue_input("A", x)
+io._iobinding.bind_output("Y", ort.OrtDevice.make("gpu", 0, V)._get_c_device())
+text = expect_error(lambda: sess.run_with_iobinding(io), "GPU device was lost")
+assert "DEVICE_RESET" in text or "create a new session" in text, text
+expect_error(lambda: sess.run_with_iobinding(io), "GPU device was lost")
+del io, sess, x
+print("survived")
+""",
+        {FAULT_ENV: "lose_device:compute"},
+    )
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+
+
+def test_eight_threads_with_device_values(make_session, run_cpu, ort, device_id):
+    rng = np.random.default_rng()
+    shared_model = dense(48, 31, rng)
+    shared = make_session(shared_model, options={"offload": "all"})
+    start = threading.Barrier(8)
+    errors = []
+
+    def worker(seed):
+        try:
+            local = np.random.default_rng(seed)
+            own_model = dense(48, 20 + seed, local, activation="Sigmoid")
+            own = make_session(own_model, options={"offload": "all"})
+            start.wait(timeout=120)
+            for i in range(8):
+                x = local.uniform(-1, 1, (1 + (seed * 5 + i) % 19, 48)).astype(np.float32)
+                for sess, model in ((shared, shared_model), (own, own_model)):
+                    got = bind_run(ort, sess, {"X": x}, device_id)[0].numpy()
+                    np.testing.assert_allclose(got, run_cpu(model, {"X": x})[0], rtol=1e-4, atol=1e-4)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"thread {seed}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[:3]
+    gc.collect()
