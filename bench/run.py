@@ -38,6 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cases as cases_mod  # noqa: E402
+import iobind  # noqa: E402
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import providers as prov  # noqa: E402
@@ -162,7 +163,19 @@ def measure(p, model, feeds, reference, cfg, scratch: str) -> tuple[dict, list |
         t = time.perf_counter()
         outputs = sess.run(None, feeds)
         row["first_run_s"] = time.perf_counter() - t
+        counter = iobind.CopyCounter(p)
+        before = counter.read()
         times = time_runs(sess, feeds, cfg)
+        copies = counter.per_run(before, counter.read(), len(times))
+        if copies is not None:
+            row["copies_per_run"] = copies
+        if cfg.get("io_binding") and p.key != "cpu":
+            try:
+                row["bound"], bound_outputs = iobind.time_bound(p, sess, feeds, cfg)
+                if reference is not None and bound_outputs is not None:
+                    row["bound"]["diff"] = max_diff(bound_outputs, reference)
+            except Exception as e:  # noqa: BLE001 - a provider without device memory, or a failure
+                row["bound"] = {"status": "error", "message": short(e)}
     except Exception as e:  # noqa: BLE001
         return {"status": "error", "message": f"run: {short(e)}", "strict": row["strict"]}, None
     finally:
@@ -352,6 +365,8 @@ def parse_args(argv=None):
     ap.add_argument("--budget-s", type=float, help="seconds of timed runs per provider and case")
     ap.add_argument("--deadline-s", type=float, help="skip the remaining cases after this many seconds")
     ap.add_argument("--hard-limit-s", type=float, help="print what was measured and exit 3 after this many seconds")
+    ap.add_argument("--io-binding", action="store_true",
+                    help="also time runs with inputs and outputs bound on the provider's device (IO binding)")
     ap.add_argument("--profile-always", action="store_true", help="profile placement even when all nodes are ours")
     ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
                     help=f"after the timed runs of the model cases (MLP, Whisper encoder, BERT, ViT), {PROFILE_RUNS} "
@@ -383,6 +398,7 @@ def main(argv=None) -> int:
     cfg["min_runs"] = min(cfg["min_runs"], cfg["max_runs"])
     cfg["profile_always"] = args.profile_always
     cfg["gpu_profile"] = args.profile
+    cfg["io_binding"] = args.io_binding
     all_cases = cases_mod.quick_cases() if args.quick else cases_mod.full_cases()
     selected = [c for c in all_cases if not args.only or re.search(args.only, c.name)]
     if args.list:
@@ -450,7 +466,10 @@ def main(argv=None) -> int:
         log(f"wrote {args.write_docs}")
     log(f"results: {json_path}, {out / 'table.md'}")
     faulthandler.cancel_dump_traceback_later()
-    print(report.render_markdown(results), flush=True)
+    bound = iobind.table(results)
+    if bound:
+        (out / "iobinding.md").write_text(bound)
+    print(report.render_markdown(results) + ("\n### IO binding\n\n" + bound if bound else ""), flush=True)
     return 0
 
 

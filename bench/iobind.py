@@ -1,0 +1,116 @@
+"""Timing with IO binding: inputs uploaded once as device `OrtValue`s, outputs bound on the provider's device, so a
+run moves no tensor between host and device. Each timed run ends with a 4-byte read of a device value of the same
+provider, so it is measured until the GPU work is done (a run with bound outputs may return once submitted).
+
+Also the copies our library counted per run (`onnxruntime_ep_wgpu_copy_stats`), for the numpy and the bound runs."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+COPY_KEYS = ("h2d_bytes", "h2d", "d2h_bytes", "d2h", "d2d_bytes", "d2d")
+
+
+def device_memory(p):
+    """(device_id, vendor_id) of the provider's DEFAULT device memory, or None (CPU, or no memory registered)."""
+    if p.key == "cpu" or not p.devices:
+        return None
+    info = p.devices[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT)
+    if info is None:
+        return None
+    return info.device_id, info.device_vendor_id
+
+
+class CopyCounter:
+    """Our library's copy counters (None for other providers)."""
+
+    def __init__(self, p):
+        self.fn = None
+        if p.key == "ours" and p.info.get("library"):
+            fn = ctypes.CDLL(p.info["library"]).onnxruntime_ep_wgpu_copy_stats
+            fn.restype, fn.argtypes = ctypes.c_size_t, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+            self.fn = fn
+
+    def read(self):
+        if self.fn is None:
+            return None
+        values = (ctypes.c_uint64 * 6)()
+        self.fn(values, 6)
+        return list(values)
+
+    @staticmethod
+    def per_run(before, after, runs: int):
+        if before is None or after is None or runs <= 0:
+            return None
+        return {k: (a - b) / runs for k, a, b in zip(COPY_KEYS, after, before)}
+
+
+def time_bound(p, sess, feeds: dict, cfg) -> tuple[dict, list | None]:
+    """Median/p10/p90 of bound runs, the bound outputs (read once, at the end) and our copies per run."""
+    mem = device_memory(p)
+    if mem is None:
+        return {"status": "unavailable", "message": "no device memory registered"}, None
+    device_id, vendor = mem
+    device = ort.OrtDevice.make("gpu", device_id, vendor)
+    io = sess.io_binding()
+    for name, value in feeds.items():
+        io.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value), "gpu", device_id,
+                                                                      vendor))
+    for out in sess.get_outputs():
+        io._iobinding.bind_output(out.name, device._get_c_device())
+    probe = ort.OrtValue.ortvalue_from_numpy(np.zeros(1, np.float32), "gpu", device_id, vendor)
+
+    def once():
+        t = time.perf_counter()
+        sess.run_with_iobinding(io)
+        probe.numpy()  # waits for the work queued before it
+        return time.perf_counter() - t
+
+    est, spent = None, 0.0
+    for _ in range(cfg["warmup"] + 1):
+        est = once()
+        spent += est
+        if spent > cfg["budget_s"] / 2:
+            break
+    n = max(cfg["min_runs"], min(cfg["max_runs"], int(cfg["budget_s"] / max(est or 1e-6, 1e-6))))
+    counter = CopyCounter(p)
+    before = counter.read()
+    times = [once() for _ in range(n)]
+    copies = counter.per_run(before, counter.read(), n)
+    if copies is not None:  # not the probe's 4-byte read
+        copies["d2h"] -= 1
+        copies["d2h_bytes"] -= 4
+    outputs = [v.numpy() for v in io.get_outputs()]
+    ms = np.array(times) * 1e3
+    row = {"status": "ok", "median_ms": float(np.median(ms)), "p10_ms": float(np.percentile(ms, 10)),
+           "p90_ms": float(np.percentile(ms, 90)), "runs": n, "vendor_id": f"0x{vendor:x}"}
+    if copies is not None:
+        row["copies_per_run"] = copies
+    return row, outputs
+
+
+def table(results: dict) -> str:
+    """Markdown: per case, numpy-I/O and bound medians of ours and the peer, and our copies per bound run."""
+    lines = ["| case | ours numpy ms | ours bound ms | peer numpy ms | peer bound ms | ours copies per bound run |",
+             "|---|---|---|---|---|---|"]
+    any_row = False
+    for case in results.get("cases", []):
+        r = case.get("results", {})
+        ours, peer = r.get("ours", {}), r.get("peer", {})
+        if "bound" not in ours and "bound" not in peer:
+            continue
+        any_row = True
+
+        def ms(row, key="median_ms"):
+            v = row.get(key)
+            return f"{v:.3f}" if isinstance(v, (int, float)) else row.get("status", "—")
+
+        ob, pb = ours.get("bound", {}), peer.get("bound", {})
+        c = ob.get("copies_per_run")
+        copies = (f"h2d {c['h2d']:.0f}, d2h {c['d2h']:.0f}, d2d {c['d2d']:.0f}" if c else "—")
+        lines.append(f"| {case['name']} | {ms(ours)} | {ms(ob)} | {ms(peer)} | {ms(pb)} | {copies} |")
+    return "\n".join(lines) + "\n" if any_row else ""
