@@ -115,7 +115,7 @@ impl Executable {
                     }
                 }
             }
-            gpu.queue().submit([encoder.finish()]);
+            gpu.submit([encoder.finish()]);
             Ok(())
         })?;
         let host_outputs = targets.iter().any(|t| matches!(t, OutputTarget::Host));

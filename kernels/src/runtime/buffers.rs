@@ -124,7 +124,7 @@ impl Gpu {
             let mut encoder =
                 self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
             staged.copy_to(&mut encoder, dst);
-            self.queue.submit([encoder.finish()]);
+            self.submit([encoder.finish()]);
             Ok(())
         })
     }
@@ -275,7 +275,7 @@ impl Gpu {
         let rb = self.readback(src.len)?;
         let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("read") });
         self.copy_to_readback(&mut encoder, src, &rb);
-        self.queue.submit([encoder.finish()]);
+        self.submit([encoder.finish()]);
         let mut out = Vec::new();
         self.read(&[&rb], |_, bytes| out.extend_from_slice(bytes))?;
         Ok(out)

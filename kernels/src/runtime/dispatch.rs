@@ -183,7 +183,7 @@ impl Gpu {
             let mut encoder =
                 self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("run") });
             self.encode(&mut encoder, dispatches);
-            self.queue.submit([encoder.finish()]);
+            self.submit([encoder.finish()]);
             Ok(())
         })?;
         self.wait()

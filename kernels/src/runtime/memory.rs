@@ -63,6 +63,10 @@ static NEXT_ADDRESS: AtomicU64 = AtomicU64::new(ADDRESS_BASE);
 /// The buffer range behind `[addr, addr + len)`: an error when no live allocation of ours
 /// holds it (freed, never ours — e.g. another provider's device memory —, or out of bounds).
 pub fn resolve(addr: u64, len: u64) -> Result<DeviceSlice, GpuError> {
+    if addr == 0 {
+        // ORT carries on with a NULL tensor when an allocation failed: report that failure.
+        return Err(last_failure().unwrap_or_else(|| not_ours(addr)));
+    }
     let space = SPACE.read();
     let found = space.range(..=addr).next_back();
     let Some((&start, live)) = found else {
@@ -80,6 +84,24 @@ pub fn resolve(addr: u64, len: u64) -> Result<DeviceSlice, GpuError> {
         return Err(not_ours(addr));
     }
     Ok(DeviceSlice { gpu: live.gpu.clone(), buffer: live.buffer.clone(), offset: addr - start, len })
+}
+
+/// The last failed allocation: a device loss, or anything else, with its message.
+static LAST_FAILURE: Mutex<Option<(bool, String)>> = Mutex::new(None);
+
+fn remember_failure(e: &GpuError) {
+    *LAST_FAILURE.lock() = Some((matches!(e, GpuError::DeviceLost(_)), e.to_string()));
+}
+
+fn last_failure() -> Option<GpuError> {
+    LAST_FAILURE.lock().as_ref().map(|(lost, message)| {
+        let message = format!("a device allocation failed: {message}");
+        if *lost {
+            GpuError::DeviceLost(message)
+        } else {
+            GpuError::OutOfMemory(message)
+        }
+    })
 }
 
 fn not_ours(addr: u64) -> GpuError {
@@ -181,8 +203,9 @@ impl DeviceAllocator {
     /// Allocates `size` bytes (0 gives a small allocation of its own) and returns its address.
     pub fn alloc(&self, size: u64) -> Result<u64, GpuError> {
         let result = self.try_alloc(size);
-        if result.is_err() {
+        if let Err(e) = &result {
             COUNTERS.failures.fetch_add(1, Ordering::Relaxed);
+            remember_failure(e);
         }
         result
     }

@@ -53,7 +53,7 @@ impl GpuTimer {
             encoder.resolve_query_set(&self.queries, 0..2, &self.resolve, 0);
             let rb = gpu.readback(16)?;
             gpu.copy_to_readback(&mut encoder, &super::GpuBuffer { buffer: self.resolve.clone(), len: 16 }, &rb);
-            gpu.queue.submit([encoder.finish()]);
+            gpu.submit([encoder.finish()]);
             Ok(rb)
         })?;
         let mut ticks = [0u64; 2];

@@ -117,11 +117,25 @@ pub fn thread_copy_stats() -> CopyStats {
     THREAD.with(Cell::get)
 }
 
-/// Mapped staging buffers kept for reuse, by size bucket.
+/// Pending uploads above this many bytes are submitted at once rather than with the next work.
+const PENDING_LIMIT: u64 = 64 << 20;
+
+/// Mapped staging buffers kept for reuse, by size bucket, and the uploads recorded but not yet
+/// submitted.
 #[derive(Default)]
 pub(crate) struct StagingPools {
     upload: Arc<Mutex<Bucketed>>,
     download: Arc<Mutex<Bucketed>>,
+    pending: Mutex<Pending>,
+}
+
+/// Upload copies waiting for the device's next submission, so a run's uploads and its work go
+/// to the queue in one submission.
+#[derive(Default)]
+struct Pending {
+    encoder: Option<wgpu::CommandEncoder>,
+    staged: Vec<(u64, wgpu::Buffer)>,
+    bytes: u64,
 }
 
 #[derive(Default)]
@@ -244,7 +258,7 @@ pub fn copy_on_device(src: &DeviceSlice, dst: &DeviceSlice) -> Result<(), GpuErr
             let mut encoder =
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("device copy") });
             encode_copy(&mut encoder, src, dst);
-            gpu.queue().submit([encoder.finish()]);
+            gpu.submit([encoder.finish()]);
             Ok(())
         });
     }
@@ -285,22 +299,47 @@ impl Gpu {
         });
         staging.unmap();
         written?;
-        self.scoped("upload", || {
-            let mut encoder =
-                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("upload") });
+        // Recorded now, submitted with the next submission on this device (every submission and
+        // every wait goes through `Gpu::submit`), so queue order is kept.
+        let flush = {
+            let mut pending = self.staging_pools.pending.lock();
+            let device = &self.device;
+            let encoder = pending.encoder.get_or_insert_with(|| {
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("uploads") })
+            });
             encoder.copy_buffer_to_buffer(&staging, 0, dst, offset, len);
-            self.queue.submit([encoder.finish()]);
-            Ok(())
-        })?;
-        // Mapped again once the GPU is done with it (on a later poll), then reusable.
-        let pool = self.staging_pools.upload.clone();
-        let again = staging.clone();
-        staging.map_async(wgpu::MapMode::Write, .., move |r| {
-            if r.is_ok() {
-                pool.lock().put(size, again);
-            }
-        });
+            pending.staged.push((size, staging));
+            pending.bytes += size;
+            pending.bytes > PENDING_LIMIT
+        };
+        if flush {
+            self.scoped("upload", || {
+                self.submit([]);
+                Ok(())
+            })?;
+        }
         Ok(())
+    }
+
+    /// Submits `work` after the pending uploads, in one submission.
+    pub fn submit(&self, work: impl IntoIterator<Item = wgpu::CommandBuffer>) {
+        let (first, staged) = {
+            let mut pending = self.staging_pools.pending.lock();
+            pending.bytes = 0;
+            (pending.encoder.take().map(wgpu::CommandEncoder::finish), std::mem::take(&mut pending.staged))
+        };
+        self.queue.submit(first.into_iter().chain(work));
+        // Each staging buffer is mapped again once the GPU is done with it (on a later poll),
+        // then reused.
+        for (size, staging) in staged {
+            let pool = self.staging_pools.upload.clone();
+            let again = staging.clone();
+            staging.map_async(wgpu::MapMode::Write, .., move |r| {
+                if r.is_ok() {
+                    pool.lock().put(size, again);
+                }
+            });
+        }
     }
 
     /// Reads `out.len()` bytes (a multiple of 4) of `src` at `offset`, waiting for the GPU.
@@ -323,7 +362,7 @@ impl Gpu {
             let mut encoder =
                 self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
             encoder.copy_buffer_to_buffer(src, offset, &staging, 0, padded(len));
-            self.queue.submit([encoder.finish()]);
+            self.submit([encoder.finish()]);
             Ok(())
         })?;
         let rx = request_maps([&staging], wgpu::MapMode::Read);
