@@ -323,12 +323,15 @@ impl Gpu {
 
     /// Submits `work` after the pending uploads, in one submission.
     pub fn submit(&self, work: impl IntoIterator<Item = wgpu::CommandBuffer>) {
-        let (first, staged) = {
+        // The lock is held through the submission: another thread's work submitted between
+        // taking the uploads and submitting them could otherwise overtake them.
+        let staged = {
             let mut pending = self.staging_pools.pending.lock();
             pending.bytes = 0;
-            (pending.encoder.take().map(wgpu::CommandEncoder::finish), std::mem::take(&mut pending.staged))
+            let first = pending.encoder.take().map(wgpu::CommandEncoder::finish);
+            self.queue.submit(first.into_iter().chain(work));
+            std::mem::take(&mut pending.staged)
         };
-        self.queue.submit(first.into_iter().chain(work));
         // Each staging buffer is mapped again once the GPU is done with it (on a later poll),
         // then reused.
         for (size, staging) in staged {
