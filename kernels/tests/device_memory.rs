@@ -1,0 +1,180 @@
+//! Device memory behind addresses (`runtime::memory`), the copies (`runtime::transfer`) and runs
+//! whose inputs and outputs are device ranges, on the test adapter, against host copies of the
+//! same bytes. Offsets and lengths that are not multiples of 4 (wgpu's copy unit) must neither
+//! lose bytes nor touch the bytes around a range.
+
+mod common;
+
+use common::graph::{node, val, T};
+use ep_kernels::graph::{build_program, ExecOptions, Executable, InputData, OutputTarget, RunInput, RunOutputs};
+use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator, ADDRESS_BASE};
+use ep_kernels::runtime::transfer::{self, thread_copy_stats, Copy};
+use ep_kernels::ElemType;
+use rand::Rng;
+
+fn allocator() -> DeviceAllocator {
+    DeviceAllocator::for_gpu(common::gpu(), 1 << 26)
+}
+
+fn random_bytes(rng: &mut impl Rng, n: usize) -> Vec<u8> {
+    (0..n).map(|_| rng.random()).collect()
+}
+
+fn read(addr: u64, len: u64) -> Vec<u8> {
+    let mut out = vec![0u8; len as usize];
+    transfer::read(&resolve(addr, len).unwrap(), &mut out).unwrap();
+    out
+}
+
+#[test]
+fn addresses_resolve_inside_their_allocation_only() {
+    let a = allocator();
+    let x = a.alloc(1000).unwrap();
+    let y = a.alloc(10).unwrap();
+    assert!(x >= ADDRESS_BASE && y >= ADDRESS_BASE && x != y);
+    let s = resolve(x + 996, 4).unwrap();
+    assert_eq!((s.offset, s.len), (996, 4));
+    assert!(resolve(x + 997, 4).is_err(), "past the 1000 bytes asked for");
+    assert!(resolve(x + 1000, 0).is_ok(), "an empty view at the end");
+    assert!(resolve(x + 5000, 1).is_err(), "the gap between allocations");
+    assert!(memory::free(x));
+    assert!(resolve(x, 4).is_err(), "a freed allocation");
+    assert!(!memory::free(x), "a double free is reported");
+    assert!(memory::free(y));
+}
+
+#[test]
+fn freed_buffers_are_reused_with_their_address() {
+    let a = allocator();
+    let x = a.alloc(3000).unwrap();
+    assert!(memory::free(x));
+    let before = memory::memory_stats().buffers_created;
+    let y = a.alloc(2900).unwrap(); // the same 3072-byte bucket
+    assert_eq!(y, x);
+    assert_eq!(memory::memory_stats().buffers_created, before);
+    assert!(memory::free(y));
+    a.trim(0);
+    assert_eq!(a.cached_bytes(), 0);
+}
+
+#[test]
+fn copies_at_any_offset_and_length_are_exact() {
+    let mut rng = common::rng("copies_at_any_offset_and_length_are_exact");
+    let a = allocator();
+    let base = a.alloc(256).unwrap();
+    let other = a.alloc(256).unwrap();
+    let background = random_bytes(&mut rng, 256);
+    for _ in 0..24 {
+        let off = rng.random_range(0..100u64);
+        let len = rng.random_range(0..100u64);
+        transfer::write(&resolve(base, 256).unwrap(), &background).unwrap();
+        let data = random_bytes(&mut rng, len as usize);
+        transfer::transfer(vec![Copy::ToDevice { src: &data, dst: resolve(base + off, len).unwrap() }]).unwrap();
+        let mut want = background.clone();
+        want[off as usize..(off + len) as usize].copy_from_slice(&data);
+        assert_eq!(read(base, 256), want, "host -> device at {off}+{len}");
+        let mut back = vec![0u8; len as usize];
+        transfer::transfer(vec![Copy::ToHost { src: resolve(base + off, len).unwrap(), dst: &mut back }]).unwrap();
+        assert_eq!(back, data, "device -> host at {off}+{len}");
+        // Device to device, into a range of another buffer at another offset.
+        let other_bg = random_bytes(&mut rng, 256);
+        transfer::write(&resolve(other, 256).unwrap(), &other_bg).unwrap();
+        let dst_off = rng.random_range(0..100u64);
+        transfer::transfer(vec![Copy::OnDevice {
+            src: resolve(base + off, len).unwrap(),
+            dst: resolve(other + dst_off, len).unwrap(),
+        }])
+        .unwrap();
+        let mut want_other = other_bg.clone();
+        want_other[dst_off as usize..(dst_off + len) as usize].copy_from_slice(&data);
+        assert_eq!(read(other, 256), want_other, "device -> device {off} -> {dst_off}, {len} bytes");
+    }
+    assert!(memory::free(base) && memory::free(other));
+}
+
+#[test]
+fn mismatched_lengths_are_an_error() {
+    let a = allocator();
+    let x = a.alloc(64).unwrap();
+    let err = transfer::transfer(vec![Copy::ToDevice { src: &[1, 2, 3], dst: resolve(x, 4).unwrap() }]).unwrap_err();
+    assert!(err.to_string().contains("3 and 4 bytes"), "{err}");
+    assert!(memory::free(x));
+}
+
+#[test]
+fn too_large_an_allocation_is_out_of_memory_and_the_allocator_works_on() {
+    let a = allocator();
+    let limit = common::gpu().caps().max_buffer_size;
+    let err = a.alloc(limit + 1).unwrap_err();
+    assert!(err.to_string().contains("largest buffer"), "{err}");
+    let before = memory::memory_stats().failures;
+    assert!(a.alloc(u64::MAX / 2).is_err());
+    assert_eq!(memory::memory_stats().failures, before + 1);
+    let x = a.alloc(16).unwrap();
+    assert!(memory::free(x));
+}
+
+/// Outputs into device ranges given up front.
+struct ToDevice(Vec<u64>, u64);
+
+impl RunOutputs for ToDevice {
+    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, String> {
+        let len = shape.iter().product::<u64>() * self.1;
+        resolve(self.0[i], len).map(OutputTarget::Device).map_err(|e| e.to_string())
+    }
+
+    fn host(&mut self, _i: usize, _shape: &[u64], _bytes: &[u8]) -> Result<(), String> {
+        Err("no output goes to the host".into())
+    }
+}
+
+/// Y = X + X over [3, 5] on device ranges at these offsets of one pattern-like allocation (as ORT's memory
+/// patterns place tensors): the result equals the host run's and no byte around the tensors changes.
+fn run_on_device_ranges(ty: ElemType, offsets: &[(u64, u64)], expect_no_host_copies: bool) {
+    let mut rng = common::rng("run_on_device_ranges");
+    let x_info = val("X", ty, &[3, 5]);
+    let nodes = [node("Add", 14, vec![Some(x_info.clone()), Some(x_info)], vec![val("Y", ty, &[3, 5])], vec![])];
+    let program = build_program(&nodes, &["X".to_string()], &["Y".to_string()], vec![]).unwrap();
+    let exec = Executable::new(common::gpu(), program, ExecOptions::default()).unwrap();
+    let size = ty.size();
+    let len = 15 * size;
+    let a = allocator();
+    let arena = a.alloc(512).unwrap();
+    for &(in_off, out_off) in offsets {
+        let values = common::random_vec(&mut rng, 15);
+        let x = if ty == ElemType::F16 { T::f16(&[3, 5], &values) } else { T::f32(&[3, 5], &values) };
+        let background = random_bytes(&mut rng, 512);
+        transfer::write(&resolve(arena, 512).unwrap(), &background).unwrap();
+        transfer::write(&resolve(arena + in_off, len).unwrap(), &x.data).unwrap();
+        let want = common::graph::run_graph(&nodes, &[("X", &x)], &[], &["Y"]).unwrap().remove(0);
+        let input =
+            RunInput { dtype: ty, shape: &[3, 5], data: InputData::Device(resolve(arena + in_off, len).unwrap()) };
+        let before = thread_copy_stats();
+        exec.run_io(&[input], &mut ToDevice(vec![arena + out_off], size)).unwrap();
+        let copies = thread_copy_stats().since(&before);
+        let got = read(arena, 512);
+        let (o, i, n) = (out_off as usize, in_off as usize, len as usize);
+        assert_eq!(&got[o..o + n], &want.data[..], "{ty} output at {out_off}");
+        assert_eq!(&got[i..i + n], &x.data[..], "{ty} input at {in_off} is untouched");
+        for k in (0..512).filter(|&k| !(o..o + n).contains(&k) && !(i..i + n).contains(&k)) {
+            assert_eq!(got[k], background[k], "byte {k} outside the tensors changed (in {in_off}, out {out_off})");
+        }
+        if expect_no_host_copies {
+            assert_eq!((copies.host_to_device, copies.device_to_host), (0, 0), "{copies:?}");
+            assert_eq!(copies.device_to_device, 2, "{copies:?}");
+        }
+    }
+    assert!(memory::free(arena));
+}
+
+#[test]
+fn a_run_on_word_aligned_device_ranges_copies_only_on_the_gpu() {
+    run_on_device_ranges(ElemType::F32, &[(0, 64), (64, 128), (4, 256)], true);
+}
+
+#[test]
+fn a_run_on_device_ranges_at_odd_offsets_and_lengths_is_exact() {
+    // f16 [3, 5] is 30 bytes: not a multiple of wgpu's 4-byte copy unit.
+    run_on_device_ranges(ElemType::F16, &[(0, 64), (2, 130), (6, 258), (0, 34)], false);
+    run_on_device_ranges(ElemType::F32, &[(2, 64), (0, 66)], false);
+}
