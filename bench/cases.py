@@ -138,7 +138,7 @@ def matmul_case(n: int, dtype: str) -> Case:
         return lambda: a @ b
 
     return Case(f"matmul_{n}_{dtype}", "matmul", dtype, f"{n}³", 2.0 * n**3, build, torch_fn,
-                note="A input, B constant")
+                note="A input, B constant", tags={"profile"} if n == 4096 else set())
 
 
 def mlp_case(m: int, k: int, dtype: str, layers: int = 8) -> Case:

@@ -353,3 +353,23 @@ def test_eight_threads_with_device_values(make_session, run_cpu, ort, device_id)
     assert not any(t.is_alive() for t in threads), "a thread hung"
     assert not errors, errors[:3]
     gc.collect()
+
+
+def test_each_run_logs_its_copies_at_verbose_level(lib_path):
+    r = run_script(
+        lib_path,
+        """
+model = models.matmul(None, None, b_value=np.ones((8, 3), np.float32), dims=(["m", 8], None))
+so = ort.SessionOptions()
+so.add_provider_for_devices(DEVS, {"offload": "all"})
+so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+so.log_severity_level = 0
+sess = ort.InferenceSession(model.SerializeToString(), sess_options=so, enable_fallback=0)
+sess.run(None, {"A": np.ones((4, 8), np.float32)})
+del sess
+print("survived")
+""",
+    )
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)
+    # numpy I/O: the feed up (4 x 8 floats), the two GPU copies of Compute, the fetch down (4 x 3 floats)
+    assert "run copies: host->GPU 1 (128 B), GPU->host 1 (48 B), GPU->GPU 2" in r.stderr, describe(r)

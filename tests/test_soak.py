@@ -128,3 +128,66 @@ print(json.dumps({{"seconds": time.time() - t0, "rss": rss_at}}))
         f"cycle {first}, {rss[last] >> 20} MiB at {last} (bound +{RSS_BOUND >> 20} MiB)"
     )
     assert rss[last] - rss[first] <= RSS_BOUND, rss
+
+
+def test_device_value_cycles_keep_memory_flat(lib_path):
+    # Each cycle: device OrtValues made from numpy (sizes cycling through a few shapes), a session run with them
+    # bound as input and output, the result checked against the CPU EP, everything released; every 50th cycle a
+    # new session. Our allocators' live bytes must return exactly to the warm-up value, no buffer may be created
+    # after warm-up (freed buffers are reused), and RSS stays within the bound.
+    warm = min(20, CYCLES // 2)
+    r = run_script(
+        lib_path,
+        COMMON
+        + f"""
+import ctypes
+ort.set_default_logger_severity(3)
+V = DEVS[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT).device_vendor_id
+stats = ctypes.CDLL(LIB).onnxruntime_ep_wgpu_memory_stats
+stats.restype = ctypes.c_size_t
+
+
+def memory():
+    out = (ctypes.c_uint64 * 5)()
+    stats(out, 5)
+    return {{"live": out[0], "created": out[3]}}
+
+
+model = MODELS[1]
+cpu = cpu_session(model)
+t0, at = time.time(), {{}}
+sess = None
+for i in range({CYCLES}):
+    if i % 50 == 0:
+        del sess
+        gc.collect()
+        sess = session(model, options={{"offload": "all"}})
+    x = np.random.default_rng(i).uniform(-1, 1, (2, 1 + i % 5, 64)).astype(np.float32)
+    xv = ort.OrtValue.ortvalue_from_numpy(x, "gpu", 0, V)
+    yv = ort.OrtValue.ortvalue_from_shape_and_type([2, 1 + i % 5, 32], np.float32, "gpu", 0, V)
+    io = sess.io_binding()
+    io.bind_ortvalue_input(sess.get_inputs()[0].name, xv)
+    io.bind_ortvalue_output(sess.get_outputs()[0].name, yv)
+    sess.run_with_iobinding(io)
+    want = cpu.run(None, {{sess.get_inputs()[0].name: x}})[0]
+    assert np.allclose(yv.numpy(), want, rtol=1e-4, atol=1e-4), i
+    del io, xv, yv
+    if i in ({warm}, {CYCLES - 1}):
+        gc.collect()
+        at[i] = dict(memory(), rss=rss())
+del sess
+print(json.dumps({{"seconds": time.time() - t0, "at": at}}))
+""",
+    )
+    assert r.returncode == 0, describe(r)
+    stats = json.loads(r.stdout.strip().splitlines()[-1])
+    at = {int(k): v for k, v in stats["at"].items()}
+    first, last = min(at), max(at)
+    print(
+        f"soak: {CYCLES} device-value cycles in {stats['seconds']:.1f}s; RSS {at[first]['rss'] >> 20} → "
+        f"{at[last]['rss'] >> 20} MiB; live device bytes {at[first]['live']} → {at[last]['live']}; buffers created "
+        f"{at[first]['created']} → {at[last]['created']}"
+    )
+    assert at[last]["live"] == at[first]["live"], at
+    assert at[last]["created"] == at[first]["created"], at
+    assert at[last]["rss"] - at[first]["rss"] <= RSS_BOUND, at

@@ -208,6 +208,26 @@ class Timed:
     first_run_s: float
     outputs: list
     runs_s: list
+    copies: dict | None = None  # our copies per timed run (host<->GPU), from the library's counters
+
+
+COPY_KEYS = ("host_to_device_bytes", "host_to_device", "device_to_host_bytes", "device_to_host",
+             "device_to_device_bytes", "device_to_device")
+
+
+def copy_counter(lib_path: str):
+    """A function reading our library's copy counters (the registered library: same path, same handle)."""
+    import ctypes
+
+    fn = ctypes.CDLL(lib_path).onnxruntime_ep_wgpu_copy_stats
+    fn.restype, fn.argtypes = ctypes.c_size_t, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+
+    def read() -> list:
+        values = (ctypes.c_uint64 * len(COPY_KEYS))()
+        fn(values, len(COPY_KEYS))
+        return list(values)
+
+    return read
 
 
 def make_session_options(args, profile_dir: str | None) -> ort.SessionOptions:
@@ -235,7 +255,7 @@ def time_runs(sess, feeds, args) -> list:
     return times
 
 
-def run_ours(model_path: str, model, devices, options: dict, args, workdir: str):
+def run_ours(model_path: str, model, devices, options: dict, args, workdir: str, lib_path: str):
     """Our EP (the CPU EP takes the nodes we decline): create, run, profile one more run, then time."""
     so = make_session_options(args, workdir)
     so.add_provider_for_devices(devices, options)
@@ -262,10 +282,14 @@ def run_ours(model_path: str, model, devices, options: dict, args, workdir: str)
         print_placement(sess, model, profile_path)
     finally:
         os.remove(profile_path)
+    counter = copy_counter(lib_path)
     with native_log(capture=not args.verbose) as log:
+        before = counter()
         runs = time_runs(sess, feeds, args)
+        after = counter()
     print_log("timed runs (warnings and errors)", log, about_ep=False)
-    return sess, feeds, Timed(create_s, first_s, outputs, runs)
+    copies = {k: (a - b) / len(runs) for k, a, b in zip(COPY_KEYS, after, before)}
+    return sess, feeds, Timed(create_s, first_s, outputs, runs, copies)
 
 
 def run_cpu(model_path: str, feeds: dict, args) -> Timed:
@@ -388,6 +412,12 @@ def print_timings(ours: Timed, cpu: Timed) -> None:
     for label, t in ((EP_NAME, ours), ("CPUExecutionProvider", cpu)):
         print("  {:<24} {:>9.1f} {:>9.1f} {:>9.2f} {:>9.2f} {:>9.2f}".format(label, *stats(t)), f"{len(t.runs_s):>5}")
     print(f"  speed-up vs CPU (median): {statistics.median(cpu.runs_s) / statistics.median(ours.runs_s):.2f}x")
+    if ours.copies is not None:
+        c = ours.copies
+        print("== Copies per timed run on our EP (numpy inputs and outputs; IO binding avoids the host ones)")
+        for label, key in (("host->GPU", "host_to_device"), ("GPU->host", "device_to_host"),
+                           ("GPU->GPU", "device_to_device")):
+            print(f"  {label:<10} {c[key]:>6.1f} copies {c[key + '_bytes']:>14,.0f} bytes")
 
 
 # ----------------------------------------------------------------------------------------------- main
@@ -444,7 +474,7 @@ def run(args, options: dict, workdir: str) -> bool:
     devices = register(lib_path)
     describe_devices(devices)
 
-    sess, feeds, ours = run_ours(model_path, model, devices, options, args, workdir)
+    sess, feeds, ours = run_ours(model_path, model, devices, options, args, workdir, lib_path)
     cpu = run_cpu(model_path, feeds, args)
     ok = compare([o.name for o in sess.get_outputs()], ours.outputs, cpu.outputs, args.tolerance)
     print_timings(ours, cpu)
