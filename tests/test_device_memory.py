@@ -373,3 +373,16 @@ print("survived")
     assert r.returncode == 0 and "survived" in r.stdout, describe(r)
     # numpy I/O: the feed up (4 x 8 floats), the two GPU copies of Compute, the fetch down (4 x 3 floats)
     assert "run copies: host->GPU 1 (128 B), GPU->host 1 (48 B), GPU->GPU 2" in r.stderr, describe(r)
+
+
+def test_empty_tensors_through_io_binding(make_session, run_cpu, ort, device_id):
+    # ORT never allocates 0 bytes but copies and binds empty tensors (no memory behind them).
+    rng = np.random.default_rng()
+    model = dense(37, 11, rng)
+    sess = make_session(model, options={"offload": "all"})
+    for rows in (0, 3, 0):
+        x = rng.uniform(-1, 1, (rows, 37)).astype(np.float32)
+        got = bind_run(ort, sess, {"X": x}, device_id)[0].numpy()
+        assert got.shape == (rows, 11)
+        np.testing.assert_allclose(got, run_cpu(model, {"X": x})[0], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(sess.run(None, {"X": x})[0], got, rtol=0, atol=0)

@@ -86,7 +86,9 @@ impl Executable {
                 transfer::count(Direction::HostToDevice, host.len() as u64);
                 staged_any = true;
             }
-            encoder.clear_buffer(&prepared.status.buffer, 0, None);
+            if prepared.checks {
+                encoder.clear_buffer(&prepared.status.buffer, 0, None);
+            }
             let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
             if !dispatches.is_empty() {
                 gpu.encode(&mut encoder, &dispatches);

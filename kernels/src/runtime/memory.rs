@@ -116,7 +116,8 @@ pub fn bucket(size: u64) -> u64 {
     if size <= 4096 {
         return size.max(1).next_multiple_of(256);
     }
-    let step = size.next_power_of_two() / 8;
+    // An eighth of the power of two at or below `size`: at most 12.5% rounding.
+    let step = 1u64 << (63 - size.leading_zeros()).saturating_sub(3);
     size.next_multiple_of(step)
 }
 
@@ -346,7 +347,7 @@ mod tests {
         assert_eq!(bucket(1), 256);
         assert_eq!(bucket(257), 512);
         assert_eq!(bucket(4096), 4096);
-        assert_eq!(bucket(4097), 5120);
+        assert_eq!(bucket(4097), 4608);
         for size in [5000u64, 65_537, 1 << 20, (1 << 20) + 1, 3_000_000_017] {
             let b = bucket(size);
             assert!(b >= size && b - size <= size / 8 + 1, "{size} -> {b}");
