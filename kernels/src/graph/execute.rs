@@ -8,6 +8,9 @@ use crate::runtime::memory::DeviceSlice;
 use crate::runtime::transfer::{self, Direction};
 use crate::runtime::{Dispatch, Readback};
 
+/// Dispatches recorded per submission of a run, in order; the last chunk takes the rest.
+const CHUNKS: [usize; 3] = [16, 48, usize::MAX];
+
 /// 4-byte multiple of `len` (wgpu's copy unit).
 fn padded(len: u64) -> u64 {
     len.next_multiple_of(4)
@@ -89,9 +92,23 @@ impl Executable {
             if prepared.checks {
                 encoder.clear_buffer(&prepared.status.buffer, 0, None);
             }
+            // The first dispatches go to the GPU while the rest are recorded (recording costs the CPU
+            // about as long as small kernels take the GPU); the chunks grow, so a long partition
+            // costs a few submissions.
             let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
-            if !dispatches.is_empty() {
-                gpu.encode(&mut encoder, &dispatches);
+            let mut start = 0;
+            for (k, &size) in CHUNKS.iter().enumerate() {
+                let end = if k + 1 == CHUNKS.len() { dispatches.len() } else { (start + size).min(dispatches.len()) };
+                if start < end {
+                    gpu.encode(&mut encoder, &dispatches[start..end]);
+                }
+                start = end;
+                if start == dispatches.len() {
+                    break;
+                }
+                let next =
+                    gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
+                gpu.submit([std::mem::replace(&mut encoder, next).finish()]);
             }
             if prepared.checks {
                 gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
