@@ -77,6 +77,8 @@ struct Prepared {
     status_readback: Readback,
     /// Each step that dispatches: its op types and its range of `dispatches`.
     spans: Vec<(String, std::ops::Range<usize>)>,
+    /// Every buffer allocated for a step's output: (step name, bytes).
+    allocations: Vec<(String, u64)>,
 }
 
 /// GPU time of one step of a run (see [`Executable::profile`]).
@@ -157,6 +159,13 @@ impl Executable {
     pub fn dispatch_count(&self, inputs: &[HostTensor<'_>]) -> usize {
         let key = Self::key(inputs);
         self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or(0, |p| p.dispatches.len())
+    }
+
+    /// The buffers allocated for the steps' outputs at these input shapes, as (step name, bytes)
+    /// (empty until the shapes were prepared): what tests assert fused kernels never allocate.
+    pub fn allocations(&self, inputs: &[HostTensor<'_>]) -> Vec<(String, u64)> {
+        let key = Self::key(inputs);
+        self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or_else(Vec::new, |p| p.allocations.clone())
     }
 
     fn key(inputs: &[HostTensor<'_>]) -> Vec<u64> {
@@ -266,6 +275,7 @@ impl Executable {
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
         let mut spans = Vec::new();
+        let mut allocations = Vec::new();
         let status = gpu.storage_buffer(4, "run status")?;
         let status_readback = gpu.readback(4)?;
         for (index, step) in self.program.steps.iter().enumerate() {
@@ -292,7 +302,10 @@ impl Executable {
                     Some(j) => bound.get(j).copied().flatten().map(|t| t.buf.clone()).ok_or_else(|| {
                         GpuError::Internal(format!("'{}' aliases input {j}, which is not bound", step.name))
                     })?,
-                    None => gpu.storage_buffer(elems * ty.size(), &step.name)?,
+                    None => {
+                        allocations.push((step.name.clone(), elems * ty.size()));
+                        gpu.storage_buffer(elems * ty.size(), &step.name)?
+                    }
                 };
                 outs.push(buf);
             }
@@ -343,6 +356,7 @@ impl Executable {
             output_shapes,
             plans,
             spans,
+            allocations,
             status,
             status_readback,
         })
