@@ -15,6 +15,11 @@ use crate::shader::ShaderVariant;
 
 pub struct AttentionDef;
 
+/// The attributes of opset 23/24 (`softmax_precision` only asks for at least the input's precision: we
+/// accumulate in f32). Any other declines, so none is silently ignored.
+const KNOWN_ATTRS: &[&str] =
+    &["is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap", "softmax_precision"];
+
 fn present(node: &Node, i: usize) -> bool {
     node.input(i).is_some_and(|v| !v.name.is_empty())
 }
@@ -24,6 +29,12 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
     let ty = input_type(node, 0, "Q")?;
     if !ty.is_float() {
         return Err(format!("Attention of {} is not supported", ty.name()));
+    }
+    if let Some(a) = node.attrs.keys().find(|a| !KNOWN_ATTRS.contains(&a.as_str())) {
+        return Err(format!("Attention attribute '{a}' is not supported"));
+    }
+    if node.int("qk_matmul_output_mode").is_some_and(|m| m != 0) {
+        return Err("Attention with qk_matmul_output_mode other than 0 is not supported".into());
     }
     if (4..7).any(|i| present(node, i)) {
         return Err("Attention with past_key/past_value (or nonpad_kv_seqlen) inputs is not supported yet".into());
