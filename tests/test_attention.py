@@ -137,3 +137,39 @@ def test_onnx_attention_with_other_head_size_is_declined(make_session):
     model = attention_model(np.float32, [1, 2, 5, 72], [1, 2, 5, 72])
     with pytest.raises(Exception, match="(?i)fallback|assigned|not.*support|capab"):
         make_session(model)
+
+
+# (batch, heads, Sq, Skv, head size, unidirectional, attention_bias, K/V as [B, N, L, H])
+MHA_CASES = [
+    (2, 2, 17, 17, 64, 0, False, False),
+    (1, 4, 9, 33, 80, 0, True, False),
+    (2, 2, 21, 21, 128, 1, False, False),
+    (1, 3, 5, 40, 96, 0, True, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", MHA_CASES, ids=lambda c: "b{}n{}s{}x{}h{}u{}bias{}bnsh{}".format(*c))
+def test_multi_head_attention(make_session, run_cpu, dtype, case):
+    b, n, sq, skv, h, uni, with_bias, bnsh = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    t = ELEM[dtype]
+    kv_shape = [b, n, skv, h] if bnsh else [b, skv, n * h]
+    feeds = {"q": rng.uniform(-1, 1, size=(b, sq, n * h)).astype(dtype),
+             "k": rng.uniform(-1, 1, size=kv_shape).astype(dtype), "v": rng.uniform(-1, 1, size=kv_shape).astype(dtype)}
+    inputs = [helper.make_tensor_value_info("q", t, [b, sq, n * h]), helper.make_tensor_value_info("k", t, kv_shape),
+              helper.make_tensor_value_info("v", t, kv_shape)]
+    names = ["q", "k", "v"]
+    if with_bias:
+        feeds["ab"] = rng.uniform(-2, 2, size=(1, n, sq, skv)).astype(dtype)
+        inputs.append(helper.make_tensor_value_info("ab", t, [1, n, sq, skv]))
+        names += ["", "", "ab"]
+    node = helper.make_node("MultiHeadAttention", names, ["y"], domain="com.microsoft", num_heads=n, unidirectional=uni)
+    graph = helper.make_graph([node], "mha", inputs, [helper.make_tensor_value_info("y", t, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 9
+    got = make_session(model).run(None, feeds)[0]
+    want = run_cpu(model, feeds)[0]
+    assert got.shape == want.shape
+    assert rel_err(got, want) <= TOL[dtype] * (5 if dtype == np.float16 else 1), f"seed {seed}"

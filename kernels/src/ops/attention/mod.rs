@@ -5,7 +5,8 @@
 //! - `fused`: the internal op `FlashAttention` (domain [`INTERNAL_DOMAIN`]) that the exported pattern
 //!   `MatMul(Q, Kᵀ) → scale → (+ mask) → Softmax → MatMul(·, V)` is rewritten into
 //!   (`graph/attention.rs`);
-//! - `onnx`: ONNX `Attention` (opset 23).
+//! - `onnx`: ONNX `Attention` (opset 23);
+//! - `mha`: `com.microsoft` `MultiHeadAttention` without a KV cache.
 //!
 //! Every operand is read through logical (batch, head, seq, dim) strides ([`Layout`]), so absorbed
 //! Transposes, packed `[B, S, H·D]` tensors and grouped-query heads (`H_q` a multiple of `H_kv`)
@@ -13,6 +14,7 @@
 
 pub mod fused;
 pub mod kernel;
+pub mod mha;
 pub mod onnx;
 
 use crate::caps::DeviceCaps;
@@ -32,7 +34,7 @@ pub const THREADS: u32 = 64;
 
 /// The definitions of this family.
 pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
-    vec![&fused::FlashAttentionDef, &onnx::AttentionDef]
+    vec![&fused::FlashAttentionDef, &onnx::AttentionDef, &mha::MultiHeadAttentionDef]
 }
 
 /// Query rows and keys per tile for head size `d` on `caps`: the largest tiles whose workgroup
