@@ -19,12 +19,14 @@ export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 LIB=.carry/bench/libonnxruntime_ep_wgpu.so
 BASE=.carry/base/libonnxruntime_ep_wgpu.so
-timeout 110 python3 bench/attention_bench.py --lib "$LIB" --out "$OUT" 2>&1 | tee "$OUT/attention.txt"
+timeout 95 python3 bench/attention_bench.py --lib "$LIB" --out "$OUT" 2>&1 | tee "$OUT/attention.txt"
 W="${WHISPER:-whisper_encoder}"
-timeout 70 python3 bench/run.py --full --lib "$BASE" --providers ours --no-plots --no-torch --budget-s 2 --only "$W" \
+timeout 80 python3 bench/run.py --full --lib "$BASE" --providers ours --no-plots --no-torch --budget-s 1 --warmup 2 --only "$W" \
   --out "$OUT/before" >"$OUT/before.txt" 2>&1
-timeout 90 python3 bench/run.py --full --lib "$LIB" --providers peer,ours --no-plots --no-torch --budget-s 2 --only "$W" \
+timeout 100 python3 bench/run.py --full --lib "$LIB" --providers peer,ours --no-plots --no-torch --budget-s 1 --warmup 2 --only "$W" \
   --out "$OUT/after" >"$OUT/after.txt" 2>&1
 echo "== whisper before (base library)"; grep -E '^\|' "$OUT/before.txt" | head -30
 echo "== whisper after (this library, with the peer)"; grep -E '^\|' "$OUT/after.txt" | head -40
 echo "== attention kernels"; grep -E '^\|' "$OUT/attention.txt"
+# At most 8 files come back: keep the results and the logs.
+find "$OUT" -type f ! -name attention.json ! -name attention.txt ! -name before.txt ! -name after.txt ! -name results.json -delete
