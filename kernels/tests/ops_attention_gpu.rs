@@ -182,7 +182,8 @@ fn check_attention(rng: &mut impl Rng, c: &Case, ty: ElemType, packed: bool, mas
     let what = format!("Attention {ty} packed={packed} B{b} H{hq}/{hkv} S{sq}x{skv} D{d} causal={:?}", c.causal);
     assert_close(&what, &got, &want, ty);
     assert_eq!(ops, vec!["Attention".to_string()]);
-    // The only buffer is the output: no Sq×Skv scores.
+    // The only buffer the executor allocates is the output: no Sq×Skv scores (the split-KV
+    // kernel's own workspace holds D + 2 floats per row and key chunk).
     assert_eq!(allocs, vec![("Attention_node".to_string(), b * hq * sq * d * ty.size())], "{what}");
 }
 
@@ -198,6 +199,12 @@ fn onnx_attention_against_f64() {
         check_attention(&mut rng, &case(1, 8, 1, 17, 17, 128, Some(0)), ty, true, Mask::Bool);
     }
     check_attention(&mut rng, &case(2, 4, 4, 40, 19, 96, Some(0)), ElemType::F32, true, Mask::Add);
+    // A few query rows: the split-KV kernel (several chunks of keys on this adapter).
+    for ty in [ElemType::F32, ElemType::F16] {
+        check_attention(&mut rng, &case(1, 4, 1, 1, 1000, 128, None), ty, false, Mask::None);
+    }
+    check_attention(&mut rng, &case(1, 2, 2, 3, 700, 64, Some(0)), ElemType::F32, false, Mask::Add);
+    check_attention(&mut rng, &case(2, 8, 2, 2, 333, 80, None), ElemType::F32, true, Mask::Bool);
     check_attention(&mut rng, &case(1, 8, 2, 5, 70, 128, None), ElemType::F32, false, Mask::Bool);
 }
 

@@ -3,6 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::decode::{self, DecodeParams, DECODE_MAX_ROWS};
 use super::{plan_tiles, unsupported, AttnSource};
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -238,6 +239,23 @@ impl Kernel for FlashKernel {
             count: to_u32("attention workgroups", count)?,
             pad: [0; 3],
         };
+        if g.sq <= DECODE_MAX_ROWS {
+            let dp = DecodeParams {
+                sq: params.sq,
+                skv: params.skv,
+                heads: params.heads,
+                group: params.group,
+                strides: [params.q_stride, params.k_stride, params.v_stride, params.o_stride, params.m_stride],
+                scale: params.scale,
+                causal: params.causal,
+                causal_offset: params.causal_offset,
+                chunk: 0,
+                count: 0,
+                splits: 0,
+                pad: [0; 2],
+            };
+            return decode::prepare(self, cx, &g, &reads, o, dp);
+        }
         let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
         let variant = ShaderVariant::Op(OpShader::new(source));
         let dispatch =

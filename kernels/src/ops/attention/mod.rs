@@ -6,12 +6,14 @@
 //!   `MatMul(Q, Kᵀ) → scale → (+ mask) → Softmax → MatMul(·, V)` is rewritten into
 //!   (`graph/attention.rs`);
 //! - `onnx`: ONNX `Attention` (opset 23);
+//! - `decode`: the split-KV variant for a few query rows (decode), chosen at prepare time;
 //! - `mha`: `com.microsoft` `MultiHeadAttention` without a KV cache.
 //!
 //! Every operand is read through logical (batch, head, seq, dim) strides ([`Layout`]), so absorbed
 //! Transposes, packed `[B, S, H·D]` tensors and grouped-query heads (`H_q` a multiple of `H_kv`)
 //! cost no copy.
 
+pub mod decode;
 pub mod fused;
 pub mod kernel;
 pub mod mha;
@@ -113,6 +115,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<crate::shader::ShaderVariant> {
             }
         }
     }
+    out.extend(decode::variants(caps));
     out
 }
 
