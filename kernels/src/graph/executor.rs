@@ -153,6 +153,8 @@ struct Prepared {
     status_readback: Readback,
     /// Each step that dispatches: its op types and its range of `dispatches`.
     spans: Vec<(String, std::ops::Range<usize>)>,
+    /// Every buffer allocated for a step's output: (step name, bytes).
+    allocations: Vec<(String, u64)>,
 }
 
 /// GPU time of one step of a run (see [`Executable::profile`]).
@@ -248,6 +250,13 @@ impl Executable {
         self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or(0, |p| p.dispatches.len())
     }
 
+    /// The buffers allocated for the steps' outputs at these input shapes, as (step name, bytes)
+    /// (empty until the shapes were prepared): what tests assert fused kernels never allocate.
+    pub fn allocations(&self, inputs: &[HostTensor<'_>]) -> Vec<(String, u64)> {
+        let key = Self::key(inputs.iter().map(|t| t.shape));
+        self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or_else(Vec::new, |p| p.allocations.clone())
+    }
+
     fn key<'s>(shapes: impl Iterator<Item = &'s [u64]>) -> Vec<u64> {
         shapes.flat_map(|s| std::iter::once(s.len() as u64).chain(s.iter().copied())).collect()
     }
@@ -294,6 +303,7 @@ impl Executable {
         let mut dispatches = Vec::new();
         let mut plans = Vec::new();
         let mut spans = Vec::new();
+        let mut allocations = Vec::new();
         let status = gpu.storage_buffer(4, "run status")?;
         let status_readback = gpu.readback(4)?;
         for (index, step) in self.program.steps.iter().enumerate() {
@@ -320,7 +330,10 @@ impl Executable {
                     Some(j) => bound.get(j).copied().flatten().map(|t| t.buf.clone()).ok_or_else(|| {
                         GpuError::Internal(format!("'{}' aliases input {j}, which is not bound", step.name))
                     })?,
-                    None => gpu.storage_buffer(elems * ty.size(), &step.name)?,
+                    None => {
+                        allocations.push((step.name.clone(), elems * ty.size()));
+                        gpu.storage_buffer(elems * ty.size(), &step.name)?
+                    }
                 };
                 outs.push(buf);
             }
@@ -375,6 +388,7 @@ impl Executable {
             output_bytes,
             plans,
             spans,
+            allocations,
             status,
             status_readback,
         })

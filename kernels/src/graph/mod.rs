@@ -1,6 +1,7 @@
 //! From ONNX nodes to GPU work: a plain-data graph model, per-node support predicates, convex
 //! partitioning, partition programs and their execution.
 
+pub mod attention;
 pub mod executor;
 pub mod fusion;
 pub mod model;

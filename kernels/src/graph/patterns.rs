@@ -6,6 +6,9 @@
 //! - RMSNorm: `Pow(x, 2) | Mul(x, x) → ReduceMean → Add(·, eps) → Sqrt → Div(x, ·)` (or `Reciprocal` then
 //!   `Mul(x, ·)`), then optionally `Mul(·, γ)` — `RMSNormalization`.
 //!
+//! - attention: `MatMul(Q, Kᵀ) → [Mul/Div scale] → [Add mask] → Softmax → MatMul(·, V)` —
+//!   the EP's `FlashAttention` (`graph/attention.rs`).
+//!
 //! The reductions must cover trailing axes; every intermediate must be read only inside the
 //! pattern, so nothing another node reads disappears.
 
@@ -21,8 +24,8 @@ pub struct Rewrite {
     pub node: Node,
 }
 
-struct Ctx<'a> {
-    nodes: &'a [Node],
+pub(super) struct Ctx<'a> {
+    pub(super) nodes: &'a [Node],
     producer: HashMap<&'a str, usize>,
     readers: HashMap<&'a str, Vec<usize>>,
     outputs: &'a [String],
@@ -43,33 +46,33 @@ impl<'a> Ctx<'a> {
         Ctx { nodes, producer, readers, outputs }
     }
 
-    fn op(&self, i: usize, op: &str) -> bool {
+    pub(super) fn op(&self, i: usize, op: &str) -> bool {
         self.nodes[i].is_onnx() && self.nodes[i].op_type == op
     }
 
     /// The node producing input `k` of node `i`, if it is in the partition.
-    fn input_node(&self, i: usize, k: usize) -> Option<usize> {
+    pub(super) fn input_node(&self, i: usize, k: usize) -> Option<usize> {
         let v = self.nodes[i].input(k)?;
         self.producer.get(v.name.as_str()).copied()
     }
 
-    fn input_name(&self, i: usize, k: usize) -> Option<&'a str> {
+    pub(super) fn input_name(&self, i: usize, k: usize) -> Option<&'a str> {
         self.nodes[i].input(k).map(|v| v.name.as_str())
     }
 
-    fn out(&self, i: usize) -> Option<&'a str> {
+    pub(super) fn out(&self, i: usize) -> Option<&'a str> {
         self.nodes[i].output(0).map(|o| o.name.as_str())
     }
 
     /// Whether node `i`'s output is read only by `allowed` and does not leave the partition.
-    fn private(&self, i: usize, allowed: &[usize]) -> bool {
+    pub(super) fn private(&self, i: usize, allowed: &[usize]) -> bool {
         let Some(o) = self.out(i) else { return false };
         !self.outputs.iter().any(|n| n == o)
             && self.readers.get(o).is_some_and(|rs| rs.iter().all(|r| allowed.contains(r)))
     }
 
     /// The other input of a binary node `i` besides the value `name`, with its index.
-    fn other(&self, i: usize, name: &str) -> Option<(usize, &'a ValueInfo)> {
+    pub(super) fn other(&self, i: usize, name: &str) -> Option<(usize, &'a ValueInfo)> {
         let n = &self.nodes[i];
         match (n.input(0), n.input(1)) {
             (Some(a), Some(b)) if a.name == name && b.name != name => Some((1, b)),
@@ -79,7 +82,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The sole reader of node `i`'s output.
-    fn next(&self, i: usize) -> Option<usize> {
+    pub(super) fn next(&self, i: usize) -> Option<usize> {
         match self.readers.get(self.out(i)?).map(Vec::as_slice) {
             Some(&[r]) => Some(r),
             _ => None,
@@ -88,7 +91,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// A constant scalar's value.
-fn scalar(v: &ValueInfo) -> Option<f32> {
+pub(super) fn scalar(v: &ValueInfo) -> Option<f32> {
     if !v.constant {
         return None;
     }
@@ -171,10 +174,15 @@ pub fn find(nodes: &[Node], outputs: &[String]) -> Vec<Rewrite> {
     let mut taken = vec![false; nodes.len()];
     let mut found = Vec::new();
     for i in 0..nodes.len() {
-        if taken[i] || !ctx.op(i, "ReduceMean") {
-            continue;
-        }
-        let rewrite = layer_norm(&ctx, i).or_else(|| rms_norm(&ctx, i));
+        let rewrite = if taken[i] {
+            None
+        } else if ctx.op(i, "ReduceMean") {
+            layer_norm(&ctx, i).or_else(|| rms_norm(&ctx, i))
+        } else if ctx.op(i, "Softmax") {
+            super::attention::flash(&ctx, i)
+        } else {
+            None
+        };
         if let Some(r) = rewrite.filter(|r| r.members.iter().all(|&m| !taken[m])) {
             r.members.iter().for_each(|&m| taken[m] = true);
             found.push(r);

@@ -7,6 +7,7 @@
 //! table; adding an op is a definition in a family folder and one line below.
 
 pub mod alias;
+pub mod attention;
 pub mod check;
 pub mod conv;
 pub mod elementwise;
@@ -168,6 +169,7 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(elementwise::ops());
         all.extend(norm::ops());
         all.extend(layout::ops());
+        all.extend(attention::ops());
         all
     })
 }

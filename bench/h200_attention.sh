@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 13's measurements in one H200 device run (after `bash bench/h200_stage.sh`, with the library of the
+# commit before attention staged as .carry/base/libonnxruntime_ep_wgpu.so; carry [".carry", ".whl", ".gl"]):
+#   1. bench/attention_bench.py: flash-attention kernel time beside torch SDPA (flash), float16;
+#   2. the Whisper-tiny encoder (fp32, fp16) end to end: before (base library, ours only) and after (this
+#      library, with the peer), bench/run.py --full.
+# Results under $OUT (attention.json, before/, after/); the tables print last.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/bench/out/h200}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 2
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+for f in .gl/*.deb; do [[ -f $f ]] && dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+LIB=.carry/bench/libonnxruntime_ep_wgpu.so
+BASE=.carry/base/libonnxruntime_ep_wgpu.so
+timeout 95 python3 bench/attention_bench.py --lib "$LIB" --out "$OUT" 2>&1 | tee "$OUT/attention.txt"
+W="${WHISPER:-whisper_encoder}"
+timeout 80 python3 bench/run.py --full --lib "$BASE" --providers ours --no-plots --no-torch --budget-s 1 --warmup 2 --only "$W" \
+  --out "$OUT/before" >"$OUT/before.txt" 2>&1
+timeout 100 python3 bench/run.py --full --lib "$LIB" --providers peer,ours --no-plots --no-torch --budget-s 1 --warmup 2 --only "$W" \
+  --out "$OUT/after" >"$OUT/after.txt" 2>&1
+echo "== whisper before (base library)"; grep -E '^\|' "$OUT/before.txt" | head -30
+echo "== whisper after (this library, with the peer)"; grep -E '^\|' "$OUT/after.txt" | head -40
+echo "== attention kernels"; grep -E '^\|' "$OUT/attention.txt"
+# At most 8 files come back: keep the results and the logs.
+find "$OUT" -type f ! -name attention.json ! -name attention.txt ! -name before.txt ! -name after.txt ! -name results.json -delete

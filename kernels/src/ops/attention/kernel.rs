@@ -1,0 +1,317 @@
+//! The flash-attention step: resolves the operands' layouts into logical (batch, head, seq, dim)
+//! strides at run time, picks the tiling for the head size and binds one dispatch.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::decode::{self, DecodeParams, DECODE_MAX_ROWS};
+use super::{plan_tiles, unsupported, AttnSource};
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::ops::norm::{broadcast_strides, broadcasts_onto, check_bindings};
+use crate::ops::{grid, to_u32, Kernel, KernelIo, PrepareCx, PreparedStep};
+use crate::shader::{OpShader, ShaderVariant};
+
+/// The mask operand: none, added to the scaled scores, or boolean (false excludes the key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MaskKind {
+    None,
+    Add,
+    Bool,
+}
+
+impl MaskKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MaskKind::None => "none",
+            MaskKind::Add => "add",
+            MaskKind::Bool => "bool",
+        }
+    }
+}
+
+/// Causal masking: query i sees key j when `j ≤ i + offset`; the offset is 0 (top-left, ONNX
+/// `Attention`) or `Skv − Sq` (bottom-right: the queries are the last of the keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Causal {
+    None,
+    TopLeft,
+    BottomRight,
+}
+
+/// How a stored tensor is viewed as (batch, head, seq, dim).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Logical dim i (batch, head, seq, dim) is dim `perm[i]` of the 4-D view.
+    pub perm: [usize; 4],
+    /// `Some(h)`: a rank-3 `[B, S, h·D]` tensor viewed as `[B, S, h, D]`; else a rank-2..4 tensor
+    /// with leading 1s added up to rank 4.
+    pub packed_heads: Option<u64>,
+}
+
+impl Layout {
+    pub const BHSD: Layout = Layout { perm: [0, 1, 2, 3], packed_heads: None };
+
+    /// `[B, S, h·D]` with `h` heads.
+    pub fn packed(heads: u64) -> Layout {
+        Layout { perm: [0, 2, 1, 3], packed_heads: Some(heads) }
+    }
+
+    /// Logical dims and strides (elements) of a tensor stored with `shape`.
+    pub fn view(&self, shape: &[u64]) -> Result<([u64; 4], [u64; 4]), String> {
+        let mut four = [1u64; 4];
+        match self.packed_heads {
+            Some(h) => {
+                let &[b, s, hd] = shape else {
+                    return Err(format!("expected a rank-3 [B, S, H·D] tensor, got {shape:?}"));
+                };
+                if h == 0 || hd % h != 0 {
+                    return Err(format!("the last dimension {hd} of {shape:?} is not a multiple of {h} heads"));
+                }
+                four = [b, s, h, hd / h];
+            }
+            None => {
+                if !(2..=4).contains(&shape.len()) {
+                    return Err(format!("expected a tensor of rank 2 to 4, got {shape:?}"));
+                }
+                four[4 - shape.len()..].copy_from_slice(shape);
+            }
+        }
+        let mut strides = [1u64; 4];
+        for i in (0..3).rev() {
+            strides[i] = strides[i + 1] * four[i + 1];
+        }
+        let mut dims = [0u64; 4];
+        let mut out = [0u64; 4];
+        for i in 0..4 {
+            dims[i] = four[self.perm[i]];
+            out[i] = strides[self.perm[i]];
+        }
+        Ok((dims, out))
+    }
+}
+
+/// How the output is stored: `[B, H, S, D]` with leading 1s dropped to `rank`, or packed `[B, S, H·D]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutLayout {
+    Plain(usize),
+    Packed,
+}
+
+/// One attention node's step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlashKernel {
+    pub name: String,
+    pub op: &'static str,
+    pub ty: ElemType,
+    /// `None`: 1/√D.
+    pub scale: Option<f32>,
+    pub causal: Causal,
+    pub mask: MaskKind,
+    pub q: Layout,
+    pub k: Layout,
+    pub v: Layout,
+    pub out: OutLayout,
+}
+
+/// The problem at one set of shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Geometry {
+    pub batch: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub sq: u64,
+    pub skv: u64,
+    pub d: u64,
+    pub strides: [[u64; 4]; 3],
+}
+
+impl FlashKernel {
+    fn err(&self, m: String) -> String {
+        format!("{} '{}': {m}", self.op, self.name)
+    }
+
+    /// Logical sizes and Q/K/V strides, checked against each other.
+    pub fn geometry(&self, q: &[u64], k: &[u64], v: &[u64]) -> Result<Geometry, String> {
+        let (qd, qs) = self.q.view(q).map_err(|e| self.err(format!("Q: {e}")))?;
+        let (kd, ks) = self.k.view(k).map_err(|e| self.err(format!("K: {e}")))?;
+        let (vd, vs) = self.v.view(v).map_err(|e| self.err(format!("V: {e}")))?;
+        if qd[0] != kd[0] || kd[0] != vd[0] {
+            return Err(self.err(format!("batch sizes of Q {q:?}, K {k:?} and V {v:?} differ")));
+        }
+        if kd[1] != vd[1] || kd[1] == 0 || qd[1] % kd[1] != 0 {
+            return Err(self.err(format!("{} query heads are not a multiple of {} K/V heads", qd[1], kd[1])));
+        }
+        if kd[2] != vd[2] {
+            return Err(self.err(format!("K has {} keys, V {} values", kd[2], vd[2])));
+        }
+        if qd[3] != kd[3] || vd[3] != qd[3] {
+            return Err(self.err(format!("head sizes of Q ({}), K ({}) and V ({}) must be equal", qd[3], kd[3], vd[3])));
+        }
+        Ok(Geometry {
+            batch: qd[0],
+            heads: qd[1],
+            kv_heads: kd[1],
+            sq: qd[2],
+            skv: kd[2],
+            d: qd[3],
+            strides: [qs, ks, vs],
+        })
+    }
+
+    /// The stored output shape and its (batch, head, seq, dim) strides.
+    fn output(&self, g: &Geometry) -> Result<(Vec<u64>, [u64; 4]), String> {
+        let (b, h, s, d) = (g.batch, g.heads, g.sq, g.d);
+        Ok(match self.out {
+            OutLayout::Packed => (vec![b, s, h * d], [s * h * d, d, h * d, 1]),
+            OutLayout::Plain(rank) => {
+                let full = [b, h, s, d];
+                if !(2..=4).contains(&rank) || full[..4 - rank].iter().any(|&x| x != 1) {
+                    return Err(self.err(format!("the output [{b}, {h}, {s}, {d}] cannot have rank {rank}")));
+                }
+                (full[4 - rank..].to_vec(), [h * s * d, s * d, d, 1])
+            }
+        })
+    }
+}
+
+impl Kernel for FlashKernel {
+    fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("input {i} is missing")));
+        let g = self.geometry(get(0)?, get(1)?, get(2)?)?;
+        if self.mask != MaskKind::None {
+            let m = get(3)?;
+            if !broadcasts_onto(m, &[g.batch, g.heads, g.sq, g.skv]) {
+                return Err(self.err(format!(
+                    "the mask {m:?} does not broadcast onto the scores [{}, {}, {}, {}]",
+                    g.batch, g.heads, g.sq, g.skv
+                )));
+            }
+        }
+        Ok(vec![self.output(&g)?.0])
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let (q, k, v, o) = (io.input(0)?, io.input(1)?, io.input(2)?, io.output(0)?);
+        let g = self.geometry(q.shape, k.shape, v.shape).map_err(GpuError::Invalid)?;
+        let (br, bc) = plan_tiles(g.d, cx.caps())
+            .ok_or_else(|| GpuError::Invalid(self.err(unsupported(g.d, cx.caps()).unwrap_or_default())))?;
+        let mut bound = vec![q, k, v, o];
+        let mut m_stride = [0u64; 4];
+        let mut reads = vec![q.buf, k.buf, v.buf];
+        if self.mask != MaskKind::None {
+            let m = io.input(3)?;
+            m_stride.copy_from_slice(&broadcast_strides(m.shape, &[g.batch, g.heads, g.sq, g.skv]));
+            reads.push(m.buf);
+            bound.push(m);
+        }
+        check_bindings(&bound, cx.caps())?;
+        let (_, o_stride) = self.output(&g).map_err(GpuError::Invalid)?;
+        let q_tiles = g.sq.div_ceil(u64::from(br));
+        let count = g.batch * g.heads * q_tiles;
+        let u4 = |s: [u64; 4]| -> Result<[u32; 4], GpuError> {
+            Ok([
+                to_u32("attention stride", s[0])?,
+                to_u32("attention stride", s[1])?,
+                to_u32("attention stride", s[2])?,
+                to_u32("attention stride", s[3])?,
+            ])
+        };
+        let d = g.d as f32;
+        let offset = match self.causal {
+            Causal::BottomRight => i32::try_from(g.skv as i64 - g.sq as i64)
+                .map_err(|_| GpuError::Invalid(self.err("sequence too long".into())))?,
+            _ => 0,
+        };
+        let params = AttnParams {
+            sq: to_u32("query length", g.sq)?,
+            skv: to_u32("key length", g.skv)?,
+            heads: to_u32("heads", g.heads)?,
+            group: to_u32("query heads per K/V head", g.heads / g.kv_heads)?,
+            q_stride: u4(g.strides[0])?,
+            k_stride: u4(g.strides[1])?,
+            v_stride: u4(g.strides[2])?,
+            o_stride: u4(o_stride)?,
+            m_stride: u4(m_stride)?,
+            scale: self.scale.unwrap_or(1.0 / d.sqrt()),
+            causal: u32::from(self.causal != Causal::None),
+            causal_offset: offset,
+            q_tiles: to_u32("query tiles", q_tiles)?,
+            count: to_u32("attention workgroups", count)?,
+            pad: [0; 3],
+        };
+        if g.sq <= DECODE_MAX_ROWS {
+            let dp = DecodeParams {
+                sq: params.sq,
+                skv: params.skv,
+                heads: params.heads,
+                group: params.group,
+                strides: [params.q_stride, params.k_stride, params.v_stride, params.o_stride, params.m_stride],
+                scale: params.scale,
+                causal: params.causal,
+                causal_offset: params.causal_offset,
+                chunk: 0,
+                count: 0,
+                splits: 0,
+                pad: [0; 2],
+            };
+            return decode::prepare(self, cx, &g, &reads, o, dp);
+        }
+        let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
+        let variant = ShaderVariant::Op(OpShader::new(source));
+        let dispatch =
+            cx.gpu.prepare_op(&variant, &reads, &[o.buf], bytemuck::bytes_of(&params), grid(count, cx.caps())?)?;
+        let plan = format!(
+            "{} '{}': flash attention B={} H={}/{} Sq={} Skv={} D={} tiles {br}x{bc}, mask {}, causal {:?}",
+            self.op,
+            self.name,
+            g.batch,
+            g.heads,
+            g.kv_heads,
+            g.sq,
+            g.skv,
+            g.d,
+            self.mask.name(),
+            self.causal
+        );
+        Ok(PreparedStep { dispatches: vec![dispatch], plan: Some(plan) })
+    }
+}
+
+/// The uniforms of `attn_flash.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct AttnParams {
+    sq: u32,
+    skv: u32,
+    heads: u32,
+    group: u32,
+    q_stride: [u32; 4],
+    k_stride: [u32; 4],
+    v_stride: [u32; 4],
+    o_stride: [u32; 4],
+    m_stride: [u32; 4],
+    scale: f32,
+    causal: u32,
+    causal_offset: i32,
+    q_tiles: u32,
+    count: u32,
+    pad: [u32; 3],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_view_logical_strides() {
+        assert_eq!(Layout::BHSD.view(&[2, 3, 5, 8]).unwrap(), ([2, 3, 5, 8], [120, 40, 8, 1]));
+        assert_eq!(Layout::BHSD.view(&[3, 5, 8]).unwrap(), ([1, 3, 5, 8], [120, 40, 8, 1]));
+        // [B, S, H·D] with 2 heads of 4.
+        assert_eq!(Layout::packed(2).view(&[2, 5, 8]).unwrap(), ([2, 2, 5, 4], [40, 4, 8, 1]));
+        // Kᵀ stored [B, H, D, S].
+        let kt = Layout { perm: [0, 1, 3, 2], packed_heads: None };
+        assert_eq!(kt.view(&[1, 2, 8, 5]).unwrap(), ([1, 2, 5, 8], [80, 40, 1, 5]));
+        assert!(Layout::packed(3).view(&[2, 5, 8]).is_err());
+        assert!(Layout::BHSD.view(&[8]).is_err());
+    }
+}

@@ -1,0 +1,175 @@
+"""Fused attention through ONNX Runtime with CPU fallback disabled, against the CPU EP on fresh random data:
+
+- the exported pattern (MatMul(Q, Kᵀ) → scale → (+ mask) → Softmax → MatMul(·, V)) inside Whisper- and BERT-style
+  encoders whose head sizes (64, 80) the flash kernel has: the step profile shows it ran as `FlashAttention(fused)`;
+- ONNX `Attention` (opset 23): 4-D and packed 3-D inputs, causal, boolean and additive masks, grouped-query heads
+  (ratios 1, 4, 8), query length ≠ key length, float32 and float16; a head size the kernel lacks is declined.
+
+Shapes stay small (llvmpipe); sequence lengths are no tile multiple."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import models
+
+EP = "WgpuExecutionProvider"
+TOL = {np.float32: 1e-4, np.float16: 1e-2}
+ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
+
+
+def new_seed() -> int:
+    return int(np.random.default_rng().integers(0, 2**31))
+
+
+def rel_err(got, want) -> float:
+    want64 = want.astype(np.float64)
+    return float(np.abs(got.astype(np.float64) - want64).max() / max(np.abs(want64).max(), 1e-30))
+
+
+def profiled_ops(sess, feeds, tmp_path) -> tuple[list, list[str]]:
+    """One run with the EP's step profile on: the outputs and the op types of every step."""
+    path = tmp_path / "profile.jsonl"
+    os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"] = str(path)
+    try:
+        got = sess.run(None, feeds)
+    finally:
+        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"]
+    lines = path.read_text().splitlines() if path.exists() else []
+    return got, [json.loads(line)["ops"] for line in lines]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_whisper_encoder_attention_is_fused(make_session, run_cpu, dtype, tmp_path):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    # Head size 64 (d 128, 2 heads); 33 frames → 17 positions.
+    model = models.whisper_encoder(models.Params(rng), dtype, batch=2, frames=33, d=128, heads=2, ffn=128, layers=1)
+    feeds = {"input_features": rng.uniform(-1, 1, size=(2, 80, 33)).astype(dtype)}
+    sess = make_session(model)
+    assert sess.get_providers() == [EP, "CPUExecutionProvider"]
+    got, ops = profiled_ops(sess, feeds, tmp_path)
+    want = run_cpu(model, feeds)
+    assert rel_err(got[0], want[0]) <= TOL[dtype], f"seed {seed}"
+    # The test adapter (llvmpipe) has timestamp queries, so the step profile is written.
+    assert "FlashAttention(fused)" in ops, ops
+    assert not any("Softmax" in o for o in ops), ops
+
+
+def test_bert_encoder_attention_with_mask_is_fused(make_session, run_cpu, tmp_path):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    # Head size 80 (d 160, 2 heads), the padding mask added to the scores.
+    model = models.bert_encoder(models.Params(rng), np.float32, batch=2, seq=13, d=160, heads=2, ffn=64, layers=1)
+    lengths = np.array([13, 6])
+    mask = (np.arange(13)[None, :] < lengths[:, None]).astype(np.int64)
+    feeds = {"input_ids": rng.integers(0, 97, size=(2, 13)).astype(np.int64), "attention_mask": mask,
+             "token_type_ids": np.zeros((2, 13), np.int64)}
+    sess = make_session(model)
+    got, ops = profiled_ops(sess, feeds, tmp_path)
+    for g, w in zip(got, run_cpu(model, feeds)):
+        assert rel_err(g, w) <= TOL[np.float32], f"seed {seed}"
+    assert "FlashAttention(fused)" in ops, ops
+    assert not any("Softmax" in o for o in ops), ops
+
+
+def attention_model(dtype, q_shape, k_shape, mask_shape=None, mask_type=None, **attrs):
+    t = ELEM[dtype]
+    v_shape = list(k_shape)
+    inputs = [helper.make_tensor_value_info("q", t, q_shape), helper.make_tensor_value_info("k", t, k_shape),
+              helper.make_tensor_value_info("v", t, v_shape)]
+    names = ["q", "k", "v"]
+    if mask_shape is not None:
+        inputs.append(helper.make_tensor_value_info("m", mask_type, mask_shape))
+        names.append("m")
+    node = helper.make_node("Attention", names, ["y"], **attrs)
+    graph = helper.make_graph([node], "attention", inputs, [helper.make_tensor_value_info("y", t, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model
+
+
+# (batch, q heads, kv heads, Sq, Skv, head size, causal, mask, packed 3-D)
+ATTENTION_CASES = [
+    (1, 2, 2, 1, 7, 64, 0, None, False),
+    (2, 4, 4, 33, 33, 64, 1, None, False),
+    (1, 4, 1, 7, 45, 80, 0, "add", False),
+    (1, 8, 1, 17, 17, 128, 1, "bool", True),
+    (2, 8, 2, 9, 30, 96, 0, "bool", False),
+    (1, 2, 2, 40, 19, 64, 1, "add", True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", ATTENTION_CASES, ids=lambda c: "b{}h{}kv{}s{}x{}d{}c{}m{}p{}".format(*c))
+def test_onnx_attention(make_session, run_cpu, dtype, case):
+    b, hq, hkv, sq, skv, d, causal, mask, packed = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    shape = (lambda h, s: [b, s, h * d]) if packed else (lambda h, s: [b, h, s, d])
+    feeds = {n: rng.uniform(-1, 1, size=shape(h, s)).astype(dtype) for n, h, s in (("q", hq, sq), ("k", hkv, skv), ("v", hkv, skv))}
+    attrs = {"is_causal": causal, "scale": 0.7 / np.sqrt(d)}
+    if packed:
+        attrs.update(q_num_heads=hq, kv_num_heads=hkv)
+    mask_shape = mask_type = None
+    if mask == "add":
+        mask_shape, mask_type = [b, 1, sq, skv], ELEM[dtype]
+        feeds["m"] = rng.uniform(-2, 2, size=mask_shape).astype(dtype)
+    elif mask == "bool":
+        mask_shape, mask_type = [sq, skv], TensorProto.BOOL
+        m = rng.uniform(size=mask_shape) < 0.7
+        m[:, 0] = True  # no row without a key
+        feeds["m"] = m
+    model = attention_model(dtype, shape(hq, sq), shape(hkv, skv), mask_shape, mask_type, **attrs)
+    sess = make_session(model)
+    got = sess.run(None, feeds)[0]
+    want = run_cpu(model, feeds)[0]
+    assert got.shape == want.shape
+    assert rel_err(got, want) <= TOL[dtype] * (5 if dtype == np.float16 else 1), f"seed {seed}"
+
+
+def test_onnx_attention_with_other_head_size_is_declined(make_session):
+    model = attention_model(np.float32, [1, 2, 5, 72], [1, 2, 5, 72])
+    with pytest.raises(Exception, match="(?i)fallback|assigned|not.*support|capab"):
+        make_session(model)
+
+
+# (batch, heads, Sq, Skv, head size, unidirectional, attention_bias, K/V as [B, N, L, H])
+MHA_CASES = [
+    (2, 2, 17, 17, 64, 0, False, False),
+    (1, 4, 9, 33, 80, 0, True, False),
+    (2, 2, 21, 21, 128, 1, False, False),
+    (1, 3, 5, 40, 96, 0, True, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", MHA_CASES, ids=lambda c: "b{}n{}s{}x{}h{}u{}bias{}bnsh{}".format(*c))
+def test_multi_head_attention(make_session, run_cpu, dtype, case):
+    b, n, sq, skv, h, uni, with_bias, bnsh = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    t = ELEM[dtype]
+    kv_shape = [b, n, skv, h] if bnsh else [b, skv, n * h]
+    feeds = {"q": rng.uniform(-1, 1, size=(b, sq, n * h)).astype(dtype),
+             "k": rng.uniform(-1, 1, size=kv_shape).astype(dtype), "v": rng.uniform(-1, 1, size=kv_shape).astype(dtype)}
+    inputs = [helper.make_tensor_value_info("q", t, [b, sq, n * h]), helper.make_tensor_value_info("k", t, kv_shape),
+              helper.make_tensor_value_info("v", t, kv_shape)]
+    names = ["q", "k", "v"]
+    if with_bias:
+        feeds["ab"] = rng.uniform(-2, 2, size=(1, n, sq, skv)).astype(dtype)
+        inputs.append(helper.make_tensor_value_info("ab", t, [1, n, sq, skv]))
+        names += ["", "", "ab"]
+    node = helper.make_node("MultiHeadAttention", names, ["y"], domain="com.microsoft", num_heads=n, unidirectional=uni)
+    graph = helper.make_graph([node], "mha", inputs, [helper.make_tensor_value_info("y", t, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 9
+    got = make_session(model).run(None, feeds)[0]
+    want = run_cpu(model, feeds)[0]
+    assert got.shape == want.shape
+    assert rel_err(got, want) <= TOL[dtype] * (5 if dtype == np.float16 else 1), f"seed {seed}"
