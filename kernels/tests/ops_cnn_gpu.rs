@@ -121,6 +121,11 @@ fn global_pools() {
         check("gmp", "GlobalMaxPool", ty, &[3, 5, 9], vec![]);
     }
     check("gap_3d", "GlobalAveragePool", ElemType::F32, &[1, 3, 3, 4, 5], vec![]);
+    // Planes long enough for one workgroup each (odd lengths, fewer and more than its invocations).
+    for ty in [ElemType::F32, ElemType::F16] {
+        check("gap_shared", "GlobalAveragePool", ty, &[2, 3, 13, 11], vec![]);
+        check("gmp_shared", "GlobalMaxPool", ty, &[1, 5, 29, 17], vec![]);
+    }
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Pooling: MaxPool, AveragePool (count_include_pad), GlobalMaxPool and GlobalAveragePool over
 //! 1 to 3 spatial axes, in f32 and f16. One generated kernel (`wgsl/pool.wgsl.j2`) visits each
-//! output's window; a global pool is the same kernel with a window of the whole input.
+//! output's window; a global pool is the same kernel with a window of the whole input, or,
+//! over planes of at least [`GLOBAL_ROW_MIN`] elements, one workgroup per plane
+//! (`wgsl/pool_global.wgsl.j2`).
 //! MaxPool's optional Indices output is declined.
 
 pub mod geometry;
@@ -15,8 +17,14 @@ use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::ops::norm::{check_bindings, float_types, input_type};
-use crate::ops::{check_f16, check_types, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::ops::{check_f16, check_types, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// Shortest plane a global pool shares among a workgroup (ResNet's 7×7 planes take one
+/// invocation each; MobileNet's squeeze-excite pools over 28×28 and 14×14 planes share).
+pub const GLOBAL_ROW_MIN: u64 = 128;
+/// Invocations per plane of the shared global pool.
+pub const GLOBAL_THREADS: u32 = 64;
 
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&PoolDef];
@@ -67,7 +75,9 @@ impl OpDef for PoolDef {
         let mut out = Vec::new();
         for ty in float_types(caps) {
             for max in [true, false] {
-                out.push(ShaderVariant::Op(OpShader::new(PoolSource { max, ty })));
+                for threads in [None, Some(GLOBAL_THREADS)] {
+                    out.push(ShaderVariant::Op(OpShader::new(PoolSource { max, ty, threads })));
+                }
             }
         }
         out
@@ -126,12 +136,26 @@ impl Kernel for PoolKernel {
         let g = self.geometry(x.shape).map_err(GpuError::Invalid)?;
         to_u32("pool input elements", x.elems())?;
         let count = g.out_elems();
+        let plane = g.window();
+        if self.attrs.global && plane >= GLOBAL_ROW_MIN {
+            let params = [to_u32("pool planes", g.planes)?, to_u32("pool plane", plane)?, 0, 0];
+            let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS) };
+            let variant = ShaderVariant::Op(OpShader::new(source));
+            let grid = grid(g.planes, cx.caps())?;
+            return Ok(PreparedStep::one(cx.gpu.prepare_op(
+                &variant,
+                &[x.buf],
+                &[y.buf],
+                bytemuck::bytes_of(&params),
+                grid,
+            )?));
+        }
         let v4 = |a: [u32; 3]| [a[0], a[1], a[2], 0];
         let params = PoolParams {
             head: [to_u32("pool output elements", count)?, u32::from(self.include_pad), 0, 0],
             axes: [v4(g.input), v4(g.out), v4(g.kernel), v4(g.stride), v4(g.dilation), v4(g.pad_begin), v4(g.pad_end)],
         };
-        let variant = ShaderVariant::Op(OpShader::new(PoolSource { max: self.max, ty: self.ty }));
+        let variant = ShaderVariant::Op(OpShader::new(PoolSource { max: self.max, ty: self.ty, threads: None }));
         let grid = grid_for(count, cx.caps())?;
         Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
     }
@@ -150,18 +174,25 @@ struct PoolParams {
 pub struct PoolSource {
     pub max: bool,
     pub ty: ElemType,
+    /// `Some(invocations per plane)`: the shared global pool.
+    pub threads: Option<u32>,
 }
 
 impl OpSource for PoolSource {
     fn name(&self) -> String {
-        format!("pool_{}_{}", if self.max { "max" } else { "avg" }, self.ty.name())
+        let op = if self.max { "max" } else { "avg" };
+        match self.threads {
+            None => format!("pool_{op}_{}", self.ty.name()),
+            Some(t) => format!("pool_global_{op}_{}_t{t}", self.ty.name()),
+        }
     }
 
     fn emit(&self) -> Result<String, String> {
-        render(
-            "pool.wgsl.j2",
-            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16, max => self.max },
-        )
+        let (t, f16, max) = (self.ty.name(), self.ty == ElemType::F16, self.max);
+        match self.threads {
+            None => render("pool.wgsl.j2", minijinja::context! { t, f16, max }),
+            Some(threads) => render("pool_global.wgsl.j2", minijinja::context! { t, f16, max, threads }),
+        }
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
