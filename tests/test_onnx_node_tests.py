@@ -39,7 +39,7 @@ FAMILIES = {
     "matmul": ["MatMul", "Gemm"],
     "conv": ["Conv"],
     "unary": "Abs Neg Exp Log Sqrt Reciprocal Erf Tanh Sigmoid Relu LeakyRelu Gelu Sin Cos Floor Ceil Round Not IsNaN Clip".split(),
-    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad".split(),
+    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization".split(),
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),

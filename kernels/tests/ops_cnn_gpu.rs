@@ -293,3 +293,67 @@ fn pad_every_mode() {
     let crop = node("Pad", 19, vec![xi, Some(i64s("p", &[0, -7, 0, 0]))], vec![val("y", ElemType::F32, &[])], vec![]);
     assert!(ep_kernels::ops::lookup(&crop).unwrap().check(&crop, &opts).is_err());
 }
+
+/// GroupNormalization of `x` ([N, C, spatial…]) in float64: scale and bias per channel, or per
+/// group when `per_group`.
+fn group_norm_reference(x: &[f64], shape: &[u64], groups: usize, s: &[f64], b: &[f64], eps: f64) -> Vec<f64> {
+    let (c, spatial) = (shape[1] as usize, shape[2..].iter().product::<u64>() as usize);
+    let len = c / groups * spatial;
+    let mut y = Vec::new();
+    for (r, row) in x.chunks(len).enumerate() {
+        let mean = row.iter().sum::<f64>() / len as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / len as f64;
+        for (i, v) in row.iter().enumerate() {
+            let ch = (r % groups) * (c / groups) + i / spatial;
+            let k = if s.len() == c { ch } else { r % groups };
+            y.push((v - mean) / (var + eps).sqrt() * s[k] + b[k]);
+        }
+    }
+    y
+}
+
+#[test]
+fn group_and_instance_normalization() {
+    let mut rng = common::rng("group_and_instance_normalization");
+    // (op, opset, X, groups, scale length)
+    let cases: [(&str, i32, &[u64], usize, u64); 5] = [
+        ("GroupNormalization", 21, &[2, 6, 5, 7], 3, 6),
+        ("GroupNormalization", 18, &[1, 8, 9, 11], 4, 4),
+        ("GroupNormalization", 21, &[2, 4, 37], 1, 4),
+        ("InstanceNormalization", 6, &[2, 3, 13, 9], 3, 3),
+        ("InstanceNormalization", 6, &[1, 5, 3], 5, 5),
+    ];
+    for ty in [ElemType::F32, ElemType::F16] {
+        for (op, opset, shape, groups, k) in cases {
+            let (xv, x) = random(&mut rng, ty, shape);
+            let (sv, s) = random(&mut rng, ty, &[k]);
+            let (bv, b) = random(&mut rng, ty, &[k]);
+            let eps = 1e-3f32;
+            let mut attrs = vec![("epsilon", Attr::Float(eps))];
+            if op == "GroupNormalization" {
+                attrs.push(("num_groups", Attr::Int(groups as i64)));
+            }
+            let inputs = vec![Some(val("x", ty, shape)), Some(val("s", ty, &[k])), Some(val("b", ty, &[k]))];
+            let n = node(op, opset, inputs, vec![val("y", ty, shape)], attrs);
+            let got = run_graph(&[n], &[("x", &x), ("s", &s), ("b", &b)], &[], &["y"]).unwrap();
+            let want = group_norm_reference(&xv, shape, groups, &sv, &bv, eps as f64);
+            let (atol, rtol) = if ty == ElemType::F16 { (6e-3, 4e-3) } else { (2e-5, 2e-5) };
+            for (i, (g, w)) in got[0].values().iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= atol + rtol * w.abs(), "{op} {shape:?} {ty}: element {i}: got {g}, want {w}");
+            }
+        }
+    }
+    let opts = PlacementOptions::defaults(profiles::get("llvmpipe").unwrap());
+    let bad = node(
+        "GroupNormalization",
+        21,
+        vec![
+            Some(val("x", ElemType::F32, &[1, 6, 4])),
+            Some(val("s", ElemType::F32, &[6])),
+            Some(val("b", ElemType::F32, &[6])),
+        ],
+        vec![val("y", ElemType::F32, &[1, 6, 4])],
+        vec![("num_groups", Attr::Int(4))],
+    );
+    assert!(ep_kernels::ops::lookup(&bad).unwrap().check(&bad, &opts).unwrap_err().contains("divisible"));
+}

@@ -6,6 +6,7 @@
 //! reduction; short or strided ones one invocation per row or column.
 
 pub mod batch;
+pub mod group;
 pub mod layer;
 pub mod reduce;
 pub mod softmax;
@@ -24,6 +25,7 @@ pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
     all.extend(softmax::OPS);
     all.extend(reduce::OPS);
     all.extend(batch::OPS);
+    all.extend(group::OPS);
     all
 }
 
