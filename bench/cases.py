@@ -511,6 +511,66 @@ def vit_base_case(dtype: str, image: int = 224, patch: int = 16) -> Case:
     return case
 
 
+# ------------------------------------------------------------------------------------------------ CNNs (torchvision)
+
+
+def have_torchvision() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
+
+
+# Multiply-adds per 224² image (torchvision's model cards): ResNet-50 4.09 G, MobileNetV3-large 0.217 G.
+CNN_MACS = {"resnet50": 4.09e9, "mobilenet_v3_large": 0.217e9}
+
+
+def torchvision_module(torch, arch: str, dtype: str):
+    """A torchvision classifier with random weights (nothing is downloaded), in eval mode (the exporter folds each
+    BatchNormalization into its Conv)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    mod = getattr(torchvision.models, arch)(weights=None).eval()
+    return mod.half() if dtype == "fp16" else mod
+
+
+def torchvision_case(arch: str, batch: int, dtype: str, image: int = 224) -> Case:
+    """torchvision `arch` on [batch, 3, image, image], opset 17."""
+    shapes = {"input": ([batch, 3, image, image], None)}
+    flops = 2.0 * CNN_MACS[arch] * batch * (image / 224) ** 2
+
+    def build(scratch):
+        import torch
+
+        dev = _export_device(torch)
+        mod = torchvision_module(torch, arch, dtype).to(dev)
+        args = _torch_inputs(torch, case, shapes, dtype, dev)
+        path, how = export_torch(mod, args, f"{scratch}/{case.name}.onnx", list(shapes), ["logits"])
+        case.note += f"; {how}"
+        return path
+
+    def torch_fn(torch, dev):
+        mod = torchvision_module(torch, arch, dtype).to(dev)
+        args = _torch_inputs(torch, case, shapes, dtype, dev)
+
+        def run():
+            with torch.no_grad():
+                return mod(*args)
+
+        return run
+
+    case = Case(f"{arch}_b{batch}_{dtype}", "cnn", dtype, f"{batch}×3×{image}²", flops, build, torch_fn,
+                note=f"torchvision {arch}, random weights; images/s = batch × 1000 / median ms", tags={"profile"})
+    return case
+
+
+def cnn_cases() -> list[Case]:
+    """ResNet-50 at batch 1 and 32, MobileNetV3-large at batch 1, fp32 and fp16 (`--only 'resnet50|mobilenet'`)."""
+    cases = []
+    for dt in ("fp32", "fp16"):
+        cases += [torchvision_case("resnet50", 1, dt), torchvision_case("resnet50", 32, dt)]
+        cases += [torchvision_case("mobilenet_v3_large", 1, dt)]
+    return cases
+
+
 # ------------------------------------------------------------------------------------------------ token embedding
 
 
@@ -598,6 +658,8 @@ def full_cases(with_encoder: bool | None = None) -> list[Case]:
         cases += [whisper_encoder_case(dt) for dt in ("fp32", "fp16")]
         cases += [bert_base_case(dt) for dt in ("fp32", "fp16")]
         cases += [vit_base_case(dt) for dt in ("fp32", "fp16")]
+    if have_torchvision():
+        cases += cnn_cases()
     for dt in ("fp32", "fp16"):
         cases += [matmul_case(n, dt) for n in (1024, 2048, 4096, 8192)]
     cases += [gemm_case(2048, 4096, 4096, dt) for dt in ("fp32", "fp16")]

@@ -39,6 +39,7 @@ FAMILIES = {
     "matmul": ["MatMul", "Gemm"],
     "conv": ["Conv"],
     "unary": "Abs Neg Exp Log Sqrt Reciprocal Erf Tanh Sigmoid Relu LeakyRelu Gelu Sin Cos Floor Ceil Round Not IsNaN Clip".split(),
+    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization".split(),
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
@@ -54,6 +55,7 @@ PARAM_INPUTS = {
     "Squeeze": {1},
     "Unsqueeze": {1},
     "Slice": {1, 2, 3, 4},
+    "Pad": {1, 2, 3},
     "Split": {1},
     "ReduceMean": {1},
     "ReduceSum": {1},
@@ -279,6 +281,20 @@ EXPECTED_DECLINED = {
             ]
         ],
         RUNTIME_PARAMS,
+    ),
+    **dict.fromkeys(
+        ["test_constant_pad", "test_constant_pad_axes", "test_constant_pad_negative_axes", "test_edge_pad",
+         "test_reflect_pad", "test_wrap_pad"],
+        RUNTIME_PARAMS,
+    ),
+    "test_maxpool_2d_uint8": _INT8_16_UINT,
+    **dict.fromkeys(
+        ["test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_strides"],
+        "MaxPool's Indices output: we compute the pooled values only",
+    ),
+    **dict.fromkeys(
+        ["test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode"],
+        "BatchNormalization with training_mode=1: we run inference only",
     ),
 }
 

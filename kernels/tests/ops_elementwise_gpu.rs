@@ -273,3 +273,6 @@ mod more;
 
 #[path = "ops_elementwise_gpu/chains.rs"]
 mod chains;
+
+#[path = "ops_elementwise_gpu/cnn.rs"]
+mod cnn;

@@ -14,6 +14,8 @@ pub mod elementwise;
 pub mod layout;
 pub mod matmul;
 pub mod norm;
+pub mod pad;
+pub mod pool;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -170,6 +172,8 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(norm::ops());
         all.extend(layout::ops());
         all.extend(attention::ops());
+        all.extend(pool::OPS);
+        all.extend(pad::OPS);
         all
     })
 }

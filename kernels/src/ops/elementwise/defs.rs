@@ -32,6 +32,12 @@ static UNARY: Family = Family {
         "Relu",
         "LeakyRelu",
         "Gelu",
+        "HardSwish",
+        "Softplus",
+        "Mish",
+        "HardSigmoid",
+        "Elu",
+        "Selu",
         "Sin",
         "Cos",
         "Floor",
@@ -45,7 +51,7 @@ static UNARY: Family = Family {
 };
 static CLIP: Family = Family { names: &["Clip"], variants: variants::clip };
 static BINARY: Family =
-    Family { names: &["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"], variants: variants::binary };
+    Family { names: &["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "PRelu"], variants: variants::binary };
 static VARIADIC: Family = Family { names: &["Max", "Min", "Sum", "Mean"], variants: variants::variadic };
 static COMPARE: Family =
     Family { names: &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"], variants: variants::compare };
@@ -113,7 +119,8 @@ impl OpDef for Family {
 fn cost(op: &ElemOp) -> f64 {
     use ElemOp::*;
     match op {
-        Erf | Gelu | GeluTanh | Tanh | Pow => 20.0,
+        Erf | Gelu | GeluTanh | Tanh | Pow | Mish => 20.0,
+        Softplus | Elu | Selu => 8.0,
         Exp | Log | Sqrt | Sigmoid | Sin | Cos | Reciprocal | Div => 4.0,
         Scalar(_) | Cast => 0.0,
         _ => 1.0,
@@ -181,6 +188,11 @@ pub fn lower(node: &Node) -> Result<Vec<ElemNode>, String> {
             Ok(vec![n(binary(op), vec![Arg::Input(0), Arg::Input(1)], ty)])
         }
         "Max" | "Min" | "Sum" | "Mean" => variadic(node, ty),
+        "HardSigmoid" | "Elu" | "Selu" => with_params(node, ty),
+        "PRelu" if node.since_version < 7 => {
+            Err("PRelu before opset 7 (legacy slope broadcasting) is not supported".into())
+        }
+        "PRelu" => Ok(vec![n(ElemOp::PRelu, vec![Arg::Input(0), Arg::Input(1)], ty)]),
         "Where" => Ok(vec![n(ElemOp::Where, vec![Arg::Input(0), Arg::Input(1), Arg::Input(2)], ty)]),
         "Cast" | "CastLike" => cast(node, ty),
         other => Err(format!("{other} is not an elementwise op")),
@@ -207,6 +219,9 @@ fn unary(node: &Node) -> Result<Option<ElemOp>, String> {
             "tanh" => GeluTanh,
             other => return Err(format!("Gelu approximate='{other}' is not supported")),
         },
+        "HardSwish" => HardSwish,
+        "Softplus" => Softplus,
+        "Mish" => Mish,
         "Sin" => Sin,
         "Cos" => Cos,
         "Floor" => Floor,
@@ -286,6 +301,21 @@ fn clip(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
     if ir.is_empty() {
         ir.push(n(ElemOp::Cast, vec![Arg::Input(0)], ty));
     }
+    Ok(ir)
+}
+
+/// HardSigmoid, Elu and Selu: their float attributes as `Scalar` nodes (uniform values), then
+/// the op over X and them.
+fn with_params(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
+    let (op, params) = match node.op_type.as_str() {
+        "HardSigmoid" => (ElemOp::HardSigmoid, vec![("alpha", 0.2), ("beta", 0.5)]),
+        "Elu" => (ElemOp::Elu, vec![("alpha", 1.0)]),
+        _ => (ElemOp::Selu, vec![("alpha", 1.673_263_2), ("gamma", 1.050_701)]),
+    };
+    let mut ir: Vec<ElemNode> =
+        params.iter().map(|&(a, d)| n(ElemOp::Scalar(node.float(a).unwrap_or(d)), vec![], ty)).collect();
+    let args = [Arg::Input(0)].into_iter().chain((0..ir.len()).map(Arg::Node)).collect();
+    ir.push(n(op, args, ty));
     Ok(ir)
 }
 

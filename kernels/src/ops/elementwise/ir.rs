@@ -33,8 +33,8 @@ impl ElemOp {
         match self {
             Scalar(_) => 0,
             Add | Sub | Mul | Div | Pow | Max | Min | Equal | Less | Greater | LessOrEqual | GreaterOrEqual | And
-            | Or | Xor => 2,
-            Where => 3,
+            | Or | Xor | Elu | PRelu => 2,
+            Where | HardSigmoid | Selu => 3,
             _ => 1,
         }
     }
@@ -64,6 +64,13 @@ impl ElemOp {
             LeakyRelu(_) => "leakyrelu",
             Gelu => "gelu",
             GeluTanh => "gelutanh",
+            HardSwish => "hardswish",
+            Softplus => "softplus",
+            Mish => "mish",
+            HardSigmoid => "hardsigmoid",
+            Elu => "elu",
+            Selu => "selu",
+            PRelu => "prelu",
             Sin => "sin",
             Cos => "cos",
             Floor => "floor",
@@ -134,7 +141,7 @@ fn types_ok(op: &ElemOp, args: &[ElemType], ty: ElemType) -> bool {
     match op {
         Abs | Neg | Relu | Add | Sub | Mul | Div | Max | Min => same(&NUMERIC),
         Exp | Log | Sqrt | Reciprocal | Erf | Tanh | Sigmoid | LeakyRelu(_) | Gelu | GeluTanh | Sin | Cos | Floor
-        | Ceil | Round => same(&[F32, F16]),
+        | Ceil | Round | HardSwish | Softplus | Mish | HardSigmoid | Elu | Selu | PRelu => same(&[F32, F16]),
         Not | And | Or | Xor => same(&[Bool]),
         IsNaN | IsInf { .. } => ty == Bool && args[0].is_float(),
         Scalar(_) => ty.is_float(),
@@ -215,6 +222,13 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
             format!("0.5 * {a} * (1.0 + ew_tanh(0.79788456080286536 * ({a} + 0.044715 * {a} * {a} * {a})))"),
             &["nan", "tanh"],
         ),
+        HardSwish => Expr::new(format!("{a} * clamp({a} * 0.16666666666666667 + 0.5, 0.0, 1.0)")),
+        Softplus => Expr::with(format!("ew_softplus({a})"), &["softplus"]),
+        Mish => Expr::with(format!("{a} * ew_tanh(ew_softplus({a}))"), &["nan", "tanh", "softplus"]),
+        HardSigmoid => Expr::new(format!("clamp({b} * {a} + {c}, 0.0, 1.0)")),
+        Elu => Expr::new(format!("select({a}, {b} * (exp({a}) - 1.0), {a} < 0.0)")),
+        Selu => Expr::new(format!("{c} * select({a}, {b} * (exp({a}) - 1.0), {a} <= 0.0)")),
+        PRelu => Expr::new(format!("select({a}, {a} * {b}, {a} < 0.0)")),
         Sin => Expr::new(format!("sin({a})")),
         Cos => Expr::new(format!("cos({a})")),
         Floor => Expr::new(format!("floor({a})")),

@@ -42,6 +42,20 @@ pub enum ElemOp {
     Gelu,
     /// Gelu with the tanh approximation.
     GeluTanh,
+    /// `x · clamp(x / 6 + 1/2, 0, 1)`.
+    HardSwish,
+    /// `log(1 + exp(x))`, without overflow.
+    Softplus,
+    /// `x · tanh(softplus(x))`.
+    Mish,
+    /// (x, alpha, beta): `clamp(alpha · x + beta, 0, 1)`; alpha and beta are `Scalar` nodes.
+    HardSigmoid,
+    /// (x, alpha): `alpha · (exp(x) - 1)` below 0, else x.
+    Elu,
+    /// (x, alpha, gamma): `gamma · (alpha · (exp(x) - 1))` at or below 0, else `gamma · x`.
+    Selu,
+    /// (x, slope): `slope · x` below 0, else x.
+    PRelu,
     Sin,
     Cos,
     Floor,

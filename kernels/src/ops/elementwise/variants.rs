@@ -66,6 +66,9 @@ pub fn unary(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             LeakyRelu(0.01),
             Gelu,
             GeluTanh,
+            HardSwish,
+            Softplus,
+            Mish,
             Sin,
             Cos,
             Floor,
@@ -75,6 +78,13 @@ pub fn unary(caps: &DeviceCaps) -> Vec<ShaderVariant> {
         for t in FLOATS {
             for op in &float_ops {
                 s.op(op.clone(), &[t], t);
+            }
+            // HardSigmoid, Elu and Selu read their attributes as scalar nodes.
+            for (op, k) in [(HardSigmoid, 2), (Elu, 1), (Selu, 2)] {
+                let mut nodes: Vec<ElemNode> = (0..k).map(|_| n(Scalar(0.0), &[], t)).collect();
+                let args: Vec<Arg> = [i(0)].into_iter().chain((0..k).map(nd)).collect();
+                nodes.push(n(op, &args, t));
+                s.add(&[(t, L)], nodes);
             }
             s.op(IsNaN, &[t], Bool);
             for (positive, negative) in [(true, true), (true, false), (false, true), (false, false)] {
@@ -132,6 +142,10 @@ pub fn binary(caps: &DeviceCaps) -> Vec<ShaderVariant> {
         }
         for op in [And, Or, Xor] {
             s.op(op, &[Bool, Bool], Bool);
+        }
+        for t in FLOATS {
+            // PRelu's slope per channel ([C, 1, 1]) broadcasts onto X.
+            s.add(&[(t, L), (t, B)], vec![n(PRelu, &[i(0), i(1)], t)]);
         }
         s.add(&[(F32, L), (F32, B)], vec![n(Add, &[i(0), i(1)], F32)]);
         s.add(&[(F32, B), (F32, S)], vec![n(Add, &[i(0), i(1)], F32)]);

@@ -5,6 +5,8 @@
 //! integer reductions). Rows long enough to share use one workgroup per row with a workgroup
 //! reduction; short or strided ones one invocation per row or column.
 
+pub mod batch;
+pub mod group;
 pub mod layer;
 pub mod reduce;
 pub mod softmax;
@@ -22,6 +24,8 @@ pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
     all.extend(layer::OPS);
     all.extend(softmax::OPS);
     all.extend(reduce::OPS);
+    all.extend(batch::OPS);
+    all.extend(group::OPS);
     all
 }
 

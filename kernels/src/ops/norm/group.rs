@@ -1,0 +1,181 @@
+//! GroupNormalization (opset 18: scale and bias per group; opset 21: per channel) and
+//! InstanceNormalization (one group per channel) of X `[N, C, …]`: one workgroup per
+//! (n, group) row (`norm_group.wgsl.j2`), statistics in f32 whatever `stash_type` says.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{check_bindings, float_types, input_type};
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::graph::model::Node;
+use crate::graph::support::PlacementOptions;
+use crate::ops::{check_f16, check_types, grid, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// The definitions of this family.
+pub static OPS: &[&dyn OpDef] = &[&GroupNormDef];
+
+/// Invocations per row.
+pub const THREADS: u32 = 64;
+
+struct GroupNormDef;
+
+impl OpDef for GroupNormDef {
+    fn names(&self) -> &'static [&'static str] {
+        &["GroupNormalization", "InstanceNormalization"]
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        check_types(node, &[ElemType::F32, ElemType::F16])?;
+        check_f16(node, opts)?;
+        let kernel = GroupNormKernel::of(node)?;
+        let shapes: Option<Vec<Vec<u64>>> = (0..3).map(|i| node.input(i).and_then(|v| v.fixed_shape())).collect();
+        if let Some(shapes) = shapes {
+            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| Some(s.as_slice())).collect();
+            kernel.infer(&refs)?;
+        }
+        Ok(())
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        Ok(Box::new(GroupNormKernel::of(node)?))
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let elems: u64 = node.input(0)?.fixed_shape()?.iter().product();
+        Some(8.0 * elems as f64)
+    }
+
+    fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        float_types(caps)
+            .into_iter()
+            .map(|ty| ShaderVariant::Op(OpShader::new(GroupNormSource { ty, threads: THREADS })))
+            .collect()
+    }
+}
+
+/// One GroupNormalization or InstanceNormalization node. Inputs: X, scale, bias.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupNormKernel {
+    pub name: String,
+    pub op: &'static str,
+    pub ty: ElemType,
+    /// `None`: InstanceNormalization (a group per channel).
+    pub groups: Option<u64>,
+    pub epsilon: f32,
+}
+
+impl GroupNormKernel {
+    pub fn of(node: &Node) -> Result<GroupNormKernel, String> {
+        let ty = input_type(node, 0, "X")?;
+        for (i, what) in [(1, "scale"), (2, "bias")] {
+            if input_type(node, i, what)? != ty {
+                return Err(format!("{} '{}': {what} has another element type than X", node.op_type, node.name));
+            }
+        }
+        let (op, groups) = if node.op_type == "InstanceNormalization" {
+            ("InstanceNormalization", None)
+        } else {
+            let g = node.int("num_groups").ok_or("GroupNormalization without num_groups")?;
+            let g = u64::try_from(g).ok().filter(|&g| g > 0).ok_or(format!("num_groups {g} is not positive"))?;
+            ("GroupNormalization", Some(g))
+        };
+        Ok(GroupNormKernel { name: node.name.clone(), op, ty, groups, epsilon: node.float("epsilon").unwrap_or(1e-5) })
+    }
+
+    /// `(groups, per_group)` for X `x` and scale/bias shapes.
+    fn geometry(&self, x: &[u64], scale: &[u64], bias: &[u64]) -> Result<(u64, bool), String> {
+        let err = |e: String| format!("{} '{}': {e}", self.op, self.name);
+        if x.len() < 3 {
+            return Err(err(format!("X {x:?} must be [N, C, spatial…]")));
+        }
+        let c = x[1];
+        let groups = self.groups.unwrap_or(c);
+        if c % groups != 0 {
+            return Err(err(format!("{c} channels are not divisible by num_groups {groups}")));
+        }
+        if scale != bias {
+            return Err(err(format!("scale {scale:?} and bias {bias:?} differ")));
+        }
+        match scale {
+            [n] if *n == c => Ok((groups, false)),
+            [n] if *n == groups => Ok((groups, true)),
+            _ => Err(err(format!("scale {scale:?} must be [{c}] (or [{groups}] before opset 21)"))),
+        }
+    }
+}
+
+impl Kernel for GroupNormKernel {
+    fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let get = |i: usize| {
+            inputs.get(i).copied().flatten().ok_or_else(|| format!("{} '{}': input {i} is missing", self.op, self.name))
+        };
+        let x = get(0)?;
+        self.geometry(x, get(1)?, get(2)?)?;
+        Ok(vec![x.to_vec()])
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let (x, s, b, y) = (io.input(0)?, io.input(1)?, io.input(2)?, io.output(0)?);
+        check_bindings(&[x, s, b, y], cx.caps())?;
+        let (groups, per_group) = self.geometry(x.shape, s.shape, b.shape).map_err(GpuError::Invalid)?;
+        if x.elems() == 0 {
+            return Ok(PreparedStep::default());
+        }
+        let (n, c) = (x.shape[0], x.shape[1]);
+        let spatial: u64 = x.shape[2..].iter().product();
+        to_u32("normalized elements", x.elems())?;
+        let params = GroupNormParams {
+            rows: to_u32("normalized rows", n * groups)?,
+            len: to_u32("normalized row", c / groups * spatial)?,
+            spatial: to_u32("spatial size", spatial)?,
+            channels_per_group: to_u32("channels per group", c / groups)?,
+            channels: to_u32("channels", c)?,
+            per_group: u32::from(per_group),
+            epsilon: self.epsilon,
+            pad: 0,
+        };
+        let variant = ShaderVariant::Op(OpShader::new(GroupNormSource { ty: self.ty, threads: THREADS }));
+        let grid = grid(n * groups, cx.caps())?;
+        let bufs = [x.buf, s.buf, b.buf];
+        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &bufs, &[y.buf], bytemuck::bytes_of(&params), grid)?))
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct GroupNormParams {
+    rows: u32,
+    len: u32,
+    spatial: u32,
+    channels_per_group: u32,
+    channels: u32,
+    per_group: u32,
+    epsilon: f32,
+    pad: u32,
+}
+
+/// The group-normalization kernel of one element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupNormSource {
+    pub ty: ElemType,
+    pub threads: u32,
+}
+
+impl OpSource for GroupNormSource {
+    fn name(&self) -> String {
+        format!("norm_group_{}_t{}", self.ty.name(), self.threads)
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render(
+            "norm_group.wgsl.j2",
+            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16, threads => self.threads },
+        )
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
