@@ -99,6 +99,14 @@ def transformer():
     return onnx.shape_inference.infer_shapes(m)
 
 
+def transformer_f16():
+    """The same block in float16 (declined where f16 is off or the device lacks it)."""
+    params = models.Params(np.random.default_rng(4))
+    m = models.bert_encoder(params, dtype=np.float16, batch=1, seq=7, d=16, heads=2, ffn=32, layers=1, vocab=20,
+                            max_positions=8)
+    return onnx.shape_inference.infer_shapes(m)
+
+
 def cycle():
     """Two Relus reading each other's output: ONNX Runtime refuses it."""
     nodes = [helper.make_node("Add", ["X", "b"], ["a"], "first"), helper.make_node("Relu", ["a"], ["b"], "second")]
@@ -123,6 +131,7 @@ def external():
     w = weight(rng, "w", (8, 4))
     model = finish([helper.make_node("MatMul", ["X", "w"], ["Y"], "mm")], [helper.make_tensor_value_info("X", F, [3, 8])],
                    [helper.make_tensor_value_info("Y", F, [3, 4])], [w])
+    (HERE / "external.bin").unlink(missing_ok=True)  # onnx appends to an existing file
     onnx.save_model(model, HERE / "external.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
                     location="external.bin", size_threshold=0)
     missing = onnx.load(HERE / "external.onnx", load_external_data=False)
@@ -130,12 +139,13 @@ def external():
         if e.key == "location":
             e.value = "missing.bin"
     onnx.save_model(missing, HERE / "bad" / "missing_external.onnx")
+    (HERE / "external.bin").chmod(0o644)
 
 
 def main():
     (HERE / "bad").mkdir(exist_ok=True)
     for name, build in [("mlp", mlp), ("whisper_frontend", whisper_frontend), ("convnet", convnet),
-                        ("transformer", transformer)]:
+                        ("transformer", transformer), ("transformer_f16", transformer_f16)]:
         model = build()
         onnx.checker.check_model(model)
         onnx.save_model(model, HERE / f"{name}.onnx")
