@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use ep_kernels::caps::profiles;
 use ep_kernels::options::EpOptions;
+use ep_kernels::runtime::{adapter_caps, AdapterSelector};
 use ep_kernels::DeviceCaps;
 
 use crate::reader::read_model;
@@ -14,12 +15,13 @@ use crate::shapes::{apply, ShapeArg};
 
 pub const USAGE: &str = "usage: inspect MODEL.onnx [--profile h200|llvmpipe|mobile|no_subgroups|FILE.json] \
 [--shape NAME=d1,d2,...]... [--option key=value]... [--json]
+       inspect --capture-profile FILE.json [--adapter INDEX|NAME]
 
 Shows what the wgpu execution provider would do with MODEL on a recorded device, without a GPU:
 which nodes it claims in which partitions, why it declines the others, and each partition's
 kernels (variant, tiling, workgroup grid), FLOPs and bytes. Options are the EP's session options
-(the keys of add_provider_for_devices). Record your own adapter's profile with
-`kernel_bench --caps FILE.json` (crate ep-wgpu-bench) and pass it as --profile FILE.json.";
+(the keys of add_provider_for_devices). --capture-profile records this machine's adapter (the
+one the EP picks by default, or --adapter) as a profile to pass later as --profile FILE.json.";
 
 /// The parsed command line.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +31,9 @@ pub struct Args {
     pub shapes: Vec<ShapeArg>,
     pub options: Vec<(String, String)>,
     pub json: bool,
+    /// `--capture-profile FILE`: record the adapter's caps instead of inspecting a model.
+    pub capture: Option<PathBuf>,
+    pub adapter: Option<String>,
 }
 
 /// A usage error (exit 2) or a failure to read the model or profile (exit 1).
@@ -56,11 +61,16 @@ impl Args {
                     args.options.push((k.trim().to_string(), val.trim().to_string()));
                 }
                 "--json" => args.json = true,
+                "--capture-profile" => args.capture = Some(PathBuf::from(value(a)?)),
+                "--adapter" => args.adapter = Some(value(a)?),
                 "-h" | "--help" => return Err(CliError::Usage(String::new())),
                 s if s.starts_with('-') => return Err(CliError::Usage(format!("unknown flag '{s}'"))),
                 s if model.is_none() => model = Some(PathBuf::from(s)),
                 s => return Err(CliError::Usage(format!("a second model '{s}'"))),
             }
+        }
+        if args.capture.is_some() {
+            return Ok(args);
         }
         args.model = model.ok_or_else(|| CliError::Usage("no model given".into()))?;
         Ok(args)
@@ -83,8 +93,23 @@ pub fn load_profile(name: &str) -> Result<(String, DeviceCaps), String> {
     Ok((stem, caps))
 }
 
+/// Writes the caps of this machine's adapter to `path`.
+fn capture(path: &Path, adapter: Option<&str>) -> Result<String, CliError> {
+    let selector = match adapter {
+        None => AdapterSelector::Auto,
+        Some(s) => s.parse().map_err(|e| CliError::Usage(format!("--adapter: {e}")))?,
+    };
+    let (summary, caps) = adapter_caps(&selector).map_err(|e| CliError::Failed(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&caps).map_err(|e| CliError::Failed(e.to_string()))?;
+    std::fs::write(path, json + "\n").map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+    Ok(format!("profile of {} ({}) written to {}\n", summary.name, summary.driver, path.display()))
+}
+
 /// The report for these arguments, as it would be printed.
 pub fn run(args: &Args) -> Result<String, CliError> {
+    if let Some(path) = &args.capture {
+        return capture(path, args.adapter.as_deref());
+    }
     let options =
         EpOptions::from_pairs(args.options.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(CliError::Usage)?;
     let (profile, caps) = load_profile(&args.profile).map_err(CliError::Failed)?;
