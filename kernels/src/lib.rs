@@ -14,6 +14,7 @@ pub mod gemm;
 pub mod graph;
 pub mod hostcopy;
 pub mod ops;
+pub mod options;
 pub mod shader;
 pub mod variants;
 

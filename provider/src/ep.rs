@@ -20,7 +20,7 @@ use crate::factory::EP_NAME;
 use crate::fault::{self, Site};
 use crate::graph_reader::{read_graph, tensor_bytes};
 use crate::memory::Allocator;
-use crate::options::{EpOptions, Offload};
+use crate::options::EpOptions;
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
 #[repr(C)]
@@ -80,15 +80,7 @@ impl Ep {
     }
 
     fn placement_options(&self) -> PlacementOptions {
-        let exec = self.options.exec_options();
-        PlacementOptions {
-            caps: self.gpu.caps().clone(),
-            enable_f16: self.options.enable_f16,
-            gemm: exec.gemm,
-            conv1d_as_conv2d: exec.conv1d_as_conv2d,
-            conv_algo: exec.conv_algo,
-            cost_rule: self.options.offload == Offload::Auto,
-        }
+        self.options.placement_options(self.gpu.caps().clone())
     }
 
     fn log(&self, level: OrtLoggingLevel, message: &str) {

@@ -5,13 +5,11 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
 use std::ptr::{null, null_mut};
 
+use ep_kernels::graph::model::SMALL_CONSTANT_BYTES;
 use ep_kernels::graph::{Attr, Dim, Graph, Node, ValueInfo};
 use ort_sys::{OrtGraph, OrtNode, OrtOpAttr, OrtOpAttrType, OrtTypeInfo, OrtValue, OrtValueInfo};
 
 use crate::ort::{check, cstr, ignore, EpError, Ort};
-
-/// Constants up to this size are copied into [`ValueInfo::small_data`] (Clip bounds, Reshape shapes).
-const SMALL_CONSTANT_BYTES: usize = 4096;
 
 /// A graph copied out of ORT, with the node handles in the same order as `graph.nodes`.
 pub struct ReadGraph {

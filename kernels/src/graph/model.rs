@@ -10,6 +10,10 @@ pub const ONNX_FLOAT: i32 = 1;
 pub const ONNX_FLOAT16: i32 = 10;
 pub const ONNX_INT64: i32 = 7;
 
+/// Constants up to this size are copied into [`ValueInfo::small_data`] (Clip bounds, Reshape
+/// shapes) by every graph reader: the provider's and the `inspect` tool's.
+pub const SMALL_CONSTANT_BYTES: usize = 4096;
+
 /// Our storage type for an ONNX element type, if we handle it.
 pub fn dtype_of(onnx_elem_type: i32) -> Option<DType> {
     match onnx_elem_type {

@@ -4,14 +4,15 @@
 use std::collections::BTreeMap;
 
 use crate::caps::DeviceCaps;
-use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs};
+use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvSchedule};
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{Activation, GemmOptions};
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
+use crate::graph::ExecOptions;
 use crate::ops::matmul::CHOICES;
-use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::runtime::ConvBindings;
 use crate::shader::ShaderVariant;
 
@@ -97,6 +98,34 @@ impl Kernel for ConvKernel {
         let bindings = ConvBindings { x: io.input(0)?.buf, w: io.input(1)?.buf, bias, out: io.output(0)?.buf };
         let dispatches = cx.gpu.prepare_conv(&plan, bindings)?;
         Ok(PreparedStep { dispatches, plan: Some(line) })
+    }
+
+    fn plan(
+        &self,
+        inputs: &[Option<&[u64]>],
+        caps: &DeviceCaps,
+        options: &ExecOptions,
+    ) -> Result<Option<StepPlan>, String> {
+        let problem = self.problem(inputs, options.conv1d_as_conv2d)?;
+        let plan = plan_conv_with(&problem, caps, &options.gemm, options.conv_algo)
+            .map_err(|e| format!("Conv '{}': {e}", self.name))?;
+        let fallbacks = if plan.fallbacks.is_empty() {
+            String::new()
+        } else {
+            format!(" (fell back: {})", plan.fallbacks.join("; "))
+        };
+        let conv_steps: Vec<(String, [u32; 3])> = match &plan.schedule {
+            ConvSchedule::Im2colGemm { im2col: s, .. } | ConvSchedule::Direct { step: s } => {
+                vec![(s.variant.name(), s.grid)]
+            }
+            _ => Vec::new(),
+        };
+        let gemm_steps = plan.gemm().into_iter().flat_map(|g| g.steps.iter().map(|s| (s.variant.name(), s.grid)));
+        Ok(Some(StepPlan {
+            line: format!("Conv '{}': {}{fallbacks}", self.name, plan.describe()),
+            tiling: format!("{:?}{}", plan.path(), plan.gemm().map(|g| format!(" {:?}", g.tiling)).unwrap_or_default()),
+            dispatches: conv_steps.into_iter().chain(gemm_steps).collect(),
+        }))
     }
 }
 

@@ -12,7 +12,8 @@ use crate::gemm::{
 };
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
-use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::runtime::GemmBindings;
 use crate::shader::ShaderVariant;
 
@@ -178,6 +179,23 @@ impl Kernel for ProductKernel {
         let dispatches =
             cx.gpu.prepare_gemm(&plan, GemmBindings { a: a.buf, b: b.buf, bias: bias.map(|t| t.buf), out: out.buf })?;
         Ok(PreparedStep { dispatches, plan: Some(describe(self, &problem, &plan)) })
+    }
+
+    fn plan(
+        &self,
+        inputs: &[Option<&[u64]>],
+        caps: &DeviceCaps,
+        options: &ExecOptions,
+    ) -> Result<Option<StepPlan>, String> {
+        let (a, b, bias) = shapes(inputs, self.has_bias)?;
+        let (problem, _) =
+            self.problem(a, b, bias).map_err(|e| format!("{} '{}': {e}", self.kind.name(), self.name))?;
+        let plan = plan_gemm(&problem, caps, &options.gemm).map_err(|e| e.to_string())?;
+        Ok(Some(StepPlan {
+            line: describe(self, &problem, &plan),
+            tiling: format!("{:?}", plan.tiling),
+            dispatches: plan.steps.iter().map(|s| (s.variant.name(), s.grid)).collect(),
+        }))
     }
 }
 

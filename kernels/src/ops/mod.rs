@@ -158,6 +158,26 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     fn checks(&self) -> bool {
         false
     }
+
+    /// The plan `prepare` would choose at these input shapes on `caps`, without a device (the
+    /// offline `inspect` tool shows it); `Ok(None)` for steps with no planner choice.
+    fn plan(
+        &self,
+        _inputs: &[Option<&[u64]>],
+        _caps: &DeviceCaps,
+        _options: &crate::graph::ExecOptions,
+    ) -> Result<Option<StepPlan>, String> {
+        Ok(None)
+    }
+}
+
+/// A planned step, described without a device: one line (as the plan log writes it), the
+/// tiling and every dispatch's shader variant and workgroup grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepPlan {
+    pub line: String,
+    pub tiling: String,
+    pub dispatches: Vec<(String, [u32; 3])>,
 }
 
 /// The registry: one line per op family.

@@ -108,6 +108,15 @@ pub fn list_adapters() -> Vec<AdapterSummary> {
     enumerate(&instance).iter().enumerate().map(|(i, a)| summarize(i, a)).collect()
 }
 
+/// The capabilities of the selected adapter as the EP plans with them (cooperative-matrix shapes
+/// as the adapter reports them: the EP uses them unless `cooperative_matrix=0`), without
+/// opening a device: what `inspect --capture-profile` records.
+pub fn adapter_caps(selector: &AdapterSelector) -> Result<(AdapterSummary, crate::caps::DeviceCaps), GpuError> {
+    let instance = instance(false);
+    let (adapter, summary) = select(&instance, selector)?;
+    Ok((summary, crate::caps::DeviceCaps::from_adapter(&adapter)))
+}
+
 pub(super) fn select(
     instance: &wgpu::Instance,
     selector: &AdapterSelector,

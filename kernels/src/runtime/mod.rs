@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-pub use adapter::{list_adapters, AdapterSelector, AdapterSummary};
+pub use adapter::{adapter_caps, list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback, Staged};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};

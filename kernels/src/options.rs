@@ -1,0 +1,207 @@
+//! Session options of the EP: `add_provider_for_devices(devices, {key: value})` stores each as
+//! the session config entry `ep.wgpuexecutionprovider.<key>`. Parsing is pure, so the provider
+//! (at session creation) and the offline `inspect` tool read options the same way.
+
+use std::collections::BTreeMap;
+
+use crate::caps::DeviceCaps;
+pub use crate::conv::ConvAlgo;
+pub use crate::gemm::CoopMode;
+use crate::gemm::{GemmOptions, TilingChoice};
+use crate::graph::{ExecOptions, PlacementOptions};
+use crate::runtime::AdapterSelector;
+
+/// Prefix of our keys in the session config (ORT lower-cases the EP name).
+pub const PREFIX: &str = "ep.wgpuexecutionprovider.";
+
+/// `validation`: wgpu's API validation always runs; `debug` adds the backend's validation layers
+/// and keeps wgpu's shader runtime checks on every kernel (by default the self-guarding GEMM
+/// kernels are compiled without them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Validation {
+    #[default]
+    Basic,
+    Debug,
+}
+
+/// Parsed options with their defaults.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct EpOptions {
+    /// `None`: the adapter of the selected OrtEpDevice.
+    pub adapter: Option<AdapterSelector>,
+    pub tiling: TilingChoice,
+    pub enable_f16: bool,
+    /// `cooperative_matrix`: use tensor-core kernels when the adapter offers them.
+    pub cooperative_matrix: CoopMode,
+    /// `f32_via_f16`: let fp32 products run on the f16 tensor-core path (opt-in precision).
+    pub f32_via_f16: bool,
+    pub conv1d_as_conv2d: bool,
+    /// `conv_algorithm`: how a Conv runs; `Auto` lets the planner choose.
+    pub conv_algorithm: ConvAlgo,
+    pub validation: Validation,
+    /// `offload`: whether the cost rule may leave partitions to the CPU EP.
+    pub offload: Offload,
+}
+
+/// `offload=auto`: partitions the CPU EP runs faster (host traffic outweighing the work on a
+/// discrete GPU) stay on it; `offload=all`: every node this EP can run is claimed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Offload {
+    #[default]
+    Auto,
+    All,
+}
+
+/// Every key we accept, with a one-line description (shown in errors).
+pub const KEYS: &[(&str, &str)] = &[
+    ("adapter", "wgpu adapter: its index or a substring of its name (default: the selected device's)"),
+    ("tiling", "auto | 128x128 | 64x64 | splitk | gemv"),
+    ("enable_f16", "1 | 0: run float16 nodes"),
+    ("cooperative_matrix", "auto | 0 | 1: tensor-core kernels"),
+    ("f32_via_f16", "0 | 1: run float32 products on the f16 tensor-core path (operands rounded to f16)"),
+    ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
+    ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
+    ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
+    ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
+];
+
+fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        _ => Err(format!("option '{key}': '{v}' is not 1 or 0")),
+    }
+}
+
+impl EpOptions {
+    /// Reads our entries out of all session config entries; unknown keys and bad values are
+    /// errors that name the key.
+    pub fn from_config(entries: &BTreeMap<String, String>) -> Result<EpOptions, String> {
+        let mut o = EpOptions { enable_f16: true, conv1d_as_conv2d: true, ..EpOptions::default() };
+        for (full_key, value) in entries {
+            let Some(key) = full_key.strip_prefix(PREFIX) else { continue };
+            let v = value.trim();
+            match key {
+                "adapter" => o.adapter = Some(v.parse().map_err(|e| format!("option 'adapter': {e}"))?),
+                "tiling" => o.tiling = v.parse().map_err(|e| format!("option 'tiling': {e}"))?,
+                "enable_f16" => o.enable_f16 = parse_bool(key, v)?,
+                "cooperative_matrix" => {
+                    o.cooperative_matrix = v.parse().map_err(|e| format!("option 'cooperative_matrix': {e}"))?
+                }
+                "f32_via_f16" => o.f32_via_f16 = parse_bool(key, v)?,
+                "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
+                "conv_algorithm" => {
+                    o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
+                }
+                "offload" => {
+                    o.offload = match v {
+                        "auto" => Offload::Auto,
+                        "all" => Offload::All,
+                        _ => return Err(format!("option 'offload': '{v}' is not auto or all")),
+                    }
+                }
+                "validation" => {
+                    o.validation = match v {
+                        "basic" => Validation::Basic,
+                        "debug" => Validation::Debug,
+                        _ => return Err(format!("option 'validation': '{v}' is not basic or debug")),
+                    }
+                }
+                _ => {
+                    let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+                    return Err(format!("unknown option '{key}' (known: {})", known.join(", ")));
+                }
+            }
+        }
+        Ok(o)
+    }
+
+    /// What the GEMM planner (and the conv GEMMs) take from these options.
+    pub fn gemm_options(&self) -> GemmOptions {
+        GemmOptions { tiling: self.tiling, cooperative_matrix: self.cooperative_matrix, f32_via_f16: self.f32_via_f16 }
+    }
+
+    /// How compiled partitions plan their ops; placement checks claims with the same choices.
+    pub fn exec_options(&self) -> ExecOptions {
+        ExecOptions {
+            gemm: self.gemm_options(),
+            conv1d_as_conv2d: self.conv1d_as_conv2d,
+            conv_algo: self.conv_algorithm,
+        }
+    }
+
+    /// What placement (GetCapability) decides with on a device of `caps`.
+    pub fn placement_options(&self, caps: DeviceCaps) -> PlacementOptions {
+        let exec = self.exec_options();
+        PlacementOptions {
+            caps,
+            enable_f16: self.enable_f16,
+            gemm: exec.gemm,
+            conv1d_as_conv2d: exec.conv1d_as_conv2d,
+            conv_algo: exec.conv_algo,
+            cost_rule: self.offload == Offload::Auto,
+        }
+    }
+
+    /// Parses `key=value` pairs given without the prefix (the inspector's `--option`).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<EpOptions, String> {
+        let map = pairs.into_iter().map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string())).collect();
+        EpOptions::from_config(&map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<EpOptions, String> {
+        let map = pairs.iter().map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string())).collect();
+        EpOptions::from_config(&map)
+    }
+
+    #[test]
+    fn defaults() {
+        let o = parse(&[]).unwrap();
+        assert!(o.enable_f16 && o.conv1d_as_conv2d);
+        assert_eq!((o.tiling, o.cooperative_matrix, o.adapter), (TilingChoice::Auto, CoopMode::Auto, None));
+    }
+
+    #[test]
+    fn values_parse() {
+        let o = parse(&[("tiling", "64x64"), ("enable_f16", "0"), ("adapter", "llvm"), ("cooperative_matrix", "1")])
+            .unwrap();
+        assert_eq!(o.tiling, TilingChoice::Tile64);
+        assert!(!o.enable_f16);
+        assert_eq!(o.adapter, Some(AdapterSelector::Name("llvm".into())));
+        assert_eq!(o.cooperative_matrix, CoopMode::On);
+        assert!(!o.f32_via_f16 && parse(&[("f32_via_f16", "1")]).unwrap().gemm_options().f32_via_f16);
+        assert_eq!(parse(&[("cooperative_matrix", "0")]).unwrap().gemm_options().cooperative_matrix, CoopMode::Off);
+        assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));
+        assert_eq!(parse(&[]).unwrap().conv_algorithm, ConvAlgo::Auto);
+        for (v, algo) in [
+            ("auto", ConvAlgo::Auto),
+            ("im2col", ConvAlgo::Gemm),
+            ("implicit", ConvAlgo::Implicit),
+            ("direct", ConvAlgo::Direct),
+        ] {
+            assert_eq!(parse(&[("conv_algorithm", v)]).unwrap().conv_algorithm, algo);
+        }
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        assert!(parse(&[("tile", "1")]).unwrap_err().contains("unknown option 'tile'"));
+        assert!(parse(&[("tiling", "huge")]).unwrap_err().contains("tiling"));
+        assert!(parse(&[("enable_f16", "maybe")]).unwrap_err().contains("enable_f16"));
+        assert!(parse(&[("conv_algorithm", "winograd")]).unwrap_err().contains("option 'conv_algorithm'"));
+        assert!(parse(&[("offload", "never")]).unwrap_err().contains("option 'offload'"));
+        assert_eq!(parse(&[("offload", "all")]).unwrap().offload, Offload::All);
+        assert_eq!(parse(&[]).unwrap().offload, Offload::Auto);
+        assert!(EpOptions::from_pairs([("offload", "all")])
+            .is_ok_and(|o| !o.placement_options(DeviceCaps::default()).cost_rule));
+        assert!(EpOptions::from_pairs([("enable_f16", "0")])
+            .is_ok_and(|o| !o.placement_options(DeviceCaps::default()).enable_f16));
+        let other: BTreeMap<String, String> = [("session.x".to_string(), "1".to_string())].into();
+        assert!(EpOptions::from_config(&other).is_ok());
+    }
+}
