@@ -386,3 +386,28 @@ def test_empty_tensors_through_io_binding(make_session, run_cpu, ort, device_id)
         assert got.shape == (rows, 11)
         np.testing.assert_allclose(got, run_cpu(model, {"X": x})[0], rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(sess.run(None, {"X": x})[0], got, rtol=0, atol=0)
+
+
+@pytest.mark.smoke
+def test_device_values_work_before_any_session(lib_path):
+    # ORT creates the environment's allocator of our memory when the library is registered; it opens the device
+    # on its first allocation. Values made, updated and read back with no session at all.
+    r = run_script(
+        lib_path,
+        f"""
+V = {VENDOR}
+rng = np.random.default_rng()
+a = rng.uniform(-1, 1, (3, 7, 5)).astype(np.float32)
+x = ort.OrtValue.ortvalue_from_numpy(a, "gpu", 0, V)
+assert np.array_equal(x.numpy(), a)
+b = rng.uniform(-1, 1, (3, 7, 5)).astype(np.float32)
+x.update_inplace(b)
+assert np.array_equal(x.numpy(), b)
+h = rng.integers(0, 255, (11,), dtype=np.uint8)  # 11 bytes: not a multiple of the 4-byte copy unit
+y = ort.OrtValue.ortvalue_from_numpy(h, "gpu", 0, V)
+assert np.array_equal(y.numpy(), h)
+del x, y
+print("survived")
+""",
+    )
+    assert r.returncode == 0 and "survived" in r.stdout, describe(r)

@@ -105,8 +105,8 @@ def test_real_out_of_memory_is_an_error_and_the_session_runs_again(lib_path):
     # scope, to our GpuError::OutOfMemory and an OrtStatus. One MatMul with symbolic dims, two shapes of 56 MB
     # tensors (the limit leaves 32 MiB), warmed up unlimited (so pipelines and LLVM's JIT code exist before the limit):
     # - outer, A [m, 1] · B [1, n] with a 56 MB output: run under the limit with another row count, so it
-    #   prepares (allocates) a new buffer set. ORT allocates the output only when we hand the result over, so our
-    #   device buffers are the run's first big allocation.
+    #   prepares (allocates) a new buffer set, and ORT allocates the output (or the feed's device copy) through
+    #   our allocator: whichever is refused first, the error is ours and says out of GPU memory.
     # - gemv, A [3499, 4000] (56 MB) · B [4000, 1]: a new input buffer and its upload staging buffer. Uploads
     #   once went through wgpu's Queue::write_buffer, whose staging out-of-memory lost the device
     #   (ORT_DEVICE_RESET for every session on it); through our own staging buffer it is a plain error.

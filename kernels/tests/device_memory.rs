@@ -9,7 +9,7 @@ use common::graph::{node, val, T};
 use ep_kernels::graph::{build_program, ExecOptions, Executable, InputData, OutputTarget, RunInput, RunOutputs};
 use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator, ADDRESS_BASE};
 use ep_kernels::runtime::transfer::{self, thread_copy_stats, Copy};
-use ep_kernels::ElemType;
+use ep_kernels::{ElemType, GpuError};
 use rand::Rng;
 
 fn allocator() -> DeviceAllocator {
@@ -118,9 +118,9 @@ fn too_large_an_allocation_is_out_of_memory_and_the_allocator_works_on() {
 struct ToDevice(Vec<u64>, u64);
 
 impl RunOutputs for ToDevice {
-    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, String> {
+    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, GpuError> {
         let len = shape.iter().product::<u64>() * self.1;
-        resolve(self.0[i], len).map(OutputTarget::Device).map_err(|e| e.to_string())
+        resolve(self.0[i], len).map(OutputTarget::Device)
     }
 
     fn host(&mut self, _i: usize, _shape: &[u64], _bytes: &[u8]) -> Result<(), String> {

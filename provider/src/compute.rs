@@ -6,13 +6,13 @@ use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
 use ep_kernels::graph::{Executable, InputData, OutputTarget, RunInput, RunOutputs};
-use ep_kernels::ElemType;
+use ep_kernels::{ElemType, GpuError};
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
 use crate::abi::{OrtNodeComputeContext, OrtNodeComputeInfo, ABI_VERSION};
 use crate::fault::{self, Fault, Site};
 use crate::graph_reader::tensor_type_shape;
-use crate::memory::{tensor_place, Place};
+use crate::memory::{tensor_place, tensor_raw, Place};
 use crate::ort::{check, guard, guard_value, ort, EpError, Logger, Ort, Status};
 
 #[repr(C)]
@@ -146,21 +146,24 @@ struct OrtOutputs<'a> {
 }
 
 impl RunOutputs for OrtOutputs<'_> {
-    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, String> {
+    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, GpuError> {
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         let mut out: *mut OrtValue = null_mut();
         // SAFETY: ctx is live for this Compute call; ORT allocates output i with this shape and
         // keeps it alive past the call.
         unsafe {
             check((self.o.api.KernelContext_GetOutput)(self.ctx, i, dims.as_ptr(), dims.len(), &mut out))
-                .map_err(|e| e.message)?;
+                .map_err(|e| GpuError::Invalid(e.message))?;
         }
         if self.values.len() <= i {
             self.values.resize(i + 1, null_mut());
         }
         self.values[i] = out;
-        // SAFETY: `out` is the live output tensor just allocated.
-        match unsafe { tensor_place(self.o, out, true) }.map_err(|e| e.message)? {
+        // SAFETY: `out` is the live output tensor just allocated; a failed allocation behind it
+        // is reported as that failure (out of memory, a lost device).
+        let raw = unsafe { tensor_raw(self.o, out, true) }.map_err(|e| GpuError::Invalid(e.message))?;
+        // SAFETY: as above.
+        match unsafe { raw.place()? } {
             Place::Host(_) => Ok(OutputTarget::Host),
             Place::Device(s) => Ok(OutputTarget::Device(s)),
         }

@@ -112,14 +112,42 @@ impl Place<'_> {
     }
 }
 
-/// The bytes of a live tensor: a host slice, or the range of our device memory it names.
-/// Device memory of another provider is an error, not a read.
+/// Where a live tensor's bytes are, before an address of ours is resolved.
+pub struct RawTensor {
+    ptr: *const c_void,
+    size: usize,
+    /// In our device memory (else host memory).
+    ours: bool,
+}
+
+impl RawTensor {
+    /// The host slice, or the range of our device memory the address names (a failure keeps its
+    /// kind: a lost device, a failed allocation, a released address).
+    ///
+    /// # Safety
+    /// The tensor this came from is alive for `'a`.
+    pub unsafe fn place<'a>(&self) -> Result<Place<'a>, GpuError> {
+        if self.size == 0 {
+            return Ok(Place::Host(&[]));
+        }
+        if !self.ours {
+            if self.ptr.is_null() {
+                return Ok(Place::Host(&[]));
+            }
+            // SAFETY: a host tensor's data covers GetTensorSizeInBytes bytes (guaranteed by the caller).
+            return Ok(Place::Host(unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.size) }));
+        }
+        resolve(self.ptr as u64, self.size as u64).map(Place::Device)
+    }
+}
+
+/// A live tensor's data pointer, size and memory. Device memory of another provider is an
+/// error, not a read.
 ///
 /// # Safety
-/// `value` is a live tensor `OrtValue` that ORT keeps alive for `'a`.
-pub unsafe fn tensor_place<'a>(o: &Ort, value: *const OrtValue, mutable: bool) -> Result<Place<'a>, EpError> {
-    // SAFETY (whole block): value is live; the data pointer covers GetTensorSizeInBytes bytes
-    // of host memory when its device is the CPU, and is only resolved (never read) otherwise.
+/// `value` is a live tensor `OrtValue`.
+pub unsafe fn tensor_raw(o: &Ort, value: *const OrtValue, mutable: bool) -> Result<RawTensor, EpError> {
+    // SAFETY (whole block): value is live; we only read its size, data pointer and memory device.
     unsafe {
         let mut size = 0usize;
         check((o.api.GetTensorSizeInBytes)(value, &mut size))?;
@@ -133,9 +161,7 @@ pub unsafe fn tensor_place<'a>(o: &Ort, value: *const OrtValue, mutable: bool) -
         }
         let device = (o.ep.Value_GetMemoryDevice)(value);
         if device.is_null() || is_cpu(o, device) {
-            let data: &'a [u8] =
-                if size == 0 || p.is_null() { &[] } else { std::slice::from_raw_parts(p as *const u8, size) };
-            return Ok(Place::Host(data));
+            return Ok(RawTensor { ptr: p, size, ours: false });
         }
         if !is_ours(o, device) {
             return Err(EpError::invalid(format!(
@@ -145,11 +171,17 @@ pub unsafe fn tensor_place<'a>(o: &Ort, value: *const OrtValue, mutable: bool) -
                 (o.ep.MemoryDevice_GetVendorId)(device)
             )));
         }
-        if size == 0 {
-            return Ok(Place::Host(&[]));
-        }
-        Ok(Place::Device(resolve(p as u64, size as u64)?))
+        Ok(RawTensor { ptr: p, size, ours: true })
     }
+}
+
+/// The bytes of a live tensor: a host slice, or the range of our device memory it names.
+///
+/// # Safety
+/// `value` is a live tensor `OrtValue` that ORT keeps alive for `'a`.
+pub unsafe fn tensor_place<'a>(o: &Ort, value: *const OrtValue, mutable: bool) -> Result<Place<'a>, EpError> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { Ok(tensor_raw(o, value, mutable)?.place()?) }
 }
 
 /// An `OrtAllocator` over our device memory.

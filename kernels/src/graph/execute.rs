@@ -47,7 +47,7 @@ impl Executable {
         }
         let mut targets = Vec::with_capacity(prepared.output_shapes.len());
         for (i, shape) in prepared.output_shapes.iter().enumerate() {
-            let target = outputs.target(i, shape).map_err(GpuError::Invalid)?;
+            let target = outputs.target(i, shape)?;
             if let OutputTarget::Device(s) = &target {
                 let want = prepared.output_bytes[i];
                 if s.len != want {

@@ -78,7 +78,7 @@ pub enum OutputTarget {
 /// Receives a run's outputs.
 pub trait RunOutputs {
     /// Where output `i`, of this shape, goes; asked once per output before the run is recorded.
-    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, String>;
+    fn target(&mut self, i: usize, shape: &[u64]) -> Result<OutputTarget, GpuError>;
     /// The bytes of an output whose target is [`OutputTarget::Host`], once the run is done.
     fn host(&mut self, i: usize, shape: &[u64], bytes: &[u8]) -> Result<(), String>;
 }
@@ -87,7 +87,7 @@ pub trait RunOutputs {
 struct HostOutputs<'s, 'a>(&'s mut OutputSink<'a>);
 
 impl RunOutputs for HostOutputs<'_, '_> {
-    fn target(&mut self, _i: usize, _shape: &[u64]) -> Result<OutputTarget, String> {
+    fn target(&mut self, _i: usize, _shape: &[u64]) -> Result<OutputTarget, GpuError> {
         Ok(OutputTarget::Host)
     }
 

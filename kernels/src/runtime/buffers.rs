@@ -84,14 +84,24 @@ impl Gpu {
                 "{label}: {size} bytes exceeds the device's max buffer size {limit}"
             )));
         }
-        let buffer = self.scoped(label, || {
-            Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }))
-        })?;
+        let make = || {
+            self.scoped(label, || {
+                Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                }))
+            })
+        };
+        let buffer = match make() {
+            // Freed tensors cached by the device allocators go back to the driver first.
+            Err(GpuError::OutOfMemory(_)) if super::memory::trim_all() > 0 => {
+                let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+                make()?
+            }
+            other => other?,
+        };
         Ok(GpuBuffer { buffer, len })
     }
 

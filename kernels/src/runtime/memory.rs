@@ -186,14 +186,16 @@ pub struct DeviceAllocator {
 
 impl DeviceAllocator {
     pub fn new(source: GpuSource, cache_limit: u64) -> DeviceAllocator {
-        DeviceAllocator {
-            pool: Arc::new(Pool {
-                source,
-                free: Mutex::new(HashMap::new()),
-                cached_bytes: AtomicU64::new(0),
-                limit: cache_limit,
-            }),
-        }
+        let pool = Arc::new(Pool {
+            source,
+            free: Mutex::new(HashMap::new()),
+            cached_bytes: AtomicU64::new(0),
+            limit: cache_limit,
+        });
+        let mut pools = POOLS.lock();
+        pools.retain(|p| p.strong_count() > 0);
+        pools.push(Arc::downgrade(&pool));
+        DeviceAllocator { pool }
     }
 
     /// A fixed device.
@@ -249,8 +251,9 @@ impl DeviceAllocator {
             })
         };
         let buffer = match make() {
-            // Out of memory: give the cached buffers back to the device and try once more.
-            Err(GpuError::OutOfMemory(_)) if self.trim(0) > 0 => {
+            // Out of memory: give every allocator's cached buffers back to the devices and try
+            // once more.
+            Err(GpuError::OutOfMemory(_)) if trim_all() > 0 => {
                 let _ = gpu.device().poll(wgpu::PollType::wait_indefinitely());
                 make()?
             }
@@ -320,6 +323,15 @@ impl Pool {
             self.trim(self.limit / 2);
         }
     }
+}
+
+/// Every allocator's pool, so an out-of-memory anywhere can empty all the caches.
+static POOLS: Mutex<Vec<Weak<Pool>>> = Mutex::new(Vec::new());
+
+/// Drops the cached buffers of every live allocator; returns the bytes dropped.
+pub fn trim_all() -> u64 {
+    let pools: Vec<Arc<Pool>> = POOLS.lock().iter().filter_map(Weak::upgrade).collect();
+    pools.iter().map(|p| p.trim(0)).sum()
 }
 
 /// Frees the allocation starting at `addr` (NULL is a no-op). The buffer goes back to its
