@@ -384,3 +384,38 @@ fn pattern_with_other_head_size_is_not_rewritten() {
     let program = build_program(&nodes, &names, &["y".to_string()], vec![]).unwrap();
     assert_eq!(program.steps.len(), 3);
 }
+
+/// A mask that would widen the scores ([2, 1, S, S] onto [1, 2, S, S]) keeps the unfused ops,
+/// which broadcast it.
+#[test]
+fn pattern_with_a_widening_mask_is_not_rewritten() {
+    let ty = ElemType::F32;
+    let (h, s, d) = (2u64, 5u64, 64u64);
+    let nodes = vec![
+        node(
+            "MatMul",
+            13,
+            vec![Some(val("q", ty, &[1, h, s, d])), Some(val("kt", ty, &[1, h, d, s]))],
+            vec![val("s", ty, &[1, h, s, s])],
+            vec![],
+        ),
+        node(
+            "Add",
+            14,
+            vec![Some(val("s", ty, &[1, h, s, s])), Some(val("m", ty, &[2, 1, s, s]))],
+            vec![val("s2", ty, &[2, h, s, s])],
+            vec![],
+        ),
+        node("Softmax", 13, vec![Some(val("s2", ty, &[2, h, s, s]))], vec![val("p", ty, &[2, h, s, s])], vec![]),
+        node(
+            "MatMul",
+            13,
+            vec![Some(val("p", ty, &[2, h, s, s])), Some(val("v", ty, &[1, h, s, d]))],
+            vec![val("y", ty, &[2, h, s, d])],
+            vec![],
+        ),
+    ];
+    let names = ["q", "kt", "m", "v"].map(String::from);
+    let program = build_program(&nodes, &names, &["y".to_string()], vec![]).unwrap();
+    assert!(program.steps.iter().all(|s| !s.ops.contains("FlashAttention")));
+}
