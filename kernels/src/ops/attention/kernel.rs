@@ -4,7 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::decode::{self, DECODE_MAX_ROWS};
-use super::{plan_tiles, unsupported, AttnSource};
+use super::{plan_tiles, storage_bytes, unsupported, AttnSource};
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::ops::norm::{broadcast_strides, broadcasts_onto, check_bindings};
@@ -111,6 +111,9 @@ pub struct FlashKernel {
     pub k: Layout,
     pub v: Layout,
     pub out: OutLayout,
+    /// Forced (query rows, keys) per tile of the flash kernel; `None`: planned from the device.
+    /// Tests set it to run the tilings this adapter's planner does not pick.
+    pub tiles: Option<(u32, u32)>,
 }
 
 /// The problem at one set of shapes.
@@ -223,6 +226,17 @@ impl Kernel for FlashKernel {
         let g = self.geometry(q.shape, k.shape, v.shape).map_err(GpuError::Invalid)?;
         let (br, bc) = plan_tiles(g.d, cx.caps())
             .ok_or_else(|| GpuError::Invalid(self.err(unsupported(g.d, cx.caps()).unwrap_or_default())))?;
+        let (br, bc) = match self.tiles {
+            Some((r, c))
+                if storage_bytes(r, c, g.d as u32) > cx.caps().max_workgroup_storage_bytes
+                    || r % 8 != 0
+                    || c % 8 != 0 =>
+            {
+                return Err(GpuError::Internal(format!("attention tiles {r}x{c} cannot run here")));
+            }
+            Some(t) => t,
+            None => (br, bc),
+        };
         let mut bound = vec![q, k, v, o];
         let mut m_stride = [0u64; 4];
         let mut reads = vec![q.buf, k.buf, v.buf];
