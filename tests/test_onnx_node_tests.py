@@ -43,6 +43,7 @@ FAMILIES = {
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
+    "attention": ["Attention"],
 }
 OPS = {op for ops in FAMILIES.values() for op in ops}
 # Element types our kernels hold; a case with any other tensor type (or a sequence/optional) cannot be ours.
@@ -297,6 +298,31 @@ EXPECTED_DECLINED = {
         "BatchNormalization with training_mode=1: we run inference only",
     ),
 }
+
+
+ATTENTION_HEAD_SIZES = {64, 80, 96, 128}
+# Ops none of whose ONNX cases we can run, and where their conformance is tested instead.
+NO_PASSING_CASE = {"Attention": "ONNX's cases all use head sizes 1-8; tests/test_attention.py compares ours with the CPU EP"}
+_ATTENTION_HEAD = ("Attention with a head size the flash kernel lacks (ONNX's cases use 1-8; it has 64, 80, 96, 128; "
+                   "tests/test_attention.py runs those against the CPU EP)")
+
+
+def _attention_head_size(case):
+    """The head size of a single-node Attention case (Q [B, H, S, D], or [B, S, H·D] with q_num_heads)."""
+    node = case.model.graph.node[0]
+    dims = [d.dim_value for d in case.model.graph.input[0].type.tensor_type.shape.dim]
+    if len(dims) == 4:
+        return dims[-1]
+    heads = next((a.i for a in node.attribute if a.name == "q_num_heads"), 0)
+    return dims[-1] // heads if heads else None
+
+
+EXPECTED_DECLINED.update({
+    c.name: _ATTENTION_HEAD
+    for c in CASES
+    if len(c.model.graph.node) == 1 and c.model.graph.node[0].op_type == "Attention"
+    and _attention_head_size(c) not in ATTENTION_HEAD_SIZES
+})
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -559,8 +585,10 @@ def test_pass_table_per_op(make_session):
     results = run_all(make_session, dict(RESULTS))
     print("\nONNX node tests on WgpuExecutionProvider (CPU fallback disabled)\n" + render_table(results))
     per_group = tally(results)
-    no_pass = sorted(op for op in OPS if per_group[op]["pass"] == 0)
+    no_pass = sorted(op for op in OPS if per_group[op]["pass"] == 0 and op not in NO_PASSING_CASE)
     assert not no_pass, f"ops without a passing node test: {no_pass}"
+    stale = sorted(op for op in NO_PASSING_CASE if per_group[op]["pass"] > 0)
+    assert not stale, f"NO_PASSING_CASE lists ops that now pass a case: {stale}"
 
 
 def main() -> int:

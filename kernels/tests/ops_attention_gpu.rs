@@ -384,3 +384,104 @@ fn pattern_with_other_head_size_is_not_rewritten() {
     let program = build_program(&nodes, &names, &["y".to_string()], vec![]).unwrap();
     assert_eq!(program.steps.len(), 3);
 }
+
+/// A mask that would widen the scores ([2, 1, S, S] onto [1, 2, S, S]) keeps the unfused ops,
+/// which broadcast it.
+#[test]
+fn pattern_with_a_widening_mask_is_not_rewritten() {
+    let ty = ElemType::F32;
+    let (h, s, d) = (2u64, 5u64, 64u64);
+    let nodes = vec![
+        node(
+            "MatMul",
+            13,
+            vec![Some(val("q", ty, &[1, h, s, d])), Some(val("kt", ty, &[1, h, d, s]))],
+            vec![val("s", ty, &[1, h, s, s])],
+            vec![],
+        ),
+        node(
+            "Add",
+            14,
+            vec![Some(val("s", ty, &[1, h, s, s])), Some(val("m", ty, &[2, 1, s, s]))],
+            vec![val("s2", ty, &[2, h, s, s])],
+            vec![],
+        ),
+        node("Softmax", 13, vec![Some(val("s2", ty, &[2, h, s, s]))], vec![val("p", ty, &[2, h, s, s])], vec![]),
+        node(
+            "MatMul",
+            13,
+            vec![Some(val("p", ty, &[2, h, s, s])), Some(val("v", ty, &[1, h, s, d]))],
+            vec![val("y", ty, &[2, h, s, d])],
+            vec![],
+        ),
+    ];
+    let names = ["q", "kt", "m", "v"].map(String::from);
+    let program = build_program(&nodes, &names, &["y".to_string()], vec![]).unwrap();
+    assert!(program.steps.iter().all(|s| !s.ops.contains("FlashAttention")));
+}
+
+/// Every flash tiling that fits this adapter (the planner picks by workgroup memory, so it alone
+/// would not run the small ones; one that does not fit is refused) on one problem with a boolean mask and causal masking, against float64.
+#[test]
+fn every_tiling_against_f64() {
+    use ep_kernels::ops::attention::{self, onnx};
+    use ep_kernels::ops::{KernelIo, PrepareCx, Tensor};
+    let mut rng = rand::rng();
+    let gpu = common::gpu();
+    let (b, hq, hkv, sq, skv, d) = (1usize, 4usize, 2usize, 37usize, 29usize, 128usize);
+    let ty = ElemType::F32;
+    let shape = |h: usize, s: usize| [b as u64, h as u64, s as u64, d as u64];
+    let (q, k, v) = (
+        random(&mut rng, ty, &shape(hq, sq)),
+        random(&mut rng, ty, &shape(hkv, skv)),
+        random(&mut rng, ty, &shape(hkv, skv)),
+    );
+    let bits: Vec<bool> = (0..sq * skv).map(|i| i % skv == 0 || rng.random_range(0..4) != 0).collect();
+    let m = T::bool(&[sq as u64, skv as u64], &bits);
+    let inputs = vec![
+        Some(val("q", ty, &q.shape)),
+        Some(val("k", ty, &k.shape)),
+        Some(val("v", ty, &v.shape)),
+        Some(val("m", ElemType::Bool, &m.shape)),
+    ];
+    let n = node("Attention", 23, inputs, vec![val("y", ty, &shape(hq, sq))], vec![("is_causal", Attr::Int(1))]);
+    let c = Case { b, hq, hkv, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal: Some(0) };
+    let mv = m.values();
+    let want = c.reference(&q.values(), &k.values(), &v.values(), &|_, _, i, j| {
+        if mv[i * skv + j] == 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        }
+    });
+    for tiles in [(32, 32), (32, 16), (16, 16), (16, 8)] {
+        let mut kernel = onnx::kernel(&n).unwrap();
+        kernel.tiles = Some(tiles);
+        let ins: Vec<_> = [&q, &k, &v, &m].iter().map(|t| gpu.upload(&t.data, "in").unwrap()).collect();
+        let out = gpu.storage_buffer((b * hq * sq * d * 4) as u64, "out").unwrap();
+        let oshape = shape(hq, sq);
+        let io = KernelIo {
+            inputs: ins
+                .iter()
+                .zip([&q, &k, &v, &m])
+                .map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty }))
+                .collect(),
+            outputs: vec![Tensor { buf: &out, shape: &oshape, ty }],
+        };
+        let (options, status) = (ExecOptions::default(), gpu.storage_buffer(4, "status").unwrap());
+        let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
+        let fits = attention::storage_bytes(tiles.0, tiles.1, d as u32) <= gpu.caps().max_workgroup_storage_bytes;
+        let step = match ep_kernels::ops::Kernel::prepare(&kernel, &cx, &io) {
+            Ok(step) => step,
+            Err(e) => {
+                assert!(!fits && e.to_string().contains("cannot run here"), "{tiles:?}: {e}");
+                continue;
+            }
+        };
+        assert!(step.plan.as_deref().is_some_and(|p| p.contains(&format!("tiles {}x{}", tiles.0, tiles.1))));
+        gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
+        let mut data = gpu.read_buffer(&out).unwrap();
+        data.truncate(b * hq * sq * d * 4);
+        assert_close(&format!("tiles {tiles:?}"), &T { ty, shape: oshape.to_vec(), data }.values(), &want, ty);
+    }
+}

@@ -143,7 +143,12 @@ fn finish(
         return None;
     }
     if let Some(m) = &mask {
-        if m.rank()? > rank || (m.elem_type != ty) {
+        // The mask must broadcast onto the scores [batch…, Sq, Skv] without widening them.
+        let scores: Vec<&Dim> = q[..rank - 1].iter().chain(std::iter::once(&kt[rank - 1])).collect();
+        let md = dims(m)?;
+        let onto =
+            md.len() <= rank && md.iter().rev().zip(scores.iter().rev()).all(|(a, b)| a == *b || *a == Dim::Fixed(1));
+        if !onto || m.elem_type != ty {
             return None;
         }
     }

@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{Causal, FlashKernel, Geometry, MaskKind};
+use super::kernel::{Causal, FlashKernel, Geometry, MaskKind, SharedParams};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -92,21 +92,15 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     out
 }
 
+/// The uniforms of `attn_decode.wgsl.j2`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-pub(super) struct DecodeParams {
-    pub sq: u32,
-    pub skv: u32,
-    pub heads: u32,
-    pub group: u32,
-    pub strides: [[u32; 4]; 5],
-    pub scale: f32,
-    pub causal: u32,
-    pub causal_offset: i32,
-    pub chunk: u32,
-    pub count: u32,
-    pub splits: u32,
-    pub pad: [u32; 2],
+struct DecodeParams {
+    shared: SharedParams,
+    chunk: u32,
+    count: u32,
+    splits: u32,
+    pad: [u32; 2],
 }
 
 #[repr(C)]
@@ -121,21 +115,25 @@ struct ReduceParams {
     o_stride: [u32; 4],
 }
 
-/// The two dispatches of a split-KV run; `params` comes filled but for chunk, count and splits.
+/// The two dispatches of a split-KV run.
 pub(super) fn prepare(
     k: &FlashKernel,
     cx: &PrepareCx<'_>,
     g: &Geometry,
     reads: &[&crate::runtime::GpuBuffer],
     out: Tensor<'_>,
-    mut params: DecodeParams,
+    shared: SharedParams,
 ) -> Result<PreparedStep, GpuError> {
     let rows = g.batch * g.heads * g.sq;
     let (splits, chunk) = plan_splits(rows, g.skv, cx.caps());
     let count = rows * splits;
-    params.chunk = to_u32("keys per chunk", chunk)?;
-    params.count = to_u32("attention workgroups", count)?;
-    params.splits = to_u32("key splits", splits)?;
+    let params = DecodeParams {
+        shared,
+        chunk: to_u32("keys per chunk", chunk)?,
+        count: to_u32("attention workgroups", count)?,
+        splits: to_u32("key splits", splits)?,
+        pad: [0; 2],
+    };
     let work = cx.gpu.storage_buffer(count * (g.d + 2) * 4, "attention split-KV partials")?;
     let part = ShaderVariant::Op(OpShader::new(DecodeSource { ty: k.ty, d: g.d as u32, mask: k.mask }));
     let first = cx.gpu.prepare_op(&part, reads, &[&work], bytemuck::bytes_of(&params), grid(count, cx.caps())?)?;
@@ -143,10 +141,10 @@ pub(super) fn prepare(
         rows: to_u32("attention rows", rows)?,
         d: g.d as u32,
         splits: params.splits,
-        sq: params.sq,
-        heads: params.heads,
+        sq: shared.sq,
+        heads: shared.heads,
         pad: [0; 3],
-        o_stride: params.strides[3],
+        o_stride: shared.strides[3],
     };
     let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty }));
     let second =
@@ -164,6 +162,12 @@ pub(super) fn prepare(
 mod tests {
     use super::*;
     use crate::caps::profiles;
+
+    #[test]
+    fn uniforms_match_the_templates() {
+        assert_eq!(std::mem::size_of::<DecodeParams>(), 128);
+        assert_eq!(std::mem::size_of::<ReduceParams>(), 48);
+    }
 
     #[test]
     fn splits_fill_the_device_in_whole_steps() {

@@ -51,6 +51,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         k: layout("k_perm")?,
         v: layout("v_perm")?,
         out: OutLayout::Plain(rank),
+        tiles: None,
     })
 }
 

@@ -3,8 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::decode::{self, DecodeParams, DECODE_MAX_ROWS};
-use super::{plan_tiles, unsupported, AttnSource};
+use super::decode::{self, DECODE_MAX_ROWS};
+use super::{plan_tiles, storage_bytes, unsupported, AttnSource};
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::ops::norm::{broadcast_strides, broadcasts_onto, check_bindings};
@@ -111,6 +111,9 @@ pub struct FlashKernel {
     pub k: Layout,
     pub v: Layout,
     pub out: OutLayout,
+    /// Forced (query rows, keys) per tile of the flash kernel; `None`: planned from the device.
+    /// Tests set it to run the tilings this adapter's planner does not pick.
+    pub tiles: Option<(u32, u32)>,
 }
 
 /// The problem at one set of shapes.
@@ -174,6 +177,34 @@ impl FlashKernel {
     }
 }
 
+impl FlashKernel {
+    /// The uniforms both kernels share.
+    fn uniforms(&self, g: &Geometry, o_stride: [u64; 4], m_stride: [u64; 4]) -> Result<SharedParams, GpuError> {
+        let u4 = |s: [u64; 4]| -> Result<[u32; 4], GpuError> {
+            let mut out = [0u32; 4];
+            for (o, &x) in out.iter_mut().zip(&s) {
+                *o = to_u32("attention stride", x)?;
+            }
+            Ok(out)
+        };
+        let causal_offset = match self.causal {
+            Causal::BottomRight => i32::try_from(g.skv as i64 - g.sq as i64)
+                .map_err(|_| GpuError::Invalid(self.err("the sequences are too long".into())))?,
+            _ => 0,
+        };
+        Ok(SharedParams {
+            sq: to_u32("query length", g.sq)?,
+            skv: to_u32("key length", g.skv)?,
+            heads: to_u32("heads", g.heads)?,
+            group: to_u32("query heads per K/V head", g.heads / g.kv_heads)?,
+            strides: [u4(g.strides[0])?, u4(g.strides[1])?, u4(g.strides[2])?, u4(o_stride)?, u4(m_stride)?],
+            scale: self.scale.unwrap_or(1.0 / (g.d as f32).sqrt()),
+            causal: u32::from(self.causal != Causal::None),
+            causal_offset,
+        })
+    }
+}
+
 impl Kernel for FlashKernel {
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("input {i} is missing")));
@@ -195,6 +226,17 @@ impl Kernel for FlashKernel {
         let g = self.geometry(q.shape, k.shape, v.shape).map_err(GpuError::Invalid)?;
         let (br, bc) = plan_tiles(g.d, cx.caps())
             .ok_or_else(|| GpuError::Invalid(self.err(unsupported(g.d, cx.caps()).unwrap_or_default())))?;
+        let (br, bc) = match self.tiles {
+            Some((r, c))
+                if storage_bytes(r, c, g.d as u32) > cx.caps().max_workgroup_storage_bytes
+                    || r % 8 != 0
+                    || c % 8 != 0 =>
+            {
+                return Err(GpuError::Internal(format!("attention tiles {r}x{c} cannot run here")));
+            }
+            Some(t) => t,
+            None => (br, bc),
+        };
         let mut bound = vec![q, k, v, o];
         let mut m_stride = [0u64; 4];
         let mut reads = vec![q.buf, k.buf, v.buf];
@@ -206,56 +248,18 @@ impl Kernel for FlashKernel {
         }
         check_bindings(&bound, cx.caps())?;
         let (_, o_stride) = self.output(&g).map_err(GpuError::Invalid)?;
+        let shared = self.uniforms(&g, o_stride, m_stride)?;
+        if g.sq <= DECODE_MAX_ROWS {
+            return decode::prepare(self, cx, &g, &reads, o, shared);
+        }
         let q_tiles = g.sq.div_ceil(u64::from(br));
         let count = g.batch * g.heads * q_tiles;
-        let u4 = |s: [u64; 4]| -> Result<[u32; 4], GpuError> {
-            Ok([
-                to_u32("attention stride", s[0])?,
-                to_u32("attention stride", s[1])?,
-                to_u32("attention stride", s[2])?,
-                to_u32("attention stride", s[3])?,
-            ])
-        };
-        let d = g.d as f32;
-        let offset = match self.causal {
-            Causal::BottomRight => i32::try_from(g.skv as i64 - g.sq as i64)
-                .map_err(|_| GpuError::Invalid(self.err("sequence too long".into())))?,
-            _ => 0,
-        };
         let params = AttnParams {
-            sq: to_u32("query length", g.sq)?,
-            skv: to_u32("key length", g.skv)?,
-            heads: to_u32("heads", g.heads)?,
-            group: to_u32("query heads per K/V head", g.heads / g.kv_heads)?,
-            q_stride: u4(g.strides[0])?,
-            k_stride: u4(g.strides[1])?,
-            v_stride: u4(g.strides[2])?,
-            o_stride: u4(o_stride)?,
-            m_stride: u4(m_stride)?,
-            scale: self.scale.unwrap_or(1.0 / d.sqrt()),
-            causal: u32::from(self.causal != Causal::None),
-            causal_offset: offset,
+            shared,
             q_tiles: to_u32("query tiles", q_tiles)?,
             count: to_u32("attention workgroups", count)?,
             pad: [0; 3],
         };
-        if g.sq <= DECODE_MAX_ROWS {
-            let dp = DecodeParams {
-                sq: params.sq,
-                skv: params.skv,
-                heads: params.heads,
-                group: params.group,
-                strides: [params.q_stride, params.k_stride, params.v_stride, params.o_stride, params.m_stride],
-                scale: params.scale,
-                causal: params.causal,
-                causal_offset: params.causal_offset,
-                chunk: 0,
-                count: 0,
-                splits: 0,
-                pad: [0; 2],
-            };
-            return decode::prepare(self, cx, &g, &reads, o, dp);
-        }
         let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
         let variant = ShaderVariant::Op(OpShader::new(source));
         let dispatch =
@@ -277,22 +281,26 @@ impl Kernel for FlashKernel {
     }
 }
 
+/// The uniforms both attention kernels start with: sizes, Q/K/V/O/mask strides (logical batch,
+/// head, seq, dim), scale and causal masking.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub(super) struct SharedParams {
+    pub sq: u32,
+    pub skv: u32,
+    pub heads: u32,
+    pub group: u32,
+    pub strides: [[u32; 4]; 5],
+    pub scale: f32,
+    pub causal: u32,
+    pub causal_offset: i32,
+}
+
 /// The uniforms of `attn_flash.wgsl.j2`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct AttnParams {
-    sq: u32,
-    skv: u32,
-    heads: u32,
-    group: u32,
-    q_stride: [u32; 4],
-    k_stride: [u32; 4],
-    v_stride: [u32; 4],
-    o_stride: [u32; 4],
-    m_stride: [u32; 4],
-    scale: f32,
-    causal: u32,
-    causal_offset: i32,
+    shared: SharedParams,
     q_tiles: u32,
     count: u32,
     pad: [u32; 3],
@@ -301,6 +309,12 @@ struct AttnParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uniforms_match_the_template() {
+        // sq, skv, heads, group, five vec4 strides, scale, causal, offset, q_tiles, count, 3 pads.
+        assert_eq!(std::mem::size_of::<AttnParams>(), 128);
+    }
 
     #[test]
     fn layouts_view_logical_strides() {

@@ -68,6 +68,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         k: layout(1)?,
         v: layout(2)?,
         out: OutLayout::Packed,
+        tiles: None,
     })
 }
 

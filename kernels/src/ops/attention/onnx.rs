@@ -75,6 +75,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         k: layout(1, "kv_num_heads")?,
         v: layout(2, "kv_num_heads")?,
         out: if q.packed_heads.is_some() { OutLayout::Packed } else { OutLayout::Plain(4) },
+        tiles: None,
     })
 }
 
