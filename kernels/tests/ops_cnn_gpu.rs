@@ -357,3 +357,77 @@ fn group_and_instance_normalization() {
     );
     assert!(ep_kernels::ops::lookup(&bad).unwrap().check(&bad, &opts).unwrap_err().contains("divisible"));
 }
+
+/// Resize of `x` ([N, C, H, W]) to `out` in float64: linear (half_pixel, clamped, as ONNX
+/// Runtime) or nearest (asymmetric coordinates, floor).
+fn resize_reference(x: &[f64], shape: &[u64], out: &[u64], linear: bool) -> Vec<f64> {
+    let (h, w) = (shape[2] as usize, shape[3] as usize);
+    let (sh, sw) = (out[2] as f64 / h as f64, out[3] as f64 / w as f64);
+    let mut y = Vec::new();
+    for plane in x.chunks(h * w).take((shape[0] * shape[1]) as usize) {
+        for oy in 0..out[2] as usize {
+            for ox in 0..out[3] as usize {
+                if linear {
+                    let cy = ((oy as f64 + 0.5) / sh - 0.5).clamp(0.0, (h - 1) as f64);
+                    let cx = ((ox as f64 + 0.5) / sw - 0.5).clamp(0.0, (w - 1) as f64);
+                    let (y0, x0) = (cy.floor() as usize, cx.floor() as usize);
+                    let (y1, x1) = ((y0 + 1).min(h - 1), (x0 + 1).min(w - 1));
+                    let (fy, fx) = (cy - y0 as f64, cx - x0 as f64);
+                    let at = |r: usize, c: usize| plane[r * w + c];
+                    let top = at(y0, x0) + (at(y0, x1) - at(y0, x0)) * fx;
+                    let bottom = at(y1, x0) + (at(y1, x1) - at(y1, x0)) * fx;
+                    y.push(top + (bottom - top) * fy);
+                } else {
+                    let sy = ((oy as f64 / sh).floor() as usize).min(h - 1);
+                    let sx = ((ox as f64 / sw).floor() as usize).min(w - 1);
+                    y.push(plane[sy * w + sx]);
+                }
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn resize_nearest_and_linear() {
+    let mut rng = common::rng("resize_nearest_and_linear");
+    let sizes = |v: &[i64]| common::graph::const_val("sizes", &T::i64(&[v.len() as u64], v));
+    for ty in [ElemType::F32, ElemType::F16] {
+        for (shape, out) in [([2u64, 3, 5, 7], [2u64, 3, 10, 13]), ([1, 2, 9, 8], [1, 2, 4, 5])] {
+            let (xv, x) = random(&mut rng, ty, &shape);
+            let o: Vec<i64> = out.iter().map(|&d| d as i64).collect();
+            for (linear, attrs) in [
+                (true, vec![("mode", Attr::String("linear".into()))]),
+                (
+                    false,
+                    vec![
+                        ("mode", Attr::String("nearest".into())),
+                        ("coordinate_transformation_mode", Attr::String("asymmetric".into())),
+                        ("nearest_mode", Attr::String("floor".into())),
+                    ],
+                ),
+            ] {
+                let inputs = vec![Some(val("x", ty, &shape)), None, None, Some(sizes(&o))];
+                let n = node("Resize", 19, inputs, vec![val("y", ty, &out)], attrs);
+                let got = run_graph(&[n], &[("x", &x)], &[], &["y"]).unwrap();
+                assert_eq!(got[0].shape, out.to_vec());
+                let want = resize_reference(&xv, &shape, &out, linear);
+                let (atol, rtol) = if ty == ElemType::F16 { (4e-3, 4e-3) } else { (1e-5, 1e-5) };
+                for (i, (g, w)) in got[0].values().iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() <= atol + rtol * w.abs(), "{shape:?} linear={linear} {ty}: {i}: {g} vs {w}");
+                }
+            }
+        }
+    }
+    // Cubic, a computed size and a linear resize of the channel axis decline.
+    let opts = PlacementOptions::defaults(profiles::get("llvmpipe").unwrap());
+    let x = Some(val("x", ElemType::F32, &[1, 2, 4, 4]));
+    let decline = |inputs: Vec<Option<ep_kernels::graph::ValueInfo>>, mode: &str| {
+        let n =
+            node("Resize", 19, inputs, vec![val("y", ElemType::F32, &[])], vec![("mode", Attr::String(mode.into()))]);
+        ep_kernels::ops::lookup(&n).unwrap().check(&n, &opts).unwrap_err()
+    };
+    assert!(decline(vec![x.clone(), None, None, Some(sizes(&[1, 2, 8, 8]))], "cubic").contains("cubic"));
+    assert!(decline(vec![x.clone(), None, None, Some(val("s", ElemType::I64, &[4]))], "nearest").contains("run time"));
+    assert!(decline(vec![x, None, None, Some(sizes(&[1, 3, 8, 8]))], "linear").contains("last two axes"));
+}

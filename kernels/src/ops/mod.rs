@@ -15,6 +15,7 @@ pub mod matmul;
 pub mod norm;
 pub mod pad;
 pub mod pool;
+pub mod resize;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -166,6 +167,7 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(layout::ops());
         all.extend(pool::OPS);
         all.extend(pad::OPS);
+        all.extend(resize::OPS);
         all
     })
 }
