@@ -39,7 +39,7 @@ FAMILIES = {
     "matmul": ["MatMul", "Gemm"],
     "conv": ["Conv"],
     "unary": "Abs Neg Exp Log Sqrt Reciprocal Erf Tanh Sigmoid Relu LeakyRelu Gelu Sin Cos Floor Ceil Round Not IsNaN Clip".split(),
-    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization Resize Upsample".split(),
+    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization Resize Upsample ConvTranspose".split(),
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
@@ -290,6 +290,7 @@ EXPECTED_DECLINED = {
         RUNTIME_PARAMS,
     ),
     "test_maxpool_2d_uint8": _INT8_16_UINT,
+    "test_convtranspose_3d": "3-D ConvTranspose: we run 1-D and 2-D",
     **dict.fromkeys([c.name for c in CASES if c.name.startswith(("test_resize_", "test_upsample_"))], RUNTIME_PARAMS),
     **{
         f"{c.name}+{kind}": reason

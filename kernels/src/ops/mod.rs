@@ -9,6 +9,7 @@
 pub mod alias;
 pub mod check;
 pub mod conv;
+pub mod convtranspose;
 pub mod elementwise;
 pub mod layout;
 pub mod matmul;
@@ -168,6 +169,7 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(pool::OPS);
         all.extend(pad::OPS);
         all.extend(resize::OPS);
+        all.extend(convtranspose::OPS);
         all
     })
 }
