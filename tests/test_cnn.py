@@ -2,7 +2,7 @@
 ResNet-like net (stem, MaxPool, residual blocks, BatchNormalization, AveragePool, GlobalAveragePool, Flatten, Gemm)
 a MobileNetV3-like net (depthwise convs, HardSwish, a squeeze-excite block with HardSigmoid, PRelu, Mish,
 Softplus, Elu, Selu, GlobalMaxPool) and a small UNet (GroupNorm, SiLU, strided-conv downsampling, Resize
-upsampling, Concat skips, reflect Pad, InstanceNormalization), in fp32 and fp16. The fp16 reference is the fp32 model on the CPU EP over the
+upsampling and ConvTranspose, Concat skips, reflect Pad, InstanceNormalization), in fp32 and fp16. The fp16 reference is the fp32 model on the CPU EP over the
 same (fp16-rounded) weights and inputs."""
 
 from __future__ import annotations
@@ -139,6 +139,8 @@ def unet_like(dtype, seed, width=8, image=20):
     x2 = block(net.conv(x1, 2 * width, 2 * width, 3, stride=2, act=None), 2 * width, 2 * width)
     no_roi = ""
     up = net.op("Resize", [x2, no_roi, net.constant([1, 1, 2, 2], np.float32)], mode="nearest")
+    w = net.weight([2 * width, 2 * width, 2, 2], 0.2)
+    up = net.op("Add", [up, net.op("ConvTranspose", [x2, w, net.weight([2 * width], 0.1)], strides=[2, 2])])
     y = block(net.op("Concat", [up, x1], axis=1), 4 * width, width)
     up = net.op("Resize", [y, no_roi, net.constant([1, 1, 2, 2], np.float32)], mode="linear")
     y = net.op("Concat", [up, x0], axis=1)
