@@ -16,6 +16,7 @@ from onnx import helper, numpy_helper
 import models
 
 OPSET = 18
+pytestmark = pytest.mark.smoke  # about a second; also run on the oldest supported ONNX Runtime
 
 
 class Net:
