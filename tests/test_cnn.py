@@ -1,18 +1,22 @@
 """Convolutional networks entirely on our EP (CPU fallback disabled) against the CPU EP: a reduced-width
 ResNet-like net (stem, MaxPool, residual blocks, BatchNormalization, AveragePool, GlobalAveragePool, Flatten, Gemm)
-and a MobileNetV3-like net (depthwise convs, HardSwish, a squeeze-excite block with HardSigmoid, PRelu, Mish,
-Softplus, Elu, Selu, GlobalMaxPool), in fp32 and fp16. The fp16 reference is the fp32 model on the CPU EP over the
+a MobileNetV3-like net (depthwise convs, HardSwish, a squeeze-excite block with HardSigmoid, PRelu, Mish,
+Softplus, Elu, Selu, GlobalMaxPool) and a small UNet (GroupNorm, SiLU, strided-conv downsampling, Resize
+upsampling and ConvTranspose, Concat skips, reflect Pad, InstanceNormalization), in fp32 and fp16. The fp16 reference is the fp32 model on the CPU EP over the
 same (fp16-rounded) weights and inputs."""
 
 from __future__ import annotations
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
 import models
 
 OPSET = 18
+pytestmark = pytest.mark.smoke  # about a second; also run on the oldest supported ONNX Runtime
 
 
 class Net:
@@ -47,14 +51,43 @@ class Net:
         args = [self.weight([c], 0.2, positive=True), self.weight([c], 0.1), self.weight([c], 0.1)]
         return self.op("BatchNormalization", [x, *args, self.weight([c], 0.2, positive=True)], epsilon=1e-3)
 
-    def finish(self, y, x_shape):
-        return models.finish(
+    def constant(self, values, dtype):
+        name = self.name("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=dtype), name))
+        return name
+
+    def finish(self, y, x_shape, opset=OPSET):
+        model = models.finish(
             self.nodes,
             [models.tensor("X", self.dtype, list(x_shape))],
             [models.tensor(y, self.dtype, None)],
             self.inits,
-            opset=OPSET,
+            opset=opset,
         )
+        model.ir_version = 10  # opset 21 needs IR 10
+        return model
+
+
+def with_value_shapes(model, x_shape):
+    """The model with every intermediate's shape declared (ONNX and ONNX Runtime infer none past a
+    GroupNormalization, a function op), taken from one CPU EP run of the fp32 graph."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    names = [o for n in probe.graph.node for o in n.output]
+    del probe.graph.output[:]
+    probe.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names)
+    for init in probe.graph.initializer:
+        if init.data_type == onnx.TensorProto.FLOAT16:
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float32), init.name))
+    probe.graph.input[0].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+    outs = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"X": np.zeros(x_shape, np.float32)}
+    )
+    elem = model.graph.input[0].type.tensor_type.elem_type
+    model.graph.value_info.extend(
+        helper.make_tensor_value_info(n, elem, list(o.shape)) for n, o in zip(names[:-1], outs[:-1])
+    )
+    return model
 
 
 def resnet_like(dtype, seed, width=8, image=29):
@@ -93,7 +126,33 @@ def mobilenet_like(dtype, seed, width=8, image=23):
     return net.finish(x, [2, 3, image, image])
 
 
-@pytest.mark.parametrize("build", [resnet_like, mobilenet_like])
+def unet_like(dtype, seed, width=8, image=20):
+    net = Net(dtype, np.random.default_rng(seed))
+
+    def block(x, c_in, c_out):
+        y = net.conv(x, c_in, c_out, 3, act=None)
+        g = net.op("GroupNormalization", [y, net.weight([c_out], 0.3, positive=True), net.weight([c_out], 0.1)],
+                   num_groups=2, epsilon=1e-5)
+        return net.op("Mul", [g, net.op("Sigmoid", [g])])  # SiLU
+
+    x0 = block("X", 3, width)
+    x1 = block(net.conv(x0, width, width, 3, stride=2, act=None), width, 2 * width)
+    x2 = block(net.conv(x1, 2 * width, 2 * width, 3, stride=2, act=None), 2 * width, 2 * width)
+    no_roi = ""
+    up = net.op("Resize", [x2, no_roi, net.constant([1, 1, 2, 2], np.float32)], mode="nearest")
+    w = net.weight([2 * width, 2 * width, 2, 2], 0.2)
+    up = net.op("Add", [up, net.op("ConvTranspose", [x2, w, net.weight([2 * width], 0.1)], strides=[2, 2])])
+    y = block(net.op("Concat", [up, x1], axis=1), 4 * width, width)
+    up = net.op("Resize", [y, no_roi, net.constant([1, 1, 2, 2], np.float32)], mode="linear")
+    y = net.op("Concat", [up, x0], axis=1)
+    y = net.op("Pad", [y, net.constant([0, 0, 1, 1, 0, 0, 1, 1], np.int64)], mode="reflect")
+    w = net.weight([3, 2 * width, 3, 3], 0.2)
+    y = net.op("Conv", [y, w])
+    y = net.op("InstanceNormalization", [y, net.weight([3], 0.3, positive=True), net.weight([3], 0.1)])
+    return with_value_shapes(net.finish(y, [2, 3, image, image], opset=21), [2, 3, image, image])
+
+
+@pytest.mark.parametrize("build", [resnet_like, mobilenet_like, unet_like])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_cnn_runs_entirely_on_our_ep(make_session, run_cpu, build, dtype):
     seed = int(np.random.default_rng().integers(1 << 31))

@@ -39,7 +39,7 @@ FAMILIES = {
     "matmul": ["MatMul", "Gemm"],
     "conv": ["Conv"],
     "unary": "Abs Neg Exp Log Sqrt Reciprocal Erf Tanh Sigmoid Relu LeakyRelu Gelu Sin Cos Floor Ceil Round Not IsNaN Clip".split(),
-    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization".split(),
+    "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization Resize Upsample ConvTranspose".split(),
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
@@ -57,6 +57,8 @@ PARAM_INPUTS = {
     "Unsqueeze": {1},
     "Slice": {1, 2, 3, 4},
     "Pad": {1, 2, 3},
+    "Resize": {1, 2, 3},
+    "Upsample": {1},
     "Split": {1},
     "ReduceMean": {1},
     "ReduceSum": {1},
@@ -289,6 +291,19 @@ EXPECTED_DECLINED = {
         RUNTIME_PARAMS,
     ),
     "test_maxpool_2d_uint8": _INT8_16_UINT,
+    "test_convtranspose_3d": "3-D ConvTranspose: we run 1-D and 2-D",
+    **dict.fromkeys([c.name for c in CASES if c.name.startswith(("test_resize_", "test_upsample_"))], RUNTIME_PARAMS),
+    **{
+        f"{c.name}+{kind}": reason
+        for c in CASES
+        for key, reason in [
+            ("cubic", "Resize mode 'cubic': we run nearest and linear"),
+            ("tf_crop_and_resize", "Resize tf_crop_and_resize (a roi): not supported"),
+            ("antialias", "Resize antialias=1: not supported"),
+        ]
+        if c.name.startswith("test_resize_") and key in c.name
+        for kind in ("const",)
+    },
     **dict.fromkeys(
         ["test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_strides"],
         "MaxPool's Indices output: we compute the pooled values only",
@@ -352,7 +367,8 @@ def f16_eligible(case) -> bool:
     """A single-node float32 case of a float op (not Cast), its inputs within float16's range: it also runs with
     every float32 tensor made float16 (`+f16`), against ONNX's reference evaluator on the rounded inputs."""
     node = case.model.graph.node
-    if len(node) != 1 or node[0].op_type == "Cast" or "_expanded" in case.name:
+    # Resize/Upsample scales must stay float32 (ONNX's type constraint).
+    if len(node) != 1 or node[0].op_type in ("Cast", "Resize", "Upsample") or "_expanded" in case.name:
         return False
     types = value_types(case)
     if TensorProto.FLOAT not in types or not types <= {TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}:

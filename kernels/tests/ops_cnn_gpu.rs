@@ -357,3 +357,6 @@ fn group_and_instance_normalization() {
     );
     assert!(ep_kernels::ops::lookup(&bad).unwrap().check(&bad, &opts).unwrap_err().contains("divisible"));
 }
+
+#[path = "ops_cnn_gpu/upsampling.rs"]
+mod upsampling;

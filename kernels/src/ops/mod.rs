@@ -10,12 +10,14 @@ pub mod alias;
 pub mod attention;
 pub mod check;
 pub mod conv;
+pub mod convtranspose;
 pub mod elementwise;
 pub mod layout;
 pub mod matmul;
 pub mod norm;
 pub mod pad;
 pub mod pool;
+pub mod resize;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -194,6 +196,8 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(attention::ops());
         all.extend(pool::OPS);
         all.extend(pad::OPS);
+        all.extend(resize::OPS);
+        all.extend(convtranspose::OPS);
         all
     })
 }
