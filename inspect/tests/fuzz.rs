@@ -1,6 +1,6 @@
 //! Mutated model files through the reader and the whole inspection (placement, program
 //! building, planners): errors are fine, a panic is a failure. `INSPECT_FUZZ_ITERS` runs more
-//! mutations (default 5000), `INSPECT_FUZZ_SEED` another seed.
+//! mutations (default 20000), `INSPECT_FUZZ_SEED` another seed.
 
 use std::path::Path;
 
@@ -34,7 +34,7 @@ fn mutate(bytes: &mut Vec<u8>, rng: &mut StdRng) {
 #[test]
 fn mutated_models_never_panic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models");
-    let iters: usize = std::env::var("INSPECT_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(5000);
+    let iters: usize = std::env::var("INSPECT_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(20000);
     let seed: u64 = std::env::var("INSPECT_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(16);
     let seeds: Vec<Vec<u8>> = ["mlp", "whisper_frontend", "convnet", "transformer", "external"]
         .iter()
