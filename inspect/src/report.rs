@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use ep_kernels::graph::support::check_declared_sizes;
 use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Graph, Operand, Program, Role};
 use ep_kernels::ops::{lookup, StepPlan};
 use ep_kernels::options::EpOptions;
@@ -85,7 +86,7 @@ pub fn inspect(model: &Model, options: &EpOptions, caps: &DeviceCaps) -> Report 
             name: n.name.clone(),
             op: if n.is_onnx() { n.op_type.clone() } else { format!("{}.{}", n.domain, n.op_type) },
             verdict,
-            flops: lookup(n).and_then(|d| d.flops(n)),
+            flops: lookup(n).filter(|_| check_declared_sizes(n).is_ok()).and_then(|d| d.flops(n)),
             bytes: checked_sum(
                 n.inputs.iter().chain(&n.outputs).flatten().filter(|v| !v.name.is_empty()).map(value_bytes),
             ),
