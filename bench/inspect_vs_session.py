@@ -66,6 +66,7 @@ def feeds(sess: ort.InferenceSession, rng: np.random.Generator) -> dict:
 DECLINED = re.compile(r"\[WgpuExecutionProvider\] declined (\S+) '([^']*)': (.*)$")
 SUMMARY = re.compile(r"\[WgpuExecutionProvider\] GetCapability: claimed (\d+) of (\d+) nodes in (\d+) partition")
 PLAN = re.compile(r"\] WgpuExecutionProvider_\S+: ((?:MatMul|Gemm|Conv) '.*)$")
+LOGGED_PLAN = re.compile(r"(?:MatMul|Gemm|Conv) '")  # the EP logs the plans of products and convs
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -119,8 +120,9 @@ def session_claims(devices: list, model: str, options: dict, all_nodes: set) -> 
 
 def inspector_plans(report: dict) -> list:
     """The plan lines the inspector predicts (the EP logs the same lines when it prepares a shape)."""
-    return sorted(st["plan"]["line"] for p in report["partitions"] if isinstance(p["steps"], list)
-                  for st in p["steps"] if st["plan"] and "line" in st["plan"])
+    lines = (st["plan"]["line"] for p in report["partitions"] if isinstance(p["steps"], list)
+             for st in p["steps"] if st["plan"] and "line" in st["plan"])
+    return sorted(line for line in lines if LOGGED_PLAN.match(line))
 
 
 def pick_devices(device: str) -> list:
