@@ -21,7 +21,7 @@ import pytest
 
 import conftest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "bench"))
 import inspect_vs_session  # noqa: E402  (the session side, shared with the H200 check)
 
 REPO = Path(__file__).resolve().parents[1]
