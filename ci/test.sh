@@ -59,7 +59,7 @@ fi
 echo "goldens/ matches the committed files"
 
 stage "cargo build --release"
-cargo build --release -p onnxruntime-ep-wgpu
+cargo build --release -p onnxruntime-ep-wgpu -p ep-wgpu-inspect  # tests/test_inspect.py runs target/release/inspect
 
 stage "python wheel"
 bash ci/wheel.sh .venv .venv-ort124

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use ep_kernels::graph::support::check_declared_sizes;
 use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Graph, Operand, Program, Role};
 use ep_kernels::ops::{lookup, StepPlan};
 use ep_kernels::options::EpOptions;
@@ -85,8 +86,10 @@ pub fn inspect(model: &Model, options: &EpOptions, caps: &DeviceCaps) -> Report 
             name: n.name.clone(),
             op: if n.is_onnx() { n.op_type.clone() } else { format!("{}.{}", n.domain, n.op_type) },
             verdict,
-            flops: lookup(n).and_then(|d| d.flops(n)),
-            bytes: n.inputs.iter().chain(&n.outputs).flatten().filter(|v| !v.name.is_empty()).map(value_bytes).sum(),
+            flops: lookup(n).filter(|_| check_declared_sizes(n).is_ok()).and_then(|d| d.flops(n)),
+            bytes: checked_sum(
+                n.inputs.iter().chain(&n.outputs).flatten().filter(|v| !v.name.is_empty()).map(value_bytes),
+            ),
         })
         .collect();
     let exec = options.exec_options();
@@ -95,8 +98,13 @@ pub fn inspect(model: &Model, options: &EpOptions, caps: &DeviceCaps) -> Report 
 }
 
 fn value_bytes(v: &ep_kernels::graph::ValueInfo) -> Option<u64> {
-    let elems: u64 = v.fixed_shape()?.iter().product();
-    Some(elems * elem_size(v.elem_type)?)
+    let elems = v.fixed_shape()?.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+    elems.checked_mul(elem_size(v.elem_type)?)
+}
+
+/// The sum when every term is known and it fits (a file may declare absurd sizes).
+fn checked_sum(mut terms: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    terms.try_fold(0u64, |acc, t| acc.checked_add(t?))
 }
 
 fn symbolic_inputs(model: &Model) -> Vec<(String, String)> {
@@ -214,7 +222,7 @@ fn steps(
             name: step.name.clone(),
             ops: step.ops.clone(),
             inputs: ins.iter().map(|i| i.as_ref().and_then(|t| t.as_ref().map(|t| t.0.clone()))).collect(),
-            bytes: sizes.sum(),
+            bytes: checked_sum(sizes),
             outputs,
             plan,
         });

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use ep_kernels::graph::support::check_declared_sizes;
 use ep_kernels::graph::{Dim, Graph, ValueInfo};
 use ep_kernels::ops::lookup;
 
@@ -120,6 +121,7 @@ fn propagate(graph: &mut Graph) {
 /// The output shapes the op's kernel infers from the node's known input shapes.
 fn infer(node: &ep_kernels::graph::Node) -> Option<Vec<Vec<u64>>> {
     let def = lookup(node)?;
+    check_declared_sizes(node).ok()?;
     let shapes: Vec<Option<Vec<u64>>> = def
         .gpu_inputs(node)
         .into_iter()

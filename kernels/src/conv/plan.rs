@@ -389,9 +389,9 @@ fn base_params(
 /// X, W, the bias and the output must each fit one storage binding (32-bit indexing).
 fn check_bindings(p: &ConvProblem, caps: &DeviceCaps) -> Result<(), PlanError> {
     let size = p.dtype.size();
-    check_binding("the conv input", p.input_len() * size, caps)?;
-    check_binding("the conv weights", p.weight_len() * size, caps)?;
-    check_binding("the conv output", p.output_len() * size, caps)?;
+    check_binding("the conv input", p.input_len().saturating_mul(size), caps)?;
+    check_binding("the conv weights", p.weight_len().saturating_mul(size), caps)?;
+    check_binding("the conv output", p.output_len().saturating_mul(size), caps)?;
     check_binding("the conv bias", p.m as u64 * size, caps)
 }
 

@@ -118,29 +118,30 @@ impl ConvProblem {
 
     /// Output pixels per image and channel: the N dimension of the GEMM.
     pub fn pixels(&self) -> u64 {
-        self.oh as u64 * self.ow as u64
+        (self.oh as u64).saturating_mul(self.ow as u64)
     }
 
     /// Reduction length of one output: the K dimension of a group's GEMM.
     pub fn k_per_group(&self) -> u64 {
-        self.c_per_group() as u64 * self.kh as u64 * self.kw as u64
+        (self.c_per_group() as u64).saturating_mul(self.kh as u64).saturating_mul(self.kw as u64)
     }
 
     pub fn input_len(&self) -> u64 {
-        self.n as u64 * self.c as u64 * self.h as u64 * self.w as u64
+        (self.n as u64).saturating_mul(self.c as u64).saturating_mul(self.h as u64).saturating_mul(self.w as u64)
     }
 
     pub fn weight_len(&self) -> u64 {
-        self.m as u64 * self.k_per_group()
+        (self.m as u64).saturating_mul(self.k_per_group())
     }
 
     pub fn output_len(&self) -> u64 {
-        self.n as u64 * self.m as u64 * self.pixels()
+        (self.n as u64).saturating_mul(self.m as u64).saturating_mul(self.pixels())
     }
 
-    /// Multiply-accumulates of the whole convolution.
+    /// Multiply-accumulates of the whole convolution. The sizes saturate: a declared problem
+    /// past u64 only ever fails a limit check.
     pub fn macs(&self) -> u64 {
-        self.output_len() * self.k_per_group()
+        self.output_len().saturating_mul(self.k_per_group())
     }
 
     /// A 1×1 kernel with unit stride and no padding reads X exactly as a GEMM operand.

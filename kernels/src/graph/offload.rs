@@ -59,9 +59,10 @@ pub fn worth_offloading(
     Ok(())
 }
 
+/// Saturating: a declared size past u64 is simply too much traffic.
 fn bytes_of(v: &ValueInfo) -> Option<u64> {
-    let elems: u64 = v.fixed_shape()?.iter().product();
-    Some(elems * v.dtype()?.size())
+    let elems = v.fixed_shape()?.iter().fold(1u64, |a, &d| a.saturating_mul(d));
+    Some(elems.saturating_mul(v.dtype()?.size()))
 }
 
 /// Bytes of non-constant values entering the group plus values leaving it.
@@ -75,14 +76,14 @@ fn boundary_bytes(graph: &Graph, consumers: &HashMap<&str, Vec<usize>>, group: &
         let node = &graph.nodes[i];
         for v in node.inputs.iter().flatten() {
             if !v.name.is_empty() && !v.constant && !produced.contains(v.name.as_str()) && seen.insert(&v.name) {
-                total += bytes_of(v)?;
+                total = total.saturating_add(bytes_of(v)?);
             }
         }
         for o in node.outputs.iter().flatten() {
             let leaves = graph.outputs.contains(&o.name)
                 || consumers.get(o.name.as_str()).is_some_and(|cs| cs.iter().any(|c| !members.contains(c)));
             if leaves {
-                total += bytes_of(o)?;
+                total = total.saturating_add(bytes_of(o)?);
             }
         }
     }

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::model::Graph;
 use super::offload::worth_offloading;
-use super::support::PlacementOptions;
+use super::support::{check_declared_sizes, PlacementOptions};
 use crate::ops::lookup;
 
 /// Why a node is ours.
@@ -170,7 +170,7 @@ fn judge(node: &super::model::Node, opts: &PlacementOptions) -> Result<Role, (St
         let domain = if node.is_onnx() { String::new() } else { format!("{}.", node.domain) };
         return Err((format!("{domain}{} is not an op this EP runs", node.op_type), DeclineKind::NotOurs));
     };
-    def.check(node, opts).map_err(|e| (e, DeclineKind::Unsupported))?;
+    check_declared_sizes(node).and_then(|()| def.check(node, opts)).map_err(|e| (e, DeclineKind::Unsupported))?;
     Ok(if def.is_alias() { Role::Alias } else { Role::Kernel })
 }
 

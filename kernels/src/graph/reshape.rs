@@ -28,7 +28,7 @@ impl ReshapeSpec {
     /// The output shape for an input of `input` shape (ONNX semantics: 0 copies the input's
     /// dimension unless `allowzero`, one -1 is inferred).
     pub fn apply(&self, input: &[u64]) -> Result<Vec<u64>, String> {
-        let total: u64 = input.iter().product();
+        let total = elements(input)?;
         let mut out = Vec::with_capacity(self.shape.len());
         let mut infer = None;
         for (i, &d) in self.shape.iter().enumerate() {
@@ -42,7 +42,7 @@ impl ReshapeSpec {
                 d => out.push(d as u64),
             }
         }
-        let known: u64 = out.iter().product();
+        let known = elements(&out)?;
         if let Some(i) = infer {
             if known == 0 || total % known != 0 {
                 return Err(format!("cannot reshape {input:?} to {:?}", self.shape));
@@ -53,6 +53,15 @@ impl ReshapeSpec {
         }
         Ok(out)
     }
+}
+
+/// The element count of `shape`, or an error when it does not fit in 64 bits (a file may
+/// declare any size).
+pub fn elements(shape: &[u64]) -> Result<u64, String> {
+    shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| format!("shape {shape:?} has too many elements"))
 }
 
 #[cfg(test)]
@@ -71,5 +80,7 @@ mod tests {
         assert_eq!(spec(&[0, 4], true).apply(&[0, 4]).unwrap(), vec![0, 4]);
         assert!(spec(&[5, -1], false).apply(&[2, 7]).is_err());
         assert!(spec(&[3, 3], false).apply(&[2, 4]).is_err());
+        assert!(spec(&[-1], false).apply(&[1 << 40, 1 << 40]).unwrap_err().contains("too many elements"));
+        assert!(spec(&[1 << 40, 1 << 40], false).apply(&[4]).unwrap_err().contains("too many elements"));
     }
 }

@@ -54,6 +54,24 @@ pub fn common_dtype(node: &Node, values: &[&ValueInfo], opts: &PlacementOptions)
     Ok(dtype)
 }
 
+/// More elements than any device holds (2^53): a value declared this large is declined before
+/// any op's size arithmetic sees it (so no product of its dims, times an element size or a
+/// FLOP factor, can overflow).
+pub const MAX_DECLARED_ELEMENTS: u64 = 1 << 53;
+
+/// Declines a node any of whose values declares more than [`MAX_DECLARED_ELEMENTS`] elements
+/// (counting a 0 dim as 1, since ops multiply subsets of the dims).
+pub fn check_declared_sizes(node: &Node) -> Result<(), String> {
+    for v in node.inputs.iter().chain(&node.outputs).flatten() {
+        let Some(shape) = v.fixed_shape() else { continue };
+        let fits = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d.max(1)).filter(|&n| n <= MAX_DECLARED_ELEMENTS));
+        if fits.is_none() {
+            return Err(format!("'{}' declares the shape {shape:?}: more elements than any device holds", v.name));
+        }
+    }
+    Ok(())
+}
+
 pub fn required<'a>(node: &'a Node, i: usize, what: &str) -> Result<&'a ValueInfo, String> {
     node.input(i).ok_or_else(|| format!("{} without input {what}", node.op_type))
 }
@@ -86,4 +104,42 @@ pub fn check_bias_shape(bias: &ValueInfo, out: Option<&[u64]>, out_rank: Option<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::graph::model::Dim;
+
+    fn node_with(shape: &[u64]) -> Node {
+        let v = ValueInfo {
+            name: "x".into(),
+            elem_type: 1,
+            shape: Some(shape.iter().map(|&d| Dim::Fixed(d)).collect()),
+            constant: false,
+            small_data: None,
+        };
+        Node {
+            name: "n".into(),
+            op_type: "Relu".into(),
+            domain: String::new(),
+            since_version: 14,
+            inputs: vec![Some(v.clone())],
+            outputs: vec![Some(ValueInfo { name: "y".into(), ..v })],
+            attrs: BTreeMap::new(),
+            assigned_ep: None,
+        }
+    }
+
+    #[test]
+    fn declared_sizes_beyond_any_device_are_declined() {
+        assert!(check_declared_sizes(&node_with(&[2, 1500, 384])).is_ok());
+        assert!(check_declared_sizes(&node_with(&[1 << 26, 1 << 27])).is_ok());
+        let err = check_declared_sizes(&node_with(&[1 << 27, 1 << 27])).unwrap_err();
+        assert!(err.contains("more elements than any device holds"), "{err}");
+        // A zero dim does not hide an overflowing product of the others.
+        assert!(check_declared_sizes(&node_with(&[0, 1 << 40, 1 << 40])).is_err());
+    }
 }

@@ -5,7 +5,7 @@ use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
-use crate::graph::reshape::ReshapeSpec;
+use crate::graph::reshape::{elements, ReshapeSpec};
 use crate::graph::support::PlacementOptions;
 use crate::ops::{check_types, normalize_axis, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::ShaderVariant;
@@ -103,7 +103,7 @@ impl AliasRule {
                     return Err(format!("Flatten axis {axis} is out of range for rank {r}"));
                 }
                 let (outer, inner) = input.split_at(a as usize);
-                Ok(vec![outer.iter().product(), inner.iter().product()])
+                Ok(vec![elements(outer)?, elements(inner)?])
             }
             AliasRule::Squeeze(None) => Ok(input.iter().copied().filter(|&d| d != 1).collect()),
             AliasRule::Squeeze(Some(axes)) => {

@@ -12,10 +12,12 @@ mod shape;
 mod source;
 mod variants;
 
+use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::gemm::layout::check_binding;
-use crate::ops::{grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::{grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::runtime::GpuBuffer;
 use crate::shader::{OpShader, ShaderVariant};
 
@@ -170,26 +172,53 @@ impl Kernel for ElemKernel {
         if !bound.eq(self.inputs.iter().copied().chain([self.out_type()])) {
             return Err(GpuError::Internal(format!("{}: tensors bound with other element types", self.label())));
         }
-        let total = out.elems();
-        if total == 0 {
-            return Ok(PreparedStep::default());
-        }
         let shapes: Vec<&[u64]> = inputs.iter().map(|t| t.shape).collect();
-        let layout = Layout::of(&shapes, out.shape).map_err(GpuError::Invalid)?;
-        for t in inputs.iter().chain([&out]) {
-            check_binding("an elementwise operand", t.elems() * t.ty.size(), cx.caps())?;
+        let Some((variant, params, grid)) = self.dispatch(&shapes, out.shape, cx.caps())? else {
+            return Ok(PreparedStep::default());
+        };
+        let buffers: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
+        let dispatch = cx.gpu.prepare_op(&variant, &buffers, &[out.buf], &params, grid)?;
+        Ok(PreparedStep::one(dispatch))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let out = self.infer(inputs)?.remove(0);
+        let shapes: Vec<&[u64]> = inputs.iter().take(self.inputs.len()).flatten().copied().collect();
+        let planned = self.dispatch(&shapes, &out, caps).map_err(|e| format!("{}: {e}", self.label()))?;
+        Ok(planned.map(|(variant, _, grid)| StepPlan {
+            line: format!("{}: output {out:?}", self.label()),
+            tiling: "one invocation per element".into(),
+            dispatches: vec![(variant.name(), grid)],
+        }))
+    }
+}
+
+/// A generated kernel, its uniform bytes and its grid.
+type Planned = (ShaderVariant, Vec<u8>, [u32; 3]);
+
+impl ElemKernel {
+    /// The kernel, its uniform and its grid for these shapes (`None` for an empty output): what
+    /// `prepare` binds and `plan` reports.
+    fn dispatch(&self, shapes: &[&[u64]], out_shape: &[u64], caps: &DeviceCaps) -> Result<Option<Planned>, GpuError> {
+        let out_ty = self.out_type();
+        let elements = |s: &[u64]| s.iter().fold(1u64, |a, &d| a.saturating_mul(d));
+        let total = elements(out_shape);
+        if total == 0 {
+            return Ok(None);
+        }
+        let layout = Layout::of(shapes, out_shape).map_err(GpuError::Invalid)?;
+        let operands = shapes.iter().zip(&self.inputs).map(|(s, &t)| (*s, t)).chain([(out_shape, out_ty)]);
+        for (shape, ty) in operands {
+            check_binding("an elementwise operand", elements(shape).saturating_mul(ty.size()), caps)?;
         }
         // A bool output is written a word (four elements) per invocation.
-        let count = if out.ty == ElemType::Bool { total.div_ceil(4) } else { total };
+        let count = if out_ty == ElemType::Bool { total.div_ceil(4) } else { total };
         let total = to_u32("elementwise output elements", total)?;
         let source = ElemSource {
             inputs: self.inputs.iter().copied().zip(layout.modes.iter().copied()).collect(),
             nodes: self.nodes.clone(),
         };
         let params = shape::params(&layout, count as u32, total, &source.floats());
-        let variant = ShaderVariant::Op(OpShader::new(source));
-        let buffers: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
-        let dispatch = cx.gpu.prepare_op(&variant, &buffers, &[out.buf], &params, grid_for(count, cx.caps())?)?;
-        Ok(PreparedStep::one(dispatch))
+        Ok(Some((ShaderVariant::Op(OpShader::new(source)), params, grid_for(count, caps)?)))
     }
 }
