@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Every measurement of a session's work in one H200 device run (after `bash bench/h200_stage.sh` and, for the
+# inspector, `cp target/release/inspect .carry/bench/`; carry [".carry", ".whl", ".gl"], timeout_s ≤ 600):
+#   1. bench/attention_bench.py: the flash-attention kernels beside torch SDPA (f16);
+#   2. bench/run.py --full --io-binding on the transformer models, MatMul 4096³ and the MLP (numpy and bound I/O);
+#   3. bench/run.py --full on the CNNs (ResNet-50 batch 1 and 32, MobileNetV3);
+#   4. bench/inspect_vs_session.py: the inspector's claims on the recorded H200 profile against real sessions.
+# Each phase has its own time limit; results under $OUT (at most 8 files come back), tables last.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/bench/out/h200}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 2
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+for f in .gl/*.deb; do [[ -f $f ]] && dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+LIB=.carry/bench/libonnxruntime_ep_wgpu.so
+timeout "${T_ATTN:-90}" python3 bench/attention_bench.py --lib "$LIB" --out "$OUT" >"$OUT/attention.txt" 2>&1
+timeout "${T_MODELS:-230}" python3 bench/run.py --full --lib "$LIB" --io-binding --no-plots \
+  --only "${MODELS:-whisper_encoder|bert_base|vit|matmul_4096|mlp_m2048}" --out "$OUT/models" >"$OUT/models.txt" 2>&1
+timeout "${T_CNN:-170}" python3 bench/run.py --full --lib "$LIB" --no-plots --only "${CNN:-resnet50|mobilenet}" \
+  --out "$OUT/cnn" >"$OUT/cnn.txt" 2>&1
+[[ -x .carry/bench/inspect ]] && timeout "${T_INSPECT:-60}" python3 bench/inspect_vs_session.py --lib "$LIB" \
+  --inspect .carry/bench/inspect --profile h200 --json "$OUT/inspect.json" >"$OUT/inspect.txt" 2>&1
+cp "$OUT/models/results.json" "$OUT/models.json" 2>/dev/null
+cp "$OUT/cnn/results.json" "$OUT/cnn.json" 2>/dev/null
+rm -rf "$OUT/models" "$OUT/cnn"
+find "$OUT" -type f ! -name '*.txt' ! -name '*.json' -delete
+echo "== inspect"; tail -15 "$OUT/inspect.txt"
+echo "== attention"; grep -E '^\|' "$OUT/attention.txt" | head -20
+echo "== cnn"; grep -E '^\|' "$OUT/cnn.txt" | tail -12
+echo "== models"; sed -n '/### Summary/,$p' "$OUT/models.txt" | grep -E '^\|' | tail -50
