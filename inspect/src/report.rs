@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use ep_kernels::graph::support::check_declared_sizes;
-use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Graph, Operand, Program, Role};
+use ep_kernels::graph::{build_program_with, place, Constant, DeclineKind, Graph, Operand, Program, Role};
 use ep_kernels::ops::{lookup, StepPlan};
 use ep_kernels::options::EpOptions;
 use ep_kernels::{DeviceCaps, ElemType};
@@ -93,7 +93,8 @@ pub fn inspect(model: &Model, options: &EpOptions, caps: &DeviceCaps) -> Report 
         })
         .collect();
     let exec = options.exec_options();
-    let partitions = placement.groups.iter().map(|g| partition(model, g, caps, &exec)).collect();
+    let flash = options.flash_attention;
+    let partitions = placement.groups.iter().map(|g| partition(model, g, caps, &exec, flash)).collect();
     Report { nodes, partitions, symbolic: symbolic_inputs(model) }
 }
 
@@ -161,12 +162,13 @@ fn partition(
     group: &[usize],
     caps: &DeviceCaps,
     exec: &ep_kernels::graph::ExecOptions,
+    flash_attention: bool,
 ) -> PartitionReport {
     let graph = &model.graph;
     let (inputs, outputs, constants) = boundary(graph, group);
     let flops = group.iter().map(|&i| lookup(&graph.nodes[i]).map_or(Some(0.0), |d| d.flops(&graph.nodes[i]))).sum();
     let nodes: Vec<_> = group.iter().map(|&i| graph.nodes[i].clone()).collect();
-    let steps = build_program(&nodes, &inputs, &outputs, constants).map(|program| {
+    let steps = build_program_with(&nodes, &inputs, &outputs, constants, flash_attention).map(|program| {
         let input_shapes: Vec<Option<Vec<u64>>> = inputs.iter().map(|n| shape_of(graph, n)).collect();
         steps(&program, &input_shapes, caps, exec)
     });

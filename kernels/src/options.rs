@@ -41,6 +41,10 @@ pub struct EpOptions {
     pub validation: Validation,
     /// `offload`: whether the cost rule may leave partitions to the CPU EP.
     pub offload: Offload,
+    /// `attention=flash`: run attention on the flash kernel (the exported pattern rewritten, ONNX
+    /// `Attention` and `MultiHeadAttention` claimed). Off by default: on the H200 the kernel is far
+    /// slower than the unfused products (`docs/PERFORMANCE.md`).
+    pub flash_attention: bool,
 }
 
 /// `offload=auto`: partitions the CPU EP runs faster (host traffic outweighing the work on a
@@ -63,6 +67,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
+    ("attention", "unfused | flash: flash runs attention on the fused flash kernel (not yet tuned: slower)"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -98,6 +103,13 @@ impl EpOptions {
                         "auto" => Offload::Auto,
                         "all" => Offload::All,
                         _ => return Err(format!("option 'offload': '{v}' is not auto or all")),
+                    }
+                }
+                "attention" => {
+                    o.flash_attention = match v {
+                        "unfused" => false,
+                        "flash" => true,
+                        _ => return Err(format!("option 'attention': '{v}' is not unfused or flash")),
                     }
                 }
                 "validation" => {
@@ -140,6 +152,7 @@ impl EpOptions {
             conv1d_as_conv2d: exec.conv1d_as_conv2d,
             conv_algo: exec.conv_algo,
             cost_rule: self.offload == Offload::Auto,
+            flash_attention: self.flash_attention,
         }
     }
 

@@ -550,6 +550,7 @@ fn random_options(choice: u8) -> PlacementOptions {
         conv1d_as_conv2d: true,
         conv_algo,
         cost_rule: choice % 5 != 0,
+        flash_attention: choice % 7 == 0,
     }
 }
 

@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 use std::ptr::null;
 use std::sync::Arc;
 
-use ep_kernels::graph::{build_program, place, Constant, DeclineKind, Executable, PlacementOptions};
+use ep_kernels::graph::{build_program_with, place, Constant, DeclineKind, Executable, PlacementOptions};
 use ep_kernels::runtime::memory::{DeviceAllocator, DEFAULT_CACHE_LIMIT};
 use ep_kernels::runtime::transfer::{thread_copy_stats, CopyStats};
 use ep_kernels::runtime::Gpu;
@@ -292,8 +292,10 @@ unsafe extern "system" fn compile(
                     let read = read_graph(o, graph)?;
                     let order = read.graph.topological_order();
                     let nodes: Vec<_> = order.iter().map(|&k| read.graph.nodes[k].clone()).collect();
+                    let constants = read_constants(graph)?;
+                    let flash = ep.options.flash_attention;
                     let program =
-                        build_program(&nodes, &inputs, &outputs, read_constants(graph)?).map_err(EpError::fail)?;
+                        build_program_with(&nodes, &inputs, &outputs, constants, flash).map_err(EpError::fail)?;
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
                     let exec = Executable::new(ep.gpu.clone(), program, ep.options.exec_options())?;

@@ -15,5 +15,5 @@ pub mod support;
 pub use executor::{ExecOptions, Executable, HostTensor, InputData, OutputTarget, RunInput, RunOutputs, StepProfile};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
 pub use placement::{place, Decision, DeclineKind, Placement, Role};
-pub use program::{build_program, Constant, Operand, Program, Step};
+pub use program::{build_program, build_program_with, Constant, Operand, Program, Step};
 pub use support::PlacementOptions;

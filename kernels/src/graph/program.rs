@@ -111,14 +111,26 @@ impl Scope<'_> {
 }
 
 /// Builds the program of a partition from its nodes (topologically ordered), the fused node's
-/// input and output names, and the constants the nodes read.
+/// input and output names, and the constants the nodes read; attention runs unfused.
 pub fn build_program(
     nodes: &[Node],
     inputs: &[String],
     outputs: &[String],
-    mut constants: Vec<Constant>,
+    constants: Vec<Constant>,
 ) -> Result<Program, String> {
-    let fusion = fusion::plan(nodes, outputs);
+    build_program_with(nodes, inputs, outputs, constants, false)
+}
+
+/// [`build_program`], with the exported attention pattern rewritten into the flash kernel when
+/// `flash_attention` is set (the `attention=flash` option).
+pub fn build_program_with(
+    nodes: &[Node],
+    inputs: &[String],
+    outputs: &[String],
+    mut constants: Vec<Constant>,
+    flash_attention: bool,
+) -> Result<Program, String> {
+    let fusion = fusion::plan(nodes, outputs, flash_attention);
     for node in fusion.rewrites.values() {
         constants.extend(synthesised_constant(node)?);
     }

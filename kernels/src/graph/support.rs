@@ -20,6 +20,9 @@ pub struct PlacementOptions {
     /// Leave partitions the CPU EP runs faster to it (`offload=auto`); off (`offload=all`)
     /// claims every node this EP can run, whatever the host traffic.
     pub cost_rule: bool,
+    /// Claim attention ops for the flash kernel (`attention=flash`); the exported pattern is
+    /// rewritten only then (`build_program_with`).
+    pub flash_attention: bool,
 }
 
 impl PlacementOptions {
@@ -32,6 +35,7 @@ impl PlacementOptions {
             conv1d_as_conv2d: true,
             conv_algo: ConvAlgo::Auto,
             cost_rule: true,
+            flash_attention: false,
         }
     }
 }

@@ -65,6 +65,7 @@ impl OpDef for FlashAttentionDef {
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        super::flash_enabled(opts)?;
         let types: Vec<ElemType> = [ElemType::F32, ElemType::F16, ElemType::Bool].into();
         check_types(node, &types)?;
         check_f16(node, opts)?;

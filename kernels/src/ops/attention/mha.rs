@@ -82,6 +82,7 @@ impl OpDef for MultiHeadAttentionDef {
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        super::flash_enabled(opts)?;
         check_types(node, &[ElemType::F32, ElemType::F16])?;
         check_f16(node, opts)?;
         let k = kernel(node)?;

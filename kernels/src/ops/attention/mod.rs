@@ -120,6 +120,19 @@ pub fn variants(caps: &DeviceCaps) -> Vec<crate::shader::ShaderVariant> {
     out
 }
 
+/// Attention runs on the flash kernel only with `attention=flash`: on the H200 it is still far
+/// slower than the unfused products (`docs/PERFORMANCE.md`), so by default the exported pattern
+/// stays unfused and ONNX `Attention`/`MultiHeadAttention` are left to the CPU EP.
+pub(crate) fn flash_enabled(opts: &crate::graph::PlacementOptions) -> Result<(), String> {
+    if opts.flash_attention {
+        Ok(())
+    } else {
+        Err("the flash-attention kernel is off (session option attention=flash turns it on; it is not yet \
+             tuned and runs slower than the CPU EP on large sequences)"
+            .into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
