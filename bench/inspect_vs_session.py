@@ -152,7 +152,7 @@ def main() -> int:
     p.add_argument("--device", default="", help="substring of the adapter name (default: the first hardware one)")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args()
-    ort.register_execution_provider_library("wgpu_inspect", args.lib)
+    ort.register_execution_provider_library("wgpu_inspect", os.path.abspath(args.lib))
     devices = pick_devices(args.device)
     print("device:", devices[0].ep_metadata.get("wgpu.adapter"), "| onnxruntime", ort.__version__)
     rows, ok = [], True
