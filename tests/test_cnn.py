@@ -126,7 +126,7 @@ def mobilenet_like(dtype, seed, width=8, image=23):
     return net.finish(x, [2, 3, image, image])
 
 
-def unet_like(dtype, seed, width=8, image=20):
+def unet_like(dtype, seed, width=8, image=20, declare_shapes=True):
     net = Net(dtype, np.random.default_rng(seed))
 
     def block(x, c_in, c_out):
@@ -149,7 +149,8 @@ def unet_like(dtype, seed, width=8, image=20):
     w = net.weight([3, 2 * width, 3, 3], 0.2)
     y = net.op("Conv", [y, w])
     y = net.op("InstanceNormalization", [y, net.weight([3], 0.3, positive=True), net.weight([3], 0.1)])
-    return with_value_shapes(net.finish(y, [2, 3, image, image], opset=21), [2, 3, image, image])
+    model = net.finish(y, [2, 3, image, image], opset=21)
+    return with_value_shapes(model, [2, 3, image, image]) if declare_shapes else model
 
 
 @pytest.mark.parametrize("build", [resnet_like, mobilenet_like, unet_like])
@@ -166,3 +167,15 @@ def test_cnn_runs_entirely_on_our_ep(make_session, run_cpu, build, dtype):
     tol = 3e-2 if dtype == np.float16 else 1e-4
     scale = np.abs(want).max()
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * scale, err_msg=f"seed {seed}")
+
+
+def test_values_without_an_inferred_shape_are_unknown_not_scalars(make_session, run_cpu):
+    # Past GroupNormalization-21 (a function op) ORT infers no shapes: those values must read as unknown, never
+    # as 0-D tensors (which declined the Conv after it as "0-D"); every node is ours (CPU fallback disabled) and
+    # the result matches the CPU EP.
+    seed = int(np.random.default_rng().integers(1 << 31))
+    model = unet_like(np.float32, seed, declare_shapes=False)
+    x = np.random.default_rng(seed).standard_normal([2, 3, 20, 20]).astype(np.float32)
+    got = make_session(model).run(None, {"X": x})[0]
+    want = run_cpu(model, {"X": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max(), err_msg=f"seed {seed}")

@@ -152,6 +152,11 @@ unsafe fn tensor_type(o: &Ort, t: *const OrtTypeInfo) -> (i32, Option<Vec<Dim>>)
         if check((a.GetTensorElementType)(info, elem_ptr)).is_err() {
             return (0, None);
         }
+        // A value ORT inferred no shape for (e.g. past a function op such as GroupNormalization-21)
+        // reports rank 0: it is unknown, not a scalar (API 24, which every host we accept has).
+        if !(a.TensorTypeAndShape_HasShape)(info) {
+            return (elem, None);
+        }
         let mut rank = 0usize;
         if check((a.GetDimensionsCount)(info, &mut rank)).is_err() {
             return (elem, None);
