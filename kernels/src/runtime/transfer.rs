@@ -276,18 +276,7 @@ impl Gpu {
             return Err(GpuError::Internal(format!("unaligned upload of {len} bytes at {offset}")));
         }
         let size = bucket(len);
-        let pooled = self.staging_pools.upload.lock().take(size);
-        let staging = match pooled {
-            Some(b) => b,
-            None => self.scoped("upload staging", || {
-                Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("upload staging"),
-                    size,
-                    usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: true,
-                }))
-            })?,
-        };
+        let staging = self.pooled_staging(true, size)?;
         // Large uploads are copied by several threads, each through its own mapped view.
         let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
             let mut view = staging
@@ -345,22 +334,33 @@ impl Gpu {
         }
     }
 
+    /// A staging buffer of `size` bytes from the pool, or a new one: for uploads mapped for
+    /// writing (`MAP_WRITE | COPY_SRC`), for read-backs unmapped (`MAP_READ | COPY_DST`).
+    fn pooled_staging(&self, upload: bool, size: u64) -> Result<wgpu::Buffer, GpuError> {
+        let pool = if upload { &self.staging_pools.upload } else { &self.staging_pools.download };
+        if let Some(b) = pool.lock().take(size) {
+            return Ok(b);
+        }
+        let (label, usage) = if upload {
+            ("upload staging", wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC)
+        } else {
+            ("readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST)
+        };
+        self.scoped(label, || {
+            Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: upload,
+            }))
+        })
+    }
+
     /// Reads `out.len()` bytes (a multiple of 4) of `src` at `offset`, waiting for the GPU.
     pub fn read_at(&self, src: &wgpu::Buffer, offset: u64, out: &mut [u8]) -> Result<(), GpuError> {
         let len = out.len() as u64;
         let size = bucket(padded(len));
-        let pooled = self.staging_pools.download.lock().take(size);
-        let staging = match pooled {
-            Some(b) => b,
-            None => self.scoped("readback", || {
-                Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("readback"),
-                    size,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }))
-            })?,
-        };
+        let staging = self.pooled_staging(false, size)?;
         self.scoped("readback", || {
             let mut encoder =
                 self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
