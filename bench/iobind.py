@@ -8,13 +8,29 @@ Also the copies our library counted per run (`onnxruntime_ep_wgpu_copy_stats`), 
 
 from __future__ import annotations
 
-import ctypes
+import importlib.util
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-COPY_KEYS = ("h2d_bytes", "h2d", "d2h_bytes", "d2h", "d2d_bytes", "d2d")
+
+
+def _load_locator():
+    """This checkout's locator package (`python/onnxruntime_ep_wgpu`), under a name of its own: its `copy_stats`
+    reads our library's counters (the H200 machine has no locator package installed)."""
+    pkg = Path(__file__).resolve().parents[1] / "python" / "onnxruntime_ep_wgpu"
+    spec = importlib.util.spec_from_file_location("ep_wgpu_locator", pkg / "__init__.py",
+                                                  submodule_search_locations=[str(pkg)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ep_wgpu_locator"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+LOCATOR = _load_locator()
 
 
 def device_memory(p):
@@ -31,24 +47,16 @@ class CopyCounter:
     """Our library's copy counters (None for other providers)."""
 
     def __init__(self, p):
-        self.fn = None
-        if p.key == "ours" and p.info.get("library"):
-            fn = ctypes.CDLL(p.info["library"]).onnxruntime_ep_wgpu_copy_stats
-            fn.restype, fn.argtypes = ctypes.c_size_t, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
-            self.fn = fn
+        self.lib = p.info.get("library") if p.key == "ours" else None
 
     def read(self):
-        if self.fn is None:
-            return None
-        values = (ctypes.c_uint64 * 6)()
-        self.fn(values, 6)
-        return list(values)
+        return LOCATOR.copy_stats(self.lib) if self.lib else None
 
     @staticmethod
     def per_run(before, after, runs: int):
         if before is None or after is None or runs <= 0:
             return None
-        return {k: (a - b) / runs for k, a, b in zip(COPY_KEYS, after, before)}
+        return {k: (after[k] - before[k]) / runs for k in after}
 
 
 def time_bound(p, sess, feeds: dict, cfg) -> tuple[dict, list | None]:
@@ -90,8 +98,8 @@ def time_bound(p, sess, feeds: dict, cfg) -> tuple[dict, list | None]:
     probe.numpy()
     per_run_ms = (time.perf_counter() - t) / n * 1e3
     if copies is not None:  # not the probe's 4-byte read
-        copies["d2h"] -= 1
-        copies["d2h_bytes"] -= 4
+        copies["device_to_host"] -= 1
+        copies["device_to_host_bytes"] -= 4
     outputs = [v.numpy() for v in io.get_outputs()]
     ms = np.array(times) * 1e3
     row = {"status": "ok", "median_ms": float(np.median(ms)), "p10_ms": float(np.percentile(ms, 10)),
@@ -121,7 +129,7 @@ def table(results: dict) -> str:
 
         ob, pb = ours.get("bound", {}), peer.get("bound", {})
         c = ob.get("copies_per_run")
-        copies = (f"h2d {c['h2d']:.0f}, d2h {c['d2h']:.0f}, d2d {c['d2d']:.0f}" if c else "—")
+        copies = (f"h2d {c['host_to_device']:.0f}, d2h {c['device_to_host']:.0f}, d2d {c['device_to_device']:.0f}" if c else "—")
         lines.append(f"| {case['name']} | {ms(ours)} | {ms(ob)} | {ms(ob, 'back_to_back_ms')} | {ms(peer)} | "
                      f"{ms(pb)} | {ms(pb, 'back_to_back_ms')} | {copies} |")
     return "\n".join(lines) + "\n" if any_row else ""

@@ -211,23 +211,18 @@ class Timed:
     copies: dict | None = None  # our copies per timed run (host<->GPU), from the library's counters
 
 
-COPY_KEYS = ("host_to_device_bytes", "host_to_device", "device_to_host_bytes", "device_to_host",
-             "device_to_device_bytes", "device_to_device")
-
-
 def copy_counter(lib_path: str):
-    """A function reading our library's copy counters (the registered library: same path, same handle)."""
-    import ctypes
+    """A function reading our library's copy counters: the locator package of this checkout
+    (`python/onnxruntime_ep_wgpu`, loaded under a name of its own), on the registered library."""
+    import importlib.util
 
-    fn = ctypes.CDLL(lib_path).onnxruntime_ep_wgpu_copy_stats
-    fn.restype, fn.argtypes = ctypes.c_size_t, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
-
-    def read() -> list:
-        values = (ctypes.c_uint64 * len(COPY_KEYS))()
-        fn(values, len(COPY_KEYS))
-        return list(values)
-
-    return read
+    pkg = REPO / "python" / "onnxruntime_ep_wgpu"
+    spec = importlib.util.spec_from_file_location("ep_wgpu_locator", pkg / "__init__.py",
+                                                  submodule_search_locations=[str(pkg)])
+    locator = importlib.util.module_from_spec(spec)
+    sys.modules["ep_wgpu_locator"] = locator
+    spec.loader.exec_module(locator)
+    return lambda: locator.copy_stats(lib_path)
 
 
 def make_session_options(args, profile_dir: str | None) -> ort.SessionOptions:
@@ -288,7 +283,7 @@ def run_ours(model_path: str, model, devices, options: dict, args, workdir: str,
         runs = time_runs(sess, feeds, args)
         after = counter()
     print_log("timed runs (warnings and errors)", log, about_ep=False)
-    copies = {k: (a - b) / len(runs) for k, a, b in zip(COPY_KEYS, after, before)}
+    copies = {k: (after[k] - before[k]) / len(runs) for k in after}
     return sess, feeds, Timed(create_s, first_s, outputs, runs, copies)
 
 

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
-use ep_kernels::graph::{Executable, InputData, OutputTarget, RunInput, RunOutputs};
+use ep_kernels::graph::{Executable, OutputTarget, RunInput, RunOutputs};
 use ep_kernels::{ElemType, GpuError};
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
@@ -96,18 +96,8 @@ unsafe extern "system" fn compute(
             // SAFETY: as above; host bytes stay valid for this call.
             places.push(unsafe { tensor_place(o, value, false)? });
         }
-        let inputs: Vec<RunInput<'_>> = shapes
-            .iter()
-            .zip(places)
-            .map(|((dtype, shape), place)| RunInput {
-                dtype: *dtype,
-                shape,
-                data: match place {
-                    Place::Host(b) => InputData::Host(b),
-                    Place::Device(s) => InputData::Device(s),
-                },
-            })
-            .collect();
+        let inputs: Vec<RunInput<'_>> =
+            shapes.iter().zip(places).map(|((dtype, shape), data)| RunInput { dtype: *dtype, shape, data }).collect();
         let mut outputs = OrtOutputs { o, ctx, values: Vec::new() };
         let report = info.exec.run_io(&inputs, &mut outputs).map_err(|e| {
             let mut err = EpError::from(e);

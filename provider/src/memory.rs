@@ -9,7 +9,7 @@
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
-use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator, DeviceSlice};
+use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator};
 use ep_kernels::runtime::transfer::{self, Copy};
 use ep_kernels::GpuError;
 use ort_sys::{
@@ -93,24 +93,8 @@ unsafe fn is_cpu(o: &Ort, d: *const OrtMemoryDevice) -> bool {
     !d.is_null() && unsafe { (o.ep.MemoryDevice_GetDeviceType)(d) == DEVICE_TYPE_CPU }
 }
 
-/// Where a tensor's bytes are.
-pub enum Place<'a> {
-    Host(&'a [u8]),
-    Device(DeviceSlice),
-}
-
-impl Place<'_> {
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn len(&self) -> u64 {
-        match self {
-            Place::Host(b) => b.len() as u64,
-            Place::Device(s) => s.len,
-        }
-    }
-}
+/// Where a tensor's bytes are (host memory, or a range of our device memory).
+pub use ep_kernels::graph::InputData as Place;
 
 /// Where a live tensor's bytes are, before an address of ours is resolved.
 pub struct RawTensor {

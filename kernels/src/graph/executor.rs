@@ -31,7 +31,7 @@ pub struct HostTensor<'a> {
 /// Receives each output: `(index, shape, bytes)`; an error aborts the run.
 pub type OutputSink<'a> = dyn FnMut(usize, &[u64], &[u8]) -> Result<(), String> + 'a;
 
-/// Where an input's bytes are: host memory, or a range of our device memory (ONNX Runtime's
+/// Where a tensor's bytes are: host memory, or a range of our device memory (ONNX Runtime's
 /// tensors once the EP has its own memory).
 #[derive(Clone, Debug)]
 pub enum InputData<'a> {
@@ -47,9 +47,9 @@ pub struct RunInput<'a> {
     pub data: InputData<'a>,
 }
 
-impl RunInput<'_> {
+impl InputData<'_> {
     pub fn len(&self) -> u64 {
-        match &self.data {
+        match self {
             InputData::Host(b) => b.len() as u64,
             InputData::Device(s) => s.len,
         }
@@ -57,6 +57,16 @@ impl RunInput<'_> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+impl RunInput<'_> {
+    pub fn len(&self) -> u64 {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
     }
 }
 
