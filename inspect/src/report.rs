@@ -93,7 +93,7 @@ pub fn inspect(model: &Model, options: &EpOptions, caps: &DeviceCaps) -> Report 
         })
         .collect();
     let exec = options.exec_options();
-    let flash = options.flash_attention;
+    let flash = options.flash_mode(caps);
     let partitions = placement.groups.iter().map(|g| partition(model, g, caps, &exec, flash)).collect();
     Report { nodes, partitions, symbolic: symbolic_inputs(model) }
 }
@@ -162,7 +162,7 @@ fn partition(
     group: &[usize],
     caps: &DeviceCaps,
     exec: &ep_kernels::graph::ExecOptions,
-    flash_attention: bool,
+    flash_attention: ep_kernels::graph::FlashMode,
 ) -> PartitionReport {
     let graph = &model.graph;
     let (inputs, outputs, constants) = boundary(graph, group);

@@ -41,10 +41,33 @@ pub struct EpOptions {
     pub validation: Validation,
     /// `offload`: whether the cost rule may leave partitions to the CPU EP.
     pub offload: Offload,
-    /// `attention=flash`: run attention on the flash kernel (the exported pattern rewritten, ONNX
-    /// `Attention` and `MultiHeadAttention` claimed). Off by default: on the H200 the kernel is far
-    /// slower than the unfused products (`docs/PERFORMANCE.md`).
-    pub flash_attention: bool,
+    /// `attention`: which attention runs on the flash kernels (the exported pattern rewritten,
+    /// ONNX `Attention` and `MultiHeadAttention` claimed); see [`Attention`].
+    pub attention: Attention,
+}
+
+/// The `attention` option.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Attention {
+    /// f16 attention on the tensor-core flash kernel where the device has one; else unfused.
+    #[default]
+    Auto,
+    /// Never fused.
+    Unfused,
+    /// Every float type fused (f32, and devices without tensor cores, on the SIMT kernel, which
+    /// is not yet tuned: slower than unfused on the H200).
+    Flash,
+}
+
+impl EpOptions {
+    /// Which attention the flash kernels take on a device of `caps`.
+    pub fn flash_mode(&self, caps: &DeviceCaps) -> crate::graph::FlashMode {
+        match self.attention {
+            Attention::Auto => crate::ops::attention::auto_mode(caps),
+            Attention::Unfused => crate::graph::FlashMode::Off,
+            Attention::Flash => crate::graph::FlashMode::All,
+        }
+    }
 }
 
 /// `offload=auto`: partitions the CPU EP runs faster (host traffic outweighing the work on a
@@ -67,7 +90,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
-    ("attention", "unfused | flash: flash runs attention on the fused flash kernel (not yet tuned: slower)"),
+    ("attention", "auto | unfused | flash: auto fuses f16 attention on tensor cores; flash fuses every type"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -106,10 +129,11 @@ impl EpOptions {
                     }
                 }
                 "attention" => {
-                    o.flash_attention = match v {
-                        "unfused" => false,
-                        "flash" => true,
-                        _ => return Err(format!("option 'attention': '{v}' is not unfused or flash")),
+                    o.attention = match v {
+                        "auto" => Attention::Auto,
+                        "unfused" => Attention::Unfused,
+                        "flash" => Attention::Flash,
+                        _ => return Err(format!("option 'attention': '{v}' is not auto, unfused or flash")),
                     }
                 }
                 "validation" => {
@@ -145,6 +169,7 @@ impl EpOptions {
     /// What placement (GetCapability) decides with on a device of `caps`.
     pub fn placement_options(&self, caps: DeviceCaps) -> PlacementOptions {
         let exec = self.exec_options();
+        let flash_attention = self.flash_mode(&caps);
         PlacementOptions {
             caps,
             enable_f16: self.enable_f16,
@@ -152,7 +177,7 @@ impl EpOptions {
             conv1d_as_conv2d: exec.conv1d_as_conv2d,
             conv_algo: exec.conv_algo,
             cost_rule: self.offload == Offload::Auto,
-            flash_attention: self.flash_attention,
+            flash_attention,
         }
     }
 

@@ -41,7 +41,11 @@ fn random_options(choice: u8) -> PlacementOptions {
         conv1d_as_conv2d: true,
         conv_algo,
         cost_rule: choice % 5 != 0,
-        flash_attention: choice % 7 == 0,
+        flash_attention: if choice % 7 == 0 {
+            ep_kernels::graph::FlashMode::All
+        } else {
+            ep_kernels::graph::FlashMode::Off
+        },
     }
 }
 

@@ -3,9 +3,11 @@
 //! the exported `MatMul → scale → Add → Softmax → MatMul` pattern (both K layouts), at sequence
 //! lengths that are no tile multiple, with the executor's allocation record showing no Sq×Skv buffer.
 mod common;
+#[path = "ops_attention_gpu/coop.rs"]
+mod coop;
 
 use common::graph::{const_val, node, val, T};
-use ep_kernels::graph::{build_program_with, Attr, Constant, ExecOptions, Executable, HostTensor, Node};
+use ep_kernels::graph::{build_program_with, Attr, Constant, ExecOptions, Executable, FlashMode, HostTensor, Node};
 use ep_kernels::ElemType;
 use rand::Rng;
 
@@ -88,7 +90,7 @@ fn run_with(
         .iter()
         .map(|(n, t)| Constant { name: n.to_string(), dtype: t.ty, shape: t.shape.clone(), data: t.data.clone() })
         .collect();
-    let program = build_program_with(nodes, &names, &[output.to_string()], consts, true).unwrap();
+    let program = build_program_with(nodes, &names, &[output.to_string()], consts, FlashMode::All).unwrap();
     let ops = program.steps.iter().map(|s| s.ops.clone()).collect();
     let exec = Executable::new(common::gpu(), program, ExecOptions::default()).unwrap();
     let host: Vec<HostTensor> =
@@ -350,7 +352,8 @@ fn pattern_rank3_and_read_scores_stay_correct() {
     // The scores leave the partition: nothing is absorbed.
     let names: Vec<String> = feeds.iter().map(|(n, _)| n.to_string()).collect();
     let consts = vec![Constant { name: "c".into(), dtype: ty, shape: c.shape.clone(), data: c.data.clone() }];
-    let program = build_program_with(&nodes, &names, &["y".to_string(), "s2".to_string()], consts, true).unwrap();
+    let program =
+        build_program_with(&nodes, &names, &["y".to_string(), "s2".to_string()], consts, FlashMode::All).unwrap();
     assert!(
         program.steps.iter().all(|s| !s.ops.contains("FlashAttention")),
         "{:?}",
@@ -381,7 +384,7 @@ fn pattern_with_other_head_size_is_not_rewritten() {
         ),
     ];
     let names = ["q", "kt", "v"].map(String::from);
-    let program = build_program_with(&nodes, &names, &["y".to_string()], vec![], true).unwrap();
+    let program = build_program_with(&nodes, &names, &["y".to_string()], vec![], FlashMode::All).unwrap();
     assert_eq!(program.steps.len(), 3);
 }
 
@@ -416,7 +419,7 @@ fn pattern_with_a_widening_mask_is_not_rewritten() {
         ),
     ];
     let names = ["q", "kt", "m", "v"].map(String::from);
-    let program = build_program_with(&nodes, &names, &["y".to_string()], vec![], true).unwrap();
+    let program = build_program_with(&nodes, &names, &["y".to_string()], vec![], FlashMode::All).unwrap();
     assert!(program.steps.iter().all(|s| !s.ops.contains("FlashAttention")));
 }
 

@@ -293,7 +293,7 @@ unsafe extern "system" fn compile(
                     let order = read.graph.topological_order();
                     let nodes: Vec<_> = order.iter().map(|&k| read.graph.nodes[k].clone()).collect();
                     let constants = read_constants(graph)?;
-                    let flash = ep.options.flash_attention;
+                    let flash = ep.options.flash_mode(ep.gpu.caps());
                     let program =
                         build_program_with(&nodes, &inputs, &outputs, constants, flash).map_err(EpError::fail)?;
                     let mut name = null();

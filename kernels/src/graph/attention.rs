@@ -15,7 +15,7 @@ use crate::ops::attention::fused::OP;
 use crate::ops::attention::{HEAD_SIZES, INTERNAL_DOMAIN};
 
 /// The pattern around Softmax node `s`.
-pub(super) fn flash(ctx: &Ctx<'_>, s: usize) -> Option<Rewrite> {
+pub(super) fn flash(ctx: &Ctx<'_>, s: usize, mode: super::FlashMode) -> Option<Rewrite> {
     let softmax = &ctx.nodes[s];
     let rank = softmax.input(0)?.rank()?;
     let last_axis = if softmax.since_version < 13 { rank as i64 - 1 } else { -1 };
@@ -74,6 +74,8 @@ pub(super) fn flash(ctx: &Ctx<'_>, s: usize) -> Option<Rewrite> {
         return None;
     }
     members.push(mm1);
+    // Only the element types the mode fuses (f16 by default, on the tensor-core kernel).
+    mode.allows(crate::dtype::ElemType::from_onnx(ctx.nodes[mm1].input(0)?.elem_type)?).ok()?;
     finish(ctx, members, mm1, mm2, mask, scale, rank)
 }
 

@@ -60,7 +60,7 @@ fn readers(nodes: &[Node]) -> HashMap<&str, Vec<usize>> {
 
 /// Decides the fusion of a partition's `nodes` (topologically ordered); `outputs` are the
 /// values that leave the partition.
-pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: bool) -> Fusion {
+pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMode) -> Fusion {
     let readers = readers(nodes);
     let rewrites = super::patterns::find(nodes, outputs, flash_attention);
     let outputs: HashSet<&str> = outputs.iter().map(String::as_str).collect();

@@ -16,4 +16,4 @@ pub use executor::{ExecOptions, Executable, HostTensor, InputData, OutputTarget,
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
 pub use placement::{place, Decision, DeclineKind, Placement, Role};
 pub use program::{build_program, build_program_with, Constant, Operand, Program, Step};
-pub use support::PlacementOptions;
+pub use support::{FlashMode, PlacementOptions};

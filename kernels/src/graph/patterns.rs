@@ -169,7 +169,7 @@ fn affine(ctx: &Ctx<'_>, last: usize, with_bias: bool) -> (Vec<usize>, Option<Va
 }
 
 /// Finds the patterns among a partition's `nodes` (topologically ordered); `outputs` leave it.
-pub fn find(nodes: &[Node], outputs: &[String], flash_attention: bool) -> Vec<Rewrite> {
+pub fn find(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMode) -> Vec<Rewrite> {
     let ctx = Ctx::new(nodes, outputs);
     let mut taken = vec![false; nodes.len()];
     let mut found = Vec::new();
@@ -178,8 +178,8 @@ pub fn find(nodes: &[Node], outputs: &[String], flash_attention: bool) -> Vec<Re
             None
         } else if ctx.op(i, "ReduceMean") {
             layer_norm(&ctx, i).or_else(|| rms_norm(&ctx, i))
-        } else if flash_attention && ctx.op(i, "Softmax") {
-            super::attention::flash(&ctx, i)
+        } else if flash_attention != super::FlashMode::Off && ctx.op(i, "Softmax") {
+            super::attention::flash(&ctx, i, flash_attention)
         } else {
             None
         };

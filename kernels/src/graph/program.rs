@@ -118,7 +118,7 @@ pub fn build_program(
     outputs: &[String],
     constants: Vec<Constant>,
 ) -> Result<Program, String> {
-    build_program_with(nodes, inputs, outputs, constants, false)
+    build_program_with(nodes, inputs, outputs, constants, super::FlashMode::Off)
 }
 
 /// [`build_program`], with the exported attention pattern rewritten into the flash kernel when
@@ -128,7 +128,7 @@ pub fn build_program_with(
     inputs: &[String],
     outputs: &[String],
     mut constants: Vec<Constant>,
-    flash_attention: bool,
+    flash_attention: super::FlashMode,
 ) -> Result<Program, String> {
     let fusion = fusion::plan(nodes, outputs, flash_attention);
     for node in fusion.rewrites.values() {

@@ -20,9 +20,41 @@ pub struct PlacementOptions {
     /// Leave partitions the CPU EP runs faster to it (`offload=auto`); off (`offload=all`)
     /// claims every node this EP can run, whatever the host traffic.
     pub cost_rule: bool,
-    /// Claim attention ops for the flash kernel (`attention=flash`); the exported pattern is
-    /// rewritten only then (`build_program_with`).
-    pub flash_attention: bool,
+    /// Which attention the flash kernels take (`attention=`): ONNX `Attention` and
+    /// `MultiHeadAttention` are claimed, and the exported pattern rewritten (`build_program_with`),
+    /// only for the element types it allows.
+    pub flash_attention: FlashMode,
+}
+
+/// Which attention runs on the flash kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlashMode {
+    /// None (`attention=unfused`, or `auto` on a device without tensor cores): the pattern runs
+    /// unfused and the attention ops are declined.
+    #[default]
+    Off,
+    /// f16 only, which the tensor-core kernel runs (`attention=auto` on a device that has it).
+    F16,
+    /// Every float type (`attention=flash`; f32 on the SIMT kernel, not yet tuned).
+    All,
+}
+
+impl FlashMode {
+    /// Why attention of `ty` stays off the flash kernels, or `Ok`.
+    pub fn allows(self, ty: crate::dtype::ElemType) -> Result<(), String> {
+        match self {
+            FlashMode::All => Ok(()),
+            FlashMode::F16 if ty == crate::dtype::ElemType::F16 => Ok(()),
+            FlashMode::F16 => Err(format!(
+                "attention in {} runs unfused: by default only f16 attention runs fused, on the tensor-core kernel \
+                 (session option attention=flash forces the SIMT flash kernel, which is not yet tuned)",
+                ty.name()
+            )),
+            FlashMode::Off => Err("the flash-attention kernels are off (attention=unfused, or a device without \
+                 cooperative-matrix support; attention=flash forces the SIMT kernel, which is not yet tuned)"
+                .into()),
+        }
+    }
 }
 
 impl PlacementOptions {
@@ -35,7 +67,7 @@ impl PlacementOptions {
             conv1d_as_conv2d: true,
             conv_algo: ConvAlgo::Auto,
             cost_rule: true,
-            flash_attention: false,
+            flash_attention: FlashMode::Off,
         }
     }
 }

@@ -137,18 +137,7 @@ pub(super) fn prepare(
     let work = cx.gpu.storage_buffer(count * (g.d + 2) * 4, "attention split-KV partials")?;
     let part = ShaderVariant::Op(OpShader::new(DecodeSource { ty: k.ty, d: g.d as u32, mask: k.mask }));
     let first = cx.gpu.prepare_op(&part, reads, &[&work], bytemuck::bytes_of(&params), grid(count, cx.caps())?)?;
-    let reduce = ReduceParams {
-        rows: to_u32("attention rows", rows)?,
-        d: g.d as u32,
-        splits: params.splits,
-        sq: shared.sq,
-        heads: shared.heads,
-        pad: [0; 3],
-        o_stride: shared.strides[3],
-    };
-    let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty }));
-    let second =
-        cx.gpu.prepare_op(&red, &[&work], &[out.buf], bytemuck::bytes_of(&reduce), grid_for(rows * g.d, cx.caps())?)?;
+    let second = reduce(k, cx, g, &work, out, params.splits, &shared)?;
     let causal = if k.causal == Causal::None { "" } else { ", causal" };
     let plan =
         format!(
@@ -156,6 +145,31 @@ pub(super) fn prepare(
         k.op, k.name, g.batch, g.heads, g.kv_heads, g.sq, g.skv, g.d, k.mask.name()
     );
     Ok(PreparedStep { dispatches: vec![first, second], plan: Some(plan) })
+}
+
+/// The dispatch that combines `splits` partials per row of `work` into the output (what the
+/// split-KV kernels write: per (row, split) `d` accumulator columns, the max and the sum).
+pub(super) fn reduce(
+    k: &FlashKernel,
+    cx: &PrepareCx<'_>,
+    g: &Geometry,
+    work: &crate::runtime::GpuBuffer,
+    out: Tensor<'_>,
+    splits: u32,
+    shared: &SharedParams,
+) -> Result<crate::runtime::Dispatch, GpuError> {
+    let rows = g.batch * g.heads * g.sq;
+    let params = ReduceParams {
+        rows: to_u32("attention rows", rows)?,
+        d: g.d as u32,
+        splits,
+        sq: shared.sq,
+        heads: shared.heads,
+        pad: [0; 3],
+        o_stride: shared.strides[3],
+    };
+    let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty }));
+    cx.gpu.prepare_op(&red, &[work], &[out.buf], bytemuck::bytes_of(&params), grid_for(rows * g.d, cx.caps())?)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! boolean); attributes `q_perm`, `k_perm`, `v_perm` (each operand's logical (batch, head, seq,
 //! dim) as dims of its stored tensor, leading 1s added up to rank 4), `scale` and `out_rank`.
 
-use super::kernel::{Causal, FlashKernel, Layout, MaskKind, OutLayout};
+use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
 use super::{unsupported, INTERNAL_DOMAIN};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -52,6 +52,8 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         v: layout("v_perm")?,
         out: OutLayout::Plain(rank),
         tiles: None,
+        engine: Engine::Auto,
+        splits: None,
     })
 }
 
@@ -65,11 +67,11 @@ impl OpDef for FlashAttentionDef {
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
-        super::flash_enabled(opts)?;
         let types: Vec<ElemType> = [ElemType::F32, ElemType::F16, ElemType::Bool].into();
         check_types(node, &types)?;
         check_f16(node, opts)?;
         let k = kernel(node)?;
+        super::flash_enabled(opts, k.ty)?;
         if let (Some(q), Some(kk), Some(v)) = (
             node.input(0).and_then(|v| v.fixed_shape()),
             node.input(1).and_then(|v| v.fixed_shape()),

@@ -3,8 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::coop;
 use super::decode::{self, DECODE_MAX_ROWS};
 use super::{plan_tiles, storage_bytes, unsupported, AttnSource};
+use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::ops::norm::{broadcast_strides, broadcasts_onto, check_bindings};
@@ -114,6 +116,22 @@ pub struct FlashKernel {
     /// Forced (query rows, keys) per tile of the flash kernel; `None`: planned from the device.
     /// Tests set it to run the tilings this adapter's planner does not pick.
     pub tiles: Option<(u32, u32)>,
+    /// Which flash kernel runs more than a few query rows.
+    pub engine: Engine,
+    /// Forced key splits of the tensor-core kernel; `None`: planned from the device.
+    pub splits: Option<u64>,
+}
+
+/// The kernel for prefill-sized problems.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// Tensor cores for f16 where the device has them, else SIMT.
+    #[default]
+    Auto,
+    /// The SIMT kernel.
+    Simt,
+    /// The tensor-core kernel in its emulated form (tests on adapters without tensor cores).
+    CoopEmulated,
 }
 
 /// The problem at one set of shapes.
@@ -205,6 +223,31 @@ impl FlashKernel {
     }
 }
 
+impl FlashKernel {
+    /// The tensor-core tiling, when that kernel runs this problem.
+    fn coop_tiling(&self, g: &Geometry, caps: &DeviceCaps) -> Result<Option<coop::Tiling>, GpuError> {
+        let emulate = match self.engine {
+            Engine::Simt => return Ok(None),
+            Engine::Auto if self.ty != ElemType::F16 || self.tiles.is_some() => return Ok(None),
+            Engine::Auto => false,
+            Engine::CoopEmulated if self.ty != ElemType::F16 => {
+                return Err(GpuError::Internal(format!(
+                    "the tensor-core attention kernel is f16 only, not {:?}",
+                    self.ty
+                )))
+            }
+            Engine::CoopEmulated => true,
+        };
+        match coop::plan(g.d, caps, emulate) {
+            Some((nsg, bc)) => Ok(Some(coop::Tiling { nsg, bc, emulate })),
+            None if emulate => {
+                Err(GpuError::Internal("the emulated tensor-core attention kernel cannot run here".into()))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
 impl Kernel for FlashKernel {
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("input {i} is missing")));
@@ -251,6 +294,9 @@ impl Kernel for FlashKernel {
         let shared = self.uniforms(&g, o_stride, m_stride)?;
         if g.sq <= DECODE_MAX_ROWS {
             return decode::prepare(self, cx, &g, &reads, o, shared);
+        }
+        if let Some(tiling) = self.coop_tiling(&g, cx.caps())? {
+            return coop::prepare(self, cx, &g, &reads, o, shared, tiling);
         }
         let q_tiles = g.sq.div_ceil(u64::from(br));
         let count = g.batch * g.heads * q_tiles;

@@ -3,7 +3,7 @@
 //! `[B, N, S, L]`), `num_heads`, `scale`, `unidirectional` (causal, bottom-right). Declined with
 //! a reason: packed QKV/KV, `bias`, `key_padding_mask`, past/present key and value, extra outputs.
 
-use super::kernel::{Causal, FlashKernel, Layout, MaskKind, OutLayout};
+use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
 use super::unsupported;
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -69,6 +69,8 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         v: layout(2)?,
         out: OutLayout::Packed,
         tiles: None,
+        engine: Engine::Auto,
+        splits: None,
     })
 }
 
@@ -82,10 +84,10 @@ impl OpDef for MultiHeadAttentionDef {
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
-        super::flash_enabled(opts)?;
         check_types(node, &[ElemType::F32, ElemType::F16])?;
         check_f16(node, opts)?;
         let k = kernel(node)?;
+        super::flash_enabled(opts, k.ty)?;
         let shape = |i: usize| node.input(i).and_then(|v| v.fixed_shape());
         if let (Some(q), Some(kk), Some(v)) = (shape(0), shape(1), shape(2)) {
             let g = k.geometry(&q, &kk, &v)?;

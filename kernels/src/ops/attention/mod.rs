@@ -13,6 +13,7 @@
 //! Transposes, packed `[B, S, H·D]` tensors and grouped-query heads (`H_q` a multiple of `H_kv`)
 //! cost no copy.
 
+pub mod coop;
 pub mod decode;
 pub mod fused;
 pub mod kernel;
@@ -23,7 +24,7 @@ use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::shader::{render, OpSource};
 
-pub use kernel::{FlashKernel, Layout, MaskKind, OutLayout};
+pub use kernel::{Engine, FlashKernel, Layout, MaskKind, OutLayout};
 
 /// The domain of the EP's own ops, which only pattern rewrites create.
 pub const INTERNAL_DOMAIN: &str = "ep.wgpu";
@@ -117,19 +118,23 @@ pub fn variants(caps: &DeviceCaps) -> Vec<crate::shader::ShaderVariant> {
         }
     }
     out.extend(decode::variants(caps));
+    out.extend(coop::variants(caps));
     out
 }
 
-/// Attention runs on the flash kernel only with `attention=flash`: on the H200 it is still far
-/// slower than the unfused products (`docs/PERFORMANCE.md`), so by default the exported pattern
-/// stays unfused and ONNX `Attention`/`MultiHeadAttention` are left to the CPU EP.
-pub(crate) fn flash_enabled(opts: &crate::graph::PlacementOptions) -> Result<(), String> {
-    if opts.flash_attention {
-        Ok(())
+/// Whether attention of `ty` runs on the flash kernels: by default (`attention=auto`) f16 on a
+/// device with tensor cores; the SIMT kernel (f32, or devices without them) only with
+/// `attention=flash`, as it is still slower than the unfused products (`docs/PERFORMANCE.md`).
+pub(crate) fn flash_enabled(opts: &crate::graph::PlacementOptions, ty: ElemType) -> Result<(), String> {
+    opts.flash_attention.allows(ty)
+}
+
+/// What `attention=auto` means on `caps`: f16 attention on the tensor-core kernel where it runs.
+pub fn auto_mode(caps: &DeviceCaps) -> crate::graph::FlashMode {
+    if coop::device_check(caps, false).is_ok() {
+        crate::graph::FlashMode::F16
     } else {
-        Err("the flash-attention kernel is off (session option attention=flash turns it on; it is not yet \
-             tuned and runs slower than the CPU EP on large sequences)"
-            .into())
+        crate::graph::FlashMode::Off
     }
 }
 

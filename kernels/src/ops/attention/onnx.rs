@@ -3,7 +3,7 @@
 //! sees keys 0..=i), `scale`. Declined with a reason: past key/value inputs, the present and
 //! QK outputs, `softcap`, a V head size unlike Q's, head sizes the kernel lacks.
 
-use super::kernel::{Causal, FlashKernel, Layout, MaskKind, OutLayout};
+use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
 use super::unsupported;
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -76,6 +76,8 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         v: layout(2, "kv_num_heads")?,
         out: if q.packed_heads.is_some() { OutLayout::Packed } else { OutLayout::Plain(4) },
         tiles: None,
+        engine: Engine::Auto,
+        splits: None,
     })
 }
 
@@ -85,10 +87,10 @@ impl OpDef for AttentionDef {
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
-        super::flash_enabled(opts)?;
         check_types(node, &[ElemType::F32, ElemType::F16, ElemType::Bool])?;
         check_f16(node, opts)?;
         let k = kernel(node)?;
+        super::flash_enabled(opts, k.ty)?;
         let shape = |i: usize| node.input(i).and_then(|v| v.fixed_shape());
         if let (Some(q), Some(kk), Some(v)) = (shape(0), shape(1), shape(2)) {
             let g = k.geometry(&q, &kk, &v)?;

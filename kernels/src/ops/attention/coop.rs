@@ -1,0 +1,269 @@
+//! The tensor-core flash kernel (`wgsl/attn_coop.wgsl.j2`): f16 attention whose two products run
+//! on cooperative matrices (16×16×16, f32 accumulation), with the online softmax and the output
+//! accumulator in registers. Chosen over the SIMT kernel for f16 when the device has the fragment
+//! configuration and subgroups of 32; its emulated form (plain WGSL with the same semantics) lets
+//! adapters without tensor cores test its indexing.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::kernel::{FlashKernel, Geometry, MaskKind, SharedParams};
+use super::HEAD_SIZES;
+use crate::caps::DeviceCaps;
+use crate::error::GpuError;
+use crate::ops::{grid, to_u32, PrepareCx, PreparedStep, Tensor};
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// Output columns per P·V chunk (the scratch a subgroup stores them through is this wide).
+pub const CHUNK: u32 = 64;
+
+/// (subgroups, keys per tile) in order of preference; each subgroup owns 16 query rows. The
+/// emulated form, which also keeps Q staged, takes the small ones (adapters without tensor cores
+/// have less workgroup memory, and each emulated invocation multiplies its fragments' share alone).
+const TILINGS: [(u32, u32); 3] = [(4, 64), (4, 32), (2, 32)];
+const EMULATED_TILINGS: [(u32, u32); 2] = [(2, 32), (2, 16)];
+
+/// Words between rows of a subgroup's score/output scratch: ≡ 4 (mod 32), which the lanes'
+/// column order needs to read 32 distinct banks.
+fn row_words(bc: u32) -> u32 {
+    bc.max(CHUNK) + 4
+}
+
+/// Workgroup memory of a tiling: K and V tiles (f16 rows padded by 8), the per-subgroup score
+/// scratch (f32) and P (f16); the emulated form also keeps Q.
+pub fn storage_bytes(nsg: u32, bc: u32, d: u32, emulate: bool) -> u32 {
+    let q = if emulate { nsg * 16 * (d + 8) * 2 } else { 0 };
+    2 * bc * (d + 8) * 2 + nsg * 16 * row_words(bc) * 4 + nsg * 16 * (bc + 8) * 2 + q
+}
+
+/// Why the tensor-core kernel cannot run on `caps` (real fragments unless `emulate`).
+pub fn device_check(caps: &DeviceCaps, emulate: bool) -> Result<(), String> {
+    if !caps.subgroups || !caps.shader_f16 {
+        return Err("the tensor-core attention kernel needs subgroups and shader-f16".into());
+    }
+    if emulate {
+        return Ok(());
+    }
+    crate::gemm::coop_device_check(caps)
+}
+
+/// (subgroups, keys per tile) for head size `d`, or `None` when the kernel cannot run.
+pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool) -> Option<(u32, u32)> {
+    if !HEAD_SIZES.contains(&d) || device_check(caps, emulate).is_err() {
+        return None;
+    }
+    let tilings: &[(u32, u32)] = if emulate { &EMULATED_TILINGS } else { &TILINGS };
+    if let Some(t) = std::env::var("EP_WGPU_ATTN_COOP_EXPERIMENT").ok().and_then(|v| {
+        let (a, b) = v.split_once(',')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    }) {
+        return Some(t);
+    }
+    tilings.iter().copied().find(|&(nsg, bc)| {
+        storage_bytes(nsg, bc, d as u32, emulate) <= caps.max_workgroup_storage_bytes
+            && caps.allows_workgroup(nsg * 32, 1, 1)
+            && nsg * 16 <= 2 * bc
+    })
+}
+
+/// One tensor-core flash kernel: what changes its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopSource {
+    pub d: u32,
+    pub nsg: u32,
+    pub bc: u32,
+    pub mask: MaskKind,
+    pub emulate: bool,
+    /// Writes split-KV partials (f32) instead of the output.
+    pub split: bool,
+}
+
+impl OpSource for CoopSource {
+    fn name(&self) -> String {
+        let split = if self.split { "_split" } else { "" };
+        let emu = if self.emulate { "_emu" } else { "" };
+        format!("attn_coop_f16_d{}_{}x{}_mask_{}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render(
+            "attn_coop.wgsl.j2",
+            minijinja::context! {
+                d => self.d,
+                nsg => self.nsg,
+                bc => self.bc,
+                cw => CHUNK,
+                rw => row_words(self.bc),
+                mask => self.mask.name(),
+                emulate => self.emulate,
+                split => self.split,
+            },
+        )
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        let caps = naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::SUBGROUP;
+        if self.emulate {
+            caps
+        } else {
+            caps | naga::valid::Capabilities::COOPERATIVE_MATRIX
+        }
+    }
+}
+
+/// Every tensor-core variant on `caps`: real fragments where the device has them, else the
+/// emulated form (what this adapter's tests run).
+pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
+    let emulate = device_check(caps, false).is_err();
+    let mut out = Vec::new();
+    for d in HEAD_SIZES {
+        let Some((nsg, bc)) = plan(d, caps, emulate) else { continue };
+        for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
+            for split in [false, true] {
+                out.push(ShaderVariant::Op(OpShader::new(CoopSource { d: d as u32, nsg, bc, mask, emulate, split })));
+            }
+        }
+    }
+    out
+}
+
+/// A tiling chosen for one problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiling {
+    pub nsg: u32,
+    pub bc: u32,
+    pub emulate: bool,
+}
+
+/// The uniforms of `attn_coop.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct CoopParams {
+    shared: SharedParams,
+    q_tiles: u32,
+    count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    splits: u32,
+    chunk: u32,
+    pad: [u32; 3],
+}
+
+/// Fewest key tiles per split: shorter chunks cost more in partials than they gain.
+const MIN_SPLIT_TILES: u64 = 4;
+
+/// (splits, keys per split) for `tiles` query tiles over `skv` keys in tiles of `bc`: a workgroup
+/// per unit of the device's parallelism, each split at least [`MIN_SPLIT_TILES`] tiles; one split
+/// when the query tiles alone fill the device. (On the H200 more splits bought nothing: 6 splits of
+/// the Whisper-tiny problem ran as long as 1, and 3 splits of S=4096 took 10% longer.)
+pub fn plan_splits(tiles: u64, skv: u64, bc: u32, caps: &DeviceCaps) -> (u64, u64) {
+    let bc = u64::from(bc);
+    let target = u64::from(caps.parallelism.max(1));
+    let max_splits = (skv.div_ceil(bc) / MIN_SPLIT_TILES).max(1);
+    let splits = target.div_ceil(tiles.max(1)).clamp(1, max_splits);
+    let chunk = skv.div_ceil(splits).div_ceil(bc).max(1) * bc;
+    (skv.div_ceil(chunk).max(1), chunk)
+}
+
+/// Binds one dispatch of the tensor-core kernel.
+pub(super) fn prepare(
+    k: &FlashKernel,
+    cx: &PrepareCx<'_>,
+    g: &Geometry,
+    reads: &[&crate::runtime::GpuBuffer],
+    out: Tensor<'_>,
+    shared: SharedParams,
+    Tiling { nsg, bc, emulate }: Tiling,
+) -> Result<PreparedStep, GpuError> {
+    let br = u64::from(nsg * 16);
+    let q_tiles = g.sq.div_ceil(br);
+    let tiles = g.batch * g.heads * q_tiles;
+    let (splits, chunk) = match k.splits {
+        Some(s) => (s, g.skv.div_ceil(s).div_ceil(u64::from(bc)).max(1) * u64::from(bc)),
+        None => plan_splits(tiles, g.skv, bc, cx.caps()),
+    };
+    let count = tiles * splits;
+    let dims = grid(count, cx.caps())?;
+    let params = CoopParams {
+        shared,
+        q_tiles: to_u32("query tiles", q_tiles)?,
+        count: to_u32("attention workgroups", count)?,
+        grid_x: dims[0],
+        grid_y: dims[1],
+        splits: to_u32("key splits", splits)?,
+        chunk: to_u32("keys per split", chunk)?,
+        pad: [0; 3],
+    };
+    let split = splits > 1;
+    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split };
+    let variant = ShaderVariant::Op(OpShader::new(source));
+    let mut dispatches = Vec::new();
+    if split {
+        let work = cx.gpu.storage_buffer(g.batch * g.heads * g.sq * splits * (g.d + 2) * 4, "attention partials")?;
+        dispatches.push(cx.gpu.prepare_op(&variant, reads, &[&work], bytemuck::bytes_of(&params), dims)?);
+        dispatches.push(super::decode::reduce(k, cx, g, &work, out, params.splits, &shared)?);
+    } else {
+        dispatches.push(cx.gpu.prepare_op(&variant, reads, &[out.buf], bytemuck::bytes_of(&params), dims)?);
+    }
+    let plan = format!(
+        "{} '{}': flash attention on tensor cores{} B={} H={}/{} Sq={} Skv={} D={} tiles {}x{bc}, {splits} key split(s) of {chunk}, mask {}, causal {:?}",
+        k.op,
+        k.name,
+        if emulate { " (emulated)" } else { "" },
+        g.batch,
+        g.heads,
+        g.kv_heads,
+        g.sq,
+        g.skv,
+        g.d,
+        br,
+        k.mask.name(),
+        k.causal
+    );
+    Ok(PreparedStep { dispatches, plan: Some(plan) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::caps::profiles;
+
+    #[test]
+    fn uniforms_match_the_template() {
+        assert_eq!(std::mem::size_of::<CoopParams>(), 144);
+    }
+
+    #[test]
+    fn splits_fill_the_device_in_whole_tiles() {
+        let h200 = profiles::get("h200").unwrap();
+        // Whisper-tiny: 6 heads × 24 query tiles over 1500 keys: 2 splits of 768.
+        assert_eq!(plan_splits(144, 1500, 64, &h200), (2, 768));
+        // Many query tiles: no split.
+        assert_eq!(plan_splits(2048, 4096, 64, &h200), (1, 4096));
+        // Few keys: no split shorter than 4 tiles.
+        assert_eq!(plan_splits(8, 200, 64, &h200), (1, 256));
+        assert_eq!(plan_splits(1, 100_000, 32, &h200).0, 261);
+    }
+
+    #[test]
+    fn tilings_fit_the_device() {
+        let h200 = profiles::get("h200").unwrap();
+        let llvmpipe = profiles::get("llvmpipe").unwrap();
+        assert_eq!(plan(64, &h200, false), Some((4, 64)));
+        assert_eq!(plan(80, &h200, false), Some((4, 64)));
+        assert_eq!(plan(96, &h200, false), Some((4, 32)));
+        assert_eq!(plan(128, &h200, false), Some((4, 32)));
+        assert_eq!(plan(72, &h200, false), None);
+        assert_eq!(plan(64, &llvmpipe, false), None);
+        assert_eq!(plan(64, &llvmpipe, true), Some((2, 32)));
+        assert_eq!(plan(128, &llvmpipe, true), Some((2, 16)));
+        for d in HEAD_SIZES {
+            for caps in [&h200, &llvmpipe] {
+                if let Some((nsg, bc)) = plan(d, caps, true) {
+                    assert!(storage_bytes(nsg, bc, d as u32, true) <= caps.max_workgroup_storage_bytes);
+                }
+            }
+        }
+        assert_eq!(row_words(32) % 32, 4);
+        assert_eq!(row_words(64) % 32, 4);
+    }
+}
