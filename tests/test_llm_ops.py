@@ -145,3 +145,103 @@ def test_skip_simplified_layer_norm_smoke(make_session, run_cpu):
 @pytest.mark.smoke
 def test_skip_layer_norm_smoke(make_session, run_cpu):
     test_skip_layer_norm(make_session, run_cpu, np.float32, SKIP_CASES[4])
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# MatMulNBits
+
+
+def pack_nbits(q, bits):
+    """Values of `bits` bits along the last axis, packed low bits first into uint8."""
+    if bits == 8:
+        return q.astype(np.uint8)
+    if q.shape[-1] % 2:
+        q = np.concatenate([q, np.zeros(q.shape[:-1] + (1,), q.dtype)], axis=-1)
+    return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+
+
+def nbits_model(rng, dtype, a_shape, n, bits, block, zp, bias, accuracy_level=0):
+    """A MatMulNBits node with random packed weights as initializers; zp is None, "u8" or "typed"."""
+    k = a_shape[-1]
+    k_blocks = -(-k // block)
+    q = rng.integers(0, 2**bits, (n, k_blocks, block)).astype(np.uint8)
+    scales = rng.uniform(0.01, 0.1, n * k_blocks).astype(dtype)
+    inits = [numpy_helper.from_array(pack_nbits(q, bits), "B"), numpy_helper.from_array(scales, "scales")]
+    names = ["A", "B", "scales"]
+    if zp == "u8":
+        zps = pack_nbits(rng.integers(0, 2**bits, (n, k_blocks)).astype(np.uint8), bits).ravel()
+        inits.append(numpy_helper.from_array(zps, "zp"))
+    elif zp == "typed":
+        inits.append(numpy_helper.from_array(rng.uniform(0, 2**bits - 1, n * k_blocks).astype(dtype), "zp"))
+    names.append("zp" if zp else "")
+    if bias:
+        names += ["", "bias"]
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, n).astype(dtype), "bias"))
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", K=k, N=n, bits=bits, block_size=block,
+                            accuracy_level=accuracy_level)
+    out_shape = list(a_shape[:-1]) + [n]
+    return model_of([node], [vi("A", dtype, list(a_shape))], [vi("Y", dtype, out_shape)], inits)
+
+
+NBITS_CASES = [
+    # (A shape, N, bits, block size, zero points, bias)
+    ((1, 96), 67, 4, 32, None, False),
+    ((3, 80), 67, 4, 16, "u8", True),
+    ((37, 96), 67, 4, 32, "u8", False),
+    ((2, 1, 80), 67, 8, 16, None, True),
+    ((3, 96), 67, 8, 32, "u8", False),
+    ((37, 80), 33, 8, 16, "u8", True),
+    ((3, 200), 40, 4, 64, "typed", False),
+    ((37, 200), 40, 4, 128, "typed", True),
+    ((1, 300), 19, 4, 256, "u8", False),
+    ((5, 37, 80), 9, 4, 16, None, False),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", NBITS_CASES, ids=lambda c: "a{}-n{}-b{}-bs{}-zp{}-bias{}".format(
+    "x".join(map(str, c[0])), c[1], c[2], c[3], c[4], int(c[5])))
+def test_matmul_nbits(make_session, run_cpu, dtype, case):
+    a_shape, n, bits, block, zp, bias = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = nbits_model(rng, dtype, a_shape, n, bits, block, zp, bias)
+    feeds = {"A": rng.uniform(-1, 1, a_shape).astype(dtype)}
+    check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+@pytest.mark.smoke
+def test_matmul_nbits_smoke(make_session, run_cpu):
+    test_matmul_nbits(make_session, run_cpu, np.float32, NBITS_CASES[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_matmul_nbits_accuracy_level_4(make_session, run_cpu, dtype):
+    # The builder's CPU models ask for int8 compute; we accept the attribute and compute in f32, so the CPU EP (which
+    # quantises A to int8 for it) is matched only within that quantisation's error.
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = nbits_model(rng, dtype, (3, 96), 67, 4, 32, "u8", False, accuracy_level=4)
+    feeds = {"A": rng.uniform(-1, 1, (3, 96)).astype(dtype)}
+    got = make_session(model).run(None, feeds)[0]
+    want = run_cpu(model, feeds)[0]
+    assert rel_err(got, want) <= 2e-2, f"seed {seed}"
+
+
+@pytest.mark.parametrize("attrs,needle", [({"bits": 3}, "bits=3"), ({"block_size": 8}, "block_size=8"),
+                                          ({"g_idx": True}, "g_idx")])
+def test_matmul_nbits_unsupported_is_declined_with_a_reason(make_session, run_cpu, capfd, attrs, needle):
+    rng = np.random.default_rng(new_seed())
+    model = nbits_model(rng, np.float32, (3, 64), 8, 4, 16, "u8", False)
+    node = model.graph.node[0]
+    for a in node.attribute:
+        if a.name in attrs:
+            a.i = attrs[a.name]
+    if "g_idx" in attrs:
+        node.input.append("g_idx")
+        model.graph.initializer.append(numpy_helper.from_array((np.arange(64) // 16).astype(np.int32), "g_idx"))
+    with pytest.raises(Exception):
+        make_session(model)  # declined, and the CPU EP is not allowed
+    assert needle in capfd.readouterr().err, "the decline's reason is not logged"

@@ -17,6 +17,7 @@ pub mod matmul;
 pub mod norm;
 pub mod pad;
 pub mod pool;
+pub mod quant;
 pub mod resize;
 
 use std::collections::HashMap;
@@ -198,6 +199,7 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(pad::OPS);
         all.extend(resize::OPS);
         all.extend(convtranspose::OPS);
+        all.extend(quant::ops());
         all
     })
 }

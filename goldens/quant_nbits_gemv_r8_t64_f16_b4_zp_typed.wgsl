@@ -1,0 +1,93 @@
+enable f16;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    // Blocks per column, the block size, packed words per column of B, bytes per column of
+    // the packed zero points.
+    k_blocks: u32,
+    block: u32,
+    col_words: u32,
+    zp_stride: u32,
+    // Bit 0: add the bias.
+    flags: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<f16>;
+@group(0) @binding(3) var<storage, read> zero_points: array<f16>;
+@group(0) @binding(4) var<storage, read> bias: array<f16>;
+@group(0) @binding(5) var<storage, read_write> y: array<f16>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+const T: u32 = 64u;
+// Rows of A per workgroup, values per packed word.
+const R: u32 = 8u;
+const V: u32 = 8u;
+
+var<workgroup> w_part: array<array<f32, T>, R>;
+
+// The zero point of block `kb` of column `n`.
+fn zero_point(n: u32, kb: u32) -> f32 {
+    return f32(zero_points[n * p.k_blocks + kb]);
+}
+
+@compute @workgroup_size(64, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let g = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let n = g % p.n;
+    let m0 = (g / p.n) * R;
+    if (m0 >= p.m) {
+        return;
+    }
+    let rows = min(R, p.m - m0);
+    var acc: array<f32, R>;
+    for (var w = tid; w < p.col_words; w = w + T) {
+        let word = b[n * p.col_words + w];
+        let k0 = w * V;
+        if (k0 >= p.k) {
+            break;
+        }
+        let kb = k0 / p.block;
+        let s = f32(scales[n * p.k_blocks + kb]);
+        let z = zero_point(n, kb);
+        var q: array<f32, V>;
+        for (var i = 0u; i < V; i = i + 1u) {
+            q[i] = (f32((word >> (4u * i)) & 15u) - z) * s;
+        }
+        let kn = min(V, p.k - k0);
+        for (var r = 0u; r < rows; r = r + 1u) {
+            let base = (m0 + r) * p.k + k0;
+            var sum = 0.0;
+            for (var i = 0u; i < kn; i = i + 1u) {
+                sum = fma(f32(a[base + i]), q[i], sum);
+            }
+            acc[r] = acc[r] + sum;
+        }
+    }
+    for (var r = 0u; r < R; r = r + 1u) {
+        w_part[r][tid] = acc[r];
+    }
+    workgroupBarrier();
+    for (var s = T / 2u; s > 0u; s = s >> 1u) {
+        if (tid < s) {
+            for (var r = 0u; r < R; r = r + 1u) {
+                w_part[r][tid] = w_part[r][tid] + w_part[r][tid + s];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (tid < rows) {
+        var v = w_part[tid][0];
+        if ((p.flags & 1u) != 0u) {
+            v = v + f32(bias[n]);
+        }
+        y[(m0 + tid) * p.n + n] = f16(v);
+    }
+}
