@@ -245,3 +245,71 @@ def test_matmul_nbits_unsupported_is_declined_with_a_reason(make_session, run_cp
     with pytest.raises(Exception):
         make_session(model)  # declined, and the CPU EP is not allowed
     assert needle in capfd.readouterr().err, "the decline's reason is not logged"
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# RotaryEmbedding
+
+ROPE_CASES = [
+    # (input shape, num_heads, rotary_embedding_dim, interleaved, position ids: "start" or "each", cache rows)
+    ((2, 5, 96), 0, 0, 0, "each", 40),
+    ((2, 5, 96), 0, 0, 1, "start", 40),
+    ((1, 1, 96), 3, 16, 0, "start", 40),
+    ((3, 7, 80), 5, 8, 1, "each", 33),
+    ((2, 3, 5, 32), 0, 0, 0, "each", 20),
+    ((2, 3, 5, 32), 3, 24, 1, "start", 20),
+]
+
+
+def rope_model(dtype, shape, num_heads, rot, interleaved, positions, rows, head):
+    batch = shape[0]
+    seq = shape[2] if len(shape) == 4 else shape[1]
+    half = (rot or head) // 2
+    pos_shape = [1] if positions == "start" else [batch, seq]
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain="com.microsoft",
+                            interleaved=interleaved, num_heads=num_heads, rotary_embedding_dim=rot, scale=1.0)
+    inputs = [vi("x", dtype, list(shape)), vi("pos", TensorProto.INT64, pos_shape), vi("cos", dtype, [rows, half]),
+              vi("sin", dtype, [rows, half])]
+    return model_of([node], inputs, [vi("y", dtype, list(shape))]), pos_shape, half
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", ROPE_CASES, ids=lambda c: "x{}-nh{}-rot{}-il{}-{}-rows{}".format(
+    "x".join(map(str, c[0])), *c[1:]))
+def test_rotary_embedding(make_session, run_cpu, dtype, case):
+    shape, num_heads, rot, interleaved, positions, rows = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    head = shape[3] if len(shape) == 4 else (shape[2] // num_heads if num_heads else 32)
+    model, pos_shape, half = rope_model(dtype, shape, num_heads, rot, interleaved, positions, rows, head)
+    seq = shape[2] if len(shape) == 4 else shape[1]
+    pos = rng.integers(0, rows - seq + 1, pos_shape).astype(np.int64)
+    angles = rng.uniform(0, 6.3, (rows, half))
+    feeds = {"x": rng.uniform(-1, 1, shape).astype(dtype), "pos": pos, "cos": np.cos(angles).astype(dtype),
+             "sin": np.sin(angles).astype(dtype)}
+    check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+@pytest.mark.smoke
+def test_rotary_embedding_smoke(make_session, run_cpu):
+    test_rotary_embedding(make_session, run_cpu, np.float32, ROPE_CASES[0])
+
+
+def test_rotary_embedding_position_past_the_cache_fails_the_run(make_session):
+    model, _, half = rope_model(np.float32, (1, 4, 64), 0, 0, 0, "start", 8, 32)
+    angles = np.zeros((8, half))
+    feeds = {"x": np.ones((1, 4, 64), np.float32), "pos": np.array([5], np.int64),
+             "cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
+    sess = make_session(model)
+    with pytest.raises(Exception, match="(?i)rotary|range|index|bounds"):
+        sess.run(None, feeds)
+    feeds["pos"] = np.array([4], np.int64)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], feeds["x"])
+
+
+def test_rotary_embedding_packed_batching_is_declined_with_a_reason(make_session, capfd):
+    model, _, _ = rope_model(np.float32, (1, 4, 64), 0, 0, 0, "start", 8, 32)
+    model.graph.node[0].attribute.append(helper.make_attribute("is_packed_batching", 1))
+    with pytest.raises(Exception):
+        make_session(model)
+    assert "is_packed_batching" in capfd.readouterr().err

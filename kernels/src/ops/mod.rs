@@ -19,6 +19,7 @@ pub mod pad;
 pub mod pool;
 pub mod quant;
 pub mod resize;
+pub mod rotary;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -200,6 +201,7 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(resize::OPS);
         all.extend(convtranspose::OPS);
         all.extend(quant::ops());
+        all.extend(rotary::OPS);
         all
     })
 }
