@@ -59,14 +59,25 @@ fn main(
         for (var i = 0u; i < V; i = i + 1u) {
             q[i] = (f32((word >> (4u * i)) & 15u) - z) * s;
         }
+        // Loops of constant trip counts (unrolled: `q` and `acc` stay in registers); only the
+        // last block's last word may run past K.
+        let full = k0 + V <= p.k;
         let kn = min(V, p.k - k0);
-        for (var r = 0u; r < rows; r = r + 1u) {
-            let base = (m0 + r) * p.k + k0;
-            var sum = 0.0;
-            for (var i = 0u; i < kn; i = i + 1u) {
-                sum = fma(f32(a[base + i]), q[i], sum);
+        for (var r = 0u; r < R; r = r + 1u) {
+            if (r < rows) {
+                let base = (m0 + r) * p.k + k0;
+                var sum = 0.0;
+                if (full) {
+                    for (var i = 0u; i < V; i = i + 1u) {
+                        sum = fma(f32(a[base + i]), q[i], sum);
+                    }
+                } else {
+                    for (var i = 0u; i < kn; i = i + 1u) {
+                        sum = fma(f32(a[base + i]), q[i], sum);
+                    }
+                }
+                acc[r] = acc[r] + sum;
             }
-            acc[r] = acc[r] + sum;
         }
     }
     for (var r = 0u; r < R; r = r + 1u) {
