@@ -186,8 +186,10 @@ impl SkipNormKernel {
     fn hidden(&self, inputs: &[Option<&[u64]>]) -> Result<u64, String> {
         let err = |what: String| format!("{} '{}': {what}", self.op(), self.name);
         let x = inputs.first().copied().flatten().ok_or_else(|| err("lacks its input".into()))?;
-        let Some(&hidden) = x.last() else { return Err(err("input must have at least one dimension".into())) };
-        let elems: u64 = x.iter().product();
+        if x.len() != 2 && x.len() != 3 {
+            return Err(err(format!("input {x:?} must have 2 or 3 dimensions")));
+        }
+        let hidden = x[x.len() - 1];
         for (&slot, s) in self.slots().iter().zip(inputs).skip(1) {
             let Some(s) = s else {
                 if matches!(slot, Slot::Skip | Slot::Gamma) {
@@ -195,10 +197,15 @@ impl SkipNormKernel {
                 }
                 continue;
             };
-            let n: u64 = s.iter().product();
+            // As ONNX Runtime checks: skip [S, H], [1, S, H] or [B', S, H] (its elements repeat
+            // over the input's), the others [H].
             let ok = match slot {
-                Slot::Skip => s.last() == Some(&hidden) && n > 0 && elems % n == 0 && n <= elems,
-                _ => n == hidden && s.last() == Some(&hidden),
+                Slot::Skip => {
+                    (s.len() == 2 || s.len() == 3)
+                        && s[s.len() - 2..] == x[x.len() - 2..]
+                        && (*s == x || x.len() == 3 || (s.len() == 2 && s[0] == 1))
+                }
+                _ => *s == [hidden],
             };
             if !ok {
                 return Err(err(format!("{slot:?} {s:?} does not fit input {x:?}")));
