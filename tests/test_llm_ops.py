@@ -313,3 +313,44 @@ def test_rotary_embedding_packed_batching_is_declined_with_a_reason(make_session
     with pytest.raises(Exception):
         make_session(model)
     assert "is_packed_batching" in capfd.readouterr().err
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# A Llama-style MLP block as onnxruntime-genai's builder emits it, every node ours (one partition)
+
+
+def nbits_node(rng, dtype, name, src, k, n, block=32):
+    k_blocks = -(-k // block)
+    q = rng.integers(0, 16, (n, k_blocks, block)).astype(np.uint8)
+    inits = [numpy_helper.from_array(pack_nbits(q, 4), f"{name}.B"),
+             numpy_helper.from_array(rng.uniform(0.005, 0.03, n * k_blocks).astype(dtype), f"{name}.scales")]
+    node = helper.make_node("MatMulNBits", [src, f"{name}.B", f"{name}.scales"], [name], domain="com.microsoft", K=k,
+                            N=n, bits=4, block_size=block, accuracy_level=0)
+    return node, inits
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("seq", [1, 37])
+def test_llama_mlp_block(make_session, run_cpu, dtype, seq):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    hidden, ffn = 96, 160
+    shape = [1, seq, hidden]
+    g1, g2 = (numpy_helper.from_array(rng.uniform(0.5, 1.5, hidden).astype(dtype), n) for n in ("g1", "g2"))
+    nodes = [helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "g1"], ["h", "", "", "res"],
+                              domain="com.microsoft", epsilon=1e-6)]
+    inits = [g1, g2]
+    for name, src, k, n in [("gate", "h", hidden, ffn), ("up", "h", hidden, ffn)]:
+        node, more = nbits_node(rng, dtype, name, src, k, n)
+        nodes.append(node)
+        inits += more
+    nodes += [helper.make_node("Sigmoid", ["gate"], ["sig"]), helper.make_node("Mul", ["gate", "sig"], ["silu"]),
+              helper.make_node("Mul", ["silu", "up"], ["act"])]
+    node, more = nbits_node(rng, dtype, "down", "act", ffn, hidden)
+    nodes.append(node)
+    inits += more
+    nodes += [helper.make_node("Add", ["down", "res"], ["out"]),
+              helper.make_node("SimplifiedLayerNormalization", ["out", "g2"], ["y"], axis=-1, epsilon=1e-6)]
+    model = model_of(nodes, [vi("x", dtype, shape), vi("skip", dtype, shape)], [vi("y", dtype, shape)], inits)
+    feeds = {"x": rng.uniform(-1, 1, shape).astype(dtype), "skip": rng.uniform(-1, 1, shape).astype(dtype)}
+    check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
