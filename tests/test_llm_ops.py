@@ -354,3 +354,19 @@ def test_llama_mlp_block(make_session, run_cpu, dtype, seq):
     model = model_of(nodes, [vi("x", dtype, shape), vi("skip", dtype, shape)], [vi("y", dtype, shape)], inits)
     feeds = {"x": rng.uniform(-1, 1, shape).astype(dtype), "skip": rng.uniform(-1, 1, shape).astype(dtype)}
     check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+def test_matmul_nbits_wrong_k_at_run_time_fails_clearly(make_session, run_cpu):
+    rng = np.random.default_rng(new_seed())
+    model = nbits_model(rng, np.float32, (3, 96), 67, 4, 32, "u8", False)
+    model.graph.input[0].CopyFrom(vi("A", np.float32, ["m", "k"]))
+    feeds = {"A": rng.uniform(-1, 1, (3, 90)).astype(np.float32)}
+    with pytest.raises(Exception):
+        run_cpu(model, feeds)
+    sess = make_session(model)  # claimed: the shape is only known at run time
+    with pytest.raises(Exception) as failure:
+        sess.run(None, feeds)
+    message = str(failure.value)
+    assert "MatMulNBits" in message and "K" in message and "internal error" not in message, message
+    feeds["A"] = rng.uniform(-1, 1, (5, 96)).astype(np.float32)
+    assert rel_err(sess.run(None, feeds)[0], run_cpu(model, feeds)[0]) <= TOL[np.float32]
