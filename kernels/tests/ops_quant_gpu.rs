@@ -6,7 +6,11 @@ mod common;
 
 use common::graph::{node, run_graph, val, T};
 use ep_kernels::caps::profiles;
-use ep_kernels::graph::{Attr, PlacementOptions};
+use ep_kernels::graph::{Attr, ExecOptions, PlacementOptions};
+use ep_kernels::ops::quant::nbits::NbitsKernel;
+use ep_kernels::ops::quant::source::NbitsKind;
+use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
+use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::ElemType;
 use rand::Rng;
 
@@ -107,12 +111,48 @@ fn check(test: &str, ty: ElemType, c: &Case) {
     let def = ep_kernels::ops::lookup(&nd).expect("MatMulNBits is registered");
     let opts = PlacementOptions::defaults(profiles::get("llvmpipe").unwrap());
     def.check(&nd, &opts).expect("claimed");
-    let got = run_graph(&[nd], &[("A", &a)], &consts, &["Y"]).expect("runs").remove(0).values();
     let atol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
     let peak = want.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!((g - w).abs() <= atol * peak, "{test}: element {i}: got {g}, want {w}");
+    let compare = |what: &str, got: &[f64]| {
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= atol * peak, "{test} {what}: element {i}: got {g}, want {w}");
+        }
+    };
+    let mut kernel = NbitsKernel::of(&nd).unwrap();
+    let got = run_graph(&[nd], &[("A", &a)], &consts, &["Y"]).expect("runs").remove(0).values();
+    compare("auto", &got);
+    // Each kernel at any number of rows, directly.
+    let mut operands: Vec<Option<&T>> = vec![Some(&a), Some(&b), Some(&scales), zp.as_ref(), None];
+    operands.push(c.bias.then_some(&bias));
+    for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
+        kernel.force = Some(kind);
+        compare(&format!("{kind:?}"), &run_kernel(&kernel, &operands, ty).values());
     }
+}
+
+/// Runs `kernel` once on `inputs` (uploaded; `None` for omitted ones); its output.
+fn run_kernel(kernel: &dyn Kernel, inputs: &[Option<&T>], ty: ElemType) -> T {
+    let gpu = common::gpu();
+    let ins: Vec<Option<GpuBuffer>> = inputs.iter().map(|t| t.map(|t| gpu.upload(&t.data, "in").unwrap())).collect();
+    let shapes: Vec<Option<&[u64]>> = inputs.iter().map(|t| t.map(|t| t.shape.as_slice())).collect();
+    let shape = kernel.infer(&shapes).unwrap().remove(0);
+    let out = gpu.storage_buffer(shape.iter().product::<u64>() * ty.size(), "out").unwrap();
+    let io = KernelIo {
+        inputs: ins
+            .iter()
+            .zip(inputs)
+            .map(|(buf, t)| Some(Tensor { buf: buf.as_ref()?, shape: &(*t)?.shape, ty: (*t)?.ty }))
+            .collect(),
+        outputs: vec![Tensor { buf: &out, shape: &shape, ty }],
+    };
+    let options = ExecOptions::default();
+    let status = gpu.storage_buffer(4, "status").unwrap();
+    let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
+    let step = kernel.prepare(&cx, &io).unwrap();
+    gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
+    let mut data = gpu.read_buffer(&out).unwrap();
+    data.truncate((shape.iter().product::<u64>() * ty.size()) as usize);
+    T { ty, shape, data }
 }
 
 fn cases() -> Vec<Case> {

@@ -22,6 +22,9 @@ use crate::shader::{OpShader, ShaderVariant};
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&NbitsDef];
 
+/// Rows and columns of Y per workgroup of the tiled kernel.
+const TILE: u64 = 32;
+
 /// Inputs by index.
 const A: usize = 0;
 const B: usize = 1;
@@ -69,7 +72,7 @@ impl OpDef for NbitsDef {
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
         let mut out = Vec::new();
-        for kind in [NbitsKind::Gemv, NbitsKind::Dequant] {
+        for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
             for ty in float_types(caps) {
                 for bits in [4, 8] {
                     for zp in ZeroPoints::ALL {
@@ -93,8 +96,11 @@ pub struct NbitsKernel {
     pub block: u64,
     pub zp: ZeroPoints,
     pub bias: bool,
-    /// Forces the kernel: `Some(Gemv)` for any number of rows, `Some(Dequant)` for any (tests);
-    /// `None` picks the GEMV kernel up to [`GEMV_ROWS`] rows.
+    /// Forces the kernel (tests, benchmarks); `None` picks the GEMV kernel up to [`GEMV_ROWS`]
+    /// rows, else the tiled one. The dequantised-B GEMM is faster for long prompts where the
+    /// GEMM engine has tensor cores, but its `[N, K]` scratch (the weights at A's precision) is
+    /// held by every prepared shape set of every node, a full-precision copy of the model per
+    /// prompt length: it waits for a scratch buffer the executor shares between steps.
     pub force: Option<NbitsKind>,
 }
 
@@ -214,7 +220,7 @@ impl NbitsKernel {
     }
 
     fn kind(&self, m: u64) -> NbitsKind {
-        self.force.unwrap_or(if m <= u64::from(GEMV_ROWS) { NbitsKind::Gemv } else { NbitsKind::Dequant })
+        self.force.unwrap_or(if m <= u64::from(GEMV_ROWS) { NbitsKind::Gemv } else { NbitsKind::Tiled })
     }
 }
 
@@ -255,50 +261,72 @@ impl Kernel for NbitsKernel {
         crate::ops::norm::check_bindings(&io.outputs, cx.caps())?;
         let a = io.input(A)?;
         let m = a.elems() / self.k;
-        let y = io.output(0)?;
-        let params = self.params(m)?;
-        let zp = if self.zp == ZeroPoints::None { None } else { Some(io.input(ZERO_POINTS)?.buf) };
-        let bias = if self.bias { Some(io.input(BIAS)?.buf) } else { None };
-        let (b, scales) = (io.input(B)?.buf, io.input(SCALES)?.buf);
+        let ops = Operands {
+            a: a.buf,
+            b: io.input(B)?.buf,
+            scales: io.input(SCALES)?.buf,
+            zp: if self.zp == ZeroPoints::None { None } else { Some(io.input(ZERO_POINTS)?.buf) },
+            bias: if self.bias { Some(io.input(BIAS)?.buf) } else { None },
+            y: io.output(0)?.buf,
+        };
         match self.kind(m) {
-            NbitsKind::Gemv => {
-                let spare = cx.gpu.storage_buffer(16, "unused bias")?;
-                let inputs: Vec<&GpuBuffer> =
-                    [a.buf, b, scales].into_iter().chain(zp).chain([bias.unwrap_or(&spare)]).collect();
-                let groups = self.n * m.div_ceil(u64::from(GEMV_ROWS));
-                let variant = self.source(NbitsKind::Gemv);
-                let d = cx.gpu.prepare_op(
-                    &variant,
-                    &inputs,
-                    &[y.buf],
-                    bytemuck::bytes_of(&params),
-                    grid(groups, cx.caps())?,
-                )?;
-                Ok(PreparedStep {
-                    dispatches: vec![d],
-                    plan: Some(format!("MatMulNBits '{}': GEMV, M {m}", self.name)),
-                })
-            }
-            NbitsKind::Dequant => {
-                let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
-                let inputs: Vec<&GpuBuffer> = [b, scales].into_iter().chain(zp).collect();
-                let words = self.n * u64::from(params.col_words);
-                let variant = self.source(NbitsKind::Dequant);
-                let bytes = bytemuck::bytes_of(&params);
-                let mut dispatches =
-                    vec![cx.gpu.prepare_op(&variant, &inputs, &[&w], bytes, grid_for(words, cx.caps())?)?];
-                let dtype =
-                    self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
-                let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
-                if self.bias {
-                    problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
-                }
-                let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
-                dispatches.extend(cx.gpu.prepare_gemm(&plan, GemmBindings { a: a.buf, b: &w, bias, out: y.buf })?);
-                let line = format!("MatMulNBits '{}': dequantised B, GEMM {:?}", self.name, plan.tiling);
-                Ok(PreparedStep { dispatches, plan: Some(line) })
-            }
+            NbitsKind::Dequant => self.prepare_dequant(cx, &ops, m),
+            kind => self.prepare_direct(cx, &ops, m, kind),
         }
+    }
+}
+
+/// The buffers a MatMulNBits step binds.
+struct Operands<'a> {
+    a: &'a GpuBuffer,
+    b: &'a GpuBuffer,
+    scales: &'a GpuBuffer,
+    zp: Option<&'a GpuBuffer>,
+    bias: Option<&'a GpuBuffer>,
+    y: &'a GpuBuffer,
+}
+
+impl NbitsKernel {
+    /// The GEMV or tiled kernel: one dispatch reading the packed weights.
+    fn prepare_direct(
+        &self,
+        cx: &PrepareCx<'_>,
+        ops: &Operands<'_>,
+        m: u64,
+        kind: NbitsKind,
+    ) -> Result<PreparedStep, GpuError> {
+        let spare = cx.gpu.storage_buffer(16, "unused bias")?;
+        let inputs: Vec<&GpuBuffer> =
+            [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(&spare)]).collect();
+        let groups = match kind {
+            NbitsKind::Gemv => self.n * m.div_ceil(u64::from(GEMV_ROWS)),
+            _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
+        };
+        let params = self.params(m)?;
+        let grid = grid(groups, cx.caps())?;
+        let d = cx.gpu.prepare_op(&self.source(kind), &inputs, &[ops.y], bytemuck::bytes_of(&params), grid)?;
+        Ok(PreparedStep { dispatches: vec![d], plan: Some(format!("MatMulNBits '{}': {kind:?}, M {m}", self.name)) })
+    }
+
+    /// B dequantised into a `[N, K]` scratch buffer, then the GEMM engine with it as a
+    /// transposed B (and the bias in its epilogue).
+    fn prepare_dequant(&self, cx: &PrepareCx<'_>, ops: &Operands<'_>, m: u64) -> Result<PreparedStep, GpuError> {
+        let params = self.params(m)?;
+        let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
+        let inputs: Vec<&GpuBuffer> = [ops.b, ops.scales].into_iter().chain(ops.zp).collect();
+        let grid = grid_for(self.n * u64::from(params.col_words), cx.caps())?;
+        let variant = self.source(NbitsKind::Dequant);
+        let mut dispatches = vec![cx.gpu.prepare_op(&variant, &inputs, &[&w], bytemuck::bytes_of(&params), grid)?];
+        let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
+        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
+        if self.bias {
+            problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
+        }
+        let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
+        let bindings = GemmBindings { a: ops.a, b: &w, bias: ops.bias, out: ops.y };
+        dispatches.extend(cx.gpu.prepare_gemm(&plan, bindings)?);
+        let line = format!("MatMulNBits '{}': dequantised B, GEMM {:?}", self.name, plan.tiling);
+        Ok(PreparedStep { dispatches, plan: Some(line) })
     }
 }
 

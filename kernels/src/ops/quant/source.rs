@@ -31,6 +31,8 @@ impl ZeroPoints {
 pub enum NbitsKind {
     /// The product for few rows, dequantising on the fly.
     Gemv,
+    /// The product for many rows: 32×32 tiles, B's slices dequantised into workgroup memory.
+    Tiled,
     /// B dequantised into a `[N, K]` buffer for the GEMM engine.
     Dequant,
 }
@@ -54,6 +56,7 @@ impl OpSource for NbitsSource {
     fn name(&self) -> String {
         let kind = match self.kind {
             NbitsKind::Gemv => format!("gemv_r{GEMV_ROWS}_t{GEMV_THREADS}"),
+            NbitsKind::Tiled => "tiled_32x32".into(),
             NbitsKind::Dequant => "dequant".into(),
         };
         format!("quant_nbits_{kind}_{}_b{}_zp_{}", self.ty.name(), self.bits, self.zp.name())
@@ -73,6 +76,7 @@ impl OpSource for NbitsSource {
         };
         match self.kind {
             NbitsKind::Gemv => render("quant_nbits_gemv.wgsl.j2", ctx),
+            NbitsKind::Tiled => render("quant_nbits_tiled.wgsl.j2", ctx),
             NbitsKind::Dequant => render("quant_nbits_dequant.wgsl.j2", ctx),
         }
     }
