@@ -23,7 +23,7 @@ use crate::shader::{OpShader, ShaderVariant};
 pub static OPS: &[&dyn OpDef] = &[&NbitsDef];
 
 /// Rows and columns of Y per workgroup of the tiled kernel.
-const TILE: u64 = 32;
+const TILE: u64 = 64;
 
 /// Inputs by index.
 const A: usize = 0;
@@ -219,8 +219,12 @@ impl NbitsKernel {
         ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp }))
     }
 
-    fn kind(&self, m: u64) -> NbitsKind {
-        self.force.unwrap_or(if m <= u64::from(GEMV_ROWS) { NbitsKind::Gemv } else { NbitsKind::Tiled })
+    /// The kernel for `m` rows: the tiled one needs 256 invocations and 16 KiB of workgroup
+    /// memory (WebGPU's minimums); the GEMV kernel runs anywhere.
+    fn kind(&self, m: u64, caps: &DeviceCaps) -> NbitsKind {
+        let tiled_fits = caps.max_invocations_per_workgroup >= 256 && caps.max_workgroup_storage_bytes >= 16384;
+        let auto = if m > u64::from(GEMV_ROWS) && tiled_fits { NbitsKind::Tiled } else { NbitsKind::Gemv };
+        self.force.unwrap_or(auto)
     }
 }
 
@@ -269,7 +273,7 @@ impl Kernel for NbitsKernel {
             bias: if self.bias { Some(io.input(BIAS)?.buf) } else { None },
             y: io.output(0)?.buf,
         };
-        match self.kind(m) {
+        match self.kind(m, cx.caps()) {
             NbitsKind::Dequant => self.prepare_dequant(cx, &ops, m),
             kind => self.prepare_direct(cx, &ops, m, kind),
         }

@@ -31,7 +31,7 @@ impl ZeroPoints {
 pub enum NbitsKind {
     /// The product for few rows, dequantising on the fly.
     Gemv,
-    /// The product for many rows: 32×32 tiles, B's slices dequantised into workgroup memory.
+    /// The product for many rows: 64×64 tiles, B's slices dequantised into workgroup memory.
     Tiled,
     /// B dequantised into a `[N, K]` buffer for the GEMM engine.
     Dequant,
@@ -56,7 +56,7 @@ impl OpSource for NbitsSource {
     fn name(&self) -> String {
         let kind = match self.kind {
             NbitsKind::Gemv => format!("gemv_r{GEMV_ROWS}_t{GEMV_THREADS}"),
-            NbitsKind::Tiled => "tiled_32x32".into(),
+            NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant => "dequant".into(),
         };
         format!("quant_nbits_{kind}_{}_b{}_zp_{}", self.ty.name(), self.bits, self.zp.name())

@@ -1,5 +1,3 @@
-enable f16;
-
 struct Params {
     m: u32,
     n: u32,
@@ -14,30 +12,27 @@ struct Params {
     flags: u32,
 }
 
-@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;
-@group(0) @binding(2) var<storage, read> scales: array<f16>;
-@group(0) @binding(3) var<storage, read> zero_points: array<u32>;
-@group(0) @binding(4) var<storage, read> bias: array<f16>;
-@group(0) @binding(5) var<storage, read_write> y: array<f16>;
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read> scales: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 // The tile of Y (rows, columns), the slice of K, values per packed word, words per column of a slice.
-const TM: u32 = 32u;
-const TN: u32 = 32u;
+const TM: u32 = 64u;
+const TN: u32 = 64u;
 const TK: u32 = 32u;
 const V: u32 = 4u;
 const WPC: u32 = TK / V;
 
 // A's slice as [k][m], B's as [k][n].
-var<workgroup> sa: array<f32, 1024>;
-var<workgroup> sb: array<f32, 1024>;
+var<workgroup> sa: array<f32, 2048>;
+var<workgroup> sb: array<f32, 2048>;
 
 // The zero point of block `kb` of column `n`.
 fn zero_point(n: u32, kb: u32) -> f32 {
-    let byte = n * p.zp_stride + kb / 1u;
-    let shift = 8u * (byte % 4u);
-    return f32((zero_points[byte / 4u] >> shift) & 255u);
+    return 128.0;
 }
 
 @compute @workgroup_size(256, 1, 1)
@@ -55,13 +50,10 @@ fn main(
     }
     let tx = lid % 16u;
     let ty = lid / 16u;
-    var c00 = 0.0;
-    var c01 = 0.0;
-    var c10 = 0.0;
-    var c11 = 0.0;
+    var acc: array<f32, 16>;
     for (var k0 = 0u; k0 < p.k; k0 = k0 + TK) {
-        // A: 4 values per invocation, consecutive invocations along a row.
-        for (var i = 0u; i < 4u; i = i + 1u) {
+        // A: 8 values per invocation, consecutive invocations along a row.
+        for (var i = 0u; i < 8u; i = i + 1u) {
             let e = lid + i * 256u;
             let mm = e / TK;
             let kk = e % TK;
@@ -73,10 +65,10 @@ fn main(
             }
             sa[kk * TM + mm] = v;
         }
-        // B: one packed word per invocation (TN · WPC of them), dequantised; zeros past N and K.
-        if (lid < TN * WPC) {
-            let nn = lid / WPC;
-            let wi = lid % WPC;
+        // B: TN · WPC packed words, dequantised; zeros past N and K.
+        for (var w = lid; w < TN * WPC; w = w + 256u) {
+            let nn = w / WPC;
+            let wi = w % WPC;
             let gn = n_base + nn;
             let kw = k0 + wi * V;
             var word = 0u;
@@ -95,27 +87,29 @@ fn main(
         }
         workgroupBarrier();
         for (var kk = 0u; kk < TK; kk = kk + 1u) {
-            let a0 = sa[kk * TM + 2u * ty];
-            let a1 = sa[kk * TM + 2u * ty + 1u];
-            let b0 = sb[kk * TN + 2u * tx];
-            let b1 = sb[kk * TN + 2u * tx + 1u];
-            c00 = fma(a0, b0, c00);
-            c01 = fma(a0, b1, c01);
-            c10 = fma(a1, b0, c10);
-            c11 = fma(a1, b1, c11);
+            var av: array<f32, 4>;
+            var bv: array<f32, 4>;
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                av[i] = sa[kk * TM + ty + 16u * i];
+                bv[i] = sb[kk * TN + tx + 16u * i];
+            }
+            for (var i = 0u; i < 4u; i = i + 1u) {
+                for (var j = 0u; j < 4u; j = j + 1u) {
+                    acc[4u * i + j] = fma(av[i], bv[j], acc[4u * i + j]);
+                }
+            }
         }
         workgroupBarrier();
     }
-    let c = array<f32, 4>(c00, c01, c10, c11);
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        let gm = m_base + 2u * ty + i / 2u;
-        let gn = n_base + 2u * tx + i % 2u;
+    for (var i = 0u; i < 16u; i = i + 1u) {
+        let gm = m_base + ty + 16u * (i / 4u);
+        let gn = n_base + tx + 16u * (i % 4u);
         if (gm < p.m && gn < p.n) {
-            var v = c[i];
+            var v = acc[i];
             if ((p.flags & 1u) != 0u) {
                 v = v + f32(bias[gn]);
             }
-            y[gm * p.n + gn] = f16(v);
+            y[gm * p.n + gn] = f32(v);
         }
     }
 }
