@@ -106,41 +106,8 @@ pub struct NbitsKernel {
 
 impl NbitsKernel {
     pub fn of(node: &Node) -> Result<NbitsKernel, String> {
+        let (ty, zp, bias) = operand_types(node)?;
         let op = &node.op_type;
-        let given = |i: usize| node.input(i).filter(|v| !v.name.is_empty());
-        let ty_of = |i: usize, what: &str| {
-            let v = given(i).ok_or_else(|| format!("{op} '{}' without its {what} input", node.name))?;
-            ElemType::from_onnx(v.elem_type).ok_or_else(|| format!("{op}: {what} of element type {}", v.elem_type))
-        };
-        let ty = ty_of(A, "A")?;
-        if !ty.is_float() {
-            return Err(format!("{op} with A of {} is not supported", ty.name()));
-        }
-        if ty_of(B, "B")? != ElemType::U8 {
-            return Err(format!("{op} with B not uint8 is not supported"));
-        }
-        if ty_of(SCALES, "scales")? != ty {
-            return Err(format!("{op} with scales of another type than A is not supported"));
-        }
-        let zp = match given(ZERO_POINTS) {
-            None => ZeroPoints::None,
-            Some(_) => match ty_of(ZERO_POINTS, "zero_points")? {
-                ElemType::U8 => ZeroPoints::Packed,
-                t if t == ty => ZeroPoints::Typed,
-                t => return Err(format!("{op} with zero points of {} is not supported", t.name())),
-            },
-        };
-        if given(G_IDX).is_some() {
-            return Err(format!("{op} with g_idx (act-order quantisation) is not supported"));
-        }
-        let bias = given(BIAS).is_some();
-        if bias && ty_of(BIAS, "bias")? != ty {
-            return Err(format!("{op} with a bias of another type than A is not supported"));
-        }
-        let y = node.output(0).filter(|v| !v.name.is_empty()).ok_or_else(|| format!("{op} without its output"))?;
-        if ElemType::from_onnx(y.elem_type) != Some(ty) || node.outputs.len() > 1 {
-            return Err(format!("{op} with an output of another type than A is not supported"));
-        }
         let attr = |name: &str| node.int(name).ok_or_else(|| format!("{op} without its attribute {name}"));
         let (k, n) = (attr("K")?, attr("N")?);
         let bits = node.int("bits").unwrap_or(4);
@@ -226,6 +193,47 @@ impl NbitsKernel {
         let auto = if m > u64::from(GEMV_ROWS) && tiled_fits { NbitsKind::Tiled } else { NbitsKind::Gemv };
         self.force.unwrap_or(auto)
     }
+}
+
+/// A's type (also the scales', bias' and Y's), how zero points are given and whether a bias is,
+/// or why the node's types cannot run.
+fn operand_types(node: &Node) -> Result<(ElemType, ZeroPoints, bool), String> {
+    let op = &node.op_type;
+    let given = |i: usize| node.input(i).filter(|v| !v.name.is_empty());
+    let ty_of = |i: usize, what: &str| {
+        let v = given(i).ok_or_else(|| format!("{op} '{}' without its {what} input", node.name))?;
+        ElemType::from_onnx(v.elem_type).ok_or_else(|| format!("{op}: {what} of element type {}", v.elem_type))
+    };
+    let ty = ty_of(A, "A")?;
+    if !ty.is_float() {
+        return Err(format!("{op} with A of {} is not supported", ty.name()));
+    }
+    if ty_of(B, "B")? != ElemType::U8 {
+        return Err(format!("{op} with B not uint8 is not supported"));
+    }
+    if ty_of(SCALES, "scales")? != ty {
+        return Err(format!("{op} with scales of another type than A is not supported"));
+    }
+    let zp = match given(ZERO_POINTS) {
+        None => ZeroPoints::None,
+        Some(_) => match ty_of(ZERO_POINTS, "zero_points")? {
+            ElemType::U8 => ZeroPoints::Packed,
+            t if t == ty => ZeroPoints::Typed,
+            t => return Err(format!("{op} with zero points of {} is not supported", t.name())),
+        },
+    };
+    if given(G_IDX).is_some() {
+        return Err(format!("{op} with g_idx (act-order quantisation) is not supported"));
+    }
+    let bias = given(BIAS).is_some();
+    if bias && ty_of(BIAS, "bias")? != ty {
+        return Err(format!("{op} with a bias of another type than A is not supported"));
+    }
+    let y = node.output(0).filter(|v| !v.name.is_empty()).ok_or_else(|| format!("{op} without its output"))?;
+    if ElemType::from_onnx(y.elem_type) != Some(ty) || node.outputs.len() > 1 {
+        return Err(format!("{op} with an output of another type than A is not supported"));
+    }
+    Ok((ty, zp, bias))
 }
 
 /// The uniforms of both templates.
@@ -355,5 +363,19 @@ mod tests {
         let k = kernel(8, 32, ZeroPoints::Typed);
         assert_eq!(k.strides(), (96, 3));
         assert!(k.infer(&[Some(&[80]), Some(&[67, 3, 32]), Some(&[67, 3]), Some(&[201]), None, Some(&[67])]).is_ok());
+    }
+
+    #[test]
+    fn kernel_choice() {
+        let caps = crate::caps::profiles::get("llvmpipe").unwrap();
+        let mut k = kernel(4, 16, ZeroPoints::None);
+        assert_eq!(
+            (k.kind(1, &caps), k.kind(8, &caps), k.kind(9, &caps)),
+            (NbitsKind::Gemv, NbitsKind::Gemv, NbitsKind::Tiled)
+        );
+        let small = DeviceCaps { max_workgroup_storage_bytes: 8192, ..caps.clone() };
+        assert_eq!(k.kind(512, &small), NbitsKind::Gemv);
+        k.force = Some(NbitsKind::Dequant);
+        assert_eq!(k.kind(1, &caps), NbitsKind::Dequant);
     }
 }
