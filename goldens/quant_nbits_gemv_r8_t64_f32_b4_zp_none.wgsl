@@ -23,12 +23,42 @@ const T: u32 = 64u;
 // Rows of A per workgroup, values per packed word.
 const R: u32 = 8u;
 const V: u32 = 8u;
+// Packed words per invocation and pass.
+const U: u32 = 4u;
 
 var<workgroup> w_part: array<array<f32, T>, R>;
 
 // The zero point of block `kb` of column `n`.
 fn zero_point(n: u32, kb: u32) -> f32 {
     return 8.0;
+}
+
+// Adds the products of packed word `word` (values k0.. of a column, dequantised with scale `s`
+// and zero point `z`) with rows m0.. of A to `acc`. Loops of constant trip counts (unrolled:
+// `q` and `acc` stay in registers); only the last block's last word may run past K.
+fn accumulate(acc: ptr<function, array<f32, R>>, word: u32, s: f32, z: f32, k0: u32, m0: u32, rows: u32) {
+    var q: array<f32, V>;
+    for (var i = 0u; i < V; i = i + 1u) {
+        q[i] = (f32((word >> (4u * i)) & 15u) - z) * s;
+    }
+    let full = k0 + V <= p.k;
+    let kn = min(V, p.k - k0);
+    for (var r = 0u; r < R; r = r + 1u) {
+        if (r < rows) {
+            let base = (m0 + r) * p.k + k0;
+            var sum = 0.0;
+            if (full) {
+                for (var i = 0u; i < V; i = i + 1u) {
+                    sum = fma(f32(a[base + i]), q[i], sum);
+                }
+            } else {
+                for (var i = 0u; i < kn; i = i + 1u) {
+                    sum = fma(f32(a[base + i]), q[i], sum);
+                }
+            }
+            (*acc)[r] = (*acc)[r] + sum;
+        }
+    }
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -45,37 +75,26 @@ fn main(
     }
     let rows = min(R, p.m - m0);
     var acc: array<f32, R>;
-    for (var w = tid; w < p.col_words; w = w + T) {
-        let word = b[n * p.col_words + w];
-        let k0 = w * V;
-        if (k0 >= p.k) {
-            break;
+    // U words per invocation and pass, T apart (each load coalesced), loaded with their scales
+    // and zero points before any is used, so U loads per invocation are in flight.
+    let words = min(p.col_words, (p.k + V - 1u) / V);
+    for (var w0 = tid; w0 < words; w0 = w0 + U * T) {
+        var word: array<u32, U>;
+        var s: array<f32, U>;
+        var z: array<f32, U>;
+        for (var u = 0u; u < U; u = u + 1u) {
+            let w = w0 + u * T;
+            if (w < words) {
+                let kb = (w * V) / p.block;
+                word[u] = b[n * p.col_words + w];
+                s[u] = f32(scales[n * p.k_blocks + kb]);
+                z[u] = zero_point(n, kb);
+            }
         }
-        let kb = k0 / p.block;
-        let s = f32(scales[n * p.k_blocks + kb]);
-        let z = zero_point(n, kb);
-        var q: array<f32, V>;
-        for (var i = 0u; i < V; i = i + 1u) {
-            q[i] = (f32((word >> (4u * i)) & 15u) - z) * s;
-        }
-        // Loops of constant trip counts (unrolled: `q` and `acc` stay in registers); only the
-        // last block's last word may run past K.
-        let full = k0 + V <= p.k;
-        let kn = min(V, p.k - k0);
-        for (var r = 0u; r < R; r = r + 1u) {
-            if (r < rows) {
-                let base = (m0 + r) * p.k + k0;
-                var sum = 0.0;
-                if (full) {
-                    for (var i = 0u; i < V; i = i + 1u) {
-                        sum = fma(f32(a[base + i]), q[i], sum);
-                    }
-                } else {
-                    for (var i = 0u; i < kn; i = i + 1u) {
-                        sum = fma(f32(a[base + i]), q[i], sum);
-                    }
-                }
-                acc[r] = acc[r] + sum;
+        for (var u = 0u; u < U; u = u + 1u) {
+            let w = w0 + u * T;
+            if (w < words) {
+                accumulate(&acc, word[u], s[u], z[u], w * V, m0, rows);
             }
         }
     }
