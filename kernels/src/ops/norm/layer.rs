@@ -106,16 +106,15 @@ pub(crate) fn variants(kind: NormKind, caps: &DeviceCaps, rms_stats: bool) -> Ve
 impl NormKernel {
     /// Declines the node when its known rank or shapes cannot run.
     pub(crate) fn check_shapes(&self, node: &Node) -> Result<(), String> {
-        let kernel = self;
         if let Some(rank) = node.input(0).and_then(|v| v.rank()) {
-            normalize_axis(kernel.axis, rank)?;
+            normalize_axis(self.axis, rank)?;
         }
         let shapes: Option<Vec<Vec<u64>>> =
-            node.inputs.iter().take(kernel.inputs()).map(|v| v.as_ref().and_then(|v| v.fixed_shape())).collect();
+            node.inputs.iter().take(self.inputs()).map(|v| v.as_ref().and_then(|v| v.fixed_shape())).collect();
         if let Some([x, scale, bias @ ..]) = shapes.as_deref() {
             let refs: Vec<Option<&[u64]>> = [x, scale].into_iter().chain(bias).map(|s| Some(s.as_slice())).collect();
-            kernel.infer(&refs)?;
-            kernel.geometry(x, scale, bias.first().map(Vec::as_slice)).map_err(|e| e.to_string())?;
+            self.infer(&refs)?;
+            self.geometry(x, scale, bias.first().map(Vec::as_slice)).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
