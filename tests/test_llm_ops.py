@@ -1,7 +1,7 @@
 """The contrib ops of onnxruntime-genai's Llama-style models against ONNX Runtime's CPU EP, on fresh random data, in
 float32 and float16, with every node ours (CPU fallback disabled): SimplifiedLayerNormalization,
 SkipSimplifiedLayerNormalization and SkipLayerNormalization (every optional input and output), and MatMulNBits
-(4 and 8 bits, block sizes 16..128, with and without zero points, float and float16 scales, M of 1, 3 and 37, K and N
+(2, 4 and 8 bits, block sizes 16..256, with and without zero points, float and float16 scales, M of 1, 3 and 37, K and N
 that are not tile multiples). Attributes the EP cannot run are declined with a logged reason."""
 
 from __future__ import annotations
@@ -153,11 +153,11 @@ def test_skip_layer_norm_smoke(make_session, run_cpu):
 
 def pack_nbits(q, bits):
     """Values of `bits` bits along the last axis, packed low bits first into uint8."""
-    if bits == 8:
-        return q.astype(np.uint8)
-    if q.shape[-1] % 2:
-        q = np.concatenate([q, np.zeros(q.shape[:-1] + (1,), q.dtype)], axis=-1)
-    return (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+    per = 8 // bits
+    if q.shape[-1] % per:
+        q = np.concatenate([q, np.zeros(q.shape[:-1] + (per - q.shape[-1] % per,), q.dtype)], axis=-1)
+    q = q.astype(np.uint8)
+    return np.bitwise_or.reduce([q[..., i::per] << (bits * i) for i in range(per)], axis=0).astype(np.uint8)
 
 
 def nbits_model(rng, dtype, a_shape, n, bits, block, zp, bias, accuracy_level=0):
@@ -197,6 +197,9 @@ NBITS_CASES = [
     ((37, 200), 40, 4, 128, "typed", True),
     ((1, 300), 19, 4, 256, "u8", False),
     ((5, 37, 80), 9, 4, 16, None, False),
+    ((1, 80), 67, 2, 16, None, True),
+    ((3, 112), 33, 2, 32, "u8", False),
+    ((37, 144), 19, 2, 16, "u8", True),
 ]
 
 

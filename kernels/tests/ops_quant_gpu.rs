@@ -1,5 +1,5 @@
 //! MatMulNBits through the program builder and executor on the test adapter, against a float64
-//! reference of ONNX Runtime's dequantisation on fresh random packed weights: 4 and 8 bits,
+//! reference of ONNX Runtime's dequantisation on fresh random packed weights: 2, 4 and 8 bits,
 //! block sizes 16..256, zero points absent, packed or typed, a bias, f32 and f16, rows that take
 //! the GEMV kernel (≤ 8) and rows that take the dequantised-B GEMM, K and N off tile multiples.
 mod common;
@@ -41,10 +41,11 @@ fn tensor(ty: ElemType, shape: &[u64], v: &[f32]) -> T {
 
 /// `bits`-bit values packed low bits first (a column's values start at a byte).
 fn pack(values: &[u8], bits: u32) -> Vec<u8> {
-    if bits == 8 {
-        return values.to_vec();
-    }
-    values.chunks(2).map(|c| c[0] | (c.get(1).copied().unwrap_or(0) << 4)).collect()
+    let per = (8 / bits) as usize;
+    values
+        .chunks(per)
+        .map(|c| c.iter().enumerate().fold(0u8, |byte, (i, &v)| byte | (v << (bits as usize * i))))
+        .collect()
 }
 
 fn check(test: &str, ty: ElemType, c: &Case) {
@@ -165,6 +166,8 @@ fn cases() -> Vec<Case> {
         c(37, 80, 19, 8, 16, Zp::Packed, false),
         c(9, 300, 40, 4, 256, Zp::Typed, true),
         c(2, 300, 40, 8, 128, Zp::None, true),
+        c(3, 112, 33, 2, 16, Zp::Packed, true),
+        c(37, 80, 21, 2, 32, Zp::None, false),
     ]
 }
 

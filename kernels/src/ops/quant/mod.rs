@@ -1,4 +1,4 @@
-//! Quantised ops: com.microsoft MatMulNBits (`nbits`), blockwise 4- and 8-bit weights as
+//! Quantised ops: com.microsoft MatMulNBits (`nbits`), blockwise 2-, 4- and 8-bit weights as
 //! onnxruntime-genai's model builder and ONNX Runtime's quantisation tools emit them.
 //!
 //! The weights stay packed on the GPU as ONNX Runtime's bytes. Few rows of A (decode) run the

@@ -1,8 +1,8 @@
 //! MatMulNBits (com.microsoft): `Y = A × dequant(B)ᵀ (+ bias)` with B blockwise quantised along K,
 //! as ONNX Runtime's CPU kernel computes it. B is uint8 `[N, k_blocks, blob]` (a block's
 //! `block_size` values of `bits` bits, low bits first; the last block padded), scales one per
-//! (column, block), zero points optional (packed uint8 or of A's type; absent: 8 for 4 bits,
-//! 128 for 8 bits): `w[n, k] = (q[n, k] - zp[n, k / bs]) * scale[n, k / bs]`. `accuracy_level`
+//! (column, block), zero points optional (packed uint8 or of A's type; absent: the middle of
+//! the range, 2, 8 or 128 for 2, 4 or 8 bits): `w[n, k] = (q[n, k] - zp[n, k / bs]) * scale[n, k / bs]`. `accuracy_level`
 //! is accepted (we always accumulate in f32); `g_idx` (act-order) is declined.
 
 use bytemuck::{Pod, Zeroable};
@@ -74,7 +74,7 @@ impl OpDef for NbitsDef {
         let mut out = Vec::new();
         for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
             for ty in float_types(caps) {
-                for bits in [4, 8] {
+                for bits in [2, 4, 8] {
                     for zp in ZeroPoints::ALL {
                         out.push(ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty, bits, zp })));
                     }
@@ -115,8 +115,8 @@ impl NbitsKernel {
         if k < 1 || n < 1 {
             return Err(format!("{op} with K {k} and N {n}: both must be positive"));
         }
-        if bits != 4 && bits != 8 {
-            return Err(format!("{op} with bits={bits} is not supported (4 and 8 are)"));
+        if ![2, 4, 8].contains(&bits) {
+            return Err(format!("{op} with bits={bits} is not supported (2, 4 and 8 are)"));
         }
         if block < 16 || !(block as u64).is_power_of_two() {
             return Err(format!("{op} with block_size={block}: it must be a power of 2 of at least 16"));

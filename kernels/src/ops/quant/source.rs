@@ -6,7 +6,7 @@ use crate::shader::{render, OpSource};
 /// How the zero points are given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ZeroPoints {
-    /// Absent: the middle of the range (8 for 4 bits, 128 for 8 bits).
+    /// Absent: the middle of the range (2, 8 or 128 for 2, 4 or 8 bits).
     None,
     /// uint8, packed `8 / bits` to a byte, low bits first, each column starting at a byte.
     Packed,
