@@ -47,7 +47,8 @@ impl std::fmt::Display for DType {
 /// Storage follows ONNX Runtime's bytes exactly (the executor copies tensors unchanged):
 /// `I64` is two 32-bit words (low, high; kernels read it as `vec2<u32>` and compute exactly in
 /// 64 bits where they claim it), `Bool` is one byte per element (kernels read and write it
-/// through packed `u32` words).
+/// through packed `u32` words). `U8` is one byte per element too; only the ops that read packed
+/// bytes (MatMulNBits' weights and zero points) claim it, so it is not in [`ElemType::ALL`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ElemType {
@@ -56,6 +57,7 @@ pub enum ElemType {
     I32,
     I64,
     Bool,
+    U8,
 }
 
 impl ElemType {
@@ -67,7 +69,7 @@ impl ElemType {
             ElemType::F32 | ElemType::I32 => 4,
             ElemType::F16 => 2,
             ElemType::I64 => 8,
-            ElemType::Bool => 1,
+            ElemType::Bool | ElemType::U8 => 1,
         }
     }
 
@@ -92,12 +94,13 @@ impl ElemType {
             ElemType::I32 => 6,
             ElemType::I64 => 7,
             ElemType::Bool => 9,
+            ElemType::U8 => 2,
         }
     }
 
     /// The type of an ONNX `TensorProto.DataType` code, if we move tensors of it.
     pub fn from_onnx(code: i32) -> Option<ElemType> {
-        ElemType::ALL.into_iter().find(|t| t.onnx() == code)
+        ElemType::ALL.into_iter().chain([ElemType::U8]).find(|t| t.onnx() == code)
     }
 
     /// Short name used in variant and golden file names.
@@ -108,6 +111,7 @@ impl ElemType {
             ElemType::I32 => "i32",
             ElemType::I64 => "i64",
             ElemType::Bool => "bool",
+            ElemType::U8 => "u8",
         }
     }
 }

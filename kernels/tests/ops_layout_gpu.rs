@@ -21,6 +21,7 @@ fn random(rng: &mut impl Rng, ty: ElemType, shape: &[u64]) -> T {
         ElemType::I32 => T::i32(shape, &(0..n).map(|_| rng.random()).collect::<Vec<i32>>()),
         ElemType::I64 => T::i64(shape, &(0..n).map(|_| rng.random()).collect::<Vec<i64>>()),
         ElemType::Bool => T::bool(shape, &(0..n).map(|_| rng.random()).collect::<Vec<bool>>()),
+        ElemType::U8 => T::u8(shape, &(0..n).map(|_| rng.random()).collect::<Vec<u8>>()),
     }
 }
 

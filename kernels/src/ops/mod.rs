@@ -17,7 +17,9 @@ pub mod matmul;
 pub mod norm;
 pub mod pad;
 pub mod pool;
+pub mod quant;
 pub mod resize;
+pub mod rotary;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -198,6 +200,8 @@ pub fn registry() -> &'static [&'static dyn OpDef] {
         all.extend(pad::OPS);
         all.extend(resize::OPS);
         all.extend(convtranspose::OPS);
+        all.extend(quant::ops());
+        all.extend(rotary::OPS);
         all
     })
 }

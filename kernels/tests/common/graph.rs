@@ -40,6 +40,10 @@ impl T {
         T { ty: ElemType::Bool, shape: shape.to_vec(), data: v.iter().map(|&b| b as u8).collect() }
     }
 
+    pub fn u8(shape: &[u64], v: &[u8]) -> T {
+        T { ty: ElemType::U8, shape: shape.to_vec(), data: v.to_vec() }
+    }
+
     /// The values as f64 (floats and integers; booleans as 0/1).
     pub fn values(&self) -> Vec<f64> {
         let d = &self.data;
@@ -48,7 +52,7 @@ impl T {
             ElemType::F16 => d.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
             ElemType::I32 => d.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
             ElemType::I64 => d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            ElemType::Bool => d.iter().map(|&b| b as f64).collect(),
+            ElemType::Bool | ElemType::U8 => d.iter().map(|&b| b as f64).collect(),
         }
     }
 }

@@ -158,6 +158,7 @@ fn sources(ty: ElemType) -> (T, Vec<V>) {
             let v = [true, false, true, true, false];
             (T::bool(&[5], &v), v.iter().map(|&x| V::B(x)).collect())
         }
+        ElemType::U8 => unreachable!("uint8 is not in ElemType::ALL"),
     }
 }
 
@@ -181,6 +182,7 @@ fn cast_ref(v: V, to: ElemType) -> V {
         (V::B(b), Bool) => V::B(b),
         (V::B(b), F32 | F16) => V::F(b as u8 as f64),
         (V::B(b), _) => V::I(b as i64),
+        (_, ElemType::U8) => unreachable!("uint8 is not in ElemType::ALL"),
     }
 }
 

@@ -12,6 +12,8 @@ pub fn compute_type(t: ElemType) -> &'static str {
         ElemType::I32 => "i32",
         ElemType::I64 => "vec2<u32>",
         ElemType::Bool => "bool",
+        // Never claimed by an elementwise op (not in `ElemType::ALL`).
+        ElemType::U8 => "u32",
     }
 }
 
@@ -22,7 +24,7 @@ pub fn storage_type(t: ElemType) -> &'static str {
         ElemType::F16 => "f16",
         ElemType::I32 => "i32",
         ElemType::I64 => "vec2<u32>",
-        ElemType::Bool => "u32",
+        ElemType::Bool | ElemType::U8 => "u32",
     }
 }
 

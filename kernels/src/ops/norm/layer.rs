@@ -53,18 +53,7 @@ impl OpDef for NormDef {
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
         check_types(node, &[ElemType::F32, ElemType::F16])?;
         check_f16(node, opts)?;
-        let kernel = NormKernel::of(node, self.0)?;
-        if let Some(rank) = node.input(0).and_then(|v| v.rank()) {
-            normalize_axis(kernel.axis, rank)?;
-        }
-        let shapes: Option<Vec<Vec<u64>>> =
-            node.inputs.iter().take(kernel.inputs()).map(|v| v.as_ref().and_then(|v| v.fixed_shape())).collect();
-        if let Some([x, scale, bias @ ..]) = shapes.as_deref() {
-            let refs: Vec<Option<&[u64]>> = [x, scale].into_iter().chain(bias).map(|s| Some(s.as_slice())).collect();
-            kernel.infer(&refs)?;
-            kernel.geometry(x, scale, bias.first().map(Vec::as_slice)).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        NormKernel::of(node, self.0)?.check_shapes(node)
     }
 
     fn gpu_inputs(&self, _node: &Node) -> Vec<usize> {
@@ -84,23 +73,50 @@ impl OpDef for NormDef {
     }
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
-        let sg = caps.subgroups;
-        let mut out = Vec::new();
-        for ty in float_types(caps) {
-            for (bcast, v4) in [(false, false), (false, true), (true, false)] {
-                let base = NormSource { kind: self.0, ty, bias: false, stats: None, bcast, v4, sg, threads: THREADS };
-                if self.0 == NormKind::Rms {
+        variants(self.0, caps, false)
+    }
+}
+
+/// The variants of `kind` on `caps`: RMS ones with statistics only when `rms_stats`
+/// (SimplifiedLayerNormalization's optional inv_std_var).
+pub(crate) fn variants(kind: NormKind, caps: &DeviceCaps, rms_stats: bool) -> Vec<ShaderVariant> {
+    let sg = caps.subgroups;
+    let mut out = Vec::new();
+    for ty in float_types(caps) {
+        for (bcast, v4) in [(false, false), (false, true), (true, false)] {
+            let base = NormSource { kind, ty, bias: false, stats: None, bcast, v4, sg, threads: THREADS, skip: false };
+            let stats =
+                if ty == ElemType::F16 { vec![None, Some(ElemType::F32), Some(ty)] } else { vec![None, Some(ty)] };
+            if kind == NormKind::Rms {
+                if rms_stats {
+                    out.extend(stats.iter().map(|&stats| NormSource { stats, ..base }));
+                } else {
                     out.push(base);
-                    continue;
                 }
-                let stats =
-                    if ty == ElemType::F16 { vec![None, Some(ElemType::F32), Some(ty)] } else { vec![None, Some(ty)] };
-                for bias in [false, true] {
-                    out.extend(stats.iter().map(|&stats| NormSource { bias, stats, ..base }));
-                }
+                continue;
+            }
+            for bias in [false, true] {
+                out.extend(stats.iter().map(|&stats| NormSource { bias, stats, ..base }));
             }
         }
-        out.into_iter().map(|s| ShaderVariant::Op(OpShader::new(s))).collect()
+    }
+    out.into_iter().map(|s| ShaderVariant::Op(OpShader::new(s))).collect()
+}
+
+impl NormKernel {
+    /// Declines the node when its known rank or shapes cannot run.
+    pub(crate) fn check_shapes(&self, node: &Node) -> Result<(), String> {
+        if let Some(rank) = node.input(0).and_then(|v| v.rank()) {
+            normalize_axis(self.axis, rank)?;
+        }
+        let shapes: Option<Vec<Vec<u64>>> =
+            node.inputs.iter().take(self.inputs()).map(|v| v.as_ref().and_then(|v| v.fixed_shape())).collect();
+        if let Some([x, scale, bias @ ..]) = shapes.as_deref() {
+            let refs: Vec<Option<&[u64]>> = [x, scale].into_iter().chain(bias).map(|s| Some(s.as_slice())).collect();
+            self.infer(&refs)?;
+            self.geometry(x, scale, bias.first().map(Vec::as_slice)).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 }
 
@@ -262,6 +278,7 @@ impl Kernel for NormKernel {
             v4: g.dims.is_empty() && g.n % 4 == 0,
             sg,
             threads,
+            skip: false,
         };
         let unused = if self.stats.is_some() { Some(cx.gpu.storage_buffer(16, "unused")?) } else { None };
         let outs = self.output_buffers(io, unused.as_ref())?;
@@ -311,16 +328,17 @@ impl NormKernel {
 /// The uniforms of `norm_row.wgsl.j2`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct NormParams {
-    rows: u32,
-    n: u32,
-    eps: f32,
-    flags: u32,
-    nd: u32,
-    pad: [u32; 3],
-    dims: [[u32; 4]; 2],
-    s_str: [[u32; 4]; 2],
-    b_str: [[u32; 4]; 2],
+pub(crate) struct NormParams {
+    pub rows: u32,
+    pub n: u32,
+    pub eps: f32,
+    pub flags: u32,
+    pub nd: u32,
+    /// `pad[0]`: skip's element count (vec4s with `v4`) in the skip kernels.
+    pub pad: [u32; 3],
+    pub dims: [[u32; 4]; 2],
+    pub s_str: [[u32; 4]; 2],
+    pub b_str: [[u32; 4]; 2],
 }
 
 /// One normalisation kernel: what changes its text.
@@ -338,6 +356,9 @@ pub struct NormSource {
     /// The row reduces through subgroup operations.
     pub sg: bool,
     pub threads: u32,
+    /// The row is x + skip (+ an optional bias), whose sum the kernel may also write
+    /// (SkipLayerNormalization, SkipSimplifiedLayerNormalization; with `stats`, not `bcast`).
+    pub skip: bool,
 }
 
 impl OpSource for NormSource {
@@ -362,12 +383,18 @@ impl OpSource for NormSource {
         if self.sg {
             name.push_str("_sg");
         }
+        if self.skip {
+            name.push_str("_skip");
+        }
         name + &format!("_t{}", self.threads)
     }
 
     fn emit(&self) -> Result<String, String> {
-        let b_y = if self.bias { 3 } else { 2 };
-        let b_p = b_y + if self.stats.is_some() { 3 } else { 1 };
+        // x, [skip], scale, [bias], [skip bias], y, [mean, inv], [sum], params.
+        let skip = u32::from(self.skip);
+        let b_s = 1 + skip;
+        let b_y = b_s + 1 + u32::from(self.bias) + skip;
+        let b_p = b_y + if self.stats.is_some() { 3 } else { 1 } + skip;
         render(
             "norm_row.wgsl.j2",
             minijinja::context! {
@@ -381,7 +408,8 @@ impl OpSource for NormSource {
                 v4 => self.v4,
                 sg => self.sg,
                 threads => self.threads,
-                b_y, b_p,
+                skip => self.skip,
+                b_s, b_y, b_p,
             },
         )
     }

@@ -1,5 +1,7 @@
 //! Ops that combine values along axes: LayerNormalization and RMSNormalization (`layer`),
-//! Softmax and LogSoftmax (`softmax`), and ReduceSum/Mean/Max/Min (`reduce`).
+//! Softmax and LogSoftmax (`softmax`), and ReduceSum/Mean/Max/Min (`reduce`); ONNX Runtime's
+//! SimplifiedLayerNormalization (`simplified`) and the com.microsoft SkipLayerNormalization and
+//! SkipSimplifiedLayerNormalization (`skip`) on the LayerNormalization/RMS row kernel.
 //!
 //! Every kernel reads its tensors in ONNX Runtime's bytes and accumulates in f32 (i32 for
 //! integer reductions). Rows long enough to share use one workgroup per row with a workgroup
@@ -9,6 +11,8 @@ pub mod batch;
 pub mod group;
 pub mod layer;
 pub mod reduce;
+pub mod simplified;
+pub mod skip;
 pub mod softmax;
 
 use crate::caps::DeviceCaps;
@@ -26,6 +30,8 @@ pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
     all.extend(reduce::OPS);
     all.extend(batch::OPS);
     all.extend(group::OPS);
+    all.extend(simplified::OPS);
+    all.extend(skip::OPS);
     all
 }
 

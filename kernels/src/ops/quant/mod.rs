@@ -1,0 +1,18 @@
+//! Quantised ops: com.microsoft MatMulNBits (`nbits`), blockwise 2-, 4- and 8-bit weights as
+//! onnxruntime-genai's model builder and ONNX Runtime's quantisation tools emit them.
+//!
+//! The weights stay packed on the GPU as ONNX Runtime's bytes. Few rows of A (decode) run the
+//! GEMV kernel that streams the packed weights once per group of rows and dequantises them on
+//! the fly (`quant_nbits_gemv.wgsl.j2`); more rows run a 64×64-tiled kernel that dequantises B's
+//! slices into workgroup memory (`quant_nbits_tiled.wgsl.j2`). A third path, B dequantised into
+//! a `[N, K]` buffer of A's type (`quant_nbits_dequant.wgsl.j2`) that the GEMM engine multiplies
+//! as a transposed B (tensor cores where the device has them), is only taken when forced: its
+//! scratch would be held per node and per prepared shape set (see `NbitsKernel::force`).
+
+pub mod nbits;
+pub mod source;
+
+/// The quant op definitions.
+pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
+    nbits::OPS.to_vec()
+}

@@ -1,0 +1,381 @@
+//! MatMulNBits (com.microsoft): `Y = A × dequant(B)ᵀ (+ bias)` with B blockwise quantised along K,
+//! as ONNX Runtime's CPU kernel computes it. B is uint8 `[N, k_blocks, blob]` (a block's
+//! `block_size` values of `bits` bits, low bits first; the last block padded), scales one per
+//! (column, block), zero points optional (packed uint8 or of A's type; absent: the middle of
+//! the range, 2, 8 or 128 for 2, 4 or 8 bits): `w[n, k] = (q[n, k] - zp[n, k / bs]) * scale[n, k / bs]`. `accuracy_level`
+//! is accepted (we always accumulate in f32); `g_idx` (act-order) is declined.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::source::{NbitsKind, NbitsSource, ZeroPoints, GEMV_ROWS};
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::gemm::{broadcast_layout, plan_gemm, GemmProblem};
+use crate::graph::model::Node;
+use crate::graph::support::PlacementOptions;
+use crate::ops::norm::float_types;
+use crate::ops::{check_f16, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
+use crate::runtime::{GemmBindings, GpuBuffer};
+use crate::shader::{OpShader, ShaderVariant};
+
+/// The definitions of this family.
+pub static OPS: &[&dyn OpDef] = &[&NbitsDef];
+
+/// Rows and columns of Y per workgroup of the tiled kernel.
+const TILE: u64 = 64;
+
+/// Inputs by index.
+const A: usize = 0;
+const B: usize = 1;
+const SCALES: usize = 2;
+const ZERO_POINTS: usize = 3;
+const G_IDX: usize = 4;
+const BIAS: usize = 5;
+
+struct NbitsDef;
+
+impl OpDef for NbitsDef {
+    fn names(&self) -> &'static [&'static str] {
+        &["MatMulNBits"]
+    }
+
+    fn domain(&self) -> &'static str {
+        "com.microsoft"
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        check_f16(node, opts)?;
+        let kernel = NbitsKernel::of(node)?;
+        let shapes: Option<Vec<Option<Vec<u64>>>> = (0..=BIAS)
+            .map(|i| match node.input(i).filter(|v| !v.name.is_empty()) {
+                None => Some(None),
+                Some(v) => v.fixed_shape().map(Some),
+            })
+            .collect();
+        if let Some(shapes) = shapes {
+            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
+            kernel.infer(&refs)?;
+        }
+        Ok(())
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        Ok(Box::new(NbitsKernel::of(node)?))
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let a = node.input(A)?.fixed_shape()?;
+        let n = node.int("N")?;
+        Some(2.0 * a.iter().product::<u64>() as f64 * n as f64)
+    }
+
+    fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        let mut out = Vec::new();
+        for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
+            for ty in float_types(caps) {
+                for bits in [2, 4, 8] {
+                    for zp in ZeroPoints::ALL {
+                        out.push(ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty, bits, zp })));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One MatMulNBits node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NbitsKernel {
+    pub name: String,
+    pub ty: ElemType,
+    pub k: u64,
+    pub n: u64,
+    pub bits: u32,
+    pub block: u64,
+    pub zp: ZeroPoints,
+    pub bias: bool,
+    /// Forces the kernel (tests, benchmarks); `None` picks the GEMV kernel up to [`GEMV_ROWS`]
+    /// rows, else the tiled one. The dequantised-B GEMM is faster for long prompts where the
+    /// GEMM engine has tensor cores, but its `[N, K]` scratch (the weights at A's precision) is
+    /// held by every prepared shape set of every node, a full-precision copy of the model per
+    /// prompt length: it waits for a scratch buffer the executor shares between steps.
+    pub force: Option<NbitsKind>,
+}
+
+impl NbitsKernel {
+    pub fn of(node: &Node) -> Result<NbitsKernel, String> {
+        let (ty, zp, bias) = operand_types(node)?;
+        let op = &node.op_type;
+        let attr = |name: &str| node.int(name).ok_or_else(|| format!("{op} without its attribute {name}"));
+        let (k, n) = (attr("K")?, attr("N")?);
+        let bits = node.int("bits").unwrap_or(4);
+        let block = attr("block_size")?;
+        if k < 1 || n < 1 {
+            return Err(format!("{op} with K {k} and N {n}: both must be positive"));
+        }
+        if ![2, 4, 8].contains(&bits) {
+            return Err(format!("{op} with bits={bits} is not supported (2, 4 and 8 are)"));
+        }
+        if block < 16 || !(block as u64).is_power_of_two() {
+            return Err(format!("{op} with block_size={block}: it must be a power of 2 of at least 16"));
+        }
+        Ok(NbitsKernel {
+            name: node.name.clone(),
+            ty,
+            k: k as u64,
+            n: n as u64,
+            bits: bits as u32,
+            block: block as u64,
+            zp,
+            bias,
+            force: None,
+        })
+    }
+
+    fn k_blocks(&self) -> u64 {
+        self.k.div_ceil(self.block)
+    }
+
+    /// Packed bytes per column of B and of the zero points.
+    fn strides(&self) -> (u64, u64) {
+        let blob = self.block * u64::from(self.bits) / 8;
+        (self.k_blocks() * blob, (self.k_blocks() * u64::from(self.bits)).div_ceil(8))
+    }
+
+    /// Checks every operand's size against the attributes.
+    fn check_operands(&self, inputs: &[Option<&[u64]>]) -> Result<(), String> {
+        let elems = |i: usize| inputs.get(i).copied().flatten().map(|s| s.iter().product::<u64>());
+        let (col_bytes, zp_bytes) = self.strides();
+        let zp_elems = if self.zp == ZeroPoints::Packed { self.n * zp_bytes } else { self.n * self.k_blocks() };
+        let want = [
+            (B, "B", Some(self.n * col_bytes)),
+            (SCALES, "scales", Some(self.n * self.k_blocks())),
+            (ZERO_POINTS, "zero_points", (self.zp != ZeroPoints::None).then_some(zp_elems)),
+            (BIAS, "bias", self.bias.then_some(self.n)),
+        ];
+        for (i, what, want) in want {
+            let Some(want) = want else { continue };
+            match elems(i) {
+                Some(got) if got == want => {}
+                Some(got) => {
+                    return Err(format!("{what} has {got} elements, not the {want} K, N, bits and block_size give"))
+                }
+                None => return Err(format!("lacks its {what} input")),
+            }
+        }
+        Ok(())
+    }
+
+    fn params(&self, m: u64) -> Result<NbitsParams, GpuError> {
+        let (col_bytes, zp_bytes) = self.strides();
+        Ok(NbitsParams {
+            m: to_u32("MatMulNBits rows", m)?,
+            n: to_u32("MatMulNBits N", self.n)?,
+            k: to_u32("MatMulNBits K", self.k)?,
+            k_blocks: to_u32("MatMulNBits blocks", self.k_blocks())?,
+            block: to_u32("MatMulNBits block_size", self.block)?,
+            col_words: to_u32("MatMulNBits packed words", col_bytes / 4)?,
+            zp_stride: to_u32("MatMulNBits zero points", zp_bytes)?,
+            flags: u32::from(self.bias),
+        })
+    }
+
+    fn source(&self, kind: NbitsKind) -> ShaderVariant {
+        ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp }))
+    }
+
+    /// The kernel for `m` rows: the tiled one needs 256 invocations and 16 KiB of workgroup
+    /// memory (WebGPU's minimums); the GEMV kernel runs anywhere.
+    fn kind(&self, m: u64, caps: &DeviceCaps) -> NbitsKind {
+        let tiled_fits = caps.max_invocations_per_workgroup >= 256 && caps.max_workgroup_storage_bytes >= 16384;
+        let auto = if m > u64::from(GEMV_ROWS) && tiled_fits { NbitsKind::Tiled } else { NbitsKind::Gemv };
+        self.force.unwrap_or(auto)
+    }
+}
+
+/// A's type (also the scales', bias' and Y's), how zero points are given and whether a bias is,
+/// or why the node's types cannot run.
+fn operand_types(node: &Node) -> Result<(ElemType, ZeroPoints, bool), String> {
+    let op = &node.op_type;
+    let given = |i: usize| node.input(i).filter(|v| !v.name.is_empty());
+    let ty_of = |i: usize, what: &str| {
+        let v = given(i).ok_or_else(|| format!("{op} '{}' without its {what} input", node.name))?;
+        ElemType::from_onnx(v.elem_type).ok_or_else(|| format!("{op}: {what} of element type {}", v.elem_type))
+    };
+    let ty = ty_of(A, "A")?;
+    if !ty.is_float() {
+        return Err(format!("{op} with A of {} is not supported", ty.name()));
+    }
+    if ty_of(B, "B")? != ElemType::U8 {
+        return Err(format!("{op} with B not uint8 is not supported"));
+    }
+    if ty_of(SCALES, "scales")? != ty {
+        return Err(format!("{op} with scales of another type than A is not supported"));
+    }
+    let zp = match given(ZERO_POINTS) {
+        None => ZeroPoints::None,
+        Some(_) => match ty_of(ZERO_POINTS, "zero_points")? {
+            ElemType::U8 => ZeroPoints::Packed,
+            t if t == ty => ZeroPoints::Typed,
+            t => return Err(format!("{op} with zero points of {} is not supported", t.name())),
+        },
+    };
+    if given(G_IDX).is_some() {
+        return Err(format!("{op} with g_idx (act-order quantisation) is not supported"));
+    }
+    let bias = given(BIAS).is_some();
+    if bias && ty_of(BIAS, "bias")? != ty {
+        return Err(format!("{op} with a bias of another type than A is not supported"));
+    }
+    let y = node.output(0).filter(|v| !v.name.is_empty()).ok_or_else(|| format!("{op} without its output"))?;
+    if ElemType::from_onnx(y.elem_type) != Some(ty) || node.outputs.len() > 1 {
+        return Err(format!("{op} with an output of another type than A is not supported"));
+    }
+    Ok((ty, zp, bias))
+}
+
+/// The uniforms of both templates.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct NbitsParams {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_blocks: u32,
+    block: u32,
+    col_words: u32,
+    zp_stride: u32,
+    flags: u32,
+}
+
+impl Kernel for NbitsKernel {
+    fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let err = |e: String| format!("MatMulNBits '{}': {e}", self.name);
+        let a = inputs.first().copied().flatten().ok_or_else(|| err("lacks its input A".into()))?;
+        if a.last() != Some(&self.k) {
+            return Err(err(format!("A {a:?} does not end in K = {}", self.k)));
+        }
+        self.check_operands(inputs).map_err(err)?;
+        let mut out = a.to_vec();
+        if let Some(last) = out.last_mut() {
+            *last = self.n;
+        }
+        Ok(vec![out])
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
+        self.infer(&shapes).map_err(GpuError::Invalid)?;
+        let given: Vec<Tensor<'_>> = io.inputs.iter().flatten().copied().collect();
+        crate::ops::norm::check_bindings(&given, cx.caps())?;
+        crate::ops::norm::check_bindings(&io.outputs, cx.caps())?;
+        let a = io.input(A)?;
+        let m = a.elems() / self.k;
+        let ops = Operands {
+            a: a.buf,
+            b: io.input(B)?.buf,
+            scales: io.input(SCALES)?.buf,
+            zp: if self.zp == ZeroPoints::None { None } else { Some(io.input(ZERO_POINTS)?.buf) },
+            bias: if self.bias { Some(io.input(BIAS)?.buf) } else { None },
+            y: io.output(0)?.buf,
+        };
+        match self.kind(m, cx.caps()) {
+            NbitsKind::Dequant => self.prepare_dequant(cx, &ops, m),
+            kind => self.prepare_direct(cx, &ops, m, kind),
+        }
+    }
+}
+
+/// The buffers a MatMulNBits step binds.
+struct Operands<'a> {
+    a: &'a GpuBuffer,
+    b: &'a GpuBuffer,
+    scales: &'a GpuBuffer,
+    zp: Option<&'a GpuBuffer>,
+    bias: Option<&'a GpuBuffer>,
+    y: &'a GpuBuffer,
+}
+
+impl NbitsKernel {
+    /// The GEMV or tiled kernel: one dispatch reading the packed weights.
+    fn prepare_direct(
+        &self,
+        cx: &PrepareCx<'_>,
+        ops: &Operands<'_>,
+        m: u64,
+        kind: NbitsKind,
+    ) -> Result<PreparedStep, GpuError> {
+        let spare = cx.gpu.storage_buffer(16, "unused bias")?;
+        let inputs: Vec<&GpuBuffer> =
+            [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(&spare)]).collect();
+        let groups = match kind {
+            NbitsKind::Gemv => self.n * m.div_ceil(u64::from(GEMV_ROWS)),
+            _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
+        };
+        let params = self.params(m)?;
+        let grid = grid(groups, cx.caps())?;
+        let d = cx.gpu.prepare_op(&self.source(kind), &inputs, &[ops.y], bytemuck::bytes_of(&params), grid)?;
+        Ok(PreparedStep { dispatches: vec![d], plan: Some(format!("MatMulNBits '{}': {kind:?}, M {m}", self.name)) })
+    }
+
+    /// B dequantised into a `[N, K]` scratch buffer, then the GEMM engine with it as a
+    /// transposed B (and the bias in its epilogue).
+    fn prepare_dequant(&self, cx: &PrepareCx<'_>, ops: &Operands<'_>, m: u64) -> Result<PreparedStep, GpuError> {
+        let params = self.params(m)?;
+        let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
+        let inputs: Vec<&GpuBuffer> = [ops.b, ops.scales].into_iter().chain(ops.zp).collect();
+        let grid = grid_for(self.n * u64::from(params.col_words), cx.caps())?;
+        let variant = self.source(NbitsKind::Dequant);
+        let mut dispatches = vec![cx.gpu.prepare_op(&variant, &inputs, &[&w], bytemuck::bytes_of(&params), grid)?];
+        let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
+        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
+        if self.bias {
+            problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
+        }
+        let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
+        let bindings = GemmBindings { a: ops.a, b: &w, bias: ops.bias, out: ops.y };
+        dispatches.extend(cx.gpu.prepare_gemm(&plan, bindings)?);
+        let line = format!("MatMulNBits '{}': dequantised B, GEMM {:?}", self.name, plan.tiling);
+        Ok(PreparedStep { dispatches, plan: Some(line) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(bits: u32, block: u64, zp: ZeroPoints) -> NbitsKernel {
+        NbitsKernel { name: "q".into(), ty: ElemType::F32, k: 80, n: 67, bits, block, zp, bias: true, force: None }
+    }
+
+    #[test]
+    fn operand_sizes() {
+        // K 80, block 16: 5 blocks of 8 bytes (4 bits); 3 bytes of packed zero points per column.
+        let k = kernel(4, 16, ZeroPoints::Packed);
+        assert_eq!(k.strides(), (40, 3));
+        let ok = k.infer(&[Some(&[3, 80]), Some(&[67, 5, 8]), Some(&[335]), Some(&[201]), None, Some(&[67])]);
+        assert_eq!(ok.unwrap(), vec![vec![3, 67]]);
+        assert!(k.infer(&[Some(&[3, 81]), Some(&[67, 5, 8]), Some(&[335]), Some(&[201]), None, Some(&[67])]).is_err());
+        assert!(k.infer(&[Some(&[3, 80]), Some(&[67, 5, 8]), Some(&[335]), Some(&[200]), None, Some(&[67])]).is_err());
+        // 8 bits, block 32: 3 blocks of 32 bytes, one zero point byte per block.
+        let k = kernel(8, 32, ZeroPoints::Typed);
+        assert_eq!(k.strides(), (96, 3));
+        assert!(k.infer(&[Some(&[80]), Some(&[67, 3, 32]), Some(&[67, 3]), Some(&[201]), None, Some(&[67])]).is_ok());
+    }
+
+    #[test]
+    fn kernel_choice() {
+        let caps = crate::caps::profiles::get("llvmpipe").unwrap();
+        let mut k = kernel(4, 16, ZeroPoints::None);
+        assert_eq!(
+            (k.kind(1, &caps), k.kind(8, &caps), k.kind(9, &caps)),
+            (NbitsKind::Gemv, NbitsKind::Gemv, NbitsKind::Tiled)
+        );
+        let small = DeviceCaps { max_workgroup_storage_bytes: 8192, ..caps.clone() };
+        assert_eq!(k.kind(512, &small), NbitsKind::Gemv);
+        k.force = Some(NbitsKind::Dequant);
+        assert_eq!(k.kind(1, &caps), NbitsKind::Dequant);
+    }
+}

@@ -1,0 +1,87 @@
+//! The shader sources of MatMulNBits: what changes their text.
+
+use crate::dtype::ElemType;
+use crate::shader::{render, OpSource};
+
+/// How the zero points are given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ZeroPoints {
+    /// Absent: the middle of the range (2, 8 or 128 for 2, 4 or 8 bits).
+    None,
+    /// uint8, packed `8 / bits` to a byte, low bits first, each column starting at a byte.
+    Packed,
+    /// One per block, of A's type.
+    Typed,
+}
+
+impl ZeroPoints {
+    pub const ALL: [ZeroPoints; 3] = [ZeroPoints::None, ZeroPoints::Packed, ZeroPoints::Typed];
+
+    fn name(self) -> &'static str {
+        match self {
+            ZeroPoints::None => "none",
+            ZeroPoints::Packed => "u8",
+            ZeroPoints::Typed => "typed",
+        }
+    }
+}
+
+/// Which kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NbitsKind {
+    /// The product for few rows, dequantising on the fly.
+    Gemv,
+    /// The product for many rows: 64×64 tiles, B's slices dequantised into workgroup memory.
+    Tiled,
+    /// B dequantised into a `[N, K]` buffer for the GEMM engine.
+    Dequant,
+}
+
+/// Invocations per workgroup of the GEMV kernel (a power of two).
+pub const GEMV_THREADS: u32 = 64;
+/// Rows of A per workgroup of the GEMV kernel: the most rows it is chosen for.
+pub const GEMV_ROWS: u32 = 8;
+
+/// One MatMulNBits kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NbitsSource {
+    pub kind: NbitsKind,
+    /// A's (and the scales', bias', Y's) type.
+    pub ty: ElemType,
+    pub bits: u32,
+    pub zp: ZeroPoints,
+}
+
+impl OpSource for NbitsSource {
+    fn name(&self) -> String {
+        let kind = match self.kind {
+            NbitsKind::Gemv => format!("gemv_r{GEMV_ROWS}_t{GEMV_THREADS}"),
+            NbitsKind::Tiled => "tiled_64x64".into(),
+            NbitsKind::Dequant => "dequant".into(),
+        };
+        format!("quant_nbits_{kind}_{}_b{}_zp_{}", self.ty.name(), self.bits, self.zp.name())
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let zp = u32::from(self.zp != ZeroPoints::None);
+        let ctx = minijinja::context! {
+            t => self.ty.name(),
+            bits => self.bits,
+            vals => 32 / self.bits,
+            zp => self.zp.name(),
+            threads => GEMV_THREADS,
+            rows => GEMV_ROWS,
+            b_bias => 3 + zp,
+            b_w => 2 + zp,
+        };
+        match self.kind {
+            NbitsKind::Gemv => render("quant_nbits_gemv.wgsl.j2", ctx),
+            NbitsKind::Tiled => render("quant_nbits_tiled.wgsl.j2", ctx),
+            NbitsKind::Dequant => render("quant_nbits_dequant.wgsl.j2", ctx),
+        }
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}

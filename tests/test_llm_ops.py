@@ -1,0 +1,375 @@
+"""The contrib ops of onnxruntime-genai's Llama-style models against ONNX Runtime's CPU EP, on fresh random data, in
+float32 and float16, with every node ours (CPU fallback disabled): SimplifiedLayerNormalization,
+SkipSimplifiedLayerNormalization and SkipLayerNormalization (every optional input and output), and MatMulNBits
+(2, 4 and 8 bits, block sizes 16..256, with and without zero points, float and float16 scales, M of 1, 3 and 37, K and N
+that are not tile multiples). Attributes the EP cannot run are declined with a logged reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
+TOL = {np.float32: 1e-4, np.float16: 4e-3}
+
+
+def new_seed() -> int:
+    return int(np.random.default_rng().integers(0, 2**31))
+
+
+def rel_err(got, want) -> float:
+    want64 = want.astype(np.float64)
+    return float(np.abs(got.astype(np.float64) - want64).max() / max(np.abs(want64).max(), 1e-30))
+
+
+def model_of(nodes, inputs, outputs, inits=()):
+    graph = helper.make_graph(nodes, "llm", inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 9
+    return model
+
+
+def vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, ELEM.get(dtype, dtype), shape)
+
+
+def check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed, skip=()):
+    """Every output (but those at indices `skip`) within the dtype's tolerance of the CPU EP's."""
+    got = make_session(model).run(None, feeds)
+    want = run_cpu(model, feeds)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if i in skip:
+            continue
+        assert g.shape == w.shape, f"output {i}: shape {g.shape} != {w.shape}"
+        assert g.dtype == w.dtype, f"output {i}: {g.dtype} != {w.dtype}"
+        assert rel_err(g, w) <= TOL[dtype], f"output {i}: relative error {rel_err(g, w)} (seed {seed})"
+    return got
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# SimplifiedLayerNormalization, SkipSimplifiedLayerNormalization, SkipLayerNormalization
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape,axis,inv", [((3, 5, 67), -1, False), ((2, 7, 96), -1, True), ((4, 3, 10), 1, True),
+                                            ((1, 1, 4096), -1, False)])
+def test_simplified_layer_norm(make_session, run_cpu, dtype, shape, axis, inv):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    a = axis % len(shape)
+    x = rng.uniform(-2, 2, shape).astype(dtype)
+    scale = rng.uniform(-1, 1, shape[a:]).astype(dtype)
+    outs = ["y", "inv"] if inv else ["y"]
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], outs, axis=axis, epsilon=1e-5,
+                            stash_type=1)
+    stat_shape = list(shape[:a]) + [1] * (len(shape) - a)
+    outputs = [vi("y", dtype, list(shape))] + ([vi("inv", np.float32, stat_shape)] if inv else [])
+    model = model_of([node], [vi("x", dtype, list(shape)), vi("scale", dtype, list(shape[a:]))], outputs)
+    check_like_cpu(make_session, run_cpu, model, {"x": x, "scale": scale}, dtype, seed)
+
+
+@pytest.mark.smoke
+def test_simplified_layer_norm_smoke(make_session, run_cpu):
+    test_simplified_layer_norm(make_session, run_cpu, np.float32, (3, 5, 67), -1, False)
+
+
+SKIP_CASES = [
+    # (op, input shape, skip shape, beta, bias, outputs listed as [output, mean, inv_std_var, sum])
+    ("SkipSimplifiedLayerNormalization", (2, 5, 67), (2, 5, 67), False, False, [1, 0, 0, 1]),
+    ("SkipSimplifiedLayerNormalization", (2, 5, 96), (5, 96), False, True, [1, 0, 0, 1]),
+    ("SkipSimplifiedLayerNormalization", (3, 1, 128), (1, 1, 128), False, True, [1, 0, 0, 0]),
+    ("SkipSimplifiedLayerNormalization", (1, 9, 40), (1, 9, 40), False, False, [1, 1, 1, 1]),
+    ("SkipLayerNormalization", (2, 5, 67), (2, 5, 67), True, True, [1, 0, 0, 1]),
+    ("SkipLayerNormalization", (2, 3, 96), (3, 96), False, False, [1, 1, 1, 0]),
+    ("SkipLayerNormalization", (1, 7, 33), (1, 7, 33), True, False, [1, 0, 0, 0]),
+    ("SkipLayerNormalization", (4, 64), (4, 64), False, True, [1, 0, 0, 1]),
+]
+
+
+def skip_model(op, dtype, shape, skip_shape, beta, bias, listed):
+    hidden = shape[-1]
+    names = ["x", "skip", "gamma"]
+    inputs = [vi("x", dtype, list(shape)), vi("skip", dtype, list(skip_shape)), vi("gamma", dtype, [hidden])]
+    if op == "SkipLayerNormalization":
+        names.append("beta" if beta else "")
+        if beta:
+            inputs.append(vi("beta", dtype, [hidden]))
+    if bias:
+        names.append("bias")
+        inputs.append(vi("bias", dtype, [hidden]))
+    while names[-1] == "":
+        names.pop()
+    out_names = [n if on else "" for n, on in zip(["y", "mean", "inv", "sum"], listed)]
+    while out_names[-1] == "":
+        out_names.pop()
+    stat = list(shape[:-1]) + [1]
+    types = {"y": (dtype, list(shape)), "mean": (np.float32, stat), "inv": (np.float32, stat), "sum": (dtype, list(shape))}
+    outputs = [vi(n, *types[n]) for n in out_names if n]
+    node = helper.make_node(op, names, out_names, domain="com.microsoft", epsilon=1e-6)
+    return model_of([node], inputs, outputs), [n for n in names if n], [n for n in out_names if n]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", SKIP_CASES, ids=lambda c: "{}-{}-{}-beta{}-bias{}-{}".format(
+    c[0].replace("LayerNormalization", "LN"), "x".join(map(str, c[1])), "x".join(map(str, c[2])), int(c[3]),
+    int(c[4]), "".join(map(str, c[5]))))
+def test_skip_layer_norm(make_session, run_cpu, dtype, case):
+    op, shape, skip_shape, beta, bias, listed = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model, names, outs = skip_model(op, dtype, shape, skip_shape, beta, bias, listed)
+    hidden = shape[-1]
+    shapes = {"x": shape, "skip": skip_shape, "gamma": (hidden,), "beta": (hidden,), "bias": (hidden,)}
+    feeds = {n: rng.uniform(-2, 2, shapes[n]).astype(dtype) for n in names}
+    # ONNX Runtime's CPU kernel leaves mean and inv_std_var unwritten: check ours against float64 instead.
+    stats = [i for i, n in enumerate(outs) if n in ("mean", "inv")]
+    got = check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed, skip=stats)
+    reps = feeds["x"].size // feeds["skip"].size
+    s = feeds["x"].astype(np.float64) + np.tile(feeds["skip"].astype(np.float64).ravel(), reps).reshape(shape)
+    if bias:
+        s = s + feeds["bias"].astype(np.float64)
+    simplified = op == "SkipSimplifiedLayerNormalization"
+    mean = np.zeros(shape[:-1] + (1,)) if simplified else s.mean(-1, keepdims=True)
+    inv = 1.0 / np.sqrt(((s - mean) ** 2).mean(-1, keepdims=True) + 1e-6)
+    for i in stats:
+        want = mean if outs[i] == "mean" else inv
+        assert rel_err(got[i], want) <= 1e-4, f"{outs[i]}: seed {seed}"
+
+
+@pytest.mark.smoke
+def test_skip_simplified_layer_norm_smoke(make_session, run_cpu):
+    test_skip_layer_norm(make_session, run_cpu, np.float32, SKIP_CASES[0])
+
+
+@pytest.mark.smoke
+def test_skip_layer_norm_smoke(make_session, run_cpu):
+    test_skip_layer_norm(make_session, run_cpu, np.float32, SKIP_CASES[4])
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# MatMulNBits
+
+
+def pack_nbits(q, bits):
+    """Values of `bits` bits along the last axis, packed low bits first into uint8."""
+    per = 8 // bits
+    if q.shape[-1] % per:
+        q = np.concatenate([q, np.zeros(q.shape[:-1] + (per - q.shape[-1] % per,), q.dtype)], axis=-1)
+    q = q.astype(np.uint8)
+    return np.bitwise_or.reduce([q[..., i::per] << (bits * i) for i in range(per)], axis=0).astype(np.uint8)
+
+
+def nbits_model(rng, dtype, a_shape, n, bits, block, zp, bias, accuracy_level=0):
+    """A MatMulNBits node with random packed weights as initializers; zp is None, "u8" or "typed"."""
+    k = a_shape[-1]
+    k_blocks = -(-k // block)
+    q = rng.integers(0, 2**bits, (n, k_blocks, block)).astype(np.uint8)
+    scales = rng.uniform(0.01, 0.1, n * k_blocks).astype(dtype)
+    inits = [numpy_helper.from_array(pack_nbits(q, bits), "B"), numpy_helper.from_array(scales, "scales")]
+    names = ["A", "B", "scales"]
+    if zp == "u8":
+        zps = pack_nbits(rng.integers(0, 2**bits, (n, k_blocks)).astype(np.uint8), bits).ravel()
+        inits.append(numpy_helper.from_array(zps, "zp"))
+    elif zp == "typed":
+        inits.append(numpy_helper.from_array(rng.uniform(0, 2**bits - 1, n * k_blocks).astype(dtype), "zp"))
+    names.append("zp" if zp else "")
+    if bias:
+        names += ["", "bias"]
+        inits.append(numpy_helper.from_array(rng.uniform(-1, 1, n).astype(dtype), "bias"))
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("MatMulNBits", names, ["Y"], domain="com.microsoft", K=k, N=n, bits=bits, block_size=block,
+                            accuracy_level=accuracy_level)
+    out_shape = list(a_shape[:-1]) + [n]
+    return model_of([node], [vi("A", dtype, list(a_shape))], [vi("Y", dtype, out_shape)], inits)
+
+
+NBITS_CASES = [
+    # (A shape, N, bits, block size, zero points, bias)
+    ((1, 96), 67, 4, 32, None, False),
+    ((3, 80), 67, 4, 16, "u8", True),
+    ((37, 96), 67, 4, 32, "u8", False),
+    ((2, 1, 80), 67, 8, 16, None, True),
+    ((3, 96), 67, 8, 32, "u8", False),
+    ((37, 80), 33, 8, 16, "u8", True),
+    ((3, 200), 40, 4, 64, "typed", False),
+    ((37, 200), 40, 4, 128, "typed", True),
+    ((1, 300), 19, 4, 256, "u8", False),
+    ((5, 37, 80), 9, 4, 16, None, False),
+    ((1, 80), 67, 2, 16, None, True),
+    ((3, 112), 33, 2, 32, "u8", False),
+    ((37, 144), 19, 2, 16, "u8", True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", NBITS_CASES, ids=lambda c: "a{}-n{}-b{}-bs{}-zp{}-bias{}".format(
+    "x".join(map(str, c[0])), c[1], c[2], c[3], c[4], int(c[5])))
+def test_matmul_nbits(make_session, run_cpu, dtype, case):
+    a_shape, n, bits, block, zp, bias = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = nbits_model(rng, dtype, a_shape, n, bits, block, zp, bias)
+    feeds = {"A": rng.uniform(-1, 1, a_shape).astype(dtype)}
+    check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+@pytest.mark.smoke
+def test_matmul_nbits_smoke(make_session, run_cpu):
+    test_matmul_nbits(make_session, run_cpu, np.float32, NBITS_CASES[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_matmul_nbits_accuracy_level_4(make_session, run_cpu, dtype):
+    # The builder's CPU models ask for int8 compute; we accept the attribute and compute in f32, so the CPU EP (which
+    # quantises A to int8 for it) is matched only within that quantisation's error.
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = nbits_model(rng, dtype, (3, 96), 67, 4, 32, "u8", False, accuracy_level=4)
+    feeds = {"A": rng.uniform(-1, 1, (3, 96)).astype(dtype)}
+    got = make_session(model).run(None, feeds)[0]
+    want = run_cpu(model, feeds)[0]
+    assert rel_err(got, want) <= 2e-2, f"seed {seed}"
+
+
+@pytest.mark.parametrize("attrs,needle", [({"bits": 3}, "bits=3"), ({"block_size": 8}, "block_size=8"),
+                                          ({"g_idx": True}, "g_idx")])
+def test_matmul_nbits_unsupported_is_declined_with_a_reason(make_session, run_cpu, capfd, attrs, needle):
+    rng = np.random.default_rng(new_seed())
+    model = nbits_model(rng, np.float32, (3, 64), 8, 4, 16, "u8", False)
+    node = model.graph.node[0]
+    for a in node.attribute:
+        if a.name in attrs:
+            a.i = attrs[a.name]
+    if "g_idx" in attrs:
+        node.input.append("g_idx")
+        model.graph.initializer.append(numpy_helper.from_array((np.arange(64) // 16).astype(np.int32), "g_idx"))
+    with pytest.raises(Exception):
+        make_session(model)  # declined, and the CPU EP is not allowed
+    assert needle in capfd.readouterr().err, "the decline's reason is not logged"
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# RotaryEmbedding
+
+ROPE_CASES = [
+    # (input shape, num_heads, rotary_embedding_dim, interleaved, position ids: "start" or "each", cache rows)
+    ((2, 5, 96), 0, 0, 0, "each", 40),
+    ((2, 5, 96), 0, 0, 1, "start", 40),
+    ((1, 1, 96), 3, 16, 0, "start", 40),
+    ((3, 7, 80), 5, 8, 1, "each", 33),
+    ((2, 3, 5, 32), 0, 0, 0, "each", 20),
+    ((2, 3, 5, 32), 3, 24, 1, "start", 20),
+]
+
+
+def rope_model(dtype, shape, num_heads, rot, interleaved, positions, rows, head):
+    batch = shape[0]
+    seq = shape[2] if len(shape) == 4 else shape[1]
+    half = (rot or head) // 2
+    pos_shape = [1] if positions == "start" else [batch, seq]
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain="com.microsoft",
+                            interleaved=interleaved, num_heads=num_heads, rotary_embedding_dim=rot, scale=1.0)
+    inputs = [vi("x", dtype, list(shape)), vi("pos", TensorProto.INT64, pos_shape), vi("cos", dtype, [rows, half]),
+              vi("sin", dtype, [rows, half])]
+    return model_of([node], inputs, [vi("y", dtype, list(shape))]), pos_shape, half
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", ROPE_CASES, ids=lambda c: "x{}-nh{}-rot{}-il{}-{}-rows{}".format(
+    "x".join(map(str, c[0])), *c[1:]))
+def test_rotary_embedding(make_session, run_cpu, dtype, case):
+    shape, num_heads, rot, interleaved, positions, rows = case
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    head = shape[3] if len(shape) == 4 else (shape[2] // num_heads if num_heads else 32)
+    model, pos_shape, half = rope_model(dtype, shape, num_heads, rot, interleaved, positions, rows, head)
+    seq = shape[2] if len(shape) == 4 else shape[1]
+    pos = rng.integers(0, rows - seq + 1, pos_shape).astype(np.int64)
+    angles = rng.uniform(0, 6.3, (rows, half))
+    feeds = {"x": rng.uniform(-1, 1, shape).astype(dtype), "pos": pos, "cos": np.cos(angles).astype(dtype),
+             "sin": np.sin(angles).astype(dtype)}
+    check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+@pytest.mark.smoke
+def test_rotary_embedding_smoke(make_session, run_cpu):
+    test_rotary_embedding(make_session, run_cpu, np.float32, ROPE_CASES[0])
+
+
+def test_rotary_embedding_position_past_the_cache_fails_the_run(make_session):
+    model, _, half = rope_model(np.float32, (1, 4, 64), 0, 0, 0, "start", 8, 32)
+    angles = np.zeros((8, half))
+    feeds = {"x": np.ones((1, 4, 64), np.float32), "pos": np.array([5], np.int64),
+             "cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
+    sess = make_session(model)
+    with pytest.raises(Exception, match="(?i)rotary|range|index|bounds"):
+        sess.run(None, feeds)
+    feeds["pos"] = np.array([4], np.int64)
+    np.testing.assert_allclose(sess.run(None, feeds)[0], feeds["x"])
+
+
+def test_rotary_embedding_packed_batching_is_declined_with_a_reason(make_session, capfd):
+    model, _, _ = rope_model(np.float32, (1, 4, 64), 0, 0, 0, "start", 8, 32)
+    model.graph.node[0].attribute.append(helper.make_attribute("is_packed_batching", 1))
+    with pytest.raises(Exception):
+        make_session(model)
+    assert "is_packed_batching" in capfd.readouterr().err
+
+
+# -------------------------------------------------------------------------------------------------------------------
+# A Llama-style MLP block as onnxruntime-genai's builder emits it, every node ours (one partition)
+
+
+def nbits_node(rng, dtype, name, src, k, n, block=32):
+    k_blocks = -(-k // block)
+    q = rng.integers(0, 16, (n, k_blocks, block)).astype(np.uint8)
+    inits = [numpy_helper.from_array(pack_nbits(q, 4), f"{name}.B"),
+             numpy_helper.from_array(rng.uniform(0.005, 0.03, n * k_blocks).astype(dtype), f"{name}.scales")]
+    node = helper.make_node("MatMulNBits", [src, f"{name}.B", f"{name}.scales"], [name], domain="com.microsoft", K=k,
+                            N=n, bits=4, block_size=block, accuracy_level=0)
+    return node, inits
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("seq", [1, 37])
+def test_llama_mlp_block(make_session, run_cpu, dtype, seq):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    hidden, ffn = 96, 160
+    shape = [1, seq, hidden]
+    g1, g2 = (numpy_helper.from_array(rng.uniform(0.5, 1.5, hidden).astype(dtype), n) for n in ("g1", "g2"))
+    nodes = [helper.make_node("SkipSimplifiedLayerNormalization", ["x", "skip", "g1"], ["h", "", "", "res"],
+                              domain="com.microsoft", epsilon=1e-6)]
+    inits = [g1, g2]
+    for name, src, k, n in [("gate", "h", hidden, ffn), ("up", "h", hidden, ffn)]:
+        node, more = nbits_node(rng, dtype, name, src, k, n)
+        nodes.append(node)
+        inits += more
+    nodes += [helper.make_node("Sigmoid", ["gate"], ["sig"]), helper.make_node("Mul", ["gate", "sig"], ["silu"]),
+              helper.make_node("Mul", ["silu", "up"], ["act"])]
+    node, more = nbits_node(rng, dtype, "down", "act", ffn, hidden)
+    nodes.append(node)
+    inits += more
+    nodes += [helper.make_node("Add", ["down", "res"], ["out"]),
+              helper.make_node("SimplifiedLayerNormalization", ["out", "g2"], ["y"], axis=-1, epsilon=1e-6)]
+    model = model_of(nodes, [vi("x", dtype, shape), vi("skip", dtype, shape)], [vi("y", dtype, shape)], inits)
+    feeds = {"x": rng.uniform(-1, 1, shape).astype(dtype), "skip": rng.uniform(-1, 1, shape).astype(dtype)}
+    check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+def test_matmul_nbits_wrong_k_at_run_time_fails_clearly(make_session, run_cpu):
+    rng = np.random.default_rng(new_seed())
+    model = nbits_model(rng, np.float32, (3, 96), 67, 4, 32, "u8", False)
+    model.graph.input[0].CopyFrom(vi("A", np.float32, ["m", "k"]))
+    feeds = {"A": rng.uniform(-1, 1, (3, 90)).astype(np.float32)}
+    with pytest.raises(Exception):
+        run_cpu(model, feeds)
+    sess = make_session(model)  # claimed: the shape is only known at run time
+    with pytest.raises(Exception) as failure:
+        sess.run(None, feeds)
+    message = str(failure.value)
+    assert "MatMulNBits" in message and "K" in message and "internal error" not in message, message
+    feeds["A"] = rng.uniform(-1, 1, (5, 96)).astype(np.float32)
+    assert rel_err(sess.run(None, feeds)[0], run_cpu(model, feeds)[0]) <= TOL[np.float32]
