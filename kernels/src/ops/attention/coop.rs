@@ -52,12 +52,6 @@ pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool) -> Option<(u32, u32)> {
         return None;
     }
     let tilings: &[(u32, u32)] = if emulate { &EMULATED_TILINGS } else { &TILINGS };
-    if let Some(t) = std::env::var("EP_WGPU_ATTN_COOP_EXPERIMENT").ok().and_then(|v| {
-        let (a, b) = v.split_once(',')?;
-        Some((a.parse().ok()?, b.parse().ok()?))
-    }) {
-        return Some(t);
-    }
     tilings.iter().copied().find(|&(nsg, bc)| {
         storage_bytes(nsg, bc, d as u32, emulate) <= caps.max_workgroup_storage_bytes
             && caps.allows_workgroup(nsg * 32, 1, 1)
