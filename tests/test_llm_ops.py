@@ -13,6 +13,10 @@ from onnx import TensorProto, helper, numpy_helper
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
 TOL = {np.float32: 1e-4, np.float16: 4e-3}
 
+# offload=all: these graphs are single small nodes, which the offload rule leaves to the CPU EP on a discrete GPU
+# (host copies cost more than the work); the tests are about what the kernels compute.
+OURS = {"offload": "all"}
+
 
 def new_seed() -> int:
     return int(np.random.default_rng().integers(0, 2**31))
@@ -36,7 +40,7 @@ def vi(name, dtype, shape):
 
 def check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed, skip=()):
     """Every output (but those at indices `skip`) within the dtype's tolerance of the CPU EP's."""
-    got = make_session(model).run(None, feeds)
+    got = make_session(model, OURS).run(None, feeds)
     want = run_cpu(model, feeds)
     for i, (g, w) in enumerate(zip(got, want)):
         if i in skip:
@@ -228,7 +232,7 @@ def test_matmul_nbits_accuracy_level_4(make_session, run_cpu, dtype):
     rng = np.random.default_rng(seed)
     model = nbits_model(rng, dtype, (3, 96), 67, 4, 32, "u8", False, accuracy_level=4)
     feeds = {"A": rng.uniform(-1, 1, (3, 96)).astype(dtype)}
-    got = make_session(model).run(None, feeds)[0]
+    got = make_session(model, OURS).run(None, feeds)[0]
     want = run_cpu(model, feeds)[0]
     assert rel_err(got, want) <= 2e-2, f"seed {seed}"
 
@@ -246,7 +250,7 @@ def test_matmul_nbits_unsupported_is_declined_with_a_reason(make_session, run_cp
         node.input.append("g_idx")
         model.graph.initializer.append(numpy_helper.from_array((np.arange(64) // 16).astype(np.int32), "g_idx"))
     with pytest.raises(Exception):
-        make_session(model)  # declined, and the CPU EP is not allowed
+        make_session(model, OURS)  # declined, and the CPU EP is not allowed
     assert needle in capfd.readouterr().err, "the decline's reason is not logged"
 
 
@@ -303,7 +307,7 @@ def test_rotary_embedding_position_past_the_cache_fails_the_run(make_session):
     angles = np.zeros((8, half))
     feeds = {"x": np.ones((1, 4, 64), np.float32), "pos": np.array([5], np.int64),
              "cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
-    sess = make_session(model)
+    sess = make_session(model, OURS)
     with pytest.raises(Exception, match="(?i)rotary|range|index|bounds"):
         sess.run(None, feeds)
     feeds["pos"] = np.array([4], np.int64)
@@ -314,7 +318,7 @@ def test_rotary_embedding_packed_batching_is_declined_with_a_reason(make_session
     model, _, _ = rope_model(np.float32, (1, 4, 64), 0, 0, 0, "start", 8, 32)
     model.graph.node[0].attribute.append(helper.make_attribute("is_packed_batching", 1))
     with pytest.raises(Exception):
-        make_session(model)
+        make_session(model, OURS)
     assert "is_packed_batching" in capfd.readouterr().err
 
 
@@ -366,7 +370,7 @@ def test_matmul_nbits_wrong_k_at_run_time_fails_clearly(make_session, run_cpu):
     feeds = {"A": rng.uniform(-1, 1, (3, 90)).astype(np.float32)}
     with pytest.raises(Exception):
         run_cpu(model, feeds)
-    sess = make_session(model)  # claimed: the shape is only known at run time
+    sess = make_session(model, OURS)  # claimed: the shape is only known at run time
     with pytest.raises(Exception) as failure:
         sess.run(None, feeds)
     message = str(failure.value)
