@@ -23,14 +23,17 @@ struct Params {
     // Key chunks per query tile and keys per chunk (a multiple of BC).
     splits: u32,
     chunk: u32,
-    pad0: u32,
+    // K and V rows are contiguous and every row starts on an 8-half boundary.
+    vec_kv: u32,
     pad1: u32,
     pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
-@group(0) @binding(1) var<storage, read> k: array<f16>;
-@group(0) @binding(2) var<storage, read> v: array<f16>;
+// K and V as 8-half chunks: whole chunks when their rows are contiguous and 8-aligned (`vec_kv`),
+// else element by element.
+@group(0) @binding(1) var<storage, read> k: array<mat2x4<f16>>;
+@group(0) @binding(2) var<storage, read> v: array<mat2x4<f16>>;
 @group(0) @binding(3) var<storage, read> m: array<u32>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
@@ -46,8 +49,8 @@ const RW: u32 = 68u;
 // Where V is staged, after K.
 const V0: u32 = 2816u;
 
-// K then V (32 rows each); Q is staged here once at the start.
-var<workgroup> kv: array<f16, 5632>;
+// K then V (32 rows each), in 8-half chunks; Q is staged here once at the start.
+var<workgroup> kv: array<array<f16, 8>, 704>;
 // Per subgroup 16 rows: the scores of a tile, then a chunk of P·V.
 var<workgroup> sr: array<f32, 2176>;
 // Per subgroup 16 rows of P (f16).
@@ -57,6 +60,22 @@ var<workgroup> qe: array<f16, 2816>;
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
+}
+
+fn k_at(e: u32) -> f16 {
+    return k[e / 8u][(e / 4u) % 2u][e % 4u];
+}
+
+fn v_at(e: u32) -> f16 {
+    return v[e / 8u][(e / 4u) % 2u][e % 4u];
+}
+
+fn kv_at(e: u32) -> f16 {
+    return kv[e / 8u][e % 8u];
+}
+
+fn chunk(x: mat2x4<f16>) -> array<f16, 8> {
+    return array<f16, 8>(x[0].x, x[0].y, x[0].z, x[0].w, x[1].x, x[1].y, x[1].z, x[1].w);
 }
 
 // Byte `i` of the boolean mask.
@@ -73,7 +92,7 @@ fn emu_mma_qk(acc: ptr<function, array<f32, 8>>, lane: u32, ea: u32, eb: u32) {
         let c = (lane * 8u + e) % 16u;
         var s = (*acc)[e];
         for (var i = 0u; i < 16u; i = i + 1u) {
-            s = fma(f32(qe[ea + r * KS + i]), f32(kv[eb + c * KS + i]), s);
+            s = fma(f32(qe[ea + r * KS + i]), f32(kv_at(eb + c * KS + i)), s);
         }
         (*acc)[e] = s;
     }
@@ -86,7 +105,7 @@ fn emu_mma_pv(acc: ptr<function, array<f32, 8>>, lane: u32, ea: u32, eb: u32) {
         let c = (lane * 8u + e) % 16u;
         var s = (*acc)[e];
         for (var i = 0u; i < 16u; i = i + 1u) {
-            s = fma(f32(pt[ea + r * PS + i]), f32(kv[eb + i * KS + c]), s);
+            s = fma(f32(pt[ea + r * PS + i]), f32(kv_at(eb + i * KS + c)), s);
         }
         (*acc)[e] = s;
     }
@@ -103,326 +122,384 @@ fn emu_store(acc: ptr<function, array<f32, 8>>, lane: u32, e0: u32) {
 // Stages `BC` rows of K and of V from key k0 (rows past the end are zeros). All loads are
 // issued before the first store.
 fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
+    if (p.vec_kv != 0u) {
+        let i0 = tid + 0u;
+        let c0 = i0 / 10u;
+        let d0 = i0 % 10u;
+        var kx0 = mat2x4<f16>();
+        var vx0 = mat2x4<f16>();
+        if (k0 + c0 < p.skv) {
+            kx0 = k[(k_base + (k0 + c0) * p.k_stride.z) / 8u + d0];
+            vx0 = v[(v_base + (k0 + c0) * p.v_stride.z) / 8u + d0];
+        }
+        let i1 = tid + 64u;
+        let c1 = i1 / 10u;
+        let d1 = i1 % 10u;
+        var kx1 = mat2x4<f16>();
+        var vx1 = mat2x4<f16>();
+        if (k0 + c1 < p.skv) {
+            kx1 = k[(k_base + (k0 + c1) * p.k_stride.z) / 8u + d1];
+            vx1 = v[(v_base + (k0 + c1) * p.v_stride.z) / 8u + d1];
+        }
+        let i2 = tid + 128u;
+        let c2 = i2 / 10u;
+        let d2 = i2 % 10u;
+        var kx2 = mat2x4<f16>();
+        var vx2 = mat2x4<f16>();
+        if (k0 + c2 < p.skv) {
+            kx2 = k[(k_base + (k0 + c2) * p.k_stride.z) / 8u + d2];
+            vx2 = v[(v_base + (k0 + c2) * p.v_stride.z) / 8u + d2];
+        }
+        let i3 = tid + 192u;
+        let c3 = i3 / 10u;
+        let d3 = i3 % 10u;
+        var kx3 = mat2x4<f16>();
+        var vx3 = mat2x4<f16>();
+        if (k0 + c3 < p.skv) {
+            kx3 = k[(k_base + (k0 + c3) * p.k_stride.z) / 8u + d3];
+            vx3 = v[(v_base + (k0 + c3) * p.v_stride.z) / 8u + d3];
+        }
+        let i4 = tid + 256u;
+        let c4 = i4 / 10u;
+        let d4 = i4 % 10u;
+        var kx4 = mat2x4<f16>();
+        var vx4 = mat2x4<f16>();
+        if (k0 + c4 < p.skv) {
+            kx4 = k[(k_base + (k0 + c4) * p.k_stride.z) / 8u + d4];
+            vx4 = v[(v_base + (k0 + c4) * p.v_stride.z) / 8u + d4];
+        }
+        kv[c0 * 11u + d0] = chunk(kx0);
+        kv[352u + c0 * 11u + d0] = chunk(vx0);
+        kv[c1 * 11u + d1] = chunk(kx1);
+        kv[352u + c1 * 11u + d1] = chunk(vx1);
+        kv[c2 * 11u + d2] = chunk(kx2);
+        kv[352u + c2 * 11u + d2] = chunk(vx2);
+        kv[c3 * 11u + d3] = chunk(kx3);
+        kv[352u + c3 * 11u + d3] = chunk(vx3);
+        kv[c4 * 11u + d4] = chunk(kx4);
+        kv[352u + c4 * 11u + d4] = chunk(vx4);
+        return;
+    }
     let i0 = tid + 0u;
     let c0 = i0 / D;
     let d0 = i0 % D;
     let ok0 = k0 + c0 < p.skv;
-    let kx0 = select(f16(0.0), k[k_base + (k0 + c0) * p.k_stride.z + d0 * p.k_stride.w], ok0);
-    let vx0 = select(f16(0.0), v[v_base + (k0 + c0) * p.v_stride.z + d0 * p.v_stride.w], ok0);
+    let kx0 = select(f16(0.0), k_at(k_base + (k0 + c0) * p.k_stride.z + d0 * p.k_stride.w), ok0);
+    let vx0 = select(f16(0.0), v_at(v_base + (k0 + c0) * p.v_stride.z + d0 * p.v_stride.w), ok0);
     let i1 = tid + 64u;
     let c1 = i1 / D;
     let d1 = i1 % D;
     let ok1 = k0 + c1 < p.skv;
-    let kx1 = select(f16(0.0), k[k_base + (k0 + c1) * p.k_stride.z + d1 * p.k_stride.w], ok1);
-    let vx1 = select(f16(0.0), v[v_base + (k0 + c1) * p.v_stride.z + d1 * p.v_stride.w], ok1);
+    let kx1 = select(f16(0.0), k_at(k_base + (k0 + c1) * p.k_stride.z + d1 * p.k_stride.w), ok1);
+    let vx1 = select(f16(0.0), v_at(v_base + (k0 + c1) * p.v_stride.z + d1 * p.v_stride.w), ok1);
     let i2 = tid + 128u;
     let c2 = i2 / D;
     let d2 = i2 % D;
     let ok2 = k0 + c2 < p.skv;
-    let kx2 = select(f16(0.0), k[k_base + (k0 + c2) * p.k_stride.z + d2 * p.k_stride.w], ok2);
-    let vx2 = select(f16(0.0), v[v_base + (k0 + c2) * p.v_stride.z + d2 * p.v_stride.w], ok2);
+    let kx2 = select(f16(0.0), k_at(k_base + (k0 + c2) * p.k_stride.z + d2 * p.k_stride.w), ok2);
+    let vx2 = select(f16(0.0), v_at(v_base + (k0 + c2) * p.v_stride.z + d2 * p.v_stride.w), ok2);
     let i3 = tid + 192u;
     let c3 = i3 / D;
     let d3 = i3 % D;
     let ok3 = k0 + c3 < p.skv;
-    let kx3 = select(f16(0.0), k[k_base + (k0 + c3) * p.k_stride.z + d3 * p.k_stride.w], ok3);
-    let vx3 = select(f16(0.0), v[v_base + (k0 + c3) * p.v_stride.z + d3 * p.v_stride.w], ok3);
+    let kx3 = select(f16(0.0), k_at(k_base + (k0 + c3) * p.k_stride.z + d3 * p.k_stride.w), ok3);
+    let vx3 = select(f16(0.0), v_at(v_base + (k0 + c3) * p.v_stride.z + d3 * p.v_stride.w), ok3);
     let i4 = tid + 256u;
     let c4 = i4 / D;
     let d4 = i4 % D;
     let ok4 = k0 + c4 < p.skv;
-    let kx4 = select(f16(0.0), k[k_base + (k0 + c4) * p.k_stride.z + d4 * p.k_stride.w], ok4);
-    let vx4 = select(f16(0.0), v[v_base + (k0 + c4) * p.v_stride.z + d4 * p.v_stride.w], ok4);
+    let kx4 = select(f16(0.0), k_at(k_base + (k0 + c4) * p.k_stride.z + d4 * p.k_stride.w), ok4);
+    let vx4 = select(f16(0.0), v_at(v_base + (k0 + c4) * p.v_stride.z + d4 * p.v_stride.w), ok4);
     let i5 = tid + 320u;
     let c5 = i5 / D;
     let d5 = i5 % D;
     let ok5 = k0 + c5 < p.skv;
-    let kx5 = select(f16(0.0), k[k_base + (k0 + c5) * p.k_stride.z + d5 * p.k_stride.w], ok5);
-    let vx5 = select(f16(0.0), v[v_base + (k0 + c5) * p.v_stride.z + d5 * p.v_stride.w], ok5);
+    let kx5 = select(f16(0.0), k_at(k_base + (k0 + c5) * p.k_stride.z + d5 * p.k_stride.w), ok5);
+    let vx5 = select(f16(0.0), v_at(v_base + (k0 + c5) * p.v_stride.z + d5 * p.v_stride.w), ok5);
     let i6 = tid + 384u;
     let c6 = i6 / D;
     let d6 = i6 % D;
     let ok6 = k0 + c6 < p.skv;
-    let kx6 = select(f16(0.0), k[k_base + (k0 + c6) * p.k_stride.z + d6 * p.k_stride.w], ok6);
-    let vx6 = select(f16(0.0), v[v_base + (k0 + c6) * p.v_stride.z + d6 * p.v_stride.w], ok6);
+    let kx6 = select(f16(0.0), k_at(k_base + (k0 + c6) * p.k_stride.z + d6 * p.k_stride.w), ok6);
+    let vx6 = select(f16(0.0), v_at(v_base + (k0 + c6) * p.v_stride.z + d6 * p.v_stride.w), ok6);
     let i7 = tid + 448u;
     let c7 = i7 / D;
     let d7 = i7 % D;
     let ok7 = k0 + c7 < p.skv;
-    let kx7 = select(f16(0.0), k[k_base + (k0 + c7) * p.k_stride.z + d7 * p.k_stride.w], ok7);
-    let vx7 = select(f16(0.0), v[v_base + (k0 + c7) * p.v_stride.z + d7 * p.v_stride.w], ok7);
+    let kx7 = select(f16(0.0), k_at(k_base + (k0 + c7) * p.k_stride.z + d7 * p.k_stride.w), ok7);
+    let vx7 = select(f16(0.0), v_at(v_base + (k0 + c7) * p.v_stride.z + d7 * p.v_stride.w), ok7);
     let i8 = tid + 512u;
     let c8 = i8 / D;
     let d8 = i8 % D;
     let ok8 = k0 + c8 < p.skv;
-    let kx8 = select(f16(0.0), k[k_base + (k0 + c8) * p.k_stride.z + d8 * p.k_stride.w], ok8);
-    let vx8 = select(f16(0.0), v[v_base + (k0 + c8) * p.v_stride.z + d8 * p.v_stride.w], ok8);
+    let kx8 = select(f16(0.0), k_at(k_base + (k0 + c8) * p.k_stride.z + d8 * p.k_stride.w), ok8);
+    let vx8 = select(f16(0.0), v_at(v_base + (k0 + c8) * p.v_stride.z + d8 * p.v_stride.w), ok8);
     let i9 = tid + 576u;
     let c9 = i9 / D;
     let d9 = i9 % D;
     let ok9 = k0 + c9 < p.skv;
-    let kx9 = select(f16(0.0), k[k_base + (k0 + c9) * p.k_stride.z + d9 * p.k_stride.w], ok9);
-    let vx9 = select(f16(0.0), v[v_base + (k0 + c9) * p.v_stride.z + d9 * p.v_stride.w], ok9);
+    let kx9 = select(f16(0.0), k_at(k_base + (k0 + c9) * p.k_stride.z + d9 * p.k_stride.w), ok9);
+    let vx9 = select(f16(0.0), v_at(v_base + (k0 + c9) * p.v_stride.z + d9 * p.v_stride.w), ok9);
     let i10 = tid + 640u;
     let c10 = i10 / D;
     let d10 = i10 % D;
     let ok10 = k0 + c10 < p.skv;
-    let kx10 = select(f16(0.0), k[k_base + (k0 + c10) * p.k_stride.z + d10 * p.k_stride.w], ok10);
-    let vx10 = select(f16(0.0), v[v_base + (k0 + c10) * p.v_stride.z + d10 * p.v_stride.w], ok10);
+    let kx10 = select(f16(0.0), k_at(k_base + (k0 + c10) * p.k_stride.z + d10 * p.k_stride.w), ok10);
+    let vx10 = select(f16(0.0), v_at(v_base + (k0 + c10) * p.v_stride.z + d10 * p.v_stride.w), ok10);
     let i11 = tid + 704u;
     let c11 = i11 / D;
     let d11 = i11 % D;
     let ok11 = k0 + c11 < p.skv;
-    let kx11 = select(f16(0.0), k[k_base + (k0 + c11) * p.k_stride.z + d11 * p.k_stride.w], ok11);
-    let vx11 = select(f16(0.0), v[v_base + (k0 + c11) * p.v_stride.z + d11 * p.v_stride.w], ok11);
+    let kx11 = select(f16(0.0), k_at(k_base + (k0 + c11) * p.k_stride.z + d11 * p.k_stride.w), ok11);
+    let vx11 = select(f16(0.0), v_at(v_base + (k0 + c11) * p.v_stride.z + d11 * p.v_stride.w), ok11);
     let i12 = tid + 768u;
     let c12 = i12 / D;
     let d12 = i12 % D;
     let ok12 = k0 + c12 < p.skv;
-    let kx12 = select(f16(0.0), k[k_base + (k0 + c12) * p.k_stride.z + d12 * p.k_stride.w], ok12);
-    let vx12 = select(f16(0.0), v[v_base + (k0 + c12) * p.v_stride.z + d12 * p.v_stride.w], ok12);
+    let kx12 = select(f16(0.0), k_at(k_base + (k0 + c12) * p.k_stride.z + d12 * p.k_stride.w), ok12);
+    let vx12 = select(f16(0.0), v_at(v_base + (k0 + c12) * p.v_stride.z + d12 * p.v_stride.w), ok12);
     let i13 = tid + 832u;
     let c13 = i13 / D;
     let d13 = i13 % D;
     let ok13 = k0 + c13 < p.skv;
-    let kx13 = select(f16(0.0), k[k_base + (k0 + c13) * p.k_stride.z + d13 * p.k_stride.w], ok13);
-    let vx13 = select(f16(0.0), v[v_base + (k0 + c13) * p.v_stride.z + d13 * p.v_stride.w], ok13);
+    let kx13 = select(f16(0.0), k_at(k_base + (k0 + c13) * p.k_stride.z + d13 * p.k_stride.w), ok13);
+    let vx13 = select(f16(0.0), v_at(v_base + (k0 + c13) * p.v_stride.z + d13 * p.v_stride.w), ok13);
     let i14 = tid + 896u;
     let c14 = i14 / D;
     let d14 = i14 % D;
     let ok14 = k0 + c14 < p.skv;
-    let kx14 = select(f16(0.0), k[k_base + (k0 + c14) * p.k_stride.z + d14 * p.k_stride.w], ok14);
-    let vx14 = select(f16(0.0), v[v_base + (k0 + c14) * p.v_stride.z + d14 * p.v_stride.w], ok14);
+    let kx14 = select(f16(0.0), k_at(k_base + (k0 + c14) * p.k_stride.z + d14 * p.k_stride.w), ok14);
+    let vx14 = select(f16(0.0), v_at(v_base + (k0 + c14) * p.v_stride.z + d14 * p.v_stride.w), ok14);
     let i15 = tid + 960u;
     let c15 = i15 / D;
     let d15 = i15 % D;
     let ok15 = k0 + c15 < p.skv;
-    let kx15 = select(f16(0.0), k[k_base + (k0 + c15) * p.k_stride.z + d15 * p.k_stride.w], ok15);
-    let vx15 = select(f16(0.0), v[v_base + (k0 + c15) * p.v_stride.z + d15 * p.v_stride.w], ok15);
+    let kx15 = select(f16(0.0), k_at(k_base + (k0 + c15) * p.k_stride.z + d15 * p.k_stride.w), ok15);
+    let vx15 = select(f16(0.0), v_at(v_base + (k0 + c15) * p.v_stride.z + d15 * p.v_stride.w), ok15);
     let i16 = tid + 1024u;
     let c16 = i16 / D;
     let d16 = i16 % D;
     let ok16 = k0 + c16 < p.skv;
-    let kx16 = select(f16(0.0), k[k_base + (k0 + c16) * p.k_stride.z + d16 * p.k_stride.w], ok16);
-    let vx16 = select(f16(0.0), v[v_base + (k0 + c16) * p.v_stride.z + d16 * p.v_stride.w], ok16);
+    let kx16 = select(f16(0.0), k_at(k_base + (k0 + c16) * p.k_stride.z + d16 * p.k_stride.w), ok16);
+    let vx16 = select(f16(0.0), v_at(v_base + (k0 + c16) * p.v_stride.z + d16 * p.v_stride.w), ok16);
     let i17 = tid + 1088u;
     let c17 = i17 / D;
     let d17 = i17 % D;
     let ok17 = k0 + c17 < p.skv;
-    let kx17 = select(f16(0.0), k[k_base + (k0 + c17) * p.k_stride.z + d17 * p.k_stride.w], ok17);
-    let vx17 = select(f16(0.0), v[v_base + (k0 + c17) * p.v_stride.z + d17 * p.v_stride.w], ok17);
+    let kx17 = select(f16(0.0), k_at(k_base + (k0 + c17) * p.k_stride.z + d17 * p.k_stride.w), ok17);
+    let vx17 = select(f16(0.0), v_at(v_base + (k0 + c17) * p.v_stride.z + d17 * p.v_stride.w), ok17);
     let i18 = tid + 1152u;
     let c18 = i18 / D;
     let d18 = i18 % D;
     let ok18 = k0 + c18 < p.skv;
-    let kx18 = select(f16(0.0), k[k_base + (k0 + c18) * p.k_stride.z + d18 * p.k_stride.w], ok18);
-    let vx18 = select(f16(0.0), v[v_base + (k0 + c18) * p.v_stride.z + d18 * p.v_stride.w], ok18);
+    let kx18 = select(f16(0.0), k_at(k_base + (k0 + c18) * p.k_stride.z + d18 * p.k_stride.w), ok18);
+    let vx18 = select(f16(0.0), v_at(v_base + (k0 + c18) * p.v_stride.z + d18 * p.v_stride.w), ok18);
     let i19 = tid + 1216u;
     let c19 = i19 / D;
     let d19 = i19 % D;
     let ok19 = k0 + c19 < p.skv;
-    let kx19 = select(f16(0.0), k[k_base + (k0 + c19) * p.k_stride.z + d19 * p.k_stride.w], ok19);
-    let vx19 = select(f16(0.0), v[v_base + (k0 + c19) * p.v_stride.z + d19 * p.v_stride.w], ok19);
+    let kx19 = select(f16(0.0), k_at(k_base + (k0 + c19) * p.k_stride.z + d19 * p.k_stride.w), ok19);
+    let vx19 = select(f16(0.0), v_at(v_base + (k0 + c19) * p.v_stride.z + d19 * p.v_stride.w), ok19);
     let i20 = tid + 1280u;
     let c20 = i20 / D;
     let d20 = i20 % D;
     let ok20 = k0 + c20 < p.skv;
-    let kx20 = select(f16(0.0), k[k_base + (k0 + c20) * p.k_stride.z + d20 * p.k_stride.w], ok20);
-    let vx20 = select(f16(0.0), v[v_base + (k0 + c20) * p.v_stride.z + d20 * p.v_stride.w], ok20);
+    let kx20 = select(f16(0.0), k_at(k_base + (k0 + c20) * p.k_stride.z + d20 * p.k_stride.w), ok20);
+    let vx20 = select(f16(0.0), v_at(v_base + (k0 + c20) * p.v_stride.z + d20 * p.v_stride.w), ok20);
     let i21 = tid + 1344u;
     let c21 = i21 / D;
     let d21 = i21 % D;
     let ok21 = k0 + c21 < p.skv;
-    let kx21 = select(f16(0.0), k[k_base + (k0 + c21) * p.k_stride.z + d21 * p.k_stride.w], ok21);
-    let vx21 = select(f16(0.0), v[v_base + (k0 + c21) * p.v_stride.z + d21 * p.v_stride.w], ok21);
+    let kx21 = select(f16(0.0), k_at(k_base + (k0 + c21) * p.k_stride.z + d21 * p.k_stride.w), ok21);
+    let vx21 = select(f16(0.0), v_at(v_base + (k0 + c21) * p.v_stride.z + d21 * p.v_stride.w), ok21);
     let i22 = tid + 1408u;
     let c22 = i22 / D;
     let d22 = i22 % D;
     let ok22 = k0 + c22 < p.skv;
-    let kx22 = select(f16(0.0), k[k_base + (k0 + c22) * p.k_stride.z + d22 * p.k_stride.w], ok22);
-    let vx22 = select(f16(0.0), v[v_base + (k0 + c22) * p.v_stride.z + d22 * p.v_stride.w], ok22);
+    let kx22 = select(f16(0.0), k_at(k_base + (k0 + c22) * p.k_stride.z + d22 * p.k_stride.w), ok22);
+    let vx22 = select(f16(0.0), v_at(v_base + (k0 + c22) * p.v_stride.z + d22 * p.v_stride.w), ok22);
     let i23 = tid + 1472u;
     let c23 = i23 / D;
     let d23 = i23 % D;
     let ok23 = k0 + c23 < p.skv;
-    let kx23 = select(f16(0.0), k[k_base + (k0 + c23) * p.k_stride.z + d23 * p.k_stride.w], ok23);
-    let vx23 = select(f16(0.0), v[v_base + (k0 + c23) * p.v_stride.z + d23 * p.v_stride.w], ok23);
+    let kx23 = select(f16(0.0), k_at(k_base + (k0 + c23) * p.k_stride.z + d23 * p.k_stride.w), ok23);
+    let vx23 = select(f16(0.0), v_at(v_base + (k0 + c23) * p.v_stride.z + d23 * p.v_stride.w), ok23);
     let i24 = tid + 1536u;
     let c24 = i24 / D;
     let d24 = i24 % D;
     let ok24 = k0 + c24 < p.skv;
-    let kx24 = select(f16(0.0), k[k_base + (k0 + c24) * p.k_stride.z + d24 * p.k_stride.w], ok24);
-    let vx24 = select(f16(0.0), v[v_base + (k0 + c24) * p.v_stride.z + d24 * p.v_stride.w], ok24);
+    let kx24 = select(f16(0.0), k_at(k_base + (k0 + c24) * p.k_stride.z + d24 * p.k_stride.w), ok24);
+    let vx24 = select(f16(0.0), v_at(v_base + (k0 + c24) * p.v_stride.z + d24 * p.v_stride.w), ok24);
     let i25 = tid + 1600u;
     let c25 = i25 / D;
     let d25 = i25 % D;
     let ok25 = k0 + c25 < p.skv;
-    let kx25 = select(f16(0.0), k[k_base + (k0 + c25) * p.k_stride.z + d25 * p.k_stride.w], ok25);
-    let vx25 = select(f16(0.0), v[v_base + (k0 + c25) * p.v_stride.z + d25 * p.v_stride.w], ok25);
+    let kx25 = select(f16(0.0), k_at(k_base + (k0 + c25) * p.k_stride.z + d25 * p.k_stride.w), ok25);
+    let vx25 = select(f16(0.0), v_at(v_base + (k0 + c25) * p.v_stride.z + d25 * p.v_stride.w), ok25);
     let i26 = tid + 1664u;
     let c26 = i26 / D;
     let d26 = i26 % D;
     let ok26 = k0 + c26 < p.skv;
-    let kx26 = select(f16(0.0), k[k_base + (k0 + c26) * p.k_stride.z + d26 * p.k_stride.w], ok26);
-    let vx26 = select(f16(0.0), v[v_base + (k0 + c26) * p.v_stride.z + d26 * p.v_stride.w], ok26);
+    let kx26 = select(f16(0.0), k_at(k_base + (k0 + c26) * p.k_stride.z + d26 * p.k_stride.w), ok26);
+    let vx26 = select(f16(0.0), v_at(v_base + (k0 + c26) * p.v_stride.z + d26 * p.v_stride.w), ok26);
     let i27 = tid + 1728u;
     let c27 = i27 / D;
     let d27 = i27 % D;
     let ok27 = k0 + c27 < p.skv;
-    let kx27 = select(f16(0.0), k[k_base + (k0 + c27) * p.k_stride.z + d27 * p.k_stride.w], ok27);
-    let vx27 = select(f16(0.0), v[v_base + (k0 + c27) * p.v_stride.z + d27 * p.v_stride.w], ok27);
+    let kx27 = select(f16(0.0), k_at(k_base + (k0 + c27) * p.k_stride.z + d27 * p.k_stride.w), ok27);
+    let vx27 = select(f16(0.0), v_at(v_base + (k0 + c27) * p.v_stride.z + d27 * p.v_stride.w), ok27);
     let i28 = tid + 1792u;
     let c28 = i28 / D;
     let d28 = i28 % D;
     let ok28 = k0 + c28 < p.skv;
-    let kx28 = select(f16(0.0), k[k_base + (k0 + c28) * p.k_stride.z + d28 * p.k_stride.w], ok28);
-    let vx28 = select(f16(0.0), v[v_base + (k0 + c28) * p.v_stride.z + d28 * p.v_stride.w], ok28);
+    let kx28 = select(f16(0.0), k_at(k_base + (k0 + c28) * p.k_stride.z + d28 * p.k_stride.w), ok28);
+    let vx28 = select(f16(0.0), v_at(v_base + (k0 + c28) * p.v_stride.z + d28 * p.v_stride.w), ok28);
     let i29 = tid + 1856u;
     let c29 = i29 / D;
     let d29 = i29 % D;
     let ok29 = k0 + c29 < p.skv;
-    let kx29 = select(f16(0.0), k[k_base + (k0 + c29) * p.k_stride.z + d29 * p.k_stride.w], ok29);
-    let vx29 = select(f16(0.0), v[v_base + (k0 + c29) * p.v_stride.z + d29 * p.v_stride.w], ok29);
+    let kx29 = select(f16(0.0), k_at(k_base + (k0 + c29) * p.k_stride.z + d29 * p.k_stride.w), ok29);
+    let vx29 = select(f16(0.0), v_at(v_base + (k0 + c29) * p.v_stride.z + d29 * p.v_stride.w), ok29);
     let i30 = tid + 1920u;
     let c30 = i30 / D;
     let d30 = i30 % D;
     let ok30 = k0 + c30 < p.skv;
-    let kx30 = select(f16(0.0), k[k_base + (k0 + c30) * p.k_stride.z + d30 * p.k_stride.w], ok30);
-    let vx30 = select(f16(0.0), v[v_base + (k0 + c30) * p.v_stride.z + d30 * p.v_stride.w], ok30);
+    let kx30 = select(f16(0.0), k_at(k_base + (k0 + c30) * p.k_stride.z + d30 * p.k_stride.w), ok30);
+    let vx30 = select(f16(0.0), v_at(v_base + (k0 + c30) * p.v_stride.z + d30 * p.v_stride.w), ok30);
     let i31 = tid + 1984u;
     let c31 = i31 / D;
     let d31 = i31 % D;
     let ok31 = k0 + c31 < p.skv;
-    let kx31 = select(f16(0.0), k[k_base + (k0 + c31) * p.k_stride.z + d31 * p.k_stride.w], ok31);
-    let vx31 = select(f16(0.0), v[v_base + (k0 + c31) * p.v_stride.z + d31 * p.v_stride.w], ok31);
+    let kx31 = select(f16(0.0), k_at(k_base + (k0 + c31) * p.k_stride.z + d31 * p.k_stride.w), ok31);
+    let vx31 = select(f16(0.0), v_at(v_base + (k0 + c31) * p.v_stride.z + d31 * p.v_stride.w), ok31);
     let i32 = tid + 2048u;
     let c32 = i32 / D;
     let d32 = i32 % D;
     let ok32 = k0 + c32 < p.skv;
-    let kx32 = select(f16(0.0), k[k_base + (k0 + c32) * p.k_stride.z + d32 * p.k_stride.w], ok32);
-    let vx32 = select(f16(0.0), v[v_base + (k0 + c32) * p.v_stride.z + d32 * p.v_stride.w], ok32);
+    let kx32 = select(f16(0.0), k_at(k_base + (k0 + c32) * p.k_stride.z + d32 * p.k_stride.w), ok32);
+    let vx32 = select(f16(0.0), v_at(v_base + (k0 + c32) * p.v_stride.z + d32 * p.v_stride.w), ok32);
     let i33 = tid + 2112u;
     let c33 = i33 / D;
     let d33 = i33 % D;
     let ok33 = k0 + c33 < p.skv;
-    let kx33 = select(f16(0.0), k[k_base + (k0 + c33) * p.k_stride.z + d33 * p.k_stride.w], ok33);
-    let vx33 = select(f16(0.0), v[v_base + (k0 + c33) * p.v_stride.z + d33 * p.v_stride.w], ok33);
+    let kx33 = select(f16(0.0), k_at(k_base + (k0 + c33) * p.k_stride.z + d33 * p.k_stride.w), ok33);
+    let vx33 = select(f16(0.0), v_at(v_base + (k0 + c33) * p.v_stride.z + d33 * p.v_stride.w), ok33);
     let i34 = tid + 2176u;
     let c34 = i34 / D;
     let d34 = i34 % D;
     let ok34 = k0 + c34 < p.skv;
-    let kx34 = select(f16(0.0), k[k_base + (k0 + c34) * p.k_stride.z + d34 * p.k_stride.w], ok34);
-    let vx34 = select(f16(0.0), v[v_base + (k0 + c34) * p.v_stride.z + d34 * p.v_stride.w], ok34);
+    let kx34 = select(f16(0.0), k_at(k_base + (k0 + c34) * p.k_stride.z + d34 * p.k_stride.w), ok34);
+    let vx34 = select(f16(0.0), v_at(v_base + (k0 + c34) * p.v_stride.z + d34 * p.v_stride.w), ok34);
     let i35 = tid + 2240u;
     let c35 = i35 / D;
     let d35 = i35 % D;
     let ok35 = k0 + c35 < p.skv;
-    let kx35 = select(f16(0.0), k[k_base + (k0 + c35) * p.k_stride.z + d35 * p.k_stride.w], ok35);
-    let vx35 = select(f16(0.0), v[v_base + (k0 + c35) * p.v_stride.z + d35 * p.v_stride.w], ok35);
+    let kx35 = select(f16(0.0), k_at(k_base + (k0 + c35) * p.k_stride.z + d35 * p.k_stride.w), ok35);
+    let vx35 = select(f16(0.0), v_at(v_base + (k0 + c35) * p.v_stride.z + d35 * p.v_stride.w), ok35);
     let i36 = tid + 2304u;
     let c36 = i36 / D;
     let d36 = i36 % D;
     let ok36 = k0 + c36 < p.skv;
-    let kx36 = select(f16(0.0), k[k_base + (k0 + c36) * p.k_stride.z + d36 * p.k_stride.w], ok36);
-    let vx36 = select(f16(0.0), v[v_base + (k0 + c36) * p.v_stride.z + d36 * p.v_stride.w], ok36);
+    let kx36 = select(f16(0.0), k_at(k_base + (k0 + c36) * p.k_stride.z + d36 * p.k_stride.w), ok36);
+    let vx36 = select(f16(0.0), v_at(v_base + (k0 + c36) * p.v_stride.z + d36 * p.v_stride.w), ok36);
     let i37 = tid + 2368u;
     let c37 = i37 / D;
     let d37 = i37 % D;
     let ok37 = k0 + c37 < p.skv;
-    let kx37 = select(f16(0.0), k[k_base + (k0 + c37) * p.k_stride.z + d37 * p.k_stride.w], ok37);
-    let vx37 = select(f16(0.0), v[v_base + (k0 + c37) * p.v_stride.z + d37 * p.v_stride.w], ok37);
+    let kx37 = select(f16(0.0), k_at(k_base + (k0 + c37) * p.k_stride.z + d37 * p.k_stride.w), ok37);
+    let vx37 = select(f16(0.0), v_at(v_base + (k0 + c37) * p.v_stride.z + d37 * p.v_stride.w), ok37);
     let i38 = tid + 2432u;
     let c38 = i38 / D;
     let d38 = i38 % D;
     let ok38 = k0 + c38 < p.skv;
-    let kx38 = select(f16(0.0), k[k_base + (k0 + c38) * p.k_stride.z + d38 * p.k_stride.w], ok38);
-    let vx38 = select(f16(0.0), v[v_base + (k0 + c38) * p.v_stride.z + d38 * p.v_stride.w], ok38);
+    let kx38 = select(f16(0.0), k_at(k_base + (k0 + c38) * p.k_stride.z + d38 * p.k_stride.w), ok38);
+    let vx38 = select(f16(0.0), v_at(v_base + (k0 + c38) * p.v_stride.z + d38 * p.v_stride.w), ok38);
     let i39 = tid + 2496u;
     let c39 = i39 / D;
     let d39 = i39 % D;
     let ok39 = k0 + c39 < p.skv;
-    let kx39 = select(f16(0.0), k[k_base + (k0 + c39) * p.k_stride.z + d39 * p.k_stride.w], ok39);
-    let vx39 = select(f16(0.0), v[v_base + (k0 + c39) * p.v_stride.z + d39 * p.v_stride.w], ok39);
-    kv[c0 * KS + d0] = kx0;
-    kv[V0 + c0 * KS + d0] = vx0;
-    kv[c1 * KS + d1] = kx1;
-    kv[V0 + c1 * KS + d1] = vx1;
-    kv[c2 * KS + d2] = kx2;
-    kv[V0 + c2 * KS + d2] = vx2;
-    kv[c3 * KS + d3] = kx3;
-    kv[V0 + c3 * KS + d3] = vx3;
-    kv[c4 * KS + d4] = kx4;
-    kv[V0 + c4 * KS + d4] = vx4;
-    kv[c5 * KS + d5] = kx5;
-    kv[V0 + c5 * KS + d5] = vx5;
-    kv[c6 * KS + d6] = kx6;
-    kv[V0 + c6 * KS + d6] = vx6;
-    kv[c7 * KS + d7] = kx7;
-    kv[V0 + c7 * KS + d7] = vx7;
-    kv[c8 * KS + d8] = kx8;
-    kv[V0 + c8 * KS + d8] = vx8;
-    kv[c9 * KS + d9] = kx9;
-    kv[V0 + c9 * KS + d9] = vx9;
-    kv[c10 * KS + d10] = kx10;
-    kv[V0 + c10 * KS + d10] = vx10;
-    kv[c11 * KS + d11] = kx11;
-    kv[V0 + c11 * KS + d11] = vx11;
-    kv[c12 * KS + d12] = kx12;
-    kv[V0 + c12 * KS + d12] = vx12;
-    kv[c13 * KS + d13] = kx13;
-    kv[V0 + c13 * KS + d13] = vx13;
-    kv[c14 * KS + d14] = kx14;
-    kv[V0 + c14 * KS + d14] = vx14;
-    kv[c15 * KS + d15] = kx15;
-    kv[V0 + c15 * KS + d15] = vx15;
-    kv[c16 * KS + d16] = kx16;
-    kv[V0 + c16 * KS + d16] = vx16;
-    kv[c17 * KS + d17] = kx17;
-    kv[V0 + c17 * KS + d17] = vx17;
-    kv[c18 * KS + d18] = kx18;
-    kv[V0 + c18 * KS + d18] = vx18;
-    kv[c19 * KS + d19] = kx19;
-    kv[V0 + c19 * KS + d19] = vx19;
-    kv[c20 * KS + d20] = kx20;
-    kv[V0 + c20 * KS + d20] = vx20;
-    kv[c21 * KS + d21] = kx21;
-    kv[V0 + c21 * KS + d21] = vx21;
-    kv[c22 * KS + d22] = kx22;
-    kv[V0 + c22 * KS + d22] = vx22;
-    kv[c23 * KS + d23] = kx23;
-    kv[V0 + c23 * KS + d23] = vx23;
-    kv[c24 * KS + d24] = kx24;
-    kv[V0 + c24 * KS + d24] = vx24;
-    kv[c25 * KS + d25] = kx25;
-    kv[V0 + c25 * KS + d25] = vx25;
-    kv[c26 * KS + d26] = kx26;
-    kv[V0 + c26 * KS + d26] = vx26;
-    kv[c27 * KS + d27] = kx27;
-    kv[V0 + c27 * KS + d27] = vx27;
-    kv[c28 * KS + d28] = kx28;
-    kv[V0 + c28 * KS + d28] = vx28;
-    kv[c29 * KS + d29] = kx29;
-    kv[V0 + c29 * KS + d29] = vx29;
-    kv[c30 * KS + d30] = kx30;
-    kv[V0 + c30 * KS + d30] = vx30;
-    kv[c31 * KS + d31] = kx31;
-    kv[V0 + c31 * KS + d31] = vx31;
-    kv[c32 * KS + d32] = kx32;
-    kv[V0 + c32 * KS + d32] = vx32;
-    kv[c33 * KS + d33] = kx33;
-    kv[V0 + c33 * KS + d33] = vx33;
-    kv[c34 * KS + d34] = kx34;
-    kv[V0 + c34 * KS + d34] = vx34;
-    kv[c35 * KS + d35] = kx35;
-    kv[V0 + c35 * KS + d35] = vx35;
-    kv[c36 * KS + d36] = kx36;
-    kv[V0 + c36 * KS + d36] = vx36;
-    kv[c37 * KS + d37] = kx37;
-    kv[V0 + c37 * KS + d37] = vx37;
-    kv[c38 * KS + d38] = kx38;
-    kv[V0 + c38 * KS + d38] = vx38;
-    kv[c39 * KS + d39] = kx39;
-    kv[V0 + c39 * KS + d39] = vx39;
+    let kx39 = select(f16(0.0), k_at(k_base + (k0 + c39) * p.k_stride.z + d39 * p.k_stride.w), ok39);
+    let vx39 = select(f16(0.0), v_at(v_base + (k0 + c39) * p.v_stride.z + d39 * p.v_stride.w), ok39);
+    kv[(c0 * KS + d0) / 8u][d0 % 8u] = kx0;
+    kv[(V0 + c0 * KS + d0) / 8u][d0 % 8u] = vx0;
+    kv[(c1 * KS + d1) / 8u][d1 % 8u] = kx1;
+    kv[(V0 + c1 * KS + d1) / 8u][d1 % 8u] = vx1;
+    kv[(c2 * KS + d2) / 8u][d2 % 8u] = kx2;
+    kv[(V0 + c2 * KS + d2) / 8u][d2 % 8u] = vx2;
+    kv[(c3 * KS + d3) / 8u][d3 % 8u] = kx3;
+    kv[(V0 + c3 * KS + d3) / 8u][d3 % 8u] = vx3;
+    kv[(c4 * KS + d4) / 8u][d4 % 8u] = kx4;
+    kv[(V0 + c4 * KS + d4) / 8u][d4 % 8u] = vx4;
+    kv[(c5 * KS + d5) / 8u][d5 % 8u] = kx5;
+    kv[(V0 + c5 * KS + d5) / 8u][d5 % 8u] = vx5;
+    kv[(c6 * KS + d6) / 8u][d6 % 8u] = kx6;
+    kv[(V0 + c6 * KS + d6) / 8u][d6 % 8u] = vx6;
+    kv[(c7 * KS + d7) / 8u][d7 % 8u] = kx7;
+    kv[(V0 + c7 * KS + d7) / 8u][d7 % 8u] = vx7;
+    kv[(c8 * KS + d8) / 8u][d8 % 8u] = kx8;
+    kv[(V0 + c8 * KS + d8) / 8u][d8 % 8u] = vx8;
+    kv[(c9 * KS + d9) / 8u][d9 % 8u] = kx9;
+    kv[(V0 + c9 * KS + d9) / 8u][d9 % 8u] = vx9;
+    kv[(c10 * KS + d10) / 8u][d10 % 8u] = kx10;
+    kv[(V0 + c10 * KS + d10) / 8u][d10 % 8u] = vx10;
+    kv[(c11 * KS + d11) / 8u][d11 % 8u] = kx11;
+    kv[(V0 + c11 * KS + d11) / 8u][d11 % 8u] = vx11;
+    kv[(c12 * KS + d12) / 8u][d12 % 8u] = kx12;
+    kv[(V0 + c12 * KS + d12) / 8u][d12 % 8u] = vx12;
+    kv[(c13 * KS + d13) / 8u][d13 % 8u] = kx13;
+    kv[(V0 + c13 * KS + d13) / 8u][d13 % 8u] = vx13;
+    kv[(c14 * KS + d14) / 8u][d14 % 8u] = kx14;
+    kv[(V0 + c14 * KS + d14) / 8u][d14 % 8u] = vx14;
+    kv[(c15 * KS + d15) / 8u][d15 % 8u] = kx15;
+    kv[(V0 + c15 * KS + d15) / 8u][d15 % 8u] = vx15;
+    kv[(c16 * KS + d16) / 8u][d16 % 8u] = kx16;
+    kv[(V0 + c16 * KS + d16) / 8u][d16 % 8u] = vx16;
+    kv[(c17 * KS + d17) / 8u][d17 % 8u] = kx17;
+    kv[(V0 + c17 * KS + d17) / 8u][d17 % 8u] = vx17;
+    kv[(c18 * KS + d18) / 8u][d18 % 8u] = kx18;
+    kv[(V0 + c18 * KS + d18) / 8u][d18 % 8u] = vx18;
+    kv[(c19 * KS + d19) / 8u][d19 % 8u] = kx19;
+    kv[(V0 + c19 * KS + d19) / 8u][d19 % 8u] = vx19;
+    kv[(c20 * KS + d20) / 8u][d20 % 8u] = kx20;
+    kv[(V0 + c20 * KS + d20) / 8u][d20 % 8u] = vx20;
+    kv[(c21 * KS + d21) / 8u][d21 % 8u] = kx21;
+    kv[(V0 + c21 * KS + d21) / 8u][d21 % 8u] = vx21;
+    kv[(c22 * KS + d22) / 8u][d22 % 8u] = kx22;
+    kv[(V0 + c22 * KS + d22) / 8u][d22 % 8u] = vx22;
+    kv[(c23 * KS + d23) / 8u][d23 % 8u] = kx23;
+    kv[(V0 + c23 * KS + d23) / 8u][d23 % 8u] = vx23;
+    kv[(c24 * KS + d24) / 8u][d24 % 8u] = kx24;
+    kv[(V0 + c24 * KS + d24) / 8u][d24 % 8u] = vx24;
+    kv[(c25 * KS + d25) / 8u][d25 % 8u] = kx25;
+    kv[(V0 + c25 * KS + d25) / 8u][d25 % 8u] = vx25;
+    kv[(c26 * KS + d26) / 8u][d26 % 8u] = kx26;
+    kv[(V0 + c26 * KS + d26) / 8u][d26 % 8u] = vx26;
+    kv[(c27 * KS + d27) / 8u][d27 % 8u] = kx27;
+    kv[(V0 + c27 * KS + d27) / 8u][d27 % 8u] = vx27;
+    kv[(c28 * KS + d28) / 8u][d28 % 8u] = kx28;
+    kv[(V0 + c28 * KS + d28) / 8u][d28 % 8u] = vx28;
+    kv[(c29 * KS + d29) / 8u][d29 % 8u] = kx29;
+    kv[(V0 + c29 * KS + d29) / 8u][d29 % 8u] = vx29;
+    kv[(c30 * KS + d30) / 8u][d30 % 8u] = kx30;
+    kv[(V0 + c30 * KS + d30) / 8u][d30 % 8u] = vx30;
+    kv[(c31 * KS + d31) / 8u][d31 % 8u] = kx31;
+    kv[(V0 + c31 * KS + d31) / 8u][d31 % 8u] = vx31;
+    kv[(c32 * KS + d32) / 8u][d32 % 8u] = kx32;
+    kv[(V0 + c32 * KS + d32) / 8u][d32 % 8u] = vx32;
+    kv[(c33 * KS + d33) / 8u][d33 % 8u] = kx33;
+    kv[(V0 + c33 * KS + d33) / 8u][d33 % 8u] = vx33;
+    kv[(c34 * KS + d34) / 8u][d34 % 8u] = kx34;
+    kv[(V0 + c34 * KS + d34) / 8u][d34 % 8u] = vx34;
+    kv[(c35 * KS + d35) / 8u][d35 % 8u] = kx35;
+    kv[(V0 + c35 * KS + d35) / 8u][d35 % 8u] = vx35;
+    kv[(c36 * KS + d36) / 8u][d36 % 8u] = kx36;
+    kv[(V0 + c36 * KS + d36) / 8u][d36 % 8u] = vx36;
+    kv[(c37 * KS + d37) / 8u][d37 % 8u] = kx37;
+    kv[(V0 + c37 * KS + d37) / 8u][d37 % 8u] = vx37;
+    kv[(c38 * KS + d38) / 8u][d38 % 8u] = kx38;
+    kv[(V0 + c38 * KS + d38) / 8u][d38 % 8u] = vx38;
+    kv[(c39 * KS + d39) / 8u][d39 % 8u] = kx39;
+    kv[(V0 + c39 * KS + d39) / 8u][d39 % 8u] = vx39;
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -466,6 +543,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             x = q[q_base + (q0 + row) * p.q_stride.z + dd * p.q_stride.w];
         }
         qe[row * KS + dd] = x;
+
     }
     workgroupBarrier();
     let q_sg = sg * 16u * KS;

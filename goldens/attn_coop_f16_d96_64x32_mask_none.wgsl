@@ -24,14 +24,17 @@ struct Params {
     // Key chunks per query tile and keys per chunk (a multiple of BC).
     splits: u32,
     chunk: u32,
-    pad0: u32,
+    // K and V rows are contiguous and every row starts on an 8-half boundary.
+    vec_kv: u32,
     pad1: u32,
     pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
-@group(0) @binding(1) var<storage, read> k: array<f16>;
-@group(0) @binding(2) var<storage, read> v: array<f16>;
+// K and V as 8-half chunks: whole chunks when their rows are contiguous and 8-aligned (`vec_kv`),
+// else element by element.
+@group(0) @binding(1) var<storage, read> k: array<mat2x4<f16>>;
+@group(0) @binding(2) var<storage, read> v: array<mat2x4<f16>>;
 @group(0) @binding(3) var<storage, read_write> o: array<f16>;
 @group(0) @binding(4) var<uniform> p: Params;
 
@@ -46,8 +49,8 @@ const RW: u32 = 68u;
 // Where V is staged, after K.
 const V0: u32 = 3328u;
 
-// K then V (32 rows each); Q is staged here once at the start.
-var<workgroup> kv: array<f16, 6656>;
+// K then V (32 rows each), in 8-half chunks; Q is staged here once at the start.
+var<workgroup> kv: array<array<f16, 8>, 832>;
 // Per subgroup 16 rows: the scores of a tile, then a chunk of P·V.
 var<workgroup> sr: array<f32, 4352>;
 // Per subgroup 16 rows of P (f16).
@@ -57,202 +60,254 @@ fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
 
+fn k_at(e: u32) -> f16 {
+    return k[e / 8u][(e / 4u) % 2u][e % 4u];
+}
+
+fn v_at(e: u32) -> f16 {
+    return v[e / 8u][(e / 4u) % 2u][e % 4u];
+}
+
+fn kv_at(e: u32) -> f16 {
+    return kv[e / 8u][e % 8u];
+}
+
+fn chunk(x: mat2x4<f16>) -> array<f16, 8> {
+    return array<f16, 8>(x[0].x, x[0].y, x[0].z, x[0].w, x[1].x, x[1].y, x[1].z, x[1].w);
+}
+
 
 // Stages `BC` rows of K and of V from key k0 (rows past the end are zeros). All loads are
 // issued before the first store.
 fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
+    if (p.vec_kv != 0u) {
+        let i0 = tid + 0u;
+        let c0 = i0 / 12u;
+        let d0 = i0 % 12u;
+        var kx0 = mat2x4<f16>();
+        var vx0 = mat2x4<f16>();
+        if (k0 + c0 < p.skv) {
+            kx0 = k[(k_base + (k0 + c0) * p.k_stride.z) / 8u + d0];
+            vx0 = v[(v_base + (k0 + c0) * p.v_stride.z) / 8u + d0];
+        }
+        let i1 = tid + 128u;
+        let c1 = i1 / 12u;
+        let d1 = i1 % 12u;
+        var kx1 = mat2x4<f16>();
+        var vx1 = mat2x4<f16>();
+        if (k0 + c1 < p.skv) {
+            kx1 = k[(k_base + (k0 + c1) * p.k_stride.z) / 8u + d1];
+            vx1 = v[(v_base + (k0 + c1) * p.v_stride.z) / 8u + d1];
+        }
+        let i2 = tid + 256u;
+        let c2 = i2 / 12u;
+        let d2 = i2 % 12u;
+        var kx2 = mat2x4<f16>();
+        var vx2 = mat2x4<f16>();
+        if (k0 + c2 < p.skv) {
+            kx2 = k[(k_base + (k0 + c2) * p.k_stride.z) / 8u + d2];
+            vx2 = v[(v_base + (k0 + c2) * p.v_stride.z) / 8u + d2];
+        }
+        kv[c0 * 13u + d0] = chunk(kx0);
+        kv[416u + c0 * 13u + d0] = chunk(vx0);
+        kv[c1 * 13u + d1] = chunk(kx1);
+        kv[416u + c1 * 13u + d1] = chunk(vx1);
+        kv[c2 * 13u + d2] = chunk(kx2);
+        kv[416u + c2 * 13u + d2] = chunk(vx2);
+        return;
+    }
     let i0 = tid + 0u;
     let c0 = i0 / D;
     let d0 = i0 % D;
     let ok0 = k0 + c0 < p.skv;
-    let kx0 = select(f16(0.0), k[k_base + (k0 + c0) * p.k_stride.z + d0 * p.k_stride.w], ok0);
-    let vx0 = select(f16(0.0), v[v_base + (k0 + c0) * p.v_stride.z + d0 * p.v_stride.w], ok0);
+    let kx0 = select(f16(0.0), k_at(k_base + (k0 + c0) * p.k_stride.z + d0 * p.k_stride.w), ok0);
+    let vx0 = select(f16(0.0), v_at(v_base + (k0 + c0) * p.v_stride.z + d0 * p.v_stride.w), ok0);
     let i1 = tid + 128u;
     let c1 = i1 / D;
     let d1 = i1 % D;
     let ok1 = k0 + c1 < p.skv;
-    let kx1 = select(f16(0.0), k[k_base + (k0 + c1) * p.k_stride.z + d1 * p.k_stride.w], ok1);
-    let vx1 = select(f16(0.0), v[v_base + (k0 + c1) * p.v_stride.z + d1 * p.v_stride.w], ok1);
+    let kx1 = select(f16(0.0), k_at(k_base + (k0 + c1) * p.k_stride.z + d1 * p.k_stride.w), ok1);
+    let vx1 = select(f16(0.0), v_at(v_base + (k0 + c1) * p.v_stride.z + d1 * p.v_stride.w), ok1);
     let i2 = tid + 256u;
     let c2 = i2 / D;
     let d2 = i2 % D;
     let ok2 = k0 + c2 < p.skv;
-    let kx2 = select(f16(0.0), k[k_base + (k0 + c2) * p.k_stride.z + d2 * p.k_stride.w], ok2);
-    let vx2 = select(f16(0.0), v[v_base + (k0 + c2) * p.v_stride.z + d2 * p.v_stride.w], ok2);
+    let kx2 = select(f16(0.0), k_at(k_base + (k0 + c2) * p.k_stride.z + d2 * p.k_stride.w), ok2);
+    let vx2 = select(f16(0.0), v_at(v_base + (k0 + c2) * p.v_stride.z + d2 * p.v_stride.w), ok2);
     let i3 = tid + 384u;
     let c3 = i3 / D;
     let d3 = i3 % D;
     let ok3 = k0 + c3 < p.skv;
-    let kx3 = select(f16(0.0), k[k_base + (k0 + c3) * p.k_stride.z + d3 * p.k_stride.w], ok3);
-    let vx3 = select(f16(0.0), v[v_base + (k0 + c3) * p.v_stride.z + d3 * p.v_stride.w], ok3);
+    let kx3 = select(f16(0.0), k_at(k_base + (k0 + c3) * p.k_stride.z + d3 * p.k_stride.w), ok3);
+    let vx3 = select(f16(0.0), v_at(v_base + (k0 + c3) * p.v_stride.z + d3 * p.v_stride.w), ok3);
     let i4 = tid + 512u;
     let c4 = i4 / D;
     let d4 = i4 % D;
     let ok4 = k0 + c4 < p.skv;
-    let kx4 = select(f16(0.0), k[k_base + (k0 + c4) * p.k_stride.z + d4 * p.k_stride.w], ok4);
-    let vx4 = select(f16(0.0), v[v_base + (k0 + c4) * p.v_stride.z + d4 * p.v_stride.w], ok4);
+    let kx4 = select(f16(0.0), k_at(k_base + (k0 + c4) * p.k_stride.z + d4 * p.k_stride.w), ok4);
+    let vx4 = select(f16(0.0), v_at(v_base + (k0 + c4) * p.v_stride.z + d4 * p.v_stride.w), ok4);
     let i5 = tid + 640u;
     let c5 = i5 / D;
     let d5 = i5 % D;
     let ok5 = k0 + c5 < p.skv;
-    let kx5 = select(f16(0.0), k[k_base + (k0 + c5) * p.k_stride.z + d5 * p.k_stride.w], ok5);
-    let vx5 = select(f16(0.0), v[v_base + (k0 + c5) * p.v_stride.z + d5 * p.v_stride.w], ok5);
+    let kx5 = select(f16(0.0), k_at(k_base + (k0 + c5) * p.k_stride.z + d5 * p.k_stride.w), ok5);
+    let vx5 = select(f16(0.0), v_at(v_base + (k0 + c5) * p.v_stride.z + d5 * p.v_stride.w), ok5);
     let i6 = tid + 768u;
     let c6 = i6 / D;
     let d6 = i6 % D;
     let ok6 = k0 + c6 < p.skv;
-    let kx6 = select(f16(0.0), k[k_base + (k0 + c6) * p.k_stride.z + d6 * p.k_stride.w], ok6);
-    let vx6 = select(f16(0.0), v[v_base + (k0 + c6) * p.v_stride.z + d6 * p.v_stride.w], ok6);
+    let kx6 = select(f16(0.0), k_at(k_base + (k0 + c6) * p.k_stride.z + d6 * p.k_stride.w), ok6);
+    let vx6 = select(f16(0.0), v_at(v_base + (k0 + c6) * p.v_stride.z + d6 * p.v_stride.w), ok6);
     let i7 = tid + 896u;
     let c7 = i7 / D;
     let d7 = i7 % D;
     let ok7 = k0 + c7 < p.skv;
-    let kx7 = select(f16(0.0), k[k_base + (k0 + c7) * p.k_stride.z + d7 * p.k_stride.w], ok7);
-    let vx7 = select(f16(0.0), v[v_base + (k0 + c7) * p.v_stride.z + d7 * p.v_stride.w], ok7);
+    let kx7 = select(f16(0.0), k_at(k_base + (k0 + c7) * p.k_stride.z + d7 * p.k_stride.w), ok7);
+    let vx7 = select(f16(0.0), v_at(v_base + (k0 + c7) * p.v_stride.z + d7 * p.v_stride.w), ok7);
     let i8 = tid + 1024u;
     let c8 = i8 / D;
     let d8 = i8 % D;
     let ok8 = k0 + c8 < p.skv;
-    let kx8 = select(f16(0.0), k[k_base + (k0 + c8) * p.k_stride.z + d8 * p.k_stride.w], ok8);
-    let vx8 = select(f16(0.0), v[v_base + (k0 + c8) * p.v_stride.z + d8 * p.v_stride.w], ok8);
+    let kx8 = select(f16(0.0), k_at(k_base + (k0 + c8) * p.k_stride.z + d8 * p.k_stride.w), ok8);
+    let vx8 = select(f16(0.0), v_at(v_base + (k0 + c8) * p.v_stride.z + d8 * p.v_stride.w), ok8);
     let i9 = tid + 1152u;
     let c9 = i9 / D;
     let d9 = i9 % D;
     let ok9 = k0 + c9 < p.skv;
-    let kx9 = select(f16(0.0), k[k_base + (k0 + c9) * p.k_stride.z + d9 * p.k_stride.w], ok9);
-    let vx9 = select(f16(0.0), v[v_base + (k0 + c9) * p.v_stride.z + d9 * p.v_stride.w], ok9);
+    let kx9 = select(f16(0.0), k_at(k_base + (k0 + c9) * p.k_stride.z + d9 * p.k_stride.w), ok9);
+    let vx9 = select(f16(0.0), v_at(v_base + (k0 + c9) * p.v_stride.z + d9 * p.v_stride.w), ok9);
     let i10 = tid + 1280u;
     let c10 = i10 / D;
     let d10 = i10 % D;
     let ok10 = k0 + c10 < p.skv;
-    let kx10 = select(f16(0.0), k[k_base + (k0 + c10) * p.k_stride.z + d10 * p.k_stride.w], ok10);
-    let vx10 = select(f16(0.0), v[v_base + (k0 + c10) * p.v_stride.z + d10 * p.v_stride.w], ok10);
+    let kx10 = select(f16(0.0), k_at(k_base + (k0 + c10) * p.k_stride.z + d10 * p.k_stride.w), ok10);
+    let vx10 = select(f16(0.0), v_at(v_base + (k0 + c10) * p.v_stride.z + d10 * p.v_stride.w), ok10);
     let i11 = tid + 1408u;
     let c11 = i11 / D;
     let d11 = i11 % D;
     let ok11 = k0 + c11 < p.skv;
-    let kx11 = select(f16(0.0), k[k_base + (k0 + c11) * p.k_stride.z + d11 * p.k_stride.w], ok11);
-    let vx11 = select(f16(0.0), v[v_base + (k0 + c11) * p.v_stride.z + d11 * p.v_stride.w], ok11);
+    let kx11 = select(f16(0.0), k_at(k_base + (k0 + c11) * p.k_stride.z + d11 * p.k_stride.w), ok11);
+    let vx11 = select(f16(0.0), v_at(v_base + (k0 + c11) * p.v_stride.z + d11 * p.v_stride.w), ok11);
     let i12 = tid + 1536u;
     let c12 = i12 / D;
     let d12 = i12 % D;
     let ok12 = k0 + c12 < p.skv;
-    let kx12 = select(f16(0.0), k[k_base + (k0 + c12) * p.k_stride.z + d12 * p.k_stride.w], ok12);
-    let vx12 = select(f16(0.0), v[v_base + (k0 + c12) * p.v_stride.z + d12 * p.v_stride.w], ok12);
+    let kx12 = select(f16(0.0), k_at(k_base + (k0 + c12) * p.k_stride.z + d12 * p.k_stride.w), ok12);
+    let vx12 = select(f16(0.0), v_at(v_base + (k0 + c12) * p.v_stride.z + d12 * p.v_stride.w), ok12);
     let i13 = tid + 1664u;
     let c13 = i13 / D;
     let d13 = i13 % D;
     let ok13 = k0 + c13 < p.skv;
-    let kx13 = select(f16(0.0), k[k_base + (k0 + c13) * p.k_stride.z + d13 * p.k_stride.w], ok13);
-    let vx13 = select(f16(0.0), v[v_base + (k0 + c13) * p.v_stride.z + d13 * p.v_stride.w], ok13);
+    let kx13 = select(f16(0.0), k_at(k_base + (k0 + c13) * p.k_stride.z + d13 * p.k_stride.w), ok13);
+    let vx13 = select(f16(0.0), v_at(v_base + (k0 + c13) * p.v_stride.z + d13 * p.v_stride.w), ok13);
     let i14 = tid + 1792u;
     let c14 = i14 / D;
     let d14 = i14 % D;
     let ok14 = k0 + c14 < p.skv;
-    let kx14 = select(f16(0.0), k[k_base + (k0 + c14) * p.k_stride.z + d14 * p.k_stride.w], ok14);
-    let vx14 = select(f16(0.0), v[v_base + (k0 + c14) * p.v_stride.z + d14 * p.v_stride.w], ok14);
+    let kx14 = select(f16(0.0), k_at(k_base + (k0 + c14) * p.k_stride.z + d14 * p.k_stride.w), ok14);
+    let vx14 = select(f16(0.0), v_at(v_base + (k0 + c14) * p.v_stride.z + d14 * p.v_stride.w), ok14);
     let i15 = tid + 1920u;
     let c15 = i15 / D;
     let d15 = i15 % D;
     let ok15 = k0 + c15 < p.skv;
-    let kx15 = select(f16(0.0), k[k_base + (k0 + c15) * p.k_stride.z + d15 * p.k_stride.w], ok15);
-    let vx15 = select(f16(0.0), v[v_base + (k0 + c15) * p.v_stride.z + d15 * p.v_stride.w], ok15);
+    let kx15 = select(f16(0.0), k_at(k_base + (k0 + c15) * p.k_stride.z + d15 * p.k_stride.w), ok15);
+    let vx15 = select(f16(0.0), v_at(v_base + (k0 + c15) * p.v_stride.z + d15 * p.v_stride.w), ok15);
     let i16 = tid + 2048u;
     let c16 = i16 / D;
     let d16 = i16 % D;
     let ok16 = k0 + c16 < p.skv;
-    let kx16 = select(f16(0.0), k[k_base + (k0 + c16) * p.k_stride.z + d16 * p.k_stride.w], ok16);
-    let vx16 = select(f16(0.0), v[v_base + (k0 + c16) * p.v_stride.z + d16 * p.v_stride.w], ok16);
+    let kx16 = select(f16(0.0), k_at(k_base + (k0 + c16) * p.k_stride.z + d16 * p.k_stride.w), ok16);
+    let vx16 = select(f16(0.0), v_at(v_base + (k0 + c16) * p.v_stride.z + d16 * p.v_stride.w), ok16);
     let i17 = tid + 2176u;
     let c17 = i17 / D;
     let d17 = i17 % D;
     let ok17 = k0 + c17 < p.skv;
-    let kx17 = select(f16(0.0), k[k_base + (k0 + c17) * p.k_stride.z + d17 * p.k_stride.w], ok17);
-    let vx17 = select(f16(0.0), v[v_base + (k0 + c17) * p.v_stride.z + d17 * p.v_stride.w], ok17);
+    let kx17 = select(f16(0.0), k_at(k_base + (k0 + c17) * p.k_stride.z + d17 * p.k_stride.w), ok17);
+    let vx17 = select(f16(0.0), v_at(v_base + (k0 + c17) * p.v_stride.z + d17 * p.v_stride.w), ok17);
     let i18 = tid + 2304u;
     let c18 = i18 / D;
     let d18 = i18 % D;
     let ok18 = k0 + c18 < p.skv;
-    let kx18 = select(f16(0.0), k[k_base + (k0 + c18) * p.k_stride.z + d18 * p.k_stride.w], ok18);
-    let vx18 = select(f16(0.0), v[v_base + (k0 + c18) * p.v_stride.z + d18 * p.v_stride.w], ok18);
+    let kx18 = select(f16(0.0), k_at(k_base + (k0 + c18) * p.k_stride.z + d18 * p.k_stride.w), ok18);
+    let vx18 = select(f16(0.0), v_at(v_base + (k0 + c18) * p.v_stride.z + d18 * p.v_stride.w), ok18);
     let i19 = tid + 2432u;
     let c19 = i19 / D;
     let d19 = i19 % D;
     let ok19 = k0 + c19 < p.skv;
-    let kx19 = select(f16(0.0), k[k_base + (k0 + c19) * p.k_stride.z + d19 * p.k_stride.w], ok19);
-    let vx19 = select(f16(0.0), v[v_base + (k0 + c19) * p.v_stride.z + d19 * p.v_stride.w], ok19);
+    let kx19 = select(f16(0.0), k_at(k_base + (k0 + c19) * p.k_stride.z + d19 * p.k_stride.w), ok19);
+    let vx19 = select(f16(0.0), v_at(v_base + (k0 + c19) * p.v_stride.z + d19 * p.v_stride.w), ok19);
     let i20 = tid + 2560u;
     let c20 = i20 / D;
     let d20 = i20 % D;
     let ok20 = k0 + c20 < p.skv;
-    let kx20 = select(f16(0.0), k[k_base + (k0 + c20) * p.k_stride.z + d20 * p.k_stride.w], ok20);
-    let vx20 = select(f16(0.0), v[v_base + (k0 + c20) * p.v_stride.z + d20 * p.v_stride.w], ok20);
+    let kx20 = select(f16(0.0), k_at(k_base + (k0 + c20) * p.k_stride.z + d20 * p.k_stride.w), ok20);
+    let vx20 = select(f16(0.0), v_at(v_base + (k0 + c20) * p.v_stride.z + d20 * p.v_stride.w), ok20);
     let i21 = tid + 2688u;
     let c21 = i21 / D;
     let d21 = i21 % D;
     let ok21 = k0 + c21 < p.skv;
-    let kx21 = select(f16(0.0), k[k_base + (k0 + c21) * p.k_stride.z + d21 * p.k_stride.w], ok21);
-    let vx21 = select(f16(0.0), v[v_base + (k0 + c21) * p.v_stride.z + d21 * p.v_stride.w], ok21);
+    let kx21 = select(f16(0.0), k_at(k_base + (k0 + c21) * p.k_stride.z + d21 * p.k_stride.w), ok21);
+    let vx21 = select(f16(0.0), v_at(v_base + (k0 + c21) * p.v_stride.z + d21 * p.v_stride.w), ok21);
     let i22 = tid + 2816u;
     let c22 = i22 / D;
     let d22 = i22 % D;
     let ok22 = k0 + c22 < p.skv;
-    let kx22 = select(f16(0.0), k[k_base + (k0 + c22) * p.k_stride.z + d22 * p.k_stride.w], ok22);
-    let vx22 = select(f16(0.0), v[v_base + (k0 + c22) * p.v_stride.z + d22 * p.v_stride.w], ok22);
+    let kx22 = select(f16(0.0), k_at(k_base + (k0 + c22) * p.k_stride.z + d22 * p.k_stride.w), ok22);
+    let vx22 = select(f16(0.0), v_at(v_base + (k0 + c22) * p.v_stride.z + d22 * p.v_stride.w), ok22);
     let i23 = tid + 2944u;
     let c23 = i23 / D;
     let d23 = i23 % D;
     let ok23 = k0 + c23 < p.skv;
-    let kx23 = select(f16(0.0), k[k_base + (k0 + c23) * p.k_stride.z + d23 * p.k_stride.w], ok23);
-    let vx23 = select(f16(0.0), v[v_base + (k0 + c23) * p.v_stride.z + d23 * p.v_stride.w], ok23);
-    kv[c0 * KS + d0] = kx0;
-    kv[V0 + c0 * KS + d0] = vx0;
-    kv[c1 * KS + d1] = kx1;
-    kv[V0 + c1 * KS + d1] = vx1;
-    kv[c2 * KS + d2] = kx2;
-    kv[V0 + c2 * KS + d2] = vx2;
-    kv[c3 * KS + d3] = kx3;
-    kv[V0 + c3 * KS + d3] = vx3;
-    kv[c4 * KS + d4] = kx4;
-    kv[V0 + c4 * KS + d4] = vx4;
-    kv[c5 * KS + d5] = kx5;
-    kv[V0 + c5 * KS + d5] = vx5;
-    kv[c6 * KS + d6] = kx6;
-    kv[V0 + c6 * KS + d6] = vx6;
-    kv[c7 * KS + d7] = kx7;
-    kv[V0 + c7 * KS + d7] = vx7;
-    kv[c8 * KS + d8] = kx8;
-    kv[V0 + c8 * KS + d8] = vx8;
-    kv[c9 * KS + d9] = kx9;
-    kv[V0 + c9 * KS + d9] = vx9;
-    kv[c10 * KS + d10] = kx10;
-    kv[V0 + c10 * KS + d10] = vx10;
-    kv[c11 * KS + d11] = kx11;
-    kv[V0 + c11 * KS + d11] = vx11;
-    kv[c12 * KS + d12] = kx12;
-    kv[V0 + c12 * KS + d12] = vx12;
-    kv[c13 * KS + d13] = kx13;
-    kv[V0 + c13 * KS + d13] = vx13;
-    kv[c14 * KS + d14] = kx14;
-    kv[V0 + c14 * KS + d14] = vx14;
-    kv[c15 * KS + d15] = kx15;
-    kv[V0 + c15 * KS + d15] = vx15;
-    kv[c16 * KS + d16] = kx16;
-    kv[V0 + c16 * KS + d16] = vx16;
-    kv[c17 * KS + d17] = kx17;
-    kv[V0 + c17 * KS + d17] = vx17;
-    kv[c18 * KS + d18] = kx18;
-    kv[V0 + c18 * KS + d18] = vx18;
-    kv[c19 * KS + d19] = kx19;
-    kv[V0 + c19 * KS + d19] = vx19;
-    kv[c20 * KS + d20] = kx20;
-    kv[V0 + c20 * KS + d20] = vx20;
-    kv[c21 * KS + d21] = kx21;
-    kv[V0 + c21 * KS + d21] = vx21;
-    kv[c22 * KS + d22] = kx22;
-    kv[V0 + c22 * KS + d22] = vx22;
-    kv[c23 * KS + d23] = kx23;
-    kv[V0 + c23 * KS + d23] = vx23;
+    let kx23 = select(f16(0.0), k_at(k_base + (k0 + c23) * p.k_stride.z + d23 * p.k_stride.w), ok23);
+    let vx23 = select(f16(0.0), v_at(v_base + (k0 + c23) * p.v_stride.z + d23 * p.v_stride.w), ok23);
+    kv[(c0 * KS + d0) / 8u][d0 % 8u] = kx0;
+    kv[(V0 + c0 * KS + d0) / 8u][d0 % 8u] = vx0;
+    kv[(c1 * KS + d1) / 8u][d1 % 8u] = kx1;
+    kv[(V0 + c1 * KS + d1) / 8u][d1 % 8u] = vx1;
+    kv[(c2 * KS + d2) / 8u][d2 % 8u] = kx2;
+    kv[(V0 + c2 * KS + d2) / 8u][d2 % 8u] = vx2;
+    kv[(c3 * KS + d3) / 8u][d3 % 8u] = kx3;
+    kv[(V0 + c3 * KS + d3) / 8u][d3 % 8u] = vx3;
+    kv[(c4 * KS + d4) / 8u][d4 % 8u] = kx4;
+    kv[(V0 + c4 * KS + d4) / 8u][d4 % 8u] = vx4;
+    kv[(c5 * KS + d5) / 8u][d5 % 8u] = kx5;
+    kv[(V0 + c5 * KS + d5) / 8u][d5 % 8u] = vx5;
+    kv[(c6 * KS + d6) / 8u][d6 % 8u] = kx6;
+    kv[(V0 + c6 * KS + d6) / 8u][d6 % 8u] = vx6;
+    kv[(c7 * KS + d7) / 8u][d7 % 8u] = kx7;
+    kv[(V0 + c7 * KS + d7) / 8u][d7 % 8u] = vx7;
+    kv[(c8 * KS + d8) / 8u][d8 % 8u] = kx8;
+    kv[(V0 + c8 * KS + d8) / 8u][d8 % 8u] = vx8;
+    kv[(c9 * KS + d9) / 8u][d9 % 8u] = kx9;
+    kv[(V0 + c9 * KS + d9) / 8u][d9 % 8u] = vx9;
+    kv[(c10 * KS + d10) / 8u][d10 % 8u] = kx10;
+    kv[(V0 + c10 * KS + d10) / 8u][d10 % 8u] = vx10;
+    kv[(c11 * KS + d11) / 8u][d11 % 8u] = kx11;
+    kv[(V0 + c11 * KS + d11) / 8u][d11 % 8u] = vx11;
+    kv[(c12 * KS + d12) / 8u][d12 % 8u] = kx12;
+    kv[(V0 + c12 * KS + d12) / 8u][d12 % 8u] = vx12;
+    kv[(c13 * KS + d13) / 8u][d13 % 8u] = kx13;
+    kv[(V0 + c13 * KS + d13) / 8u][d13 % 8u] = vx13;
+    kv[(c14 * KS + d14) / 8u][d14 % 8u] = kx14;
+    kv[(V0 + c14 * KS + d14) / 8u][d14 % 8u] = vx14;
+    kv[(c15 * KS + d15) / 8u][d15 % 8u] = kx15;
+    kv[(V0 + c15 * KS + d15) / 8u][d15 % 8u] = vx15;
+    kv[(c16 * KS + d16) / 8u][d16 % 8u] = kx16;
+    kv[(V0 + c16 * KS + d16) / 8u][d16 % 8u] = vx16;
+    kv[(c17 * KS + d17) / 8u][d17 % 8u] = kx17;
+    kv[(V0 + c17 * KS + d17) / 8u][d17 % 8u] = vx17;
+    kv[(c18 * KS + d18) / 8u][d18 % 8u] = kx18;
+    kv[(V0 + c18 * KS + d18) / 8u][d18 % 8u] = vx18;
+    kv[(c19 * KS + d19) / 8u][d19 % 8u] = kx19;
+    kv[(V0 + c19 * KS + d19) / 8u][d19 % 8u] = vx19;
+    kv[(c20 * KS + d20) / 8u][d20 % 8u] = kx20;
+    kv[(V0 + c20 * KS + d20) / 8u][d20 % 8u] = vx20;
+    kv[(c21 * KS + d21) / 8u][d21 % 8u] = kx21;
+    kv[(V0 + c21 * KS + d21) / 8u][d21 % 8u] = vx21;
+    kv[(c22 * KS + d22) / 8u][d22 % 8u] = kx22;
+    kv[(V0 + c22 * KS + d22) / 8u][d22 % 8u] = vx22;
+    kv[(c23 * KS + d23) / 8u][d23 % 8u] = kx23;
+    kv[(V0 + c23 * KS + d23) / 8u][d23 % 8u] = vx23;
 }
 
 @compute @workgroup_size(128, 1, 1)
@@ -294,22 +349,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (q0 + row < p.sq) {
             x = q[q_base + (q0 + row) * p.q_stride.z + dd * p.q_stride.w];
         }
-        kv[row * KS + dd] = x;
+        kv[(row * KS + dd) / 8u][dd % 8u] = x;
+
     }
     workgroupBarrier();
     let q_sg = sg * 16u * KS;
     let eq0 = q_sg + 0u;
-    let qf0 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq0], KS);
+    let eq0c = eq0 / 8u;
+    let qf0 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq0c][0], KS);
     let eq1 = q_sg + 16u;
-    let qf1 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq1], KS);
+    let eq1c = eq1 / 8u;
+    let qf1 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq1c][0], KS);
     let eq2 = q_sg + 32u;
-    let qf2 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq2], KS);
+    let eq2c = eq2 / 8u;
+    let qf2 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq2c][0], KS);
     let eq3 = q_sg + 48u;
-    let qf3 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq3], KS);
+    let eq3c = eq3 / 8u;
+    let qf3 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq3c][0], KS);
     let eq4 = q_sg + 64u;
-    let qf4 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq4], KS);
+    let eq4c = eq4 / 8u;
+    let qf4 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq4c][0], KS);
     let eq5 = q_sg + 80u;
-    let qf5 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq5], KS);
+    let eq5c = eq5 / 8u;
+    let qf5 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq5c][0], KS);
 
     // The row's running max, this invocation's share of its sum, and its half of the output row.
     var m_run = neg_inf();
@@ -377,43 +439,55 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         // Scores: 16 rows × BC keys per subgroup.
         var sacc0 = coop_mat16x16<f32, C>();
         let ek0_0 = 0u * KS + 0u;
-        let kf0_0 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek0_0], KS);
+        let kf0_0c = ek0_0 / 8u;
+        let kf0_0 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_0c][0], KS);
         sacc0 = coopMultiplyAdd(qf0, kf0_0, sacc0);
         let ek0_1 = 0u * KS + 16u;
-        let kf0_1 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek0_1], KS);
+        let kf0_1c = ek0_1 / 8u;
+        let kf0_1 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_1c][0], KS);
         sacc0 = coopMultiplyAdd(qf1, kf0_1, sacc0);
         let ek0_2 = 0u * KS + 32u;
-        let kf0_2 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek0_2], KS);
+        let kf0_2c = ek0_2 / 8u;
+        let kf0_2 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_2c][0], KS);
         sacc0 = coopMultiplyAdd(qf2, kf0_2, sacc0);
         let ek0_3 = 0u * KS + 48u;
-        let kf0_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek0_3], KS);
+        let kf0_3c = ek0_3 / 8u;
+        let kf0_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_3c][0], KS);
         sacc0 = coopMultiplyAdd(qf3, kf0_3, sacc0);
         let ek0_4 = 0u * KS + 64u;
-        let kf0_4 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek0_4], KS);
+        let kf0_4c = ek0_4 / 8u;
+        let kf0_4 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_4c][0], KS);
         sacc0 = coopMultiplyAdd(qf4, kf0_4, sacc0);
         let ek0_5 = 0u * KS + 80u;
-        let kf0_5 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek0_5], KS);
+        let kf0_5c = ek0_5 / 8u;
+        let kf0_5 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_5c][0], KS);
         sacc0 = coopMultiplyAdd(qf5, kf0_5, sacc0);
         let es0 = s_sg + 0u;
         coopStoreT(sacc0, &sr[es0], RW);
         var sacc1 = coop_mat16x16<f32, C>();
         let ek1_0 = 16u * KS + 0u;
-        let kf1_0 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek1_0], KS);
+        let kf1_0c = ek1_0 / 8u;
+        let kf1_0 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_0c][0], KS);
         sacc1 = coopMultiplyAdd(qf0, kf1_0, sacc1);
         let ek1_1 = 16u * KS + 16u;
-        let kf1_1 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek1_1], KS);
+        let kf1_1c = ek1_1 / 8u;
+        let kf1_1 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_1c][0], KS);
         sacc1 = coopMultiplyAdd(qf1, kf1_1, sacc1);
         let ek1_2 = 16u * KS + 32u;
-        let kf1_2 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek1_2], KS);
+        let kf1_2c = ek1_2 / 8u;
+        let kf1_2 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_2c][0], KS);
         sacc1 = coopMultiplyAdd(qf2, kf1_2, sacc1);
         let ek1_3 = 16u * KS + 48u;
-        let kf1_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek1_3], KS);
+        let kf1_3c = ek1_3 / 8u;
+        let kf1_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_3c][0], KS);
         sacc1 = coopMultiplyAdd(qf3, kf1_3, sacc1);
         let ek1_4 = 16u * KS + 64u;
-        let kf1_4 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek1_4], KS);
+        let kf1_4c = ek1_4 / 8u;
+        let kf1_4 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_4c][0], KS);
         sacc1 = coopMultiplyAdd(qf4, kf1_4, sacc1);
         let ek1_5 = 16u * KS + 80u;
-        let kf1_5 = coopLoad<coop_mat16x16<f16, B>>(&kv[ek1_5], KS);
+        let kf1_5c = ek1_5 / 8u;
+        let kf1_5 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_5c][0], KS);
         sacc1 = coopMultiplyAdd(qf5, kf1_5, sacc1);
         let es1 = s_sg + 16u;
         coopStoreT(sacc1, &sr[es1], RW);
@@ -595,37 +669,45 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep1], PS);
         var oacc0 = coop_mat16x16<f32, C>();
         let ev0_0 = V0 + 0u * KS + 0u;
-        let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev0_0], KS);
+        let vf0_0c = ev0_0 / 8u;
+        let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_0c][0], KS);
         oacc0 = coopMultiplyAdd(pf0, vf0_0, oacc0);
         let ev0_1 = V0 + 16u * KS + 0u;
-        let vf0_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev0_1], KS);
+        let vf0_1c = ev0_1 / 8u;
+        let vf0_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_1c][0], KS);
         oacc0 = coopMultiplyAdd(pf1, vf0_1, oacc0);
         let eo0 = s_sg + 0u;
         coopStoreT(oacc0, &sr[eo0], RW);
         var oacc1 = coop_mat16x16<f32, C>();
         let ev1_0 = V0 + 0u * KS + 16u;
-        let vf1_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev1_0], KS);
+        let vf1_0c = ev1_0 / 8u;
+        let vf1_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_0c][0], KS);
         oacc1 = coopMultiplyAdd(pf0, vf1_0, oacc1);
         let ev1_1 = V0 + 16u * KS + 16u;
-        let vf1_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev1_1], KS);
+        let vf1_1c = ev1_1 / 8u;
+        let vf1_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_1c][0], KS);
         oacc1 = coopMultiplyAdd(pf1, vf1_1, oacc1);
         let eo1 = s_sg + 16u;
         coopStoreT(oacc1, &sr[eo1], RW);
         var oacc2 = coop_mat16x16<f32, C>();
         let ev2_0 = V0 + 0u * KS + 32u;
-        let vf2_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev2_0], KS);
+        let vf2_0c = ev2_0 / 8u;
+        let vf2_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_0c][0], KS);
         oacc2 = coopMultiplyAdd(pf0, vf2_0, oacc2);
         let ev2_1 = V0 + 16u * KS + 32u;
-        let vf2_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev2_1], KS);
+        let vf2_1c = ev2_1 / 8u;
+        let vf2_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_1c][0], KS);
         oacc2 = coopMultiplyAdd(pf1, vf2_1, oacc2);
         let eo2 = s_sg + 32u;
         coopStoreT(oacc2, &sr[eo2], RW);
         var oacc3 = coop_mat16x16<f32, C>();
         let ev3_0 = V0 + 0u * KS + 48u;
-        let vf3_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev3_0], KS);
+        let vf3_0c = ev3_0 / 8u;
+        let vf3_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_0c][0], KS);
         oacc3 = coopMultiplyAdd(pf0, vf3_0, oacc3);
         let ev3_1 = V0 + 16u * KS + 48u;
-        let vf3_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev3_1], KS);
+        let vf3_1c = ev3_1 / 8u;
+        let vf3_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_1c][0], KS);
         oacc3 = coopMultiplyAdd(pf1, vf3_1, oacc3);
         let eo3 = s_sg + 48u;
         coopStoreT(oacc3, &sr[eo3], RW);
@@ -665,19 +747,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
         var oacc4 = coop_mat16x16<f32, C>();
         let ev4_0 = V0 + 0u * KS + 64u;
-        let vf4_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev4_0], KS);
+        let vf4_0c = ev4_0 / 8u;
+        let vf4_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf4_0c][0], KS);
         oacc4 = coopMultiplyAdd(pf0, vf4_0, oacc4);
         let ev4_1 = V0 + 16u * KS + 64u;
-        let vf4_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev4_1], KS);
+        let vf4_1c = ev4_1 / 8u;
+        let vf4_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf4_1c][0], KS);
         oacc4 = coopMultiplyAdd(pf1, vf4_1, oacc4);
         let eo4 = s_sg + 0u;
         coopStoreT(oacc4, &sr[eo4], RW);
         var oacc5 = coop_mat16x16<f32, C>();
         let ev5_0 = V0 + 0u * KS + 80u;
-        let vf5_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev5_0], KS);
+        let vf5_0c = ev5_0 / 8u;
+        let vf5_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf5_0c][0], KS);
         oacc5 = coopMultiplyAdd(pf0, vf5_0, oacc5);
         let ev5_1 = V0 + 16u * KS + 80u;
-        let vf5_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[ev5_1], KS);
+        let vf5_1c = ev5_1 / 8u;
+        let vf5_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf5_1c][0], KS);
         oacc5 = coopMultiplyAdd(pf1, vf5_1, oacc5);
         let eo5 = s_sg + 16u;
         coopStoreT(oacc5, &sr[eo5], RW);

@@ -139,7 +139,14 @@ struct CoopParams {
     grid_y: u32,
     splits: u32,
     chunk: u32,
-    pad: [u32; 3],
+    vec_kv: u32,
+    pad: [u32; 2],
+}
+
+/// Whether K and V rows can be staged in whole 8-half chunks: contiguous rows whose every start
+/// (batch, head and row strides) is a multiple of 8 halves.
+fn whole_chunks(g: &Geometry) -> bool {
+    g.strides[1..].iter().all(|s| s[3] == 1 && s[..3].iter().all(|x| x % 8 == 0))
 }
 
 /// Fewest key tiles per split: shorter chunks cost more in partials than they gain.
@@ -185,7 +192,8 @@ pub(super) fn prepare(
         grid_y: dims[1],
         splits: to_u32("key splits", splits)?,
         chunk: to_u32("keys per split", chunk)?,
-        pad: [0; 3],
+        vec_kv: u32::from(whole_chunks(g)),
+        pad: [0; 2],
     };
     let split = splits > 1;
     let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split };
