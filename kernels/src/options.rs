@@ -9,7 +9,7 @@ pub use crate::conv::ConvAlgo;
 pub use crate::gemm::CoopMode;
 use crate::gemm::{GemmOptions, TilingChoice};
 use crate::graph::{ExecOptions, PlacementOptions};
-use crate::runtime::AdapterSelector;
+use crate::runtime::{AdapterSelector, PipelineCacheSetting};
 
 /// Prefix of our keys in the session config (ORT lower-cases the EP name).
 pub const PREFIX: &str = "ep.wgpuexecutionprovider.";
@@ -45,6 +45,9 @@ pub struct EpOptions {
     /// `Attention` and `MultiHeadAttention` claimed). Off by default: on the H200 the kernel is far
     /// slower than the unfused products (`docs/PERFORMANCE.md`).
     pub flash_attention: bool,
+    /// `pipeline_cache`: where the persistent pipeline cache lives, or off (read when the
+    /// session opens the adapter's device; the first session to open it decides).
+    pub pipeline_cache: PipelineCacheSetting,
 }
 
 /// `offload=auto`: partitions the CPU EP runs faster (host traffic outweighing the work on a
@@ -68,6 +71,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
     ("attention", "unfused | flash: flash runs attention on the fused flash kernel (not yet tuned: slower)"),
+    ("pipeline_cache", "on | off | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -111,6 +115,9 @@ impl EpOptions {
                         "flash" => true,
                         _ => return Err(format!("option 'attention': '{v}' is not unfused or flash")),
                     }
+                }
+                "pipeline_cache" => {
+                    o.pipeline_cache = v.parse().map_err(|e| format!("option 'pipeline_cache': {e}"))?
                 }
                 "validation" => {
                     o.validation = match v {

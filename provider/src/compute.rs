@@ -4,8 +4,10 @@
 
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
+use std::time::Instant;
 
 use ep_kernels::graph::{Executable, OutputTarget, RunInput, RunOutputs};
+use ep_kernels::runtime::startup::{self, Phase};
 use ep_kernels::{ElemType, GpuError};
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
 
@@ -99,6 +101,7 @@ unsafe extern "system" fn compute(
         let inputs: Vec<RunInput<'_>> =
             shapes.iter().zip(places).map(|((dtype, shape), data)| RunInput { dtype: *dtype, shape, data }).collect();
         let mut outputs = OrtOutputs { o, ctx, values: Vec::new() };
+        let started = Instant::now();
         let report = info.exec.run_io(&inputs, &mut outputs).map_err(|e| {
             let mut err = EpError::from(e);
             err.message = format!("{}: {}", info.name, err.message);
@@ -110,6 +113,8 @@ unsafe extern "system" fn compute(
             }
         }
         if let Some(mut lines) = report {
+            startup::record(Phase::FirstRun, started.elapsed(), 1);
+            lines.push(format!("start-up so far: {}", startup::summary()));
             let shape_refs: Vec<&[u64]> = shapes.iter().map(|(_, s)| s.as_slice()).collect();
             lines.push(format!("{} dispatches per run", info.exec.dispatch_count(&shape_refs)));
             let mut logger = null();

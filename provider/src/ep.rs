@@ -4,9 +4,11 @@
 use std::ffi::{c_char, CString};
 use std::ptr::null;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ep_kernels::graph::{build_program_with, place, Constant, DeclineKind, Executable, PlacementOptions};
 use ep_kernels::runtime::memory::{DeviceAllocator, DEFAULT_CACHE_LIMIT};
+use ep_kernels::runtime::startup::{self, Phase};
 use ep_kernels::runtime::transfer::{thread_copy_stats, CopyStats};
 use ep_kernels::runtime::Gpu;
 use ep_kernels::ElemType;
@@ -175,8 +177,10 @@ unsafe extern "system" fn get_capability(
         fault::panic_point(Site::GetCapability);
         let o = ort()?;
         // SAFETY: ORT passes back our EP and a graph that is live during this call.
+        let started = Instant::now();
         let (ep, read) = unsafe { (Ep::from_ptr(this), read_graph(o, graph)?) };
         let placement = place(&read.graph, &ep.placement_options());
+        startup::record(Phase::Placement, started.elapsed(), 1);
         for (i, reason, kind) in placement.declines() {
             let node = &read.graph.nodes[i];
             // A registered op we cannot run is worth a user's attention; a cost decision is
@@ -289,6 +293,7 @@ unsafe extern "system" fn compile(
                     let (graph, fused) = (*graphs.add(i), *fused_nodes.add(i));
                     let inputs = io_names(fused, false)?;
                     let outputs = io_names(fused, true)?;
+                    let started = Instant::now();
                     let read = read_graph(o, graph)?;
                     let order = read.graph.topological_order();
                     let nodes: Vec<_> = order.iter().map(|&k| read.graph.nodes[k].clone()).collect();
@@ -298,7 +303,10 @@ unsafe extern "system" fn compile(
                         build_program_with(&nodes, &inputs, &outputs, constants, flash).map_err(EpError::fail)?;
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
-                    let exec = Executable::new(ep.gpu.clone(), program, ep.options.exec_options())?;
+                    startup::record(Phase::Program, started.elapsed(), 1);
+                    let exec = startup::time(Phase::Upload, || {
+                        Executable::new(ep.gpu.clone(), program, ep.options.exec_options())
+                    })?;
                     created.push(ComputeInfo::create(exec, cstr(name)));
                 }
                 Ok(())

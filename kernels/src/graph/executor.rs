@@ -220,7 +220,8 @@ impl Executable {
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
             None => {
-                let p = self.prepare(inputs)?;
+                let p =
+                    crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || self.prepare(inputs))?;
                 let report = p.plans.clone();
                 (p, Some(report))
             }
