@@ -157,7 +157,7 @@ def child(spec: dict) -> dict:
     so.log_severity_level = 3
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "0")
     options = dict(spec.get("options", {}))
-    if spec["config"] != "peer":
+    if spec["config"] != "peer" and spec.get("instrumented", True):
         options["pipeline_cache"] = spec["pipeline_cache"]
     so.add_provider_for_devices(devices, options)
     t = time.perf_counter()
@@ -169,22 +169,31 @@ def child(spec: dict) -> dict:
         shape = [d if isinstance(d, int) and d > 0 else 1 for d in i.shape]
         dtype = np.float16 if "float16" in i.type else np.float32
         feeds[i.name] = rng.standard_normal(shape).astype(dtype)
+    locator = None
+    if spec["config"] != "peer" and spec.get("instrumented", True):
+        sys.path.insert(0, str(REPO / "python"))
+        import onnxruntime_ep_wgpu as locator
+
+    # Buffers our allocators created by the end of each step: a second run that still creates some is lazy work.
+    created = {}
     for col in ("first_run", "second_run"):
         t = time.perf_counter()
         result = sess.run(None, feeds)
         out[col] = time.perf_counter() - t
+        if locator:
+            created[col] = locator.memory_stats(lib)["buffers_created"]
     steady = []
     for _ in range(spec["steady"]):
         t = time.perf_counter()
         sess.run(None, feeds)
         steady.append(time.perf_counter() - t)
     out["steady"] = statistics.median(steady)
+    if locator:
+        created["steady"] = locator.memory_stats(lib)["buffers_created"]
+        out["buffers_created"] = created
     out["total_to_first_result"] = out["import"] + out["register"] + out["session"] + out["first_run"]
     out["output_checksum"] = float(np.sum(np.abs(result[0].astype(np.float64))))
-    if spec["config"] != "peer":
-        sys.path.insert(0, str(REPO / "python"))
-        import onnxruntime_ep_wgpu as locator
-
+    if locator:
         out["phases"] = locator.startup_stats(lib)
     return out
 
@@ -197,6 +206,14 @@ def find_library(explicit: str | None) -> str:
         if candidate and Path(candidate).is_file():
             return candidate
     raise SystemExit(f"{LIBRARY_NAME} not found: build it (cargo build --release -p onnxruntime-ep-wgpu) or pass --lib")
+
+
+def instrumented(lib: str) -> bool:
+    """Whether the library reports its phases (and so knows the option pipeline_cache): a build from before
+    issue 15 does not, and runs as a baseline (its rows have no phases; ours-nocache = ours)."""
+    import ctypes
+
+    return hasattr(ctypes.CDLL(lib), "onnxruntime_ep_wgpu_startup_stats")
 
 
 def peer_installed() -> bool:
@@ -223,6 +240,9 @@ def measure(args, model: str, lib: str) -> list[dict]:
     rows = []
     root = Path(tempfile.mkdtemp(prefix="ep_startup_"))
     configs = [c for c in args.configs.split(",") if c]
+    full = instrumented(lib)
+    if not full:
+        print(f"{lib} reports no phases: a baseline build (no pipeline_cache option)", file=sys.stderr)
     for config in configs:
         if config == "peer" and not peer_installed():
             print("peer: onnxruntime-ep-webgpu is not installed; skipped", file=sys.stderr)
@@ -233,13 +253,13 @@ def measure(args, model: str, lib: str) -> list[dict]:
                 fresh = Path(tempfile.mkdtemp(dir=root))
                 driver = warm_driver if mode == "warm" else fresh / "driver"
                 cache = warm_cache if mode in ("warm", "ourcache") else fresh / "cache"
-                if mode != "cold" and not (warm_driver.exists() or warm_cache.exists()):
+                if mode != "cold" and not warm_driver.exists():
                     # Prime the shared dirs with one process whose numbers are not kept.
-                    spawn(dict(config=config, lib=lib, model=model, steady=1, options=args.options,
+                    warm_driver.mkdir(parents=True)
+                    spawn(dict(config=config, lib=lib, model=model, steady=1, options=args.options, instrumented=full,
                                pipeline_cache="off" if config == "ours-nocache" else str(warm_cache)),
                           str(warm_driver), args.timeout)
-                    warm_driver.mkdir(parents=True, exist_ok=True)
-                spec = dict(config=config, lib=lib, model=model, steady=args.steady, options=args.options,
+                spec = dict(config=config, lib=lib, model=model, steady=args.steady, options=args.options, instrumented=full,
                             pipeline_cache="off" if config == "ours-nocache" else str(cache))
                 driver.mkdir(parents=True, exist_ok=True)
                 r = spawn(spec, str(driver), args.timeout)
