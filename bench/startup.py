@@ -310,8 +310,8 @@ def table(summary: list[dict]) -> str:
             lines.append(f"| {s['config']}, {s['mode']} | " + " | ".join(f"{s['phases'][p]:.1f}" for p in names)
                          + " |")
         lines.append("")
-        lines.append("render/module/pipeline: summed over the parallel compile workers; first_run includes prepare "
-                     "and pipeline_wait; cache_load/cache_save: ms (their byte counts are in the JSON's raw rows).")
+        lines.append("render/module/pipeline: summed over the parallel compile workers; first_run includes pipeline_wait "
+                     "(and prepare when the shapes were not static at Compile); cache_load/cache_save: ms (their byte counts are in the JSON's raw rows).")
     return "\n".join(lines)
 
 

@@ -115,7 +115,6 @@ def test_phases_are_reported(lib_path, model_path, tmp_path):
     for phase in ("enumerate", "device", "placement", "program", "upload", "module", "pipeline", "prepare",
                   "first_run"):
         assert s[phase]["count"] >= 1, (phase, s)
-    assert s["first_run"]["ms"] >= s["prepare"]["ms"]
     assert s["cache_load"]["count"] == 0 and s["cache_save"]["count"] == 0, "pipeline_cache=off reads and writes nothing"
 
 

@@ -307,7 +307,12 @@ unsafe extern "system" fn compile(
                     let exec = startup::time(Phase::Upload, || {
                         Executable::new(ep.gpu.clone(), program, ep.options.exec_options())
                     })?;
-                    created.push(ComputeInfo::create(exec, cstr(name)));
+                    let name = cstr(name);
+                    let plans = match static_shapes(&read.graph, &inputs) {
+                        Some(shapes) => warm_up(ep, &exec, &name, &shapes),
+                        None => Vec::new(),
+                    };
+                    created.push(ComputeInfo::create(exec, name, plans));
                 }
                 Ok(())
             };
@@ -324,6 +329,34 @@ unsafe extern "system" fn compile(
         }
         Ok(())
     })
+}
+
+/// The shape of each fused-node input, when every one is fully known (no symbolic dims).
+fn static_shapes(graph: &ep_kernels::graph::Graph, inputs: &[String]) -> Option<Vec<Vec<u64>>> {
+    inputs
+        .iter()
+        .map(|name| {
+            let info = graph.nodes.iter().flat_map(|n| n.inputs.iter().flatten()).find(|v| &v.name == name)?;
+            info.fixed_shape()
+        })
+        .collect()
+}
+
+/// Prepares a partition's one shape set at Compile, so its pipelines compile (in parallel, on
+/// the workers) while ORT finishes the session; a failure is left for the first run to report.
+/// Returns the plan lines, which the first run logs (as it does for shapes it prepares).
+fn warm_up(ep: &Ep, exec: &Executable, name: &str, shapes: &[Vec<u64>]) -> Vec<String> {
+    match exec.warm_up(shapes) {
+        Ok(mut lines) => {
+            let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+            lines.push(format!("{} dispatches per run (prepared at Compile)", exec.dispatch_count(&refs)));
+            lines
+        }
+        Err(e) => {
+            ep.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE, &format!("{name}: not prepared at Compile: {e}"));
+            Vec::new()
+        }
+    }
 }
 
 unsafe extern "system" fn release_node_compute_infos(

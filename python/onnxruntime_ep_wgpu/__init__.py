@@ -133,8 +133,8 @@ def startup_stats(library_path: str | None = None) -> dict[str, dict[str, float]
     Phases: ``enumerate`` (wgpu instance and adapters, at registration), ``device`` (opening the device),
     ``placement`` (GetCapability), ``program`` (Compile: reading the partitions, building programs), ``upload``
     (weights), ``render`` (WGSL from templates), ``module`` (naga parsing and validating WGSL), ``pipeline`` (SPIR-V
-    and the driver's compile), ``pipeline_wait`` (runs waiting for compiles), ``prepare`` (first run of a shape set:
-    plans, buffers, bind groups), ``first_run`` (runs that prepared, whole), ``cache_load``/``cache_save`` (the
+    and the driver's compile), ``pipeline_wait`` (runs waiting for compiles), ``prepare`` (a shape set's plans, buffers and
+    bind groups: at Compile when the shapes are static), ``first_run`` (each partition's first run, whole), ``cache_load``/``cache_save`` (the
     persistent pipeline cache; count = bytes). ``render``, ``module`` and ``pipeline`` run on parallel workers: their
     totals add the threads' times.
     """

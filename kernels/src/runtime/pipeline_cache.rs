@@ -210,8 +210,8 @@ impl DiskCache {
         }
     }
 
-    /// Writes `data` atomically (a temporary file renamed over the old one). Returns the bytes
-    /// written (0 when skipped: unchanged, too large, or saving failed before).
+    /// Writes `data` atomically (a temporary file renamed over the old one). Returns the blob's
+    /// bytes written (0 when skipped: unchanged, too large, or saving failed before).
     pub fn store(&self, data: &[u8]) -> u64 {
         if data.is_empty() || self.broken.load(Ordering::Relaxed) {
             return 0;
@@ -230,7 +230,7 @@ impl DiskCache {
             Ok(()) => {
                 *last = Some(sum);
                 prune(&self.dir, &self.path);
-                bytes.len() as u64
+                data.len() as u64
             }
             Err(e) => {
                 self.give_up(format!("cannot write ({e}); saving stops"));

@@ -31,9 +31,11 @@ pub enum Phase {
     Pipeline,
     /// Wall time a run waited for pipelines still compiling.
     PipelineWait,
-    /// First run of an input-shape set: shapes, plans, buffers and bind groups.
+    /// Preparing an input-shape set: shapes, plans, buffers and bind groups (at Compile when the
+    /// shapes are static, else in the first run of the shapes).
     Prepare,
-    /// Runs that prepared a new shape set, start to end (includes `Prepare` and `PipelineWait`).
+    /// Each partition's first run, start to end (includes `PipelineWait`, and `Prepare` when
+    /// the shapes were not known at Compile).
     FirstRun,
     /// Reading the persistent pipeline cache (count: bytes read).
     CacheLoad,
