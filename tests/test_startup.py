@@ -32,7 +32,7 @@ ort.set_default_logger_severity(1)
 sys.path.insert(0, {python!r})
 import onnxruntime_ep_wgpu as locator
 so = ort.SessionOptions()
-so.add_provider_for_devices(DEVS, {{"pipeline_cache": {setting!r}}})
+so.add_provider_for_devices(DEVS, {{}} if {setting!r} is None else {{"pipeline_cache": {setting!r}}})
 so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
 sess = ort.InferenceSession({model!r}, sess_options=so)
 x = np.random.default_rng(7).standard_normal((1, 61, 64)).astype(np.float32)
@@ -86,9 +86,10 @@ def cache_supported(lib_path, model_path, tmp_path_factory) -> bool:
     return any(d.glob("pipelines-*.bin"))
 
 
-def run(lib_path: str, model: str, setting: str, out: str) -> subprocess.CompletedProcess:
+def run(lib_path: str, model: str, setting: str | None, out: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """A process running the model with the option pipeline_cache=setting (None: the option not given)."""
     code = SCRIPT.format(python=str(REPO / "python"), setting=setting, model=model, out=out)
-    return run_script(lib_path, code)
+    return run_script(lib_path, code, env=env)
 
 
 def cache_lines(r: subprocess.CompletedProcess, needle: str) -> list[str]:
@@ -116,6 +117,19 @@ def test_phases_are_reported(lib_path, model_path, tmp_path):
                   "first_run"):
         assert s[phase]["count"] >= 1, (phase, s)
     assert s["cache_load"]["count"] == 0 and s["cache_save"]["count"] == 0, "pipeline_cache=off reads and writes nothing"
+
+
+def test_off_by_default_and_on_uses_the_xdg_cache_dir(lib_path, model_path, tmp_path, cache_supported):
+    xdg = tmp_path / "xdg"
+    r = run(lib_path, model_path, None, str(tmp_path / "default.npy"), env={"XDG_CACHE_HOME": str(xdg)})
+    assert r.returncode == 0, describe(r)
+    assert not (xdg / "onnxruntime-ep-wgpu").exists(), "the cache is off unless asked for"  # (Mesa's is there)
+    assert stats(r)["cache_save"]["count"] == 0
+    r = run(lib_path, model_path, "on", str(tmp_path / "on.npy"), env={"XDG_CACHE_HOME": str(xdg)})
+    assert r.returncode == 0, describe(r)
+    if cache_supported:
+        parse_cache(the_file(xdg / "onnxruntime-ep-wgpu").read_bytes())
+    assert np.array_equal(np.load(tmp_path / "default.npy"), np.load(tmp_path / "on.npy"))
 
 
 def test_outputs_identical_cold_warm_and_off(lib_path, model_path, tmp_path, cache_supported):

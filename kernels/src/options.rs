@@ -71,7 +71,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
     ("attention", "unfused | flash: flash runs attention on the fused flash kernel (not yet tuned: slower)"),
-    ("pipeline_cache", "on | off | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
+    ("pipeline_cache", "off | on | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {

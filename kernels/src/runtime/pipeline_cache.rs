@@ -43,13 +43,15 @@ pub enum CacheLogLevel {
 /// A sink for the cache's messages.
 pub type CacheLog = Arc<dyn Fn(CacheLogLevel, &str) + Send + Sync>;
 
-/// The option `pipeline_cache`: where the persistent cache lives, or off.
+/// The option `pipeline_cache`: where the persistent cache lives, or off. Off by default: on
+/// llvmpipe it gains nothing over Mesa's own shader cache (`docs/PERFORMANCE.md`, *Start-up*);
+/// turn the default to `On` only where `bench/startup.py` shows it beating the driver's cache.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum PipelineCacheSetting {
-    /// `$XDG_CACHE_HOME/onnxruntime-ep-wgpu`, else `~/.cache/onnxruntime-ep-wgpu`.
     #[default]
-    Default,
     Off,
+    /// `$XDG_CACHE_HOME/onnxruntime-ep-wgpu`, else `~/.cache/onnxruntime-ep-wgpu`.
+    On,
     Dir(PathBuf),
 }
 
@@ -58,7 +60,7 @@ impl std::str::FromStr for PipelineCacheSetting {
     fn from_str(s: &str) -> Result<Self, String> {
         match s.trim() {
             "" => Err("expected on, off or a directory".into()),
-            "on" | "1" | "default" => Ok(PipelineCacheSetting::Default),
+            "on" | "1" => Ok(PipelineCacheSetting::On),
             "off" | "0" => Ok(PipelineCacheSetting::Off),
             dir => Ok(PipelineCacheSetting::Dir(PathBuf::from(dir))),
         }
@@ -71,7 +73,7 @@ impl PipelineCacheSetting {
         match self {
             PipelineCacheSetting::Off => None,
             PipelineCacheSetting::Dir(d) => Some(d.clone()),
-            PipelineCacheSetting::Default => default_dir(),
+            PipelineCacheSetting::On => default_dir(),
         }
     }
 }

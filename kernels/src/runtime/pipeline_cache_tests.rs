@@ -192,7 +192,8 @@ fn at_most_max_files_are_kept() {
 #[test]
 fn setting_parses() {
     assert_eq!("off".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::Off);
-    assert_eq!("on".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::Default);
+    assert_eq!("on".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::On);
+    assert_eq!(PipelineCacheSetting::default(), PipelineCacheSetting::Off);
     assert_eq!("/tmp/x".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::Dir("/tmp/x".into()));
     assert!("".parse::<PipelineCacheSetting>().is_err());
     assert_eq!(PipelineCacheSetting::Off.dir(), None);
