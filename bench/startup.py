@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Start-up time, each measurement in a FRESH Python process: import onnxruntime → register the library (and
 `get_ep_devices`) → create the session → first run → second run → steady state (median of --steady runs), for our EP
-(with and without the persistent pipeline cache) and the peer (ORT's WebGPU plugin EP, package
+(`ours`: with the persistent pipeline cache, option pipeline_cache=DIR; `ours-nocache`: without, the default) and
+the peer (ORT's WebGPU plugin EP, package
 `onnxruntime-ep-webgpu`; skipped when it is not installed), plus our library's phase breakdown
 (`onnxruntime_ep_wgpu.startup_stats`: enumerate, device, placement, program, upload, render, module, pipeline, ...).
 
