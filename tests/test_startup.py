@@ -238,3 +238,26 @@ print("OK")
     r = run_script(lib_path, code)
     assert r.returncode == 0 and "OK" in r.stdout, describe(r)
 
+
+
+def test_unregistering_right_after_session_creation(lib_path, model_path):
+    """Compile starts the pipeline compiles on worker threads; releasing the session and unregistering the library
+    at once must neither hang (ReleaseEpFactory joins the workers) nor crash. On this machine glibc keeps the library
+    mapped while a worker's thread-local destructors are pending, so the unload race itself is not reproduced here;
+    what this checks is that the join finishes and the library loads again."""
+    code = f"""
+import gc
+for _ in range(3):
+    ort.register_execution_provider_library("wgpu_again", LIB) if _ else None
+    devs = [d for d in ort.get_ep_devices() if d.ep_name == "WgpuExecutionProvider"]
+    so = ort.SessionOptions()
+    so.add_provider_for_devices(devs[:1], {{}})
+    sess = ort.InferenceSession({model_path!r}, sess_options=so)
+    del sess, so, devs
+    gc.collect()
+    ort.unregister_execution_provider_library("wgpu_again" if _ else "wgpu_sub")
+time.sleep(1.0)
+print("OK")
+"""
+    r = run_script(lib_path, code)
+    assert r.returncode == 0 and "OK" in r.stdout, describe(r)

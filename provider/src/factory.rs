@@ -438,6 +438,8 @@ pub unsafe fn destroy(f: *mut OrtEpFactory) -> Result<(), EpError> {
     }
     // SAFETY: guaranteed by the caller.
     drop(unsafe { Box::from_raw(f as *mut Factory) });
+    // ORT may unload the library next: no pipeline-compile thread may still be running our code.
+    ep_kernels::runtime::join_compile_workers();
     crate::ort::factory_released();
     Ok(())
 }

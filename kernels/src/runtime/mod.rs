@@ -25,7 +25,7 @@ pub use buffers::{GpuBuffer, Readback, Staged};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
-pub use pipelines::{panic_message, Access, BindingLayout, PendingPipeline};
+pub use pipelines::{join_compile_workers, panic_message, Access, BindingLayout, PendingPipeline};
 pub use timing::GpuTimer;
 
 use crate::caps::DeviceCaps;

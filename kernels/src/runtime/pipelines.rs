@@ -142,6 +142,34 @@ impl PendingPipeline {
     }
 }
 
+/// The compile workers not yet joined.
+static WORKERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+fn keep_worker(handle: std::thread::JoinHandle<()>) {
+    let mut workers = WORKERS.lock();
+    let (done, running): (Vec<_>, Vec<_>) = workers.drain(..).partition(|h| h.is_finished());
+    *workers = running;
+    workers.push(handle);
+    drop(workers);
+    for h in done {
+        let _ = h.join();
+    }
+}
+
+/// Waits until every compile worker has exited. The provider calls it before the library can
+/// be unloaded (a thread still running our code then would crash the process).
+pub fn join_compile_workers() {
+    loop {
+        let workers: Vec<_> = WORKERS.lock().drain(..).collect();
+        if workers.is_empty() {
+            return;
+        }
+        for h in workers {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Bounds the compiles running at once to the machine's cores.
 fn compile_permit() -> impl Drop {
     static SLOTS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
@@ -224,10 +252,14 @@ impl Gpu {
         let job = {
             let (pending, variant) = (pending.clone(), variant.clone());
             move |gpu: &Gpu| {
-                let result = {
+                // A panic must still report the pipeline (its run would wait forever otherwise).
+                let result = catch_unwind(AssertUnwindSafe(|| {
                     let _permit = compile_permit();
                     gpu.compile(&variant, layout)
-                };
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(GpuError::ShaderCompile { variant: variant.name(), message: panic_message(&panic) })
+                });
                 // The last compile of a batch saves the persistent cache before it reports
                 // ready, so a run that waited for its pipelines has their cache on disk.
                 if gpu.pipelines.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
@@ -242,8 +274,9 @@ impl Gpu {
                     let job = job.clone();
                     move || job(&gpu)
                 });
-                if spawned.is_err() {
-                    job(self);
+                match spawned {
+                    Ok(handle) => keep_worker(handle),
+                    Err(_) => job(self),
                 }
             }
             None => job(self),
