@@ -189,6 +189,7 @@ def child(spec: dict) -> dict:
         sess.run(None, feeds)
         steady.append(time.perf_counter() - t)
     out["steady"] = statistics.median(steady)
+    out["runs_ms"] = [out["first_run"] * 1e3, out["second_run"] * 1e3] + [x * 1e3 for x in steady]  # how it settles
     if locator:
         created["steady"] = locator.memory_stats(lib)["buffers_created"]
         out["buffers_created"] = created
