@@ -265,6 +265,14 @@ impl Gpu {
                 if gpu.pipelines.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
                     gpu.save_pipeline_cache();
                 }
+                if result.is_err() {
+                    // Not kept: a later request compiles again (the failure may have been
+                    // transient, e.g. out of memory); the runs already bound to it fail.
+                    let mut pipelines = gpu.pipelines.pipelines.lock();
+                    if pipelines.get(&variant).is_some_and(|p| Arc::ptr_eq(p, &pending)) {
+                        pipelines.remove(&variant);
+                    }
+                }
                 pending.set(result.map(Arc::new).map_err(|e| e.to_string()));
             }
         };
