@@ -211,18 +211,40 @@ class Timed:
     copies: dict | None = None  # our copies per timed run (host<->GPU), from the library's counters
 
 
-def copy_counter(lib_path: str):
-    """A function reading our library's copy counters: the locator package of this checkout
-    (`python/onnxruntime_ep_wgpu`, loaded under a name of its own), on the registered library."""
+def load_locator():
+    """The locator package of this checkout (`python/onnxruntime_ep_wgpu`, loaded under a name of its own)."""
     import importlib.util
 
+    if "ep_wgpu_locator" in sys.modules:
+        return sys.modules["ep_wgpu_locator"]
     pkg = REPO / "python" / "onnxruntime_ep_wgpu"
     spec = importlib.util.spec_from_file_location("ep_wgpu_locator", pkg / "__init__.py",
                                                   submodule_search_locations=[str(pkg)])
     locator = importlib.util.module_from_spec(spec)
     sys.modules["ep_wgpu_locator"] = locator
     spec.loader.exec_module(locator)
+    return locator
+
+
+def copy_counter(lib_path: str):
+    """A function reading our library's copy counters (through the locator), on the registered library."""
+    locator = load_locator()
     return lambda: locator.copy_stats(lib_path)
+
+
+def print_startup(lib_path: str, create_s: float, first_s: float) -> None:
+    """--verbose: where start-up time went, phase by phase (the library's counters, `startup_stats`)."""
+    try:
+        stats = load_locator().startup_stats(lib_path)
+    except (AttributeError, OSError) as e:  # an older library without the export
+        print(f"== Start-up phases: not available ({e})")
+        return
+    print(f"== Start-up phases (session creation {create_s * 1e3:.1f} ms, first run {first_s * 1e3:.1f} ms; "
+          "render/module/pipeline add the compile workers' times)")
+    for phase, v in stats.items():
+        if v["count"]:
+            unit = "bytes" if phase.startswith("cache_") else "times"
+            print(f"  {phase:<14}{v['ms']:10.1f} ms  ({v['count']} {unit})")
 
 
 def make_session_options(args, profile_dir: str | None) -> ort.SessionOptions:
@@ -272,6 +294,8 @@ def run_ours(model_path: str, model, devices, options: dict, args, workdir: str,
         print_log(f"{step} (all lines)", log, everything=True)
         raise SetupError(f"{step} on {EP_NAME} failed: {failure}")
     print_log("session creation and first runs (filtered)", log)
+    if args.verbose:
+        print_startup(lib_path, create_s, first_s)
     print(f"== Session providers: {sess.get_providers()}")
     try:
         print_placement(sess, model, profile_path)

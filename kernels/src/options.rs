@@ -9,7 +9,7 @@ pub use crate::conv::ConvAlgo;
 pub use crate::gemm::CoopMode;
 use crate::gemm::{GemmOptions, TilingChoice};
 use crate::graph::{ExecOptions, PlacementOptions};
-use crate::runtime::AdapterSelector;
+use crate::runtime::{AdapterSelector, PipelineCacheSetting};
 
 /// Prefix of our keys in the session config (ORT lower-cases the EP name).
 pub const PREFIX: &str = "ep.wgpuexecutionprovider.";
@@ -44,6 +44,9 @@ pub struct EpOptions {
     /// `attention`: which attention runs on the flash kernels (the exported pattern rewritten,
     /// ONNX `Attention` and `MultiHeadAttention` claimed); see [`Attention`].
     pub attention: Attention,
+    /// `pipeline_cache`: where the persistent pipeline cache lives, or off (read when the
+    /// session opens the adapter's device; the first session to open it decides).
+    pub pipeline_cache: PipelineCacheSetting,
 }
 
 /// The `attention` option.
@@ -91,6 +94,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
     ("attention", "auto | unfused | flash: auto fuses f16 attention on tensor cores; flash fuses every type"),
+    ("pipeline_cache", "off | on | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
 ];
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
@@ -135,6 +139,9 @@ impl EpOptions {
                         "flash" => Attention::Flash,
                         _ => return Err(format!("option 'attention': '{v}' is not auto, unfused or flash")),
                     }
+                }
+                "pipeline_cache" => {
+                    o.pipeline_cache = v.parse().map_err(|e| format!("option 'pipeline_cache': {e}"))?
                 }
                 "validation" => {
                     o.validation = match v {

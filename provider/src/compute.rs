@@ -4,10 +4,14 @@
 
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use ep_kernels::graph::{Executable, OutputTarget, RunInput, RunOutputs};
+use ep_kernels::runtime::startup::{self, Phase};
 use ep_kernels::{ElemType, GpuError};
 use ort_sys::{OrtKernelContext, OrtLoggingLevel, OrtValue};
+use parking_lot::Mutex;
 
 use crate::abi::{OrtNodeComputeContext, OrtNodeComputeInfo, ABI_VERSION};
 use crate::fault::{self, Fault, Site};
@@ -21,10 +25,14 @@ pub struct ComputeInfo {
     base: OrtNodeComputeInfo,
     exec: Executable,
     name: String,
+    /// Whether Compute ran once (the first run counts as the start-up phase `first_run`).
+    ran: AtomicBool,
+    /// Plan lines of the shapes prepared at Compile, logged by the first run.
+    plans: Mutex<Vec<String>>,
 }
 
 impl ComputeInfo {
-    pub fn create(exec: Executable, name: String) -> *mut OrtNodeComputeInfo {
+    pub fn create(exec: Executable, name: String, plans: Vec<String>) -> *mut OrtNodeComputeInfo {
         let info = Box::new(ComputeInfo {
             base: OrtNodeComputeInfo {
                 ort_version_supported: ABI_VERSION,
@@ -34,6 +42,8 @@ impl ComputeInfo {
             },
             exec,
             name,
+            ran: AtomicBool::new(false),
+            plans: Mutex::new(plans),
         });
         Box::into_raw(info) as *mut OrtNodeComputeInfo
     }
@@ -99,6 +109,7 @@ unsafe extern "system" fn compute(
         let inputs: Vec<RunInput<'_>> =
             shapes.iter().zip(places).map(|((dtype, shape), data)| RunInput { dtype: *dtype, shape, data }).collect();
         let mut outputs = OrtOutputs { o, ctx, values: Vec::new() };
+        let started = Instant::now();
         let report = info.exec.run_io(&inputs, &mut outputs).map_err(|e| {
             let mut err = EpError::from(e);
             err.message = format!("{}: {}", info.name, err.message);
@@ -109,9 +120,19 @@ unsafe extern "system" fn compute(
                 tracing::info!(target: "ep_wgpu", "profiling {}: {e}", info.name);
             }
         }
-        if let Some(mut lines) = report {
+        let mut lines = Vec::new();
+        if let Some(plans) = report {
             let shape_refs: Vec<&[u64]> = shapes.iter().map(|(_, s)| s.as_slice()).collect();
+            lines = plans;
             lines.push(format!("{} dispatches per run", info.exec.dispatch_count(&shape_refs)));
+        }
+        if !info.ran.swap(true, Ordering::Relaxed) {
+            startup::record(Phase::FirstRun, started.elapsed(), 1);
+            let prepared = std::mem::take(&mut *info.plans.lock());
+            lines.splice(0..0, prepared);
+            lines.push(format!("start-up so far: {}", startup::summary()));
+        }
+        if !lines.is_empty() {
             let mut logger = null();
             // SAFETY: ctx is live; the logger it returns lives as long as ctx.
             if check(unsafe { (o.api.KernelContext_GetLogger)(ctx, &mut logger) }).is_ok() {

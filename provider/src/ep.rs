@@ -4,9 +4,11 @@
 use std::ffi::{c_char, CString};
 use std::ptr::null;
 use std::sync::Arc;
+use std::time::Instant;
 
 use ep_kernels::graph::{build_program_with, place, Constant, DeclineKind, Executable, PlacementOptions};
 use ep_kernels::runtime::memory::{DeviceAllocator, DEFAULT_CACHE_LIMIT};
+use ep_kernels::runtime::startup::{self, Phase};
 use ep_kernels::runtime::transfer::{thread_copy_stats, CopyStats};
 use ep_kernels::runtime::Gpu;
 use ep_kernels::ElemType;
@@ -175,8 +177,10 @@ unsafe extern "system" fn get_capability(
         fault::panic_point(Site::GetCapability);
         let o = ort()?;
         // SAFETY: ORT passes back our EP and a graph that is live during this call.
+        let started = Instant::now();
         let (ep, read) = unsafe { (Ep::from_ptr(this), read_graph(o, graph)?) };
         let placement = place(&read.graph, &ep.placement_options());
+        startup::record(Phase::Placement, started.elapsed(), 1);
         for (i, reason, kind) in placement.declines() {
             let node = &read.graph.nodes[i];
             // A registered op we cannot run is worth a user's attention; a cost decision is
@@ -289,6 +293,7 @@ unsafe extern "system" fn compile(
                     let (graph, fused) = (*graphs.add(i), *fused_nodes.add(i));
                     let inputs = io_names(fused, false)?;
                     let outputs = io_names(fused, true)?;
+                    let started = Instant::now();
                     let read = read_graph(o, graph)?;
                     let order = read.graph.topological_order();
                     let nodes: Vec<_> = order.iter().map(|&k| read.graph.nodes[k].clone()).collect();
@@ -298,8 +303,16 @@ unsafe extern "system" fn compile(
                         build_program_with(&nodes, &inputs, &outputs, constants, flash).map_err(EpError::fail)?;
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
-                    let exec = Executable::new(ep.gpu.clone(), program, ep.options.exec_options())?;
-                    created.push(ComputeInfo::create(exec, cstr(name)));
+                    startup::record(Phase::Program, started.elapsed(), 1);
+                    let exec = startup::time(Phase::Upload, || {
+                        Executable::new(ep.gpu.clone(), program, ep.options.exec_options())
+                    })?;
+                    let name = cstr(name);
+                    let plans = match static_shapes(&read.graph, &inputs) {
+                        Some(shapes) => warm_up(ep, &exec, &name, &shapes),
+                        None => Vec::new(),
+                    };
+                    created.push(ComputeInfo::create(exec, name, plans));
                 }
                 Ok(())
             };
@@ -316,6 +329,34 @@ unsafe extern "system" fn compile(
         }
         Ok(())
     })
+}
+
+/// The shape of each fused-node input, when every one is fully known (no symbolic dims).
+fn static_shapes(graph: &ep_kernels::graph::Graph, inputs: &[String]) -> Option<Vec<Vec<u64>>> {
+    inputs
+        .iter()
+        .map(|name| {
+            let info = graph.nodes.iter().flat_map(|n| n.inputs.iter().flatten()).find(|v| &v.name == name)?;
+            info.fixed_shape()
+        })
+        .collect()
+}
+
+/// Prepares a partition's one shape set at Compile, so its pipelines compile (in parallel, on
+/// the workers) while ORT finishes the session; a failure is left for the first run to report.
+/// Returns the plan lines, which the first run logs (as it does for shapes it prepares).
+fn warm_up(ep: &Ep, exec: &Executable, name: &str, shapes: &[Vec<u64>]) -> Vec<String> {
+    match exec.warm_up(shapes) {
+        Ok(mut lines) => {
+            let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
+            lines.push(format!("{} dispatches per run (prepared at Compile)", exec.dispatch_count(&refs)));
+            lines
+        }
+        Err(e) => {
+            ep.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE, &format!("{name}: not prepared at Compile: {e}"));
+            Vec::new()
+        }
+    }
 }
 
 unsafe extern "system" fn release_node_compute_infos(

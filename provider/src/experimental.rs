@@ -1,4 +1,5 @@
-//! The opt-in token for wgpu's experimental features (cooperative matrices).
+//! The `unsafe` wgpu calls: the opt-in token for experimental features (cooperative matrices),
+//! shader modules without runtime checks, and the driver's pipeline cache from a saved blob.
 
 /// Lets a device use `EXPERIMENTAL_*` features: the f16 tensor-core GEMM needs
 /// `EXPERIMENTAL_COOPERATIVE_MATRIX`.
@@ -20,5 +21,20 @@ impl ep_kernels::runtime::TrustedShaders for UncheckedShaders {
         // over bindings the planner sized from the same numbers; every loop runs to a bound
         // computed from uniforms; every divisor is a tile or batch count the planner makes ≥ 1.
         unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+    }
+}
+
+/// Makes the driver's pipeline cache, from a blob the runtime read back from its cache file.
+pub struct SavedPipelineCaches;
+
+impl ep_kernels::runtime::PipelineCaches for SavedPipelineCaches {
+    fn create(&self, device: &wgpu::Device, data: Option<&[u8]>) -> wgpu::PipelineCache {
+        let desc = wgpu::PipelineCacheDescriptor { label: Some("onnxruntime-ep-wgpu"), data, fallback: true };
+        // SAFETY: wgpu requires `data` to come from `PipelineCache::get_data`. The runtime only
+        // passes the data of a file it wrote itself from `get_data` (`runtime::pipeline_cache`):
+        // the file's key (crate version, backend, adapter ids and name, driver and its version)
+        // must equal this adapter's, and the data's checksum must match, or it passes `None`.
+        // wgpu checks its own header again and `fallback` makes it start empty on a mismatch.
+        unsafe { device.create_pipeline_cache(&desc) }
     }
 }

@@ -7,7 +7,7 @@ use std::ptr::{null, null_mut};
 use std::sync::Arc;
 
 use ep_kernels::runtime::memory::{DeviceAllocator, GpuSource, DEFAULT_CACHE_LIMIT};
-use ep_kernels::runtime::{list_adapters, AdapterSelector, AdapterSummary, Gpu, GpuOptions};
+use ep_kernels::runtime::{list_adapters, AdapterSelector, AdapterSummary, CacheLogLevel, Gpu, GpuOptions};
 use ep_kernels::GpuError;
 use ort_sys::{
     OrtAllocator, OrtEpDevice, OrtErrorCode, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtLoggingLevel,
@@ -179,10 +179,30 @@ impl Devices {
             experimental,
             // Debug validation keeps every runtime check wgpu can inject.
             trusted_shaders: if debug { None } else { Some(Arc::new(crate::experimental::UncheckedShaders)) },
+            pipeline_cache: options.pipeline_cache.clone(),
+            pipeline_caches: Some(Arc::new(crate::experimental::SavedPipelineCaches)),
+            log: Some(cache_log(self.logger)),
         })?;
+        if let Some(path) = gpu.pipeline_cache_path() {
+            self.logger.log(
+                OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+                &format!("adapter {adapter}: pipeline cache {}", path.display()),
+            );
+        }
         gpus.insert(key, gpu.clone());
         Ok(gpu)
     }
+}
+
+/// Sends the persistent pipeline cache's messages to ORT's log.
+fn cache_log(logger: Logger) -> ep_kernels::runtime::CacheLog {
+    Arc::new(move |level, message: &str| {
+        let level = match level {
+            CacheLogLevel::Info => OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+            CacheLogLevel::Warning => OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+        };
+        logger.log(level, message);
+    })
 }
 
 unsafe extern "system" fn get_name(this: *const OrtEpFactory) -> *const c_char {
@@ -418,6 +438,8 @@ pub unsafe fn destroy(f: *mut OrtEpFactory) -> Result<(), EpError> {
     }
     // SAFETY: guaranteed by the caller.
     drop(unsafe { Box::from_raw(f as *mut Factory) });
+    // ORT may unload the library next: no pipeline-compile thread may still be running our code.
+    ep_kernels::runtime::join_compile_workers();
     crate::ort::factory_released();
     Ok(())
 }

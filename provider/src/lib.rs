@@ -121,6 +121,21 @@ pub unsafe extern "C" fn onnxruntime_ep_wgpu_memory_stats(out: *mut u64, n: usiz
     unsafe { write_values(out, n, &values) }
 }
 
+/// Where start-up time went since the library was loaded (`ep_kernels::runtime::startup`): writes
+/// up to `n` of `[nanoseconds, count]` pairs, one per phase in `Phase::ALL` order (enumerate,
+/// device, placement, program, upload, render, module, pipeline, pipeline_wait, prepare,
+/// first_run, cache_load, cache_save), and returns how many values there are (26).
+///
+/// # Safety
+/// `out` is NULL or points to `n` writable `u64`s.
+#[no_mangle]
+pub unsafe extern "C" fn onnxruntime_ep_wgpu_startup_stats(out: *mut u64, n: usize) -> usize {
+    let values: Vec<u64> =
+        ep_kernels::runtime::startup::startup_stats().iter().flat_map(|t| [t.nanos, t.count]).collect();
+    // SAFETY: guaranteed by the caller.
+    unsafe { write_values(out, n, &values) }
+}
+
 /// # Safety
 /// `out` is NULL or points to `n` writable `u64`s.
 unsafe fn write_values(out: *mut u64, n: usize, values: &[u64]) -> usize {

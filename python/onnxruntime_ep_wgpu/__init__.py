@@ -15,7 +15,7 @@ work with ``io_binding()``::
     x = ort.OrtValue.ortvalue_from_numpy(array, "gpu", 0, wgpu_ep.VENDOR_ID)
 
 :func:`copy_stats` and :func:`memory_stats` report the copies between host and device and the device
-allocators' state.
+allocators' state; :func:`startup_stats` where start-up time went (registration, session creation, first runs).
 
 It deliberately does not import onnxruntime, so any compatible onnxruntime build can be paired with it.
 """
@@ -28,6 +28,7 @@ from pathlib import Path
 from ._version import __version__
 
 __all__ = [
+    "STARTUP_PHASES",
     "VENDOR_ID",
     "__version__",
     "copy_stats",
@@ -35,6 +36,7 @@ __all__ = [
     "get_ep_names",
     "get_library_path",
     "memory_stats",
+    "startup_stats",
 ]
 
 #: The vendor id of our device memory in ONNX Runtime's ``OrtDevice`` ("WGPU" in ASCII; not a PCI vendor id, and
@@ -51,6 +53,22 @@ _COPY_KEYS = (
     "device_to_device",
 )
 _MEMORY_KEYS = ("live_bytes", "cached_bytes", "allocations", "buffers_created", "failures")
+#: The phases of :func:`startup_stats`, in the library's order.
+STARTUP_PHASES = (
+    "enumerate",
+    "device",
+    "placement",
+    "program",
+    "upload",
+    "render",
+    "module",
+    "pipeline",
+    "pipeline_wait",
+    "prepare",
+    "first_run",
+    "cache_load",
+    "cache_save",
+)
 
 _EP_NAME = "WgpuExecutionProvider"
 _LIBRARY_NAME = "libonnxruntime_ep_wgpu.so"
@@ -107,3 +125,19 @@ def copy_stats(library_path: str | None = None) -> dict[str, int]:
 def memory_stats(library_path: str | None = None) -> dict[str, int]:
     """Our device allocators: live and cached bytes, allocations, buffers created, failed allocations."""
     return _stats("onnxruntime_ep_wgpu_memory_stats", _MEMORY_KEYS, library_path)
+
+
+def startup_stats(library_path: str | None = None) -> dict[str, dict[str, float]]:
+    """Where start-up time went since the library was loaded: ``{phase: {"ms": total, "count": n}}``.
+
+    Phases: ``enumerate`` (wgpu instance and adapters, at registration), ``device`` (opening the device),
+    ``placement`` (GetCapability), ``program`` (Compile: reading the partitions, building programs), ``upload``
+    (weights), ``render`` (WGSL from templates), ``module`` (naga parsing and validating WGSL), ``pipeline`` (SPIR-V
+    and the driver's compile), ``pipeline_wait`` (runs waiting for compiles), ``prepare`` (a shape set's plans, buffers and
+    bind groups: at Compile when the shapes are static), ``first_run`` (each partition's first run, whole), ``cache_load``/``cache_save`` (the
+    persistent pipeline cache; count = bytes). ``render``, ``module`` and ``pipeline`` run on parallel workers: their
+    totals add the threads' times.
+    """
+    flat = _stats("onnxruntime_ep_wgpu_startup_stats", tuple(f"{p}.{k}" for p in STARTUP_PHASES for k in ("ns", "n")),
+                  library_path)
+    return {p: {"ms": flat[f"{p}.ns"] / 1e6, "count": flat[f"{p}.n"]} for p in STARTUP_PHASES}

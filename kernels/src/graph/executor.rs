@@ -184,6 +184,30 @@ impl Executable {
         Ok(Executable { gpu, program, constants, options, pool: Mutex::new(HashMap::new()) })
     }
 
+    /// Prepares the set of these input shapes before the first run (Compile calls it when the
+    /// shapes are static): plans, buffers and bind groups are made now and every pipeline starts
+    /// compiling on the workers, so the first run finds the set pooled. Returns its plan lines.
+    pub fn warm_up(&self, shapes: &[Vec<u64>]) -> Result<Vec<String>, GpuError> {
+        if shapes.len() != self.program.inputs.len() {
+            return Err(GpuError::Internal("warm_up: one shape per input expected".into()));
+        }
+        let zeros = [0u8; 0];
+        let inputs: Vec<RunInput<'_>> = shapes
+            .iter()
+            .zip(&self.program.input_dtypes)
+            .map(|(shape, &dtype)| RunInput { dtype, shape, data: InputData::Host(&zeros) })
+            .collect();
+        // Only lengths and shapes are read while preparing: each input's bytes come at run time.
+        let lens: Vec<u64> =
+            shapes.iter().zip(&self.program.input_dtypes).map(|(s, t)| s.iter().product::<u64>() * t.size()).collect();
+        let prepared = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
+            self.prepare_with_lens(&inputs, &lens)
+        })?;
+        let plans = prepared.plans.clone();
+        self.pool.lock().entry(Self::key(inputs.iter().map(|t| t.shape))).or_default().push(prepared);
+        Ok(plans)
+    }
+
     pub fn program(&self) -> &Program {
         &self.program
     }
@@ -220,7 +244,8 @@ impl Executable {
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
             None => {
-                let p = self.prepare(inputs)?;
+                let p =
+                    crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || self.prepare(inputs))?;
                 let report = p.plans.clone();
                 (p, Some(report))
             }
@@ -301,11 +326,17 @@ impl Executable {
 
     /// Infers every step's shapes, allocates buffers and binds the dispatches.
     fn prepare(&self, inputs: &[RunInput<'_>]) -> Result<Prepared, GpuError> {
+        let lens: Vec<u64> = inputs.iter().map(|t| t.len()).collect();
+        self.prepare_with_lens(inputs, &lens)
+    }
+
+    /// [`Executable::prepare`] with each input's byte length given.
+    fn prepare_with_lens(&self, inputs: &[RunInput<'_>], lens: &[u64]) -> Result<Prepared, GpuError> {
         let gpu = &self.gpu;
-        let input_bufs = inputs
+        let input_bufs = lens
             .iter()
             .zip(&self.program.inputs)
-            .map(|(t, name)| gpu.storage_buffer(t.len(), name))
+            .map(|(&len, name)| gpu.storage_buffer(len, name))
             .collect::<Result<Vec<_>, _>>()?;
         let staging = inputs.iter().map(|_| None).collect();
         let checks = self.program.steps.iter().any(|s| s.kernel.checks());

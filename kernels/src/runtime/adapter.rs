@@ -69,7 +69,7 @@ fn backends() -> wgpu::Backends {
     wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12
 }
 
-pub(super) fn instance(debug_validation: bool) -> wgpu::Instance {
+fn instance(debug_validation: bool) -> wgpu::Instance {
     let mut flags = wgpu::InstanceFlags::default();
     if debug_validation {
         flags |= wgpu::InstanceFlags::VALIDATION | wgpu::InstanceFlags::DEBUG;
@@ -102,26 +102,48 @@ fn enumerate(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
     pollster::block_on(instance.enumerate_adapters(backends()))
 }
 
+/// The process's instance and adapters without backend validation, made once: registration
+/// enumerates them and every device opened later reuses them (creating a Vulkan instance and
+/// enumerating loads the drivers, the dearest part of registration).
+fn shared() -> &'static (wgpu::Instance, Vec<wgpu::Adapter>) {
+    static SHARED: std::sync::OnceLock<(wgpu::Instance, Vec<wgpu::Adapter>)> = std::sync::OnceLock::new();
+    SHARED.get_or_init(|| {
+        super::startup::time(super::startup::Phase::Enumerate, || {
+            let instance = instance(false);
+            let adapters = enumerate(&instance);
+            (instance, adapters)
+        })
+    })
+}
+
+/// The adapters of an instance (the shared ones unless `debug_validation`, which needs an
+/// instance of its own).
+fn adapters(debug_validation: bool) -> Vec<wgpu::Adapter> {
+    if debug_validation {
+        let instance = super::startup::time(super::startup::Phase::Enumerate, || instance(true));
+        return enumerate(&instance);
+    }
+    shared().1.clone()
+}
+
 /// Every compute-capable adapter wgpu finds, in a stable order (the order of `adapter=N`).
 pub fn list_adapters() -> Vec<AdapterSummary> {
-    let instance = instance(false);
-    enumerate(&instance).iter().enumerate().map(|(i, a)| summarize(i, a)).collect()
+    shared().1.iter().enumerate().map(|(i, a)| summarize(i, a)).collect()
 }
 
 /// The capabilities of the selected adapter as the EP plans with them (cooperative-matrix shapes
 /// as the adapter reports them: the EP uses them unless `cooperative_matrix=0`), without
 /// opening a device: what `inspect --capture-profile` records.
 pub fn adapter_caps(selector: &AdapterSelector) -> Result<(AdapterSummary, crate::caps::DeviceCaps), GpuError> {
-    let instance = instance(false);
-    let (adapter, summary) = select(&instance, selector)?;
+    let (adapter, summary) = select(false, selector)?;
     Ok((summary, crate::caps::DeviceCaps::from_adapter(&adapter)))
 }
 
 pub(super) fn select(
-    instance: &wgpu::Instance,
+    debug_validation: bool,
     selector: &AdapterSelector,
 ) -> Result<(wgpu::Adapter, AdapterSummary), GpuError> {
-    let adapters: Vec<(wgpu::Adapter, AdapterSummary)> = enumerate(instance)
+    let adapters: Vec<(wgpu::Adapter, AdapterSummary)> = adapters(debug_validation)
         .into_iter()
         .enumerate()
         .map(|(i, a)| {

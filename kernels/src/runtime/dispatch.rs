@@ -3,7 +3,7 @@
 
 use bytemuck::bytes_of;
 
-use super::pipelines::BindingLayout;
+use super::pipelines::{BindingLayout, PendingPipeline};
 use super::{Gpu, GpuBuffer};
 use crate::error::GpuError;
 use crate::gemm::{GemmPlan, StepIo};
@@ -14,14 +14,17 @@ use crate::shader::ShaderVariant;
 #[derive(Debug)]
 pub struct Dispatch {
     pub label: String,
-    pipeline: std::sync::Arc<wgpu::ComputePipeline>,
+    pipeline: std::sync::Arc<PendingPipeline>,
     bind_group: wgpu::BindGroup,
     grid: [u32; 3],
 }
 
 impl Dispatch {
+    /// Records the dispatch, waiting for its pipeline if it is still compiling; one whose
+    /// pipeline failed to compile is left out ([`Gpu::encode`] reports the failure).
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
-        pass.set_pipeline(&self.pipeline);
+        let Ok(pipeline) = self.pipeline.wait() else { return };
+        pass.set_pipeline(&pipeline);
         pass.set_bind_group(0, &self.bind_group, &[]);
         let [x, y, z] = self.grid;
         pass.dispatch_workgroups(x, y, z);
@@ -80,7 +83,8 @@ impl Gpu {
         buffers: &[(u32, &GpuBuffer)],
         grid: [u32; 3],
     ) -> Result<Dispatch, GpuError> {
-        let pipeline = self.pipeline(variant, layout)?;
+        // Compiles on a worker while this thread plans and binds the other dispatches.
+        let pipeline = self.pipeline_async(variant, layout);
         let label = variant.name();
         let uniforms = self.uniform_buffer(params, &label)?;
         let layouts = self.layout(layout);
@@ -169,8 +173,10 @@ impl Gpu {
     }
 
     /// Records `dispatches` into one compute pass of `encoder` (wgpu orders dependent
-    /// dispatches inside a pass).
+    /// dispatches inside a pass). Waits for pipelines still compiling; a pipeline that failed
+    /// to compile fails the enclosing [`Gpu::scoped`] call.
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch]) {
+        self.await_pipelines(dispatches.iter().map(|d| &*d.pipeline));
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
         for d in dispatches {
             d.record(&mut pass);

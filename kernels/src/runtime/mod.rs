@@ -9,12 +9,14 @@ mod buffers;
 mod conv;
 mod dispatch;
 pub mod memory;
+pub mod pipeline_cache;
 mod pipelines;
+pub mod startup;
 mod timing;
 pub mod transfer;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -22,7 +24,8 @@ pub use adapter::{adapter_caps, list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback, Staged};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
-pub use pipelines::{panic_message, Access, BindingLayout};
+pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
+pub use pipelines::{join_compile_workers, panic_message, Access, BindingLayout, PendingPipeline};
 pub use timing::GpuTimer;
 
 use crate::caps::DeviceCaps;
@@ -36,6 +39,13 @@ pub trait TrustedShaders: Send + Sync {
     fn create(&self, device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule;
 }
 
+/// Makes the driver's pipeline cache from a blob read back from disk. wgpu marks that
+/// `unsafe` (the blob must come from `PipelineCache::get_data` of the same adapter; our file's
+/// key and checksum make sure of it), so the `provider` crate implements it.
+pub trait PipelineCaches: Send + Sync {
+    fn create(&self, device: &wgpu::Device, data: Option<&[u8]>) -> wgpu::PipelineCache;
+}
+
 /// How to open a device.
 #[derive(Clone, Default)]
 pub struct GpuOptions {
@@ -47,6 +57,12 @@ pub struct GpuOptions {
     pub experimental: wgpu::ExperimentalFeatures,
     /// Compiles self-guarding variants without wgpu's runtime checks, when set.
     pub trusted_shaders: Option<Arc<dyn TrustedShaders>>,
+    /// Where the persistent pipeline cache lives (or off). It needs `pipeline_caches` and an
+    /// adapter with `Features::PIPELINE_CACHE` (Vulkan); otherwise it is a no-op.
+    pub pipeline_cache: PipelineCacheSetting,
+    pub pipeline_caches: Option<Arc<dyn PipelineCaches>>,
+    /// Where the persistent cache's warnings and info lines go (dropped when unset).
+    pub log: Option<CacheLog>,
 }
 
 impl std::fmt::Debug for GpuOptions {
@@ -56,6 +72,8 @@ impl std::fmt::Debug for GpuOptions {
             .field("debug_validation", &self.debug_validation)
             .field("experimental", &self.experimental)
             .field("trusted_shaders", &self.trusted_shaders.is_some())
+            .field("pipeline_cache", &self.pipeline_cache)
+            .field("pipeline_caches", &self.pipeline_caches.is_some())
             .finish()
     }
 }
@@ -72,6 +90,8 @@ pub struct Gpu {
     lost: Arc<Mutex<Option<String>>>,
     lost_flag: Arc<AtomicBool>,
     staging_pools: transfer::StagingPools,
+    /// This device's own `Arc`, for the pipeline-compile workers.
+    me: Weak<Gpu>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -80,15 +100,38 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
+/// The persistent cache's file and its blob, when the options, the adapter and the platform
+/// allow one.
+fn disk_cache(
+    options: &GpuOptions,
+    adapter: &wgpu::Adapter,
+    summary: &AdapterSummary,
+) -> Option<(pipeline_cache::DiskCache, Option<Vec<u8>>)> {
+    options.pipeline_caches.as_ref()?;
+    if !adapter.features().contains(wgpu::Features::PIPELINE_CACHE) {
+        return None;
+    }
+    let dir = options.pipeline_cache.dir()?;
+    let log = options.log.clone().unwrap_or_else(|| Arc::new(|_, _| {}));
+    let disk = pipeline_cache::DiskCache::open(&dir, summary, log)?;
+    let start = std::time::Instant::now();
+    let data = disk.load();
+    startup::record(startup::Phase::CacheLoad, start.elapsed(), data.as_ref().map_or(0, |d| d.len() as u64));
+    Some((disk, data))
+}
+
 impl Gpu {
     /// Opens a device on the selected adapter, asking for the adapter's own limits (wgpu's
     /// defaults would cap workgroup storage at 16 KB) and the features the kernels use.
     pub fn new(options: &GpuOptions) -> Result<Arc<Gpu>, GpuError> {
-        let instance = adapter::instance(options.debug_validation);
-        let (adapter, summary) = adapter::select(&instance, &options.adapter)?;
+        let (adapter, summary) = adapter::select(options.debug_validation, &options.adapter)?;
         let mut caps = DeviceCaps::from_adapter(&adapter);
         let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
         let mut features = adapter.features() & wanted;
+        let disk = disk_cache(options, &adapter, &summary);
+        if disk.is_some() {
+            features |= wgpu::Features::PIPELINE_CACHE;
+        }
         if options.experimental.is_enabled() {
             features |= adapter.features() & wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         } else {
@@ -102,8 +145,9 @@ impl Gpu {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
-        let (device, queue) = pollster::block_on(adapter.request_device(&descriptor))
-            .map_err(|e| GpuError::DeviceCreation { adapter: summary.name.clone(), reason: e.to_string() })?;
+        let opened = startup::time(startup::Phase::Device, || pollster::block_on(adapter.request_device(&descriptor)));
+        let (device, queue) =
+            opened.map_err(|e| GpuError::DeviceCreation { adapter: summary.name.clone(), reason: e.to_string() })?;
         let errors = Arc::new(Mutex::new(Vec::new()));
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -121,9 +165,13 @@ impl Gpu {
             }
             flag.store(true, Ordering::SeqCst);
         });
-        let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone());
+        let disk = disk.and_then(|(disk, data)| {
+            let caches = options.pipeline_caches.as_ref()?;
+            Some((caches.create(&device, data.as_deref()), disk))
+        });
+        let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone(), disk);
         tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
-        Ok(Arc::new(Gpu {
+        Ok(Arc::new_cyclic(|me| Gpu {
             device,
             queue,
             caps,
@@ -133,7 +181,13 @@ impl Gpu {
             lost,
             lost_flag,
             staging_pools: Default::default(),
+            me: me.clone(),
         }))
+    }
+
+    /// The file of the persistent pipeline cache, when this device uses one.
+    pub fn pipeline_cache_path(&self) -> Option<&std::path::Path> {
+        self.pipelines.disk_path()
     }
 
     pub fn caps(&self) -> &DeviceCaps {

@@ -1,11 +1,16 @@
-//! Compiled pipelines, cached by shader variant (not by shape: shapes are uniforms).
+//! Compiled pipelines, cached by shader variant (not by shape: shapes are uniforms), compiled on
+//! worker threads in parallel and, where the driver has one, through the persistent cache.
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
+use super::pipeline_cache::DiskCache;
+use super::startup::{self, Phase};
 use super::Gpu;
 use crate::error::GpuError;
 use crate::shader::ShaderVariant;
@@ -68,14 +73,120 @@ impl BindingLayout {
 
 pub(super) struct PipelineCache {
     layouts: Mutex<HashMap<BindingLayout, Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>>>,
-    pipelines: Mutex<HashMap<ShaderVariant, Arc<wgpu::ComputePipeline>>>,
+    pipelines: Mutex<HashMap<ShaderVariant, Arc<PendingPipeline>>>,
     trusted: Option<Arc<dyn super::TrustedShaders>>,
+    /// The persistent cache: the driver's cache object and the file it is saved to.
+    disk: Option<(wgpu::PipelineCache, DiskCache)>,
+    /// Compiles started and not finished (the disk cache is saved when it drops to 0).
+    in_flight: AtomicUsize,
 }
 
 impl PipelineCache {
-    pub(super) fn new(trusted: Option<Arc<dyn super::TrustedShaders>>) -> Self {
-        PipelineCache { layouts: Mutex::new(HashMap::new()), pipelines: Mutex::new(HashMap::new()), trusted }
+    pub(super) fn new(
+        trusted: Option<Arc<dyn super::TrustedShaders>>,
+        disk: Option<(wgpu::PipelineCache, DiskCache)>,
+    ) -> Self {
+        PipelineCache {
+            layouts: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(HashMap::new()),
+            trusted,
+            disk,
+            in_flight: AtomicUsize::new(0),
+        }
     }
+
+    /// The file of the persistent cache, when one is in use.
+    pub(super) fn disk_path(&self) -> Option<&std::path::Path> {
+        self.disk.as_ref().map(|(_, d)| d.path())
+    }
+}
+
+/// A pipeline compiling on a worker thread, or compiled. Dispatches hold it and wait for it
+/// only when they are recorded, so every pipeline a run needs compiles in parallel with the
+/// planning of the others.
+pub struct PendingPipeline {
+    state: Mutex<Option<Result<Arc<wgpu::ComputePipeline>, String>>>,
+    ready: Condvar,
+}
+
+impl std::fmt::Debug for PendingPipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingPipeline").field("ready", &self.state.lock().is_some()).finish()
+    }
+}
+
+impl PendingPipeline {
+    fn new() -> Self {
+        PendingPipeline { state: Mutex::new(None), ready: Condvar::new() }
+    }
+
+    fn set(&self, result: Result<Arc<wgpu::ComputePipeline>, String>) {
+        *self.state.lock() = Some(result);
+        self.ready.notify_all();
+    }
+
+    /// Whether the compile finished (successfully or not).
+    pub fn is_ready(&self) -> bool {
+        self.state.lock().is_some()
+    }
+
+    /// The pipeline, blocking until its compile finished; the compile's error message otherwise.
+    pub fn wait(&self) -> Result<Arc<wgpu::ComputePipeline>, String> {
+        let mut state = self.state.lock();
+        loop {
+            if let Some(result) = &*state {
+                return result.clone();
+            }
+            self.ready.wait(&mut state);
+        }
+    }
+}
+
+/// The compile workers not yet joined.
+static WORKERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+fn keep_worker(handle: std::thread::JoinHandle<()>) {
+    let mut workers = WORKERS.lock();
+    let (done, running): (Vec<_>, Vec<_>) = workers.drain(..).partition(|h| h.is_finished());
+    *workers = running;
+    workers.push(handle);
+    drop(workers);
+    for h in done {
+        let _ = h.join();
+    }
+}
+
+/// Waits until every compile worker has exited. The provider calls it before the library can
+/// be unloaded (a thread still running our code then would crash the process).
+pub fn join_compile_workers() {
+    loop {
+        let workers: Vec<_> = WORKERS.lock().drain(..).collect();
+        if workers.is_empty() {
+            return;
+        }
+        for h in workers {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Bounds the compiles running at once to the machine's cores.
+fn compile_permit() -> impl Drop {
+    static SLOTS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+    struct Permit;
+    impl Drop for Permit {
+        fn drop(&mut self) {
+            *SLOTS.0.lock() -= 1;
+            SLOTS.1.notify_one();
+        }
+    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut used = SLOTS.0.lock();
+    while *used >= cores {
+        SLOTS.1.wait(&mut used);
+    }
+    *used += 1;
+    Permit
 }
 
 fn entry(binding: u32, access: Access) -> wgpu::BindGroupLayoutEntry {
@@ -118,29 +229,95 @@ impl Gpu {
         variant: &ShaderVariant,
         layout: BindingLayout,
     ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
-        if let Some(p) = self.pipelines.pipelines.lock().get(variant) {
-            return Ok(p.clone());
+        let pending = self.pipeline_async(variant, layout);
+        let waited = Instant::now();
+        let result = pending.wait();
+        startup::record(Phase::PipelineWait, waited.elapsed(), 1);
+        result.map_err(|message| GpuError::ShaderCompile { variant: variant.name(), message })
+    }
+
+    /// The pipeline of `variant`, compiled once per device: the first request starts its
+    /// compile on a worker thread (at most one per core run at once) and returns at once.
+    pub fn pipeline_async(&self, variant: &ShaderVariant, layout: BindingLayout) -> Arc<PendingPipeline> {
+        let pending = {
+            let mut pipelines = self.pipelines.pipelines.lock();
+            if let Some(p) = pipelines.get(variant) {
+                return p.clone();
+            }
+            let p = Arc::new(PendingPipeline::new());
+            pipelines.insert(variant.clone(), p.clone());
+            p
+        };
+        self.pipelines.in_flight.fetch_add(1, Ordering::SeqCst);
+        let job = {
+            let (pending, variant) = (pending.clone(), variant.clone());
+            move |gpu: &Gpu| {
+                // A panic must still report the pipeline (its run would wait forever otherwise).
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    let _permit = compile_permit();
+                    gpu.compile(&variant, layout)
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(GpuError::ShaderCompile { variant: variant.name(), message: panic_message(&panic) })
+                });
+                // The last compile of a batch saves the persistent cache before it reports
+                // ready, so a run that waited for its pipelines has their cache on disk.
+                if gpu.pipelines.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    gpu.save_pipeline_cache();
+                }
+                if result.is_err() {
+                    // Not kept: a later request compiles again (the failure may have been
+                    // transient, e.g. out of memory); the runs already bound to it fail.
+                    let mut pipelines = gpu.pipelines.pipelines.lock();
+                    if pipelines.get(&variant).is_some_and(|p| Arc::ptr_eq(p, &pending)) {
+                        pipelines.remove(&variant);
+                    }
+                }
+                pending.set(result.map(Arc::new).map_err(|e| e.to_string()));
+            }
+        };
+        match self.me.upgrade() {
+            Some(gpu) => {
+                let spawned = std::thread::Builder::new().name("ep-wgpu-compile".into()).spawn({
+                    let job = job.clone();
+                    move || job(&gpu)
+                });
+                match spawned {
+                    Ok(handle) => keep_worker(handle),
+                    Err(_) => job(self),
+                }
+            }
+            None => job(self),
         }
+        pending
+    }
+
+    /// Renders, validates and compiles one variant (on a worker thread).
+    fn compile(&self, variant: &ShaderVariant, layout: BindingLayout) -> Result<wgpu::ComputePipeline, GpuError> {
         let name = variant.name();
-        let source = variant.emit().map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
+        let source = startup::time(Phase::Render, || variant.emit())
+            .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
         let trusted = self.pipelines.trusted.as_ref().filter(|_| variant.guards_every_access());
+        let cache = self.pipelines.disk.as_ref().map(|(c, _)| c);
         let compile = || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
                 source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
             };
-            let module = match trusted {
+            let module = startup::time(Phase::Module, || match trusted {
                 Some(t) => t.create(&self.device, desc),
                 None => self.device.create_shader_module(desc),
-            };
-            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&name),
-                layout: Some(&layouts.1),
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
+            });
+            startup::time(Phase::Pipeline, || {
+                self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(&name),
+                    layout: Some(&layouts.1),
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache,
+                })
             })
         };
         // naga has panicked inside its SPIR-V backend on some inputs (gpu-machine.md): a panic
@@ -154,13 +331,38 @@ impl Gpu {
                 GpuError::Validation { message, .. } => GpuError::ShaderCompile { variant: name.clone(), message },
                 other => other,
             })?;
-        let pipeline = Arc::new(pipeline);
-        self.pipelines.pipelines.lock().insert(variant.clone(), pipeline.clone());
         tracing::debug!(target: "ep_wgpu", "compiled pipeline {name}");
         Ok(pipeline)
     }
 
-    /// Number of pipelines compiled so far (tests check that new shapes reuse them).
+    /// Writes the driver's pipeline cache to its file (when it changed).
+    fn save_pipeline_cache(&self) {
+        let Some((cache, disk)) = &self.pipelines.disk else { return };
+        let start = Instant::now();
+        let written = cache.get_data().map(|data| disk.store(&data)).unwrap_or(0);
+        if written > 0 {
+            startup::record(Phase::CacheSave, start.elapsed(), written);
+        }
+    }
+
+    /// Waits for the pipelines of `dispatches` (the wait counts as [`Phase::PipelineWait`]); a
+    /// failed compile is reported as an error of the enclosing [`Gpu::scoped`] call.
+    pub(super) fn await_pipelines<'a>(&self, pipelines: impl Iterator<Item = &'a PendingPipeline>) {
+        let start = Instant::now();
+        let mut waited = false;
+        for p in pipelines {
+            waited |= !p.is_ready();
+            if let Err(message) = p.wait() {
+                self.errors.lock().push(format!("compiling a pipeline: {message}"));
+            }
+        }
+        if waited {
+            startup::record(Phase::PipelineWait, start.elapsed(), 1);
+        }
+    }
+
+    /// Number of pipelines compiled (or compiling) so far (tests check that new shapes reuse
+    /// them).
     pub fn pipeline_count(&self) -> usize {
         self.pipelines.pipelines.lock().len()
     }
