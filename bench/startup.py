@@ -206,7 +206,7 @@ def child(spec: dict) -> dict:
 def find_library(explicit: str | None) -> str:
     for candidate in (explicit, os.environ.get("ONNXRUNTIME_EP_WGPU_LIB"), str(REPO / "target/release" / LIBRARY_NAME)):
         if candidate and Path(candidate).is_file():
-            return candidate
+            return str(Path(candidate).resolve())  # ORT resolves a relative path against its own folder
     raise SystemExit(f"{LIBRARY_NAME} not found: build it (cargo build --release -p onnxruntime-ep-wgpu) or pass --lib")
 
 
