@@ -129,6 +129,13 @@ fn check(test: &str, ty: ElemType, c: &Case) {
         kernel.force = Some(kind);
         compare(&format!("{kind:?}"), &run_kernel(&kernel, &operands, ty).values());
     }
+    // Constant weights: dequantised once by the first prepare, reused by the next.
+    kernel.force = Some(NbitsKind::Dequant);
+    kernel.weights_constant = true;
+    for pass in ["first", "reused"] {
+        compare(&format!("Dequant once, {pass}"), &run_kernel(&kernel, &operands, ty).values());
+        assert_eq!(format!("{:?}", kernel.dequantized), "DequantSlot(made)");
+    }
 }
 
 /// Runs `kernel` once on `inputs` (uploaded; `None` for omitted ones); its output.

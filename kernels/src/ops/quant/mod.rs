@@ -4,10 +4,12 @@
 //! The weights stay packed on the GPU as ONNX Runtime's bytes. Few rows of A (decode) run the
 //! GEMV kernel that streams the packed weights once per group of rows and dequantises them on
 //! the fly (`quant_nbits_gemv.wgsl.j2`); more rows run a 64×64-tiled kernel that dequantises B's
-//! slices into workgroup memory (`quant_nbits_tiled.wgsl.j2`). A third path, B dequantised into
-//! a `[N, K]` buffer of A's type (`quant_nbits_dequant.wgsl.j2`) that the GEMM engine multiplies
-//! as a transposed B (tensor cores where the device has them), is only taken when forced: its
-//! scratch would be held per node and per prepared shape set (see `NbitsKernel::force`).
+//! slices into workgroup memory (`quant_nbits_tiled.wgsl.j2`). From 32 rows on a device with
+//! tensor cores, constant weights are dequantised once into a `[N, K]` buffer of A's type
+//! (`quant_nbits_dequant.wgsl.j2`, on the node's first prepare) that the GEMM engine multiplies
+//! as a transposed B: one full-precision copy of each such node's weights, kept for every shape
+//! set (see `NbitsKernel::dequantized`). Weights that are not initializers take that path only
+//! when forced, dequantised every run.
 
 pub mod nbits;
 pub mod source;
