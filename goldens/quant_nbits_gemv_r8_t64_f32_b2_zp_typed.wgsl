@@ -24,7 +24,7 @@ const T: u32 = 64u;
 // Rows of A per workgroup, values per packed word.
 const R: u32 = 8u;
 const V: u32 = 16u;
-// Packed words per invocation and pass.
+// Packed words per invocation and pass (the template unrolls them).
 const U: u32 = 4u;
 
 var<workgroup> w_part: array<array<f32, T>, R>;
@@ -33,33 +33,30 @@ var<workgroup> w_part: array<array<f32, T>, R>;
 fn zero_point(n: u32, kb: u32) -> f32 {
     return f32(zero_points[n * p.k_blocks + kb]);
 }
-
 // Adds the products of packed word `word` (values k0.. of a column, dequantised with scale `s`
-// and zero point `z`) with rows m0.. of A to `acc`. Loops of constant trip counts (unrolled:
-// `q` and `acc` stay in registers); only the last block's last word may run past K.
-fn accumulate(acc: ptr<function, array<f32, R>>, word: u32, s: f32, z: f32, k0: u32, m0: u32, rows: u32) {
-    var q: array<f32, V>;
-    for (var i = 0u; i < V; i = i + 1u) {
-        q[i] = (f32((word >> (2u * i)) & 3u) - z) * s;
-    }
-    let full = k0 + V <= p.k;
+// and zero point `z`) with row `row` of A; only the last block's last word may run past K (its
+// missing values count as zero). Unrolled by the template: every value is a register.
+fn dot_word(word: u32, s: f32, z: f32, k0: u32, row: u32) -> f32 {
+    let base = row * p.k + k0;
     let kn = min(V, p.k - k0);
-    for (var r = 0u; r < R; r = r + 1u) {
-        if (r < rows) {
-            let base = (m0 + r) * p.k + k0;
-            var sum = 0.0;
-            if (full) {
-                for (var i = 0u; i < V; i = i + 1u) {
-                    sum = fma(f32(a[base + i]), q[i], sum);
-                }
-            } else {
-                for (var i = 0u; i < kn; i = i + 1u) {
-                    sum = fma(f32(a[base + i]), q[i], sum);
-                }
-            }
-            (*acc)[r] = (*acc)[r] + sum;
-        }
-    }
+    var sum = 0.0;
+    sum = fma(select(0.0, f32(a[base + 0u]), 0u < kn), (f32((word >> 0u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 1u]), 1u < kn), (f32((word >> 2u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 2u]), 2u < kn), (f32((word >> 4u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 3u]), 3u < kn), (f32((word >> 6u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 4u]), 4u < kn), (f32((word >> 8u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 5u]), 5u < kn), (f32((word >> 10u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 6u]), 6u < kn), (f32((word >> 12u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 7u]), 7u < kn), (f32((word >> 14u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 8u]), 8u < kn), (f32((word >> 16u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 9u]), 9u < kn), (f32((word >> 18u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 10u]), 10u < kn), (f32((word >> 20u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 11u]), 11u < kn), (f32((word >> 22u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 12u]), 12u < kn), (f32((word >> 24u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 13u]), 13u < kn), (f32((word >> 26u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 14u]), 14u < kn), (f32((word >> 28u) & 3u) - z) * s, sum);
+    sum = fma(select(0.0, f32(a[base + 15u]), 15u < kn), (f32((word >> 30u) & 3u) - z) * s, sum);
+    return sum;
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -75,37 +72,159 @@ fn main(
         return;
     }
     let rows = min(R, p.m - m0);
-    var acc: array<f32, R>;
+    var acc0 = 0.0;
+    var acc1 = 0.0;
+    var acc2 = 0.0;
+    var acc3 = 0.0;
+    var acc4 = 0.0;
+    var acc5 = 0.0;
+    var acc6 = 0.0;
+    var acc7 = 0.0;
     // U words per invocation and pass, T apart (each load coalesced), loaded with their scales
     // and zero points before any is used, so U loads per invocation are in flight.
     let words = min(p.col_words, (p.k + V - 1u) / V);
     for (var w0 = tid; w0 < words; w0 = w0 + U * T) {
-        var word: array<u32, U>;
-        var s: array<f32, U>;
-        var z: array<f32, U>;
-        for (var u = 0u; u < U; u = u + 1u) {
-            let w = w0 + u * T;
-            if (w < words) {
-                let kb = (w * V) / p.block;
-                word[u] = b[n * p.col_words + w];
-                s[u] = f32(scales[n * p.k_blocks + kb]);
-                z[u] = zero_point(n, kb);
+        let w0 = w0 + 0u * T;
+        let ok0 = w0 < words;
+        let kb0 = min(w0, words - 1u) * V / p.block;
+        let word0 = select(0u, b[n * p.col_words + w0], ok0);
+        let s0 = select(0.0, f32(scales[n * p.k_blocks + kb0]), ok0);
+        let z0 = zero_point(n, kb0);
+        let w1 = w0 + 1u * T;
+        let ok1 = w1 < words;
+        let kb1 = min(w1, words - 1u) * V / p.block;
+        let word1 = select(0u, b[n * p.col_words + w1], ok1);
+        let s1 = select(0.0, f32(scales[n * p.k_blocks + kb1]), ok1);
+        let z1 = zero_point(n, kb1);
+        let w2 = w0 + 2u * T;
+        let ok2 = w2 < words;
+        let kb2 = min(w2, words - 1u) * V / p.block;
+        let word2 = select(0u, b[n * p.col_words + w2], ok2);
+        let s2 = select(0.0, f32(scales[n * p.k_blocks + kb2]), ok2);
+        let z2 = zero_point(n, kb2);
+        let w3 = w0 + 3u * T;
+        let ok3 = w3 < words;
+        let kb3 = min(w3, words - 1u) * V / p.block;
+        let word3 = select(0u, b[n * p.col_words + w3], ok3);
+        let s3 = select(0.0, f32(scales[n * p.k_blocks + kb3]), ok3);
+        let z3 = zero_point(n, kb3);
+        if (ok0) {
+            if (0u < rows) {
+                acc0 = acc0 + dot_word(word0, s0, z0, w0 * V, m0 + 0u);
+            }
+            if (1u < rows) {
+                acc1 = acc1 + dot_word(word0, s0, z0, w0 * V, m0 + 1u);
+            }
+            if (2u < rows) {
+                acc2 = acc2 + dot_word(word0, s0, z0, w0 * V, m0 + 2u);
+            }
+            if (3u < rows) {
+                acc3 = acc3 + dot_word(word0, s0, z0, w0 * V, m0 + 3u);
+            }
+            if (4u < rows) {
+                acc4 = acc4 + dot_word(word0, s0, z0, w0 * V, m0 + 4u);
+            }
+            if (5u < rows) {
+                acc5 = acc5 + dot_word(word0, s0, z0, w0 * V, m0 + 5u);
+            }
+            if (6u < rows) {
+                acc6 = acc6 + dot_word(word0, s0, z0, w0 * V, m0 + 6u);
+            }
+            if (7u < rows) {
+                acc7 = acc7 + dot_word(word0, s0, z0, w0 * V, m0 + 7u);
             }
         }
-        for (var u = 0u; u < U; u = u + 1u) {
-            let w = w0 + u * T;
-            if (w < words) {
-                accumulate(&acc, word[u], s[u], z[u], w * V, m0, rows);
+        if (ok1) {
+            if (0u < rows) {
+                acc0 = acc0 + dot_word(word1, s1, z1, w1 * V, m0 + 0u);
+            }
+            if (1u < rows) {
+                acc1 = acc1 + dot_word(word1, s1, z1, w1 * V, m0 + 1u);
+            }
+            if (2u < rows) {
+                acc2 = acc2 + dot_word(word1, s1, z1, w1 * V, m0 + 2u);
+            }
+            if (3u < rows) {
+                acc3 = acc3 + dot_word(word1, s1, z1, w1 * V, m0 + 3u);
+            }
+            if (4u < rows) {
+                acc4 = acc4 + dot_word(word1, s1, z1, w1 * V, m0 + 4u);
+            }
+            if (5u < rows) {
+                acc5 = acc5 + dot_word(word1, s1, z1, w1 * V, m0 + 5u);
+            }
+            if (6u < rows) {
+                acc6 = acc6 + dot_word(word1, s1, z1, w1 * V, m0 + 6u);
+            }
+            if (7u < rows) {
+                acc7 = acc7 + dot_word(word1, s1, z1, w1 * V, m0 + 7u);
+            }
+        }
+        if (ok2) {
+            if (0u < rows) {
+                acc0 = acc0 + dot_word(word2, s2, z2, w2 * V, m0 + 0u);
+            }
+            if (1u < rows) {
+                acc1 = acc1 + dot_word(word2, s2, z2, w2 * V, m0 + 1u);
+            }
+            if (2u < rows) {
+                acc2 = acc2 + dot_word(word2, s2, z2, w2 * V, m0 + 2u);
+            }
+            if (3u < rows) {
+                acc3 = acc3 + dot_word(word2, s2, z2, w2 * V, m0 + 3u);
+            }
+            if (4u < rows) {
+                acc4 = acc4 + dot_word(word2, s2, z2, w2 * V, m0 + 4u);
+            }
+            if (5u < rows) {
+                acc5 = acc5 + dot_word(word2, s2, z2, w2 * V, m0 + 5u);
+            }
+            if (6u < rows) {
+                acc6 = acc6 + dot_word(word2, s2, z2, w2 * V, m0 + 6u);
+            }
+            if (7u < rows) {
+                acc7 = acc7 + dot_word(word2, s2, z2, w2 * V, m0 + 7u);
+            }
+        }
+        if (ok3) {
+            if (0u < rows) {
+                acc0 = acc0 + dot_word(word3, s3, z3, w3 * V, m0 + 0u);
+            }
+            if (1u < rows) {
+                acc1 = acc1 + dot_word(word3, s3, z3, w3 * V, m0 + 1u);
+            }
+            if (2u < rows) {
+                acc2 = acc2 + dot_word(word3, s3, z3, w3 * V, m0 + 2u);
+            }
+            if (3u < rows) {
+                acc3 = acc3 + dot_word(word3, s3, z3, w3 * V, m0 + 3u);
+            }
+            if (4u < rows) {
+                acc4 = acc4 + dot_word(word3, s3, z3, w3 * V, m0 + 4u);
+            }
+            if (5u < rows) {
+                acc5 = acc5 + dot_word(word3, s3, z3, w3 * V, m0 + 5u);
+            }
+            if (6u < rows) {
+                acc6 = acc6 + dot_word(word3, s3, z3, w3 * V, m0 + 6u);
+            }
+            if (7u < rows) {
+                acc7 = acc7 + dot_word(word3, s3, z3, w3 * V, m0 + 7u);
             }
         }
     }
-    for (var r = 0u; r < R; r = r + 1u) {
-        w_part[r][tid] = acc[r];
-    }
+    w_part[0][tid] = acc0;
+    w_part[1][tid] = acc1;
+    w_part[2][tid] = acc2;
+    w_part[3][tid] = acc3;
+    w_part[4][tid] = acc4;
+    w_part[5][tid] = acc5;
+    w_part[6][tid] = acc6;
+    w_part[7][tid] = acc7;
     workgroupBarrier();
     for (var s = T / 2u; s > 0u; s = s >> 1u) {
         if (tid < s) {
-            for (var r = 0u; r < R; r = r + 1u) {
+            for (var r = 0u; r < rows; r = r + 1u) {
                 w_part[r][tid] = w_part[r][tid] + w_part[r][tid + s];
             }
         }
