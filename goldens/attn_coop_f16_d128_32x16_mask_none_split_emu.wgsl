@@ -47,6 +47,8 @@ const PS: u32 = 24u;
 const RW: u32 = 68u;
 // Where V is staged, after K.
 const V0: u32 = 2176u;
+const LOG2E: f32 = 1.4426950408889634;
+const LN2: f32 = 0.6931471805599453;
 
 // K then V (16 rows each), in 8-half chunks; Q is staged here once at the start.
 var<workgroup> kv: array<array<f16, 8>, 544>;
@@ -482,7 +484,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let eq7 = q_sg + 112u;
     let qf7 = eq7;
 
-    // The row's running max, this invocation's share of its sum, and its half of the output row.
+    // The row's running max (log2 units), this invocation's share of its sum, and its half of the
+    // output row.
+    let scale2 = p.scale * LOG2E;
     var m_run = neg_inf();
     var l_run = 0.0;
     var o0 = 0.0;
@@ -590,31 +594,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let es0 = s_sg + 0u;
         emu_store(&sacc0, lane, es0);
         workgroupBarrier();
-        // Scale, mask, the tile's max over the row (both halves), then P.
+        // Scale (in log2 units: exp2 below), mask, the tile's max over the row (both halves), then P.
+        // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
+        let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
         let c0 = off0 + 0u;
-        var x0 = sr[s_row + c0] * p.scale;
-        x0 = select(neg_inf(), x0, k0 + c0 < p.skv && (p.causal == 0u || i32(k0 + c0) <= i32(qi) + p.causal_offset));
+        var x0 = sr[s_row + c0] * scale2;
         let c1 = off1 + 0u;
-        var x1 = sr[s_row + c1] * p.scale;
-        x1 = select(neg_inf(), x1, k0 + c1 < p.skv && (p.causal == 0u || i32(k0 + c1) <= i32(qi) + p.causal_offset));
+        var x1 = sr[s_row + c1] * scale2;
         let c2 = off0 + 4u;
-        var x2 = sr[s_row + c2] * p.scale;
-        x2 = select(neg_inf(), x2, k0 + c2 < p.skv && (p.causal == 0u || i32(k0 + c2) <= i32(qi) + p.causal_offset));
+        var x2 = sr[s_row + c2] * scale2;
         let c3 = off1 + 4u;
-        var x3 = sr[s_row + c3] * p.scale;
-        x3 = select(neg_inf(), x3, k0 + c3 < p.skv && (p.causal == 0u || i32(k0 + c3) <= i32(qi) + p.causal_offset));
+        var x3 = sr[s_row + c3] * scale2;
         let c4 = off0 + 8u;
-        var x4 = sr[s_row + c4] * p.scale;
-        x4 = select(neg_inf(), x4, k0 + c4 < p.skv && (p.causal == 0u || i32(k0 + c4) <= i32(qi) + p.causal_offset));
+        var x4 = sr[s_row + c4] * scale2;
         let c5 = off1 + 8u;
-        var x5 = sr[s_row + c5] * p.scale;
-        x5 = select(neg_inf(), x5, k0 + c5 < p.skv && (p.causal == 0u || i32(k0 + c5) <= i32(qi) + p.causal_offset));
+        var x5 = sr[s_row + c5] * scale2;
         let c6 = off0 + 12u;
-        var x6 = sr[s_row + c6] * p.scale;
-        x6 = select(neg_inf(), x6, k0 + c6 < p.skv && (p.causal == 0u || i32(k0 + c6) <= i32(qi) + p.causal_offset));
+        var x6 = sr[s_row + c6] * scale2;
         let c7 = off1 + 12u;
-        var x7 = sr[s_row + c7] * p.scale;
-        x7 = select(neg_inf(), x7, k0 + c7 < p.skv && (p.causal == 0u || i32(k0 + c7) <= i32(qi) + p.causal_offset));
+        var x7 = sr[s_row + c7] * scale2;
+        if (edge) {
+            x0 = select(neg_inf(), x0, k0 + c0 < p.skv && (p.causal == 0u || i32(k0 + c0) <= i32(qi) + p.causal_offset));
+            x1 = select(neg_inf(), x1, k0 + c1 < p.skv && (p.causal == 0u || i32(k0 + c1) <= i32(qi) + p.causal_offset));
+            x2 = select(neg_inf(), x2, k0 + c2 < p.skv && (p.causal == 0u || i32(k0 + c2) <= i32(qi) + p.causal_offset));
+            x3 = select(neg_inf(), x3, k0 + c3 < p.skv && (p.causal == 0u || i32(k0 + c3) <= i32(qi) + p.causal_offset));
+            x4 = select(neg_inf(), x4, k0 + c4 < p.skv && (p.causal == 0u || i32(k0 + c4) <= i32(qi) + p.causal_offset));
+            x5 = select(neg_inf(), x5, k0 + c5 < p.skv && (p.causal == 0u || i32(k0 + c5) <= i32(qi) + p.causal_offset));
+            x6 = select(neg_inf(), x6, k0 + c6 < p.skv && (p.causal == 0u || i32(k0 + c6) <= i32(qi) + p.causal_offset));
+            x7 = select(neg_inf(), x7, k0 + c7 < p.skv && (p.causal == 0u || i32(k0 + c7) <= i32(qi) + p.causal_offset));
+        }
         var t_max = x0;
         t_max = max(t_max, x1);
         t_max = max(t_max, x2);
@@ -627,98 +635,101 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let m_new = max(m_run, t_max);
         // A row that has seen no key yet keeps zeros (never exp(-inf - -inf)).
         let m_safe = select(m_new, 0.0, m_new == neg_inf());
-        let alpha = exp(m_run - m_safe);
+        let alpha = exp2(m_run - m_safe);
         m_run = m_new;
         var t_sum = 0.0;
-        let e0 = exp(x0 - m_safe);
+        let e0 = exp2(x0 - m_safe);
         t_sum = t_sum + e0;
         pt[p_row + c0] = f16(e0);
-        let e1 = exp(x1 - m_safe);
+        let e1 = exp2(x1 - m_safe);
         t_sum = t_sum + e1;
         pt[p_row + c1] = f16(e1);
-        let e2 = exp(x2 - m_safe);
+        let e2 = exp2(x2 - m_safe);
         t_sum = t_sum + e2;
         pt[p_row + c2] = f16(e2);
-        let e3 = exp(x3 - m_safe);
+        let e3 = exp2(x3 - m_safe);
         t_sum = t_sum + e3;
         pt[p_row + c3] = f16(e3);
-        let e4 = exp(x4 - m_safe);
+        let e4 = exp2(x4 - m_safe);
         t_sum = t_sum + e4;
         pt[p_row + c4] = f16(e4);
-        let e5 = exp(x5 - m_safe);
+        let e5 = exp2(x5 - m_safe);
         t_sum = t_sum + e5;
         pt[p_row + c5] = f16(e5);
-        let e6 = exp(x6 - m_safe);
+        let e6 = exp2(x6 - m_safe);
         t_sum = t_sum + e6;
         pt[p_row + c6] = f16(e6);
-        let e7 = exp(x7 - m_safe);
+        let e7 = exp2(x7 - m_safe);
         t_sum = t_sum + e7;
         pt[p_row + c7] = f16(e7);
         l_run = l_run * alpha + t_sum;
-        o0 = o0 * alpha;
-        o1 = o1 * alpha;
-        o2 = o2 * alpha;
-        o3 = o3 * alpha;
-        o4 = o4 * alpha;
-        o5 = o5 * alpha;
-        o6 = o6 * alpha;
-        o7 = o7 * alpha;
-        o8 = o8 * alpha;
-        o9 = o9 * alpha;
-        o10 = o10 * alpha;
-        o11 = o11 * alpha;
-        o12 = o12 * alpha;
-        o13 = o13 * alpha;
-        o14 = o14 * alpha;
-        o15 = o15 * alpha;
-        o16 = o16 * alpha;
-        o17 = o17 * alpha;
-        o18 = o18 * alpha;
-        o19 = o19 * alpha;
-        o20 = o20 * alpha;
-        o21 = o21 * alpha;
-        o22 = o22 * alpha;
-        o23 = o23 * alpha;
-        o24 = o24 * alpha;
-        o25 = o25 * alpha;
-        o26 = o26 * alpha;
-        o27 = o27 * alpha;
-        o28 = o28 * alpha;
-        o29 = o29 * alpha;
-        o30 = o30 * alpha;
-        o31 = o31 * alpha;
-        o32 = o32 * alpha;
-        o33 = o33 * alpha;
-        o34 = o34 * alpha;
-        o35 = o35 * alpha;
-        o36 = o36 * alpha;
-        o37 = o37 * alpha;
-        o38 = o38 * alpha;
-        o39 = o39 * alpha;
-        o40 = o40 * alpha;
-        o41 = o41 * alpha;
-        o42 = o42 * alpha;
-        o43 = o43 * alpha;
-        o44 = o44 * alpha;
-        o45 = o45 * alpha;
-        o46 = o46 * alpha;
-        o47 = o47 * alpha;
-        o48 = o48 * alpha;
-        o49 = o49 * alpha;
-        o50 = o50 * alpha;
-        o51 = o51 * alpha;
-        o52 = o52 * alpha;
-        o53 = o53 * alpha;
-        o54 = o54 * alpha;
-        o55 = o55 * alpha;
-        o56 = o56 * alpha;
-        o57 = o57 * alpha;
-        o58 = o58 * alpha;
-        o59 = o59 * alpha;
-        o60 = o60 * alpha;
-        o61 = o61 * alpha;
-        o62 = o62 * alpha;
-        o63 = o63 * alpha;
+        // Once a row's max settles, alpha is 1 and the rescale is skipped.
+        if (alpha != 1.0) {
+            o0 = o0 * alpha;
+            o1 = o1 * alpha;
+            o2 = o2 * alpha;
+            o3 = o3 * alpha;
+            o4 = o4 * alpha;
+            o5 = o5 * alpha;
+            o6 = o6 * alpha;
+            o7 = o7 * alpha;
+            o8 = o8 * alpha;
+            o9 = o9 * alpha;
+            o10 = o10 * alpha;
+            o11 = o11 * alpha;
+            o12 = o12 * alpha;
+            o13 = o13 * alpha;
+            o14 = o14 * alpha;
+            o15 = o15 * alpha;
+            o16 = o16 * alpha;
+            o17 = o17 * alpha;
+            o18 = o18 * alpha;
+            o19 = o19 * alpha;
+            o20 = o20 * alpha;
+            o21 = o21 * alpha;
+            o22 = o22 * alpha;
+            o23 = o23 * alpha;
+            o24 = o24 * alpha;
+            o25 = o25 * alpha;
+            o26 = o26 * alpha;
+            o27 = o27 * alpha;
+            o28 = o28 * alpha;
+            o29 = o29 * alpha;
+            o30 = o30 * alpha;
+            o31 = o31 * alpha;
+            o32 = o32 * alpha;
+            o33 = o33 * alpha;
+            o34 = o34 * alpha;
+            o35 = o35 * alpha;
+            o36 = o36 * alpha;
+            o37 = o37 * alpha;
+            o38 = o38 * alpha;
+            o39 = o39 * alpha;
+            o40 = o40 * alpha;
+            o41 = o41 * alpha;
+            o42 = o42 * alpha;
+            o43 = o43 * alpha;
+            o44 = o44 * alpha;
+            o45 = o45 * alpha;
+            o46 = o46 * alpha;
+            o47 = o47 * alpha;
+            o48 = o48 * alpha;
+            o49 = o49 * alpha;
+            o50 = o50 * alpha;
+            o51 = o51 * alpha;
+            o52 = o52 * alpha;
+            o53 = o53 * alpha;
+            o54 = o54 * alpha;
+            o55 = o55 * alpha;
+            o56 = o56 * alpha;
+            o57 = o57 * alpha;
+            o58 = o58 * alpha;
+            o59 = o59 * alpha;
+            o60 = o60 * alpha;
+            o61 = o61 * alpha;
+            o62 = o62 * alpha;
+            o63 = o63 * alpha;
+        }
         workgroupBarrier();
         // P·V, 64 output columns at a time, added into the registers.
         let ep0 = p_sg + 0u;
@@ -908,7 +919,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         o[at + 124u + off0] = o62;
         o[at + 124u + off1] = o63;
         if (half == 0u) {
-            o[at + D] = m_run;
+            // The max in natural-log units, as the reduction expects.
+            o[at + D] = m_run * LN2;
             o[at + D + 1u] = l_row;
         }
     }
