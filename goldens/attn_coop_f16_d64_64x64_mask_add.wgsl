@@ -56,8 +56,6 @@ const LN2: f32 = 0.6931471805599453;
 var<workgroup> kv: array<array<f16, 8>, 1152>;
 // Per subgroup 16 rows: the scores of a tile, then a chunk of P·V.
 var<workgroup> sr: array<f32, 4352>;
-// Whether any row's max moved in a tile (by tile parity).
-var<workgroup> resc: array<u32, 2>;
 // Per subgroup 16 rows of P (f16).
 var<workgroup> pt: array<f16, 4608>;
 
@@ -448,16 +446,44 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let eq3c = eq3 / 8u;
     let qf3 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq3c][0], KS);
 
-    // The row's running max (log2 units), this invocation's share of its sum; the subgroup's
-    // 16 output rows stay in fragments for the whole run.
+    // The row's running max (log2 units), this invocation's share of its sum, and its half of the
+    // output row.
     let scale2 = p.scale * LOG2E;
     var m_run = neg_inf();
     var l_run = 0.0;
-    var oacc0 = coop_mat16x16<f32, C>();
-    var oacc1 = coop_mat16x16<f32, C>();
-    var oacc2 = coop_mat16x16<f32, C>();
-    var oacc3 = coop_mat16x16<f32, C>();
-    var kt = 0u;
+    var o0 = 0.0;
+    var o1 = 0.0;
+    var o2 = 0.0;
+    var o3 = 0.0;
+    var o4 = 0.0;
+    var o5 = 0.0;
+    var o6 = 0.0;
+    var o7 = 0.0;
+    var o8 = 0.0;
+    var o9 = 0.0;
+    var o10 = 0.0;
+    var o11 = 0.0;
+    var o12 = 0.0;
+    var o13 = 0.0;
+    var o14 = 0.0;
+    var o15 = 0.0;
+    var o16 = 0.0;
+    var o17 = 0.0;
+    var o18 = 0.0;
+    var o19 = 0.0;
+    var o20 = 0.0;
+    var o21 = 0.0;
+    var o22 = 0.0;
+    var o23 = 0.0;
+    var o24 = 0.0;
+    var o25 = 0.0;
+    var o26 = 0.0;
+    var o27 = 0.0;
+    var o28 = 0.0;
+    var o29 = 0.0;
+    var o30 = 0.0;
+    var o31 = 0.0;
+
     // Keys past the last one a causal tile can see are never loaded.
     var k_end = p.skv;
     if (p.causal != 0u) {
@@ -816,67 +842,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         t_sum = t_sum + e31;
         pt[p_row + c31] = f16(e31);
         l_run = l_run * alpha + t_sum;
-        // Once every row's max has settled (alpha 1), nothing is rescaled: the flag (one per tile
-        // parity, so resetting the other one races with no reader) says whether any row moved.
+        // Once a row's max settles, alpha is 1 and the rescale is skipped.
         if (alpha != 1.0) {
-            resc[kt % 2u] = 1u;
+            o0 = o0 * alpha;
+            o1 = o1 * alpha;
+            o2 = o2 * alpha;
+            o3 = o3 * alpha;
+            o4 = o4 * alpha;
+            o5 = o5 * alpha;
+            o6 = o6 * alpha;
+            o7 = o7 * alpha;
+            o8 = o8 * alpha;
+            o9 = o9 * alpha;
+            o10 = o10 * alpha;
+            o11 = o11 * alpha;
+            o12 = o12 * alpha;
+            o13 = o13 * alpha;
+            o14 = o14 * alpha;
+            o15 = o15 * alpha;
+            o16 = o16 * alpha;
+            o17 = o17 * alpha;
+            o18 = o18 * alpha;
+            o19 = o19 * alpha;
+            o20 = o20 * alpha;
+            o21 = o21 * alpha;
+            o22 = o22 * alpha;
+            o23 = o23 * alpha;
+            o24 = o24 * alpha;
+            o25 = o25 * alpha;
+            o26 = o26 * alpha;
+            o27 = o27 * alpha;
+            o28 = o28 * alpha;
+            o29 = o29 * alpha;
+            o30 = o30 * alpha;
+            o31 = o31 * alpha;
         }
-        let need = workgroupUniformLoad(&resc[kt % 2u]);
-        if (tid == 0u) {
-            resc[1u - kt % 2u] = 0u;
-        }
-        kt = kt + 1u;
-        if (need != 0u) {
-            // O through the scratch, 64 columns at a time: each pair scales its row by its alpha.
-            let er0 = s_sg + 0u;
-            coopStoreT(oacc0, &sr[er0], RW);
-            let er1 = s_sg + 16u;
-            coopStoreT(oacc1, &sr[er1], RW);
-            let er2 = s_sg + 32u;
-            coopStoreT(oacc2, &sr[er2], RW);
-            let er3 = s_sg + 48u;
-            coopStoreT(oacc3, &sr[er3], RW);
-            workgroupBarrier();
-            sr[s_row + off0 + 0u] = sr[s_row + off0 + 0u] * alpha;
-            sr[s_row + off1 + 0u] = sr[s_row + off1 + 0u] * alpha;
-            sr[s_row + off0 + 4u] = sr[s_row + off0 + 4u] * alpha;
-            sr[s_row + off1 + 4u] = sr[s_row + off1 + 4u] * alpha;
-            sr[s_row + off0 + 8u] = sr[s_row + off0 + 8u] * alpha;
-            sr[s_row + off1 + 8u] = sr[s_row + off1 + 8u] * alpha;
-            sr[s_row + off0 + 12u] = sr[s_row + off0 + 12u] * alpha;
-            sr[s_row + off1 + 12u] = sr[s_row + off1 + 12u] * alpha;
-            sr[s_row + off0 + 16u] = sr[s_row + off0 + 16u] * alpha;
-            sr[s_row + off1 + 16u] = sr[s_row + off1 + 16u] * alpha;
-            sr[s_row + off0 + 20u] = sr[s_row + off0 + 20u] * alpha;
-            sr[s_row + off1 + 20u] = sr[s_row + off1 + 20u] * alpha;
-            sr[s_row + off0 + 24u] = sr[s_row + off0 + 24u] * alpha;
-            sr[s_row + off1 + 24u] = sr[s_row + off1 + 24u] * alpha;
-            sr[s_row + off0 + 28u] = sr[s_row + off0 + 28u] * alpha;
-            sr[s_row + off1 + 28u] = sr[s_row + off1 + 28u] * alpha;
-            sr[s_row + off0 + 32u] = sr[s_row + off0 + 32u] * alpha;
-            sr[s_row + off1 + 32u] = sr[s_row + off1 + 32u] * alpha;
-            sr[s_row + off0 + 36u] = sr[s_row + off0 + 36u] * alpha;
-            sr[s_row + off1 + 36u] = sr[s_row + off1 + 36u] * alpha;
-            sr[s_row + off0 + 40u] = sr[s_row + off0 + 40u] * alpha;
-            sr[s_row + off1 + 40u] = sr[s_row + off1 + 40u] * alpha;
-            sr[s_row + off0 + 44u] = sr[s_row + off0 + 44u] * alpha;
-            sr[s_row + off1 + 44u] = sr[s_row + off1 + 44u] * alpha;
-            sr[s_row + off0 + 48u] = sr[s_row + off0 + 48u] * alpha;
-            sr[s_row + off1 + 48u] = sr[s_row + off1 + 48u] * alpha;
-            sr[s_row + off0 + 52u] = sr[s_row + off0 + 52u] * alpha;
-            sr[s_row + off1 + 52u] = sr[s_row + off1 + 52u] * alpha;
-            sr[s_row + off0 + 56u] = sr[s_row + off0 + 56u] * alpha;
-            sr[s_row + off1 + 56u] = sr[s_row + off1 + 56u] * alpha;
-            sr[s_row + off0 + 60u] = sr[s_row + off0 + 60u] * alpha;
-            sr[s_row + off1 + 60u] = sr[s_row + off1 + 60u] * alpha;
-            workgroupBarrier();
-            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er0], RW);
-            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er1], RW);
-            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er2], RW);
-            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er3], RW);
-            workgroupBarrier();
-        }
-        // O += P·V on the fragments.
+        workgroupBarrier();
+        // P·V, 64 output columns at a time, added into the registers.
         let ep0 = p_sg + 0u;
         let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep0], PS);
         let ep1 = p_sg + 16u;
@@ -885,6 +887,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let pf2 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep2], PS);
         let ep3 = p_sg + 48u;
         let pf3 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep3], PS);
+        var oacc0 = coop_mat16x16<f32, C>();
         let ev0_0 = V0 + 0u * KS + 0u;
         let vf0_0c = ev0_0 / 8u;
         let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_0c][0], KS);
@@ -901,6 +904,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf0_3c = ev0_3 / 8u;
         let vf0_3 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_3c][0], KS);
         oacc0 = coopMultiplyAdd(pf3, vf0_3, oacc0);
+        let eo0 = s_sg + 0u;
+        coopStoreT(oacc0, &sr[eo0], RW);
+        var oacc1 = coop_mat16x16<f32, C>();
         let ev1_0 = V0 + 0u * KS + 16u;
         let vf1_0c = ev1_0 / 8u;
         let vf1_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_0c][0], KS);
@@ -917,6 +923,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf1_3c = ev1_3 / 8u;
         let vf1_3 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_3c][0], KS);
         oacc1 = coopMultiplyAdd(pf3, vf1_3, oacc1);
+        let eo1 = s_sg + 16u;
+        coopStoreT(oacc1, &sr[eo1], RW);
+        var oacc2 = coop_mat16x16<f32, C>();
         let ev2_0 = V0 + 0u * KS + 32u;
         let vf2_0c = ev2_0 / 8u;
         let vf2_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_0c][0], KS);
@@ -933,6 +942,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf2_3c = ev2_3 / 8u;
         let vf2_3 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_3c][0], KS);
         oacc2 = coopMultiplyAdd(pf3, vf2_3, oacc2);
+        let eo2 = s_sg + 32u;
+        coopStoreT(oacc2, &sr[eo2], RW);
+        var oacc3 = coop_mat16x16<f32, C>();
         let ev3_0 = V0 + 0u * KS + 48u;
         let vf3_0c = ev3_0 / 8u;
         let vf3_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_0c][0], KS);
@@ -949,86 +961,79 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf3_3c = ev3_3 / 8u;
         let vf3_3 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_3c][0], KS);
         oacc3 = coopMultiplyAdd(pf3, vf3_3, oacc3);
+        let eo3 = s_sg + 48u;
+        coopStoreT(oacc3, &sr[eo3], RW);
+        workgroupBarrier();
+        o0 = o0 + sr[s_row + off0 + 0u];
+        o1 = o1 + sr[s_row + off1 + 0u];
+        o2 = o2 + sr[s_row + off0 + 4u];
+        o3 = o3 + sr[s_row + off1 + 4u];
+        o4 = o4 + sr[s_row + off0 + 8u];
+        o5 = o5 + sr[s_row + off1 + 8u];
+        o6 = o6 + sr[s_row + off0 + 12u];
+        o7 = o7 + sr[s_row + off1 + 12u];
+        o8 = o8 + sr[s_row + off0 + 16u];
+        o9 = o9 + sr[s_row + off1 + 16u];
+        o10 = o10 + sr[s_row + off0 + 20u];
+        o11 = o11 + sr[s_row + off1 + 20u];
+        o12 = o12 + sr[s_row + off0 + 24u];
+        o13 = o13 + sr[s_row + off1 + 24u];
+        o14 = o14 + sr[s_row + off0 + 28u];
+        o15 = o15 + sr[s_row + off1 + 28u];
+        o16 = o16 + sr[s_row + off0 + 32u];
+        o17 = o17 + sr[s_row + off1 + 32u];
+        o18 = o18 + sr[s_row + off0 + 36u];
+        o19 = o19 + sr[s_row + off1 + 36u];
+        o20 = o20 + sr[s_row + off0 + 40u];
+        o21 = o21 + sr[s_row + off1 + 40u];
+        o22 = o22 + sr[s_row + off0 + 44u];
+        o23 = o23 + sr[s_row + off1 + 44u];
+        o24 = o24 + sr[s_row + off0 + 48u];
+        o25 = o25 + sr[s_row + off1 + 48u];
+        o26 = o26 + sr[s_row + off0 + 52u];
+        o27 = o27 + sr[s_row + off1 + 52u];
+        o28 = o28 + sr[s_row + off0 + 56u];
+        o29 = o29 + sr[s_row + off1 + 56u];
+        o30 = o30 + sr[s_row + off0 + 60u];
+        o31 = o31 + sr[s_row + off1 + 60u];
     }
-    // Both halves' sums; the output through the scratch, 64 columns at a time.
+    // Both halves' sums.
     let l_row = l_run + subgroupShuffleXor(l_run, 1u);
     // A row that sees no key is softmax over nothing: NaN, as Softmax of -inf scores.
     let inv = 1.0 / l_row;
-    let at = o_base + qi * p.o_stride.z;
-    workgroupBarrier();
-    let eo0 = s_sg + 0u;
-    coopStoreT(oacc0, &sr[eo0], RW);
-    let eo1 = s_sg + 16u;
-    coopStoreT(oacc1, &sr[eo1], RW);
-    let eo2 = s_sg + 32u;
-    coopStoreT(oacc2, &sr[eo2], RW);
-    let eo3 = s_sg + 48u;
-    coopStoreT(oacc3, &sr[eo3], RW);
-    workgroupBarrier();
     if (live && qi < p.sq) {
-        let v0 = sr[s_row + off0 + 0u];
-        o[at + (0u + off0) * p.o_stride.w] = f16(v0 * inv);
-        let v1 = sr[s_row + off1 + 0u];
-        o[at + (0u + off1) * p.o_stride.w] = f16(v1 * inv);
-        let v2 = sr[s_row + off0 + 4u];
-        o[at + (4u + off0) * p.o_stride.w] = f16(v2 * inv);
-        let v3 = sr[s_row + off1 + 4u];
-        o[at + (4u + off1) * p.o_stride.w] = f16(v3 * inv);
-        let v4 = sr[s_row + off0 + 8u];
-        o[at + (8u + off0) * p.o_stride.w] = f16(v4 * inv);
-        let v5 = sr[s_row + off1 + 8u];
-        o[at + (8u + off1) * p.o_stride.w] = f16(v5 * inv);
-        let v6 = sr[s_row + off0 + 12u];
-        o[at + (12u + off0) * p.o_stride.w] = f16(v6 * inv);
-        let v7 = sr[s_row + off1 + 12u];
-        o[at + (12u + off1) * p.o_stride.w] = f16(v7 * inv);
-        let v8 = sr[s_row + off0 + 16u];
-        o[at + (16u + off0) * p.o_stride.w] = f16(v8 * inv);
-        let v9 = sr[s_row + off1 + 16u];
-        o[at + (16u + off1) * p.o_stride.w] = f16(v9 * inv);
-        let v10 = sr[s_row + off0 + 20u];
-        o[at + (20u + off0) * p.o_stride.w] = f16(v10 * inv);
-        let v11 = sr[s_row + off1 + 20u];
-        o[at + (20u + off1) * p.o_stride.w] = f16(v11 * inv);
-        let v12 = sr[s_row + off0 + 24u];
-        o[at + (24u + off0) * p.o_stride.w] = f16(v12 * inv);
-        let v13 = sr[s_row + off1 + 24u];
-        o[at + (24u + off1) * p.o_stride.w] = f16(v13 * inv);
-        let v14 = sr[s_row + off0 + 28u];
-        o[at + (28u + off0) * p.o_stride.w] = f16(v14 * inv);
-        let v15 = sr[s_row + off1 + 28u];
-        o[at + (28u + off1) * p.o_stride.w] = f16(v15 * inv);
-        let v16 = sr[s_row + off0 + 32u];
-        o[at + (32u + off0) * p.o_stride.w] = f16(v16 * inv);
-        let v17 = sr[s_row + off1 + 32u];
-        o[at + (32u + off1) * p.o_stride.w] = f16(v17 * inv);
-        let v18 = sr[s_row + off0 + 36u];
-        o[at + (36u + off0) * p.o_stride.w] = f16(v18 * inv);
-        let v19 = sr[s_row + off1 + 36u];
-        o[at + (36u + off1) * p.o_stride.w] = f16(v19 * inv);
-        let v20 = sr[s_row + off0 + 40u];
-        o[at + (40u + off0) * p.o_stride.w] = f16(v20 * inv);
-        let v21 = sr[s_row + off1 + 40u];
-        o[at + (40u + off1) * p.o_stride.w] = f16(v21 * inv);
-        let v22 = sr[s_row + off0 + 44u];
-        o[at + (44u + off0) * p.o_stride.w] = f16(v22 * inv);
-        let v23 = sr[s_row + off1 + 44u];
-        o[at + (44u + off1) * p.o_stride.w] = f16(v23 * inv);
-        let v24 = sr[s_row + off0 + 48u];
-        o[at + (48u + off0) * p.o_stride.w] = f16(v24 * inv);
-        let v25 = sr[s_row + off1 + 48u];
-        o[at + (48u + off1) * p.o_stride.w] = f16(v25 * inv);
-        let v26 = sr[s_row + off0 + 52u];
-        o[at + (52u + off0) * p.o_stride.w] = f16(v26 * inv);
-        let v27 = sr[s_row + off1 + 52u];
-        o[at + (52u + off1) * p.o_stride.w] = f16(v27 * inv);
-        let v28 = sr[s_row + off0 + 56u];
-        o[at + (56u + off0) * p.o_stride.w] = f16(v28 * inv);
-        let v29 = sr[s_row + off1 + 56u];
-        o[at + (56u + off1) * p.o_stride.w] = f16(v29 * inv);
-        let v30 = sr[s_row + off0 + 60u];
-        o[at + (60u + off0) * p.o_stride.w] = f16(v30 * inv);
-        let v31 = sr[s_row + off1 + 60u];
-        o[at + (60u + off1) * p.o_stride.w] = f16(v31 * inv);
+        let at = o_base + qi * p.o_stride.z;
+        o[at + (0u + off0) * p.o_stride.w] = f16(o0 * inv);
+        o[at + (0u + off1) * p.o_stride.w] = f16(o1 * inv);
+        o[at + (4u + off0) * p.o_stride.w] = f16(o2 * inv);
+        o[at + (4u + off1) * p.o_stride.w] = f16(o3 * inv);
+        o[at + (8u + off0) * p.o_stride.w] = f16(o4 * inv);
+        o[at + (8u + off1) * p.o_stride.w] = f16(o5 * inv);
+        o[at + (12u + off0) * p.o_stride.w] = f16(o6 * inv);
+        o[at + (12u + off1) * p.o_stride.w] = f16(o7 * inv);
+        o[at + (16u + off0) * p.o_stride.w] = f16(o8 * inv);
+        o[at + (16u + off1) * p.o_stride.w] = f16(o9 * inv);
+        o[at + (20u + off0) * p.o_stride.w] = f16(o10 * inv);
+        o[at + (20u + off1) * p.o_stride.w] = f16(o11 * inv);
+        o[at + (24u + off0) * p.o_stride.w] = f16(o12 * inv);
+        o[at + (24u + off1) * p.o_stride.w] = f16(o13 * inv);
+        o[at + (28u + off0) * p.o_stride.w] = f16(o14 * inv);
+        o[at + (28u + off1) * p.o_stride.w] = f16(o15 * inv);
+        o[at + (32u + off0) * p.o_stride.w] = f16(o16 * inv);
+        o[at + (32u + off1) * p.o_stride.w] = f16(o17 * inv);
+        o[at + (36u + off0) * p.o_stride.w] = f16(o18 * inv);
+        o[at + (36u + off1) * p.o_stride.w] = f16(o19 * inv);
+        o[at + (40u + off0) * p.o_stride.w] = f16(o20 * inv);
+        o[at + (40u + off1) * p.o_stride.w] = f16(o21 * inv);
+        o[at + (44u + off0) * p.o_stride.w] = f16(o22 * inv);
+        o[at + (44u + off1) * p.o_stride.w] = f16(o23 * inv);
+        o[at + (48u + off0) * p.o_stride.w] = f16(o24 * inv);
+        o[at + (48u + off1) * p.o_stride.w] = f16(o25 * inv);
+        o[at + (52u + off0) * p.o_stride.w] = f16(o26 * inv);
+        o[at + (52u + off1) * p.o_stride.w] = f16(o27 * inv);
+        o[at + (56u + off0) * p.o_stride.w] = f16(o28 * inv);
+        o[at + (56u + off1) * p.o_stride.w] = f16(o29 * inv);
+        o[at + (60u + off0) * p.o_stride.w] = f16(o30 * inv);
+        o[at + (60u + off1) * p.o_stride.w] = f16(o31 * inv);
     }
 }
