@@ -256,6 +256,22 @@ pub fn to_u32(what: &'static str, value: u64) -> Result<u32, PlanError> {
     u32::try_from(value).map_err(|_| PlanError::IndexOverflow { what, value })
 }
 
+/// When the first `count` inputs' declared shapes are all known (absent optional inputs count as
+/// known), `kernel` infers from them: a decline with the op's own message when they do not fit.
+pub fn infer_declared(node: &Node, kernel: &dyn Kernel, count: usize) -> Result<(), String> {
+    let shapes: Option<Vec<Option<Vec<u64>>>> = (0..count)
+        .map(|i| match node.input(i).filter(|v| !v.name.is_empty()) {
+            None => Some(None),
+            Some(v) => v.fixed_shape().map(Some),
+        })
+        .collect();
+    if let Some(shapes) = shapes {
+        let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
+        kernel.infer(&refs)?;
+    }
+    Ok(())
+}
+
 /// Decline unless the node's declared input/output element types are among `allowed`.
 pub fn check_types(node: &Node, allowed: &[ElemType]) -> Result<(), String> {
     for v in node.inputs.iter().chain(&node.outputs).flatten().filter(|v| !v.name.is_empty()) {

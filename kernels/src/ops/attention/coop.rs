@@ -206,21 +206,8 @@ pub(super) fn prepare(
     } else {
         dispatches.push(cx.gpu.prepare_op(&variant, reads, &[out.buf], bytemuck::bytes_of(&params), dims)?);
     }
-    let plan = format!(
-        "{} '{}': flash attention on tensor cores{} B={} H={}/{} Sq={} Skv={} D={} tiles {}x{bc}, {splits} key split(s) of {chunk}, mask {}, causal {:?}",
-        k.op,
-        k.name,
-        if emulate { " (emulated)" } else { "" },
-        g.batch,
-        g.heads,
-        g.kv_heads,
-        g.sq,
-        g.skv,
-        g.d,
-        br,
-        k.mask.name(),
-        k.causal
-    );
+    let kernel = if emulate { "flash attention on tensor cores (emulated)" } else { "flash attention on tensor cores" };
+    let plan = k.describe(g, kernel, &format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}"));
     Ok(PreparedStep { dispatches, plan: Some(plan) })
 }
 

@@ -224,6 +224,23 @@ impl FlashKernel {
 }
 
 impl FlashKernel {
+    /// The plan line of a step: `kernel` and `tiling` around the problem's sizes and masks.
+    pub(super) fn describe(&self, g: &Geometry, kernel: &str, tiling: &str) -> String {
+        format!(
+            "{} '{}': {kernel} B={} H={}/{} Sq={} Skv={} D={} {tiling}, mask {}, causal {:?}",
+            self.op,
+            self.name,
+            g.batch,
+            g.heads,
+            g.kv_heads,
+            g.sq,
+            g.skv,
+            g.d,
+            self.mask.name(),
+            self.causal
+        )
+    }
+
     /// The tensor-core tiling, when that kernel runs this problem.
     fn coop_tiling(&self, g: &Geometry, caps: &DeviceCaps) -> Result<Option<coop::Tiling>, GpuError> {
         let emulate = match self.engine {
@@ -310,19 +327,7 @@ impl Kernel for FlashKernel {
         let variant = ShaderVariant::Op(OpShader::new(source));
         let dispatch =
             cx.gpu.prepare_op(&variant, &reads, &[o.buf], bytemuck::bytes_of(&params), grid(count, cx.caps())?)?;
-        let plan = format!(
-            "{} '{}': flash attention B={} H={}/{} Sq={} Skv={} D={} tiles {br}x{bc}, mask {}, causal {:?}",
-            self.op,
-            self.name,
-            g.batch,
-            g.heads,
-            g.kv_heads,
-            g.sq,
-            g.skv,
-            g.d,
-            self.mask.name(),
-            self.causal
-        );
+        let plan = self.describe(&g, "flash attention", &format!("tiles {br}x{bc}"));
         Ok(PreparedStep { dispatches: vec![dispatch], plan: Some(plan) })
     }
 }

@@ -44,17 +44,7 @@ impl OpDef for SkipDef {
         check_types(node, &[ElemType::F32, ElemType::F16])?;
         check_f16(node, opts)?;
         let kernel = SkipNormKernel::of(node, self.0)?;
-        let shapes: Option<Vec<Option<Vec<u64>>>> = (0..kernel.slots().len())
-            .map(|i| match node.input(i).filter(|v| !v.name.is_empty()) {
-                None => Some(None),
-                Some(v) => v.fixed_shape().map(Some),
-            })
-            .collect();
-        if let Some(shapes) = shapes {
-            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
-            kernel.infer(&refs)?;
-        }
-        Ok(())
+        crate::ops::infer_declared(node, &kernel, kernel.slots().len())
     }
 
     fn gpu_inputs(&self, _node: &Node) -> Vec<usize> {

@@ -47,17 +47,7 @@ impl OpDef for NbitsDef {
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
         check_f16(node, opts)?;
         let kernel = NbitsKernel::of(node)?;
-        let shapes: Option<Vec<Option<Vec<u64>>>> = (0..=BIAS)
-            .map(|i| match node.input(i).filter(|v| !v.name.is_empty()) {
-                None => Some(None),
-                Some(v) => v.fixed_shape().map(Some),
-            })
-            .collect();
-        if let Some(shapes) = shapes {
-            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
-            kernel.infer(&refs)?;
-        }
-        Ok(())
+        crate::ops::infer_declared(node, &kernel, BIAS + 1)
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
