@@ -10,17 +10,7 @@
 # T_ATTN=0, T_MODELS=0, T_CNN=0 or T_INSPECT=0 skips a phase.
 # Each phase has its own time limit; results under $OUT (at most 8 files come back), tables last.
 set -uo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-OUT="${OUT:-$ROOT/bench/out/h200}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 2
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-for f in .gl/*.deb; do [[ -f $f ]] && dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-LIB=.carry/bench/libonnxruntime_ep_wgpu.so
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 if [[ -n ${PYTEST:-} ]]; then
   # shellcheck disable=SC2086
   ONNXRUNTIME_EP_WGPU_LIB="$ROOT/$LIB" timeout "${T_PYTEST:-120}" python3 -m pytest -q -p no:cacheprovider $PYTEST \

@@ -8,18 +8,8 @@
 #      library, with the peer), bench/run.py --full.
 # Results under $OUT (attention.json, before/, after/); the tables print last.
 set -uo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-OUT="${OUT:-$ROOT/bench/out/h200}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 2
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-for f in .gl/*.deb; do [[ -f $f ]] && dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
-LIB=.carry/bench/libonnxruntime_ep_wgpu.so
 BASE=.carry/base/libonnxruntime_ep_wgpu.so
 timeout 95 python3 bench/attention_bench.py --lib "$LIB" --out "$OUT" 2>&1 | tee "$OUT/attention.txt"
 W="${WHISPER:-whisper_encoder}"

@@ -6,26 +6,12 @@
 # microbenchmark (RUN_KERNEL_BENCH=1), then bench/run.py --full with results in $OUT; the tables print last.
 set -uo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-OUT="${OUT:-$ROOT/bench/out/h200}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-
-if compgen -G '.whl/*.whl' >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 2
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-for f in .gl/*.deb; do [[ -f $f ]] && dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null || true
 python3 -c 'import sys, onnxruntime, numpy; print("python", sys.version.split()[0], "onnxruntime",
   onnxruntime.__version__, "numpy", numpy.__version__)'
 
-LIB=.carry/bench/libonnxruntime_ep_wgpu.so
-[[ -f $LIB ]] || LIB=target/release/libonnxruntime_ep_wgpu.so
 if [[ ${RUN_KERNEL_BENCH:-0} == 1 && -x .carry/bench/kernel_bench ]]; then
   echo "== kernel_bench (output in \$OUT/kernel_bench.txt)"
   timeout "${KERNEL_BENCH_TIMEOUT:-120}" .carry/bench/kernel_bench >"$OUT/kernel_bench.txt" 2>&1

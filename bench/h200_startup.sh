@@ -7,23 +7,9 @@
 # (the "before" rows). Results: $OUT/startup.json (and startup-base.json), the tables print last.
 set -uo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-OUT="${OUT:-$ROOT/bench/out/h200}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-
-if compgen -G '.whl/*.whl' >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 2
-  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-fi
-for f in .gl/*.deb; do [[ -f $f ]] && dpkg -x "$f" /; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 
-LIB=.carry/bench/libonnxruntime_ep_wgpu.so
-[[ -f $LIB ]] || LIB=target/release/libonnxruntime_ep_wgpu.so
 status=0
 if [[ -n ${BASE_LIB:-} ]]; then
   python3 bench/startup.py --lib "$BASE_LIB" --configs ours --modes cold,warm --repeat 5 \
