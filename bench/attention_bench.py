@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -59,22 +56,9 @@ def ours(devices, feeds, m, runs=10):
     # than it computes, which the cost rule would leave to the CPU EP.
     so.add_provider_for_devices(devices, {"attention": "flash", "offload": "all"})
     sess = ort.InferenceSession(m, sess_options=so)
-    out = sess.run(None, feeds)[0]
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        times.append((time.perf_counter() - t0) * 1e3)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "profile.jsonl")
-        os.environ[prov.PROFILE_ENV] = path
-        try:
-            sess.run(None, feeds)
-        finally:
-            os.environ.pop(prov.PROFILE_ENV, None)
-        lines = [json.loads(x) for x in Path(path).read_text().splitlines()] if os.path.exists(path) else []
-    gpu = [x["gpu_ms"] for x in lines if x["ops"] == "Attention"]
-    return out, (gpu[-1] if gpu else None), float(np.median(times))
+    out, wall = prov.median_run_ms(sess, feeds, runs)
+    gpu = [x["gpu_ms"] for x in prov.profiled_steps(sess, feeds) if x["ops"] == "Attention"]
+    return out, (gpu[-1] if gpu else None), wall
 
 
 def torch_sdpa(feeds, hq, hkv, causal, runs=20):

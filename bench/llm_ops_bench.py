@@ -16,15 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -74,30 +70,6 @@ CASES = [
 ]
 
 
-def timed(sess, feeds, runs):
-    out = sess.run(None, feeds)[0]
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return out, float(np.median(times))
-
-
-def ours_gpu_ms(sess, feeds):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "profile.jsonl")
-        os.environ[prov.PROFILE_ENV] = path
-        try:
-            for _ in range(3):
-                sess.run(None, feeds)
-        finally:
-            os.environ.pop(prov.PROFILE_ENV, None)
-        lines = [json.loads(x) for x in Path(path).read_text().splitlines()] if os.path.exists(path) else []
-    gpu = [x["gpu_ms"] for x in lines]
-    return float(np.median(gpu)) if gpu else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True)
@@ -122,10 +94,11 @@ def main():
                 continue
             try:
                 sess = p.session(model, strict=True)
-                out, wall = timed(sess, feeds, args.runs)
+                out, wall = prov.median_run_ms(sess, feeds, args.runs)
                 r = {"wall_ms": wall, "max_diff": float(np.abs(out.astype(np.float64) - want).max())}
                 if p.key == "ours":
-                    r["gpu_ms"] = ours_gpu_ms(sess, feeds)
+                    gpu = [x["gpu_ms"] for x in prov.profiled_steps(sess, feeds, runs=3)]
+                    r["gpu_ms"] = float(np.median(gpu)) if gpu else None
                 row[p.key] = r
             except Exception as e:  # noqa: BLE001 - report and go on
                 row[p.key] = {"error": str(e).splitlines()[0][:160]}

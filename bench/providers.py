@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,3 +237,32 @@ def environment() -> dict:
         except (OSError, subprocess.SubprocessError):
             pass
     return env
+
+
+# ------------------------------------------------------------------------------------------------ timing helpers
+
+
+def median_run_ms(sess, feeds, runs: int):
+    """The first output of a warm-up run and the median wall-clock ms of `runs` more `session.run` calls."""
+    out = sess.run(None, feeds)[0]
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return out, times[len(times) // 2]
+
+
+def profiled_steps(sess, feeds, runs: int = 1) -> list[dict]:
+    """Our EP's step records of `runs` runs of a session (one JSON object per step and run, with `ops`, `gpu_ms`,
+    `dispatches`, `partition`): $ONNXRUNTIME_EP_WGPU_PROFILE is read at each run, so it is set around them only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "profile.jsonl")
+        os.environ[PROFILE_ENV] = path
+        try:
+            for _ in range(runs):
+                sess.run(None, feeds)
+        finally:
+            os.environ.pop(PROFILE_ENV, None)
+        return [json.loads(x) for x in Path(path).read_text().splitlines()] if os.path.exists(path) else []
