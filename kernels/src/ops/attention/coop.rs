@@ -160,8 +160,12 @@ pub fn plan_splits(tiles: u64, skv: u64, bc: u32, caps: &DeviceCaps) -> (u64, u6
     let bc = u64::from(bc);
     let target = u64::from(caps.parallelism.max(1));
     let max_splits = (skv.div_ceil(bc) / MIN_SPLIT_TILES).max(1);
-    let splits = target.div_ceil(tiles.max(1)).clamp(1, max_splits);
-    let chunk = skv.div_ceil(splits).div_ceil(bc).max(1) * bc;
+    split_keys(skv, target.div_ceil(tiles.max(1)).clamp(1, max_splits), bc)
+}
+
+/// (splits, keys per split) for about `splits` chunks of whole `bc`-key tiles over `skv` keys.
+fn split_keys(skv: u64, splits: u64, bc: u64) -> (u64, u64) {
+    let chunk = skv.div_ceil(splits.max(1)).div_ceil(bc).max(1) * bc;
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
@@ -179,7 +183,7 @@ pub(super) fn prepare(
     let q_tiles = g.sq.div_ceil(br);
     let tiles = g.batch * g.heads * q_tiles;
     let (splits, chunk) = match k.splits {
-        Some(s) => (s, g.skv.div_ceil(s).div_ceil(u64::from(bc)).max(1) * u64::from(bc)),
+        Some(s) => (s, split_keys(g.skv, s, u64::from(bc)).1),
         None => plan_splits(tiles, g.skv, bc, cx.caps()),
     };
     let count = tiles * splits;
