@@ -297,3 +297,56 @@ fn branches_that_start_at_inputs_join_one_partition() {
     assert!(v.iter().all(|(_, r)| r.is_ok()), "{v:?}");
     assert_eq!(groups.len(), 1, "{groups:?}");
 }
+
+/// A value of element type `elem_type`.
+fn typed(name: &str, elem_type: i32, shape: &[i64]) -> ValueInfo {
+    ValueInfo { elem_type, ..value(name, shape) }
+}
+
+#[test]
+fn total_sequence_length_producers_stay_on_the_cpu() {
+    // genai's pattern: attention_mask → Shape (not ours) → Gather → Cast → GroupQueryAttention's
+    // total_sequence_length. Gather and Cast alone would be ours; the value sizes GQA's outputs.
+    let shape = node("Shape", "shape", vec![typed("mask", 7, &[1, -1])], typed("mask_shape", 7, &[2]));
+    let gather = node(
+        "Gather",
+        "gather",
+        vec![typed("mask_shape", 7, &[2]), ValueInfo { constant: true, ..typed("one", 7, &[]) }],
+        typed("total64", 7, &[]),
+    );
+    let mut cast = node("Cast", "cast", vec![typed("total64", 7, &[])], typed("total", 6, &[]));
+    cast.attrs.insert("to".into(), Attr::Int(6));
+    let d = 64;
+    let mut gqa = node("GroupQueryAttention", "gqa", vec![], value("out", &[1, -1, 4 * d]));
+    gqa.domain = "com.microsoft".into();
+    gqa.inputs = [
+        Some(value("q", &[1, -1, 4 * d])),
+        Some(value("k", &[1, -1, 2 * d])),
+        Some(value("v", &[1, -1, 2 * d])),
+        None,
+        None,
+        Some(typed("seqlens", 6, &[1])),
+        Some(typed("total", 6, &[])),
+    ]
+    .into();
+    gqa.outputs.push(Some(value("present_k", &[1, 2, -1, d])));
+    gqa.outputs.push(Some(value("present_v", &[1, 2, -1, d])));
+    for (k, v) in [("num_heads", 4), ("kv_num_heads", 2)] {
+        gqa.attrs.insert(k.into(), Attr::Int(v));
+    }
+    let g = graph(vec![shape, gather, cast, gqa], &["out", "present_k", "present_v"]);
+    let mut o = opts();
+    o.cost_rule = false;
+    let p = place(&g, &o);
+    let verdict = |name: &str| {
+        let d = p.decisions.iter().find(|d| g.nodes[d.node].name == name).unwrap();
+        (d.verdict.clone(), d.kind)
+    };
+    assert_eq!(verdict("gqa").0, Ok(Role::Kernel));
+    for name in ["gather", "cast"] {
+        let (v, kind) = verdict(name);
+        assert!(v.as_ref().unwrap_err().contains("read on the host by GroupQueryAttention 'gqa'"), "{name}: {v:?}");
+        assert_eq!(kind, Some(DeclineKind::Cost));
+    }
+    assert_eq!(p.groups.len(), 1);
+}

@@ -132,6 +132,8 @@ pub struct Executable {
     constants: Vec<GpuBuffer>,
     options: ExecOptions,
     pool: Mutex<HashMap<Vec<u64>, Vec<Prepared>>>,
+    /// The inputs whose values decide shapes (`super::values`).
+    value_inputs: Vec<usize>,
 }
 
 /// Everything one run of a given set of input shapes needs.
@@ -181,7 +183,8 @@ impl Executable {
     pub fn new(gpu: Arc<Gpu>, program: Program, options: ExecOptions) -> Result<Executable, GpuError> {
         let constants =
             program.constants.iter().map(|c| gpu.upload(&c.data, &c.name)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Executable { gpu, program, constants, options, pool: Mutex::new(HashMap::new()) })
+        let value_inputs = super::values::value_inputs(&program)?;
+        Ok(Executable { gpu, program, constants, options, pool: Mutex::new(HashMap::new()), value_inputs })
     }
 
     /// Prepares the set of these input shapes before the first run (Compile calls it when the
@@ -190,6 +193,10 @@ impl Executable {
     pub fn warm_up(&self, shapes: &[Vec<u64>]) -> Result<Vec<String>, GpuError> {
         if shapes.len() != self.program.inputs.len() {
             return Err(GpuError::Internal("warm_up: one shape per input expected".into()));
+        }
+        if !self.value_inputs.is_empty() {
+            // Shapes depend on values that come with the first run.
+            return Ok(Vec::new());
         }
         let zeros = [0u8; 0];
         let inputs: Vec<RunInput<'_>> = shapes
@@ -201,7 +208,7 @@ impl Executable {
         let lens: Vec<u64> =
             shapes.iter().zip(&self.program.input_dtypes).map(|(s, t)| s.iter().product::<u64>() * t.size()).collect();
         let prepared = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
-            self.prepare_with_lens(&inputs, &lens)
+            self.prepare_with_lens(&inputs, &lens, &[])
         })?;
         let plans = prepared.plans.clone();
         self.pool.lock().entry(Self::key(inputs.iter().map(|t| t.shape))).or_default().push(prepared);
@@ -239,13 +246,16 @@ impl Executable {
         outputs: &mut dyn RunOutputs,
     ) -> Result<Option<Vec<String>>, GpuError> {
         self.check_inputs(inputs)?;
-        let key = Self::key(inputs.iter().map(|t| t.shape));
+        let values = super::values::read(inputs, &self.value_inputs)?;
+        let mut key = Self::key(inputs.iter().map(|t| t.shape));
+        key.extend(super::values::key(&values));
         let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
             None => {
-                let p =
-                    crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || self.prepare(inputs))?;
+                let p = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
+                    self.prepare(inputs, &values)
+                })?;
                 let report = p.plans.clone();
                 (p, Some(report))
             }
@@ -267,7 +277,8 @@ impl Executable {
     pub fn profile(&self, inputs: &[RunInput<'_>], repeat: u32) -> Result<Option<Vec<StepProfile>>, GpuError> {
         let Some(timer) = crate::runtime::GpuTimer::new(&self.gpu) else { return Ok(None) };
         self.check_inputs(inputs)?;
-        let mut prepared = self.prepare(inputs)?;
+        let values = super::values::read(inputs, &self.value_inputs)?;
+        let mut prepared = self.prepare(inputs, &values)?;
         self.execute(&mut prepared, inputs, &mut HostOutputs(&mut |_, _, _| Ok(())))?;
         let repeat = repeat.max(1);
         let mut out = Vec::with_capacity(prepared.spans.len());
@@ -319,19 +330,24 @@ impl Executable {
     /// The message of a failed run-time check: code = the step's index + 1.
     fn check_failure(&self, code: u32) -> String {
         match self.program.steps.get(code as usize - 1) {
-            Some(step) => format!("{} '{}': an index is out of range for the indexed axis", step.ops, step.name),
+            Some(step) => format!("{} '{}': {}", step.ops, step.name, step.kernel.check_message()),
             None => format!("a run-time check failed with code {code}"),
         }
     }
 
     /// Infers every step's shapes, allocates buffers and binds the dispatches.
-    fn prepare(&self, inputs: &[RunInput<'_>]) -> Result<Prepared, GpuError> {
+    fn prepare(&self, inputs: &[RunInput<'_>], values: &[Option<Vec<i64>>]) -> Result<Prepared, GpuError> {
         let lens: Vec<u64> = inputs.iter().map(|t| t.len()).collect();
-        self.prepare_with_lens(inputs, &lens)
+        self.prepare_with_lens(inputs, &lens, values)
     }
 
     /// [`Executable::prepare`] with each input's byte length given.
-    fn prepare_with_lens(&self, inputs: &[RunInput<'_>], lens: &[u64]) -> Result<Prepared, GpuError> {
+    fn prepare_with_lens(
+        &self,
+        inputs: &[RunInput<'_>],
+        lens: &[u64],
+        host_values: &[Option<Vec<i64>>],
+    ) -> Result<Prepared, GpuError> {
         let gpu = &self.gpu;
         let input_bufs = lens
             .iter()
@@ -355,7 +371,14 @@ impl Executable {
                 .map(|o| o.map(|o| self.operand(o, inputs, &input_bufs, &values)).transpose())
                 .collect::<Result<Vec<_>, _>>()?;
             let shapes: Vec<Option<&[u64]>> = bound.iter().map(|t| t.map(|t| t.shape)).collect();
-            let out_shapes = step.kernel.infer(&shapes).map_err(GpuError::Invalid)?;
+            let out_shapes = if step.kernel.value_inputs().is_empty() {
+                step.kernel.infer(&shapes)
+            } else {
+                let known = super::values::for_step(step, host_values, &self.program.constants)?;
+                let refs: Vec<Option<&[i64]>> = known.iter().map(Option::as_deref).collect();
+                step.kernel.infer_values(&shapes, &refs)
+            }
+            .map_err(GpuError::Invalid)?;
             if out_shapes.len() != step.outputs.len() {
                 return Err(GpuError::Internal(format!(
                     "'{}' inferred {} outputs, the step writes {}",

@@ -11,6 +11,7 @@ pub mod placement;
 pub mod program;
 pub mod reshape;
 pub mod support;
+mod values;
 
 pub use executor::{ExecOptions, Executable, HostTensor, InputData, OutputTarget, RunInput, RunOutputs, StepProfile};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};

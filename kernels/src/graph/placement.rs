@@ -174,11 +174,40 @@ fn judge(node: &super::model::Node, opts: &PlacementOptions) -> Result<Role, (St
     Ok(if def.is_alias() { Role::Alias } else { Role::Kernel })
 }
 
+/// Nodes that compute a value some op reads on the host (`OpDef::host_inputs`), e.g.
+/// `GroupQueryAttention`'s `total_sequence_length`, with the reason they stay on the CPU: the
+/// value's producer and, through integer inputs, the integer arithmetic before it.
+fn host_side(graph: &Graph, producers: &HashMap<&str, usize>) -> HashMap<usize, String> {
+    let mut out = HashMap::new();
+    for node in &graph.nodes {
+        let Some(def) = lookup(node) else { continue };
+        let mut stack: Vec<&str> =
+            def.host_inputs(node).into_iter().filter_map(|k| node.input(k)).map(|v| v.name.as_str()).collect();
+        while let Some(name) = stack.pop() {
+            let Some(&p) = producers.get(name) else { continue };
+            if out.contains_key(&p) {
+                continue;
+            }
+            out.insert(
+                p,
+                format!(
+                    "its output '{name}' is read on the host by {} '{}' (it decides output shapes), so it runs on the CPU",
+                    node.op_type, node.name
+                ),
+            );
+            let integer = |v: &&super::model::ValueInfo| matches!(crate::dtype::ElemType::from_onnx(v.elem_type), Some(t) if !t.is_float());
+            stack.extend(graph.nodes[p].inputs.iter().flatten().filter(integer).map(|v| v.name.as_str()));
+        }
+    }
+    out
+}
+
 /// Places every node of `graph`.
 pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
     let order = graph.topological_order();
     let producers = graph.producers();
     let consumers = graph.consumers();
+    let host = host_side(graph, &producers);
     let mut group_of: HashMap<usize, usize> = HashMap::new();
     let mut reach_bad: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); graph.nodes.len()];
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -189,7 +218,11 @@ pub fn place(graph: &Graph, opts: &PlacementOptions) -> Placement {
         let parents: BTreeSet<usize> =
             node.inputs.iter().flatten().filter_map(|v| producers.get(v.name.as_str()).copied()).collect();
         let bad: BTreeSet<usize> = parents.iter().flat_map(|&p| reach_bad[p].iter().copied()).collect();
-        let (verdict, kind) = match judge(node, opts) {
+        let judged = match host.get(&i) {
+            Some(reason) => Err((reason.clone(), DeclineKind::Cost)),
+            None => judge(node, opts),
+        };
+        let (verdict, kind) = match judged {
             Ok(role) => {
                 let joinable = parents.iter().filter_map(|p| group_of.get(p)).find(|g| !bad.contains(g));
                 let group = match joinable {

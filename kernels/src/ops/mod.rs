@@ -54,6 +54,12 @@ pub trait OpDef: Sync {
         (0..node.inputs.len()).collect()
     }
 
+    /// The node inputs whose values the step reads on the host (see [`Kernel::value_inputs`]):
+    /// placement leaves the nodes computing them to the CPU.
+    fn host_inputs(&self, _node: &Node) -> Vec<usize> {
+        Vec::new()
+    }
+
     /// The step that computes the node; reads attributes and constant inputs now.
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String>;
 
@@ -149,6 +155,20 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// ONNX's shape rules; a mismatch is the user's error, said with the op's name.
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String>;
 
+    /// The inputs (by position) whose values, not only shapes, decide the output shapes: small
+    /// integer tensors such as `GroupQueryAttention`'s `total_sequence_length`. The executor reads
+    /// them on the host and calls [`Kernel::infer_values`]; placement keeps their producers off the
+    /// GPU, so they arrive as inputs of the partition.
+    fn value_inputs(&self) -> &'static [usize] {
+        &[]
+    }
+
+    /// [`Kernel::infer`] with the values of [`Kernel::value_inputs`] (in that order, `None` for an
+    /// omitted input).
+    fn infer_values(&self, inputs: &[Option<&[u64]>], _values: &[Option<&[i64]>]) -> Result<Vec<Vec<u64>>, String> {
+        self.infer(inputs)
+    }
+
     /// `Some(j)` when output `i` is input `j`'s buffer under a new shape (no GPU work).
     fn alias(&self, _output: usize) -> Option<usize> {
         None
@@ -161,6 +181,11 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// reads the run's status word back before it returns.
     fn checks(&self) -> bool {
         false
+    }
+
+    /// What a failed check of this step means (the run's error message, after the step's name).
+    fn check_message(&self) -> &'static str {
+        "an index is out of range for the indexed axis"
     }
 
     /// The plan `prepare` would choose at these input shapes on `caps`, without a device (the

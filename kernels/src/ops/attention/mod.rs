@@ -7,7 +7,8 @@
 //!   (`graph/attention.rs`);
 //! - `onnx`: ONNX `Attention` (opset 23);
 //! - `decode`: the split-KV variant for a few query rows (decode), chosen at prepare time;
-//! - `mha`: `com.microsoft` `MultiHeadAttention` without a KV cache.
+//! - `mha`: `com.microsoft` `MultiHeadAttention` without a KV cache;
+//! - `gqa`: `com.microsoft` `GroupQueryAttention` (KV cache, rotary, local window) as genai builds it.
 //!
 //! Every operand is read through logical (batch, head, seq, dim) strides ([`Layout`]), so absorbed
 //! Transposes, packed `[B, S, H·D]` tensors and grouped-query heads (`H_q` a multiple of `H_kv`)
@@ -16,6 +17,7 @@
 pub mod coop;
 pub mod decode;
 pub mod fused;
+pub mod gqa;
 pub mod kernel;
 pub mod mha;
 pub mod onnx;
@@ -37,7 +39,7 @@ pub const THREADS: u32 = 64;
 
 /// The definitions of this family.
 pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
-    vec![&fused::FlashAttentionDef, &onnx::AttentionDef, &mha::MultiHeadAttentionDef]
+    vec![&fused::FlashAttentionDef, &onnx::AttentionDef, &mha::MultiHeadAttentionDef, &gqa::GroupQueryAttentionDef]
 }
 
 /// Query rows and keys per tile for head size `d` on `caps`: the largest tiles whose workgroup

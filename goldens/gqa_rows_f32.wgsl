@@ -1,0 +1,96 @@
+struct Params {
+    batch: u32,
+    seq: u32,
+    heads: u32,
+    d: u32,
+    // Rows of the output (present length T, or S in query mode); rows of the past cache (0: none).
+    rows: u32,
+    past: u32,
+    // Elements per token row of the source, and where these heads start in it.
+    row: u32,
+    offset: u32,
+    // rot / 2 (0: no rotation) and the caches' rows.
+    half: u32,
+    max_seq: u32,
+    // Bit 0: interleaved; bit 3: query mode.
+    flags: u32,
+    total: u32,
+    window: i32,
+    code: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read> past: array<f32>;
+@group(0) @binding(2) var<storage, read> seqlens: array<i32>;
+@group(0) @binding(3) var<storage, read> cos_cache: array<f32>;
+@group(0) @binding(4) var<storage, read> sin_cache: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+@group(0) @binding(6) var<storage, read_write> status: array<u32>;
+@group(0) @binding(7) var<uniform> p: Params;
+
+// Element i of head h of new token s of batch b, rotated to `position` when half > 0.
+fn new_element(b: u32, s: u32, h: u32, i: u32, position: u32) -> f32 {
+    let base = (b * p.seq + s) * p.row + p.offset + h * p.d;
+    let x = src[base + i];
+    let rot = 2u * p.half;
+    if (i >= rot) {
+        return x;
+    }
+    var c: u32;
+    var sign: f32;
+    var j: u32;
+    if ((p.flags & 1u) != 0u) {
+        c = i / 2u;
+        sign = select(1.0, -1.0, i % 2u == 0u);
+        j = select(i - 1u, i + 1u, i % 2u == 0u);
+    } else {
+        c = i % p.half;
+        sign = select(1.0, -1.0, i < p.half);
+        j = (i + p.half) % rot;
+    }
+    let k = position * p.half + c;
+    return f32(f32(x) * f32(cos_cache[k]) + sign * f32(src[base + j]) * f32(sin_cache[k]));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let e = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    if (e >= p.total) {
+        return;
+    }
+    let i = e % p.d;
+    let query = (p.flags & 8u) != 0u;
+    var b: u32;
+    var h: u32;
+    var r: u32;
+    if (query) {
+        h = (e / p.d) % p.heads;
+        r = (e / (p.d * p.heads)) % p.rows;
+        b = e / (p.d * p.heads * p.rows);
+    } else {
+        r = (e / p.d) % p.rows;
+        h = (e / (p.d * p.rows)) % p.heads;
+        b = e / (p.d * p.rows * p.heads);
+    }
+    let total = seqlens[b] + 1;
+    let past_b = u32(max(total - i32(p.seq), 0));
+    let bad = total < 1 || (!query && (past_b + p.seq > p.rows || past_b > p.past))
+        || (p.half > 0u && past_b + p.seq > p.max_seq);
+    if (bad) {
+        status[0] = p.code;
+        y[e] = f32(0.0);
+        return;
+    }
+    if (query) {
+        y[e] = new_element(b, r, h, i, past_b + r);
+    } else if (r < past_b) {
+        y[e] = past[((b * p.heads + h) * p.past + r) * p.d + i];
+    } else if (r < past_b + p.seq) {
+        y[e] = new_element(b, r - past_b, h, i, r);
+    } else {
+        y[e] = f32(0.0);
+    }
+}

@@ -1,0 +1,492 @@
+//! `com.microsoft` `GroupQueryAttention` as onnxruntime-genai's model builder emits it: causal
+//! attention of `num_heads` query heads over `kv_num_heads` K/V heads, a KV cache
+//! (`past_key`/`past_value` in, `present_key`/`present_value` out, `[B, H_kv, T, D]`, the buffer
+//! shared when ORT binds both to one), rotary embedding of Q and K (`do_rotary`, cos/sin caches),
+//! `local_window_size`, packed QKV. Per batch, `seqlens_k[b] + 1` keys are valid; the new tokens
+//! follow the cached ones. `total_sequence_length` sizes the present cache
+//! (`max(total, past length)`), so its value is read on the host ([`Kernel::value_inputs`]).
+//!
+//! Three preparation dispatches (`wgsl/gqa_prep.wgsl.j2`: rotated Q; the present K and V; a
+//! boolean mask of causality, padding and the window), then the flash kernels
+//! ([`super::FlashKernel`]: tensor cores, SIMT or split-KV decode) over Q and the present cache.
+//! Declined with a reason: `softcap`, `smooth_softmax`, non-causal, quantized or window-sized caches,
+//! `position_ids`, `attention_bias`, `head_sink`, per-head Q/K norms, head sizes the flash kernels lack.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
+use super::unsupported;
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::graph::model::Node;
+use crate::graph::support::PlacementOptions;
+use crate::ops::norm::{check_bindings, input_type};
+use crate::ops::{check_f16, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
+use crate::runtime::GpuBuffer;
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+pub struct GroupQueryAttentionDef;
+
+/// Attributes read or accepted at their defaults (ONNX Runtime 1.32 lists every attribute with
+/// its default; `check_defaults` declines other values of the ones we do not implement).
+const KNOWN_ATTRS: &[&str] = &[
+    "num_heads",
+    "kv_num_heads",
+    "scale",
+    "local_window_size",
+    "do_rotary",
+    "rotary_interleaved",
+    "softcap",
+    "smooth_softmax",
+    "qk_output",
+    "causal",
+    "sliding_window_cache",
+    "kv_cache_bit_width",
+    "k_quant_type",
+    "v_quant_type",
+    "qk_norm_epsilon",
+    "q_norm_epsilon",
+    "k_norm_epsilon",
+];
+
+/// Declines attributes that ask for what is not implemented (their defaults pass).
+fn check_defaults(node: &Node) -> Result<(), String> {
+    if let Some(a) = node.attrs.keys().find(|a| !KNOWN_ATTRS.contains(&a.as_str())) {
+        return Err(format!("GroupQueryAttention attribute '{a}' is not supported"));
+    }
+    let int_not = |a: &str, ok: &[i64]| node.int(a).is_some_and(|v| !ok.contains(&v));
+    for (a, ok, what) in [
+        ("causal", &[1][..], "non-causal attention (causal=0)"),
+        ("smooth_softmax", &[-1, 0][..], "smooth_softmax"),
+        ("qk_output", &[0][..], "the output_qk output"),
+        ("sliding_window_cache", &[0][..], "a window-sized cache (sliding_window_cache)"),
+        ("kv_cache_bit_width", &[0, 16][..], "a quantized KV cache (kv_cache_bit_width)"),
+    ] {
+        if int_not(a, ok) {
+            return Err(format!("GroupQueryAttention with {what} is not supported yet"));
+        }
+    }
+    for a in ["k_quant_type", "v_quant_type"] {
+        if node.string(a).is_some_and(|v| v != "NONE") {
+            return Err(format!("GroupQueryAttention with a quantized KV cache ({a}) is not supported yet"));
+        }
+    }
+    if node.float("softcap").is_some_and(|c| c != 0.0) {
+        return Err("GroupQueryAttention with softcap is not supported yet".into());
+    }
+    Ok(())
+}
+
+/// Node input `total_sequence_length`, whose value sizes the present cache.
+const TOTAL_INPUT: usize = 6;
+
+fn present(node: &Node, i: usize) -> bool {
+    node.input(i).is_some_and(|v| !v.name.is_empty())
+}
+
+/// One `GroupQueryAttention` node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GqaKernel {
+    pub name: String,
+    pub ty: ElemType,
+    pub heads: u64,
+    pub kv_heads: u64,
+    /// `None`: 1/√D.
+    pub scale: Option<f32>,
+    /// Keys before the diagonal a token still sees (`local_window_size`; ≤ 0: all).
+    pub window: i64,
+    pub rotary: bool,
+    pub interleaved: bool,
+    /// Which flash kernel runs prefill (tests force the emulated tensor-core one).
+    pub engine: Engine,
+}
+
+impl GqaKernel {
+    /// The step of a node, or why it cannot run here.
+    pub fn of(node: &Node) -> Result<GqaKernel, String> {
+        let ty = input_type(node, 0, "query")?;
+        if !ty.is_float() {
+            return Err(format!("GroupQueryAttention of {} is not supported", ty.name()));
+        }
+        check_defaults(node)?;
+        if node.outputs.len() > 3 && node.outputs[3..].iter().flatten().any(|o| !o.name.is_empty()) {
+            return Err("GroupQueryAttention's output_qk is not supported".into());
+        }
+        let extra = [
+            (9, "position_ids"),
+            (10, "attention_bias"),
+            (11, "head_sink"),
+            (12, "k_scale"),
+            (13, "v_scale"),
+            (14, "q_norm_weight"),
+            (15, "k_norm_weight"),
+            (16, "query_seqlens"),
+        ];
+        for (i, what) in extra {
+            if present(node, i) {
+                return Err(format!("GroupQueryAttention with {what} is not supported yet"));
+            }
+        }
+        if !present(node, 5) || !present(node, TOTAL_INPUT) {
+            return Err("GroupQueryAttention needs seqlens_k and total_sequence_length".into());
+        }
+        if present(node, 1) != present(node, 2) || present(node, 3) != present(node, 4) {
+            return Err("GroupQueryAttention needs key and value (and past_key and past_value) together".into());
+        }
+        if node.outputs.iter().take(3).any(|o| o.as_ref().is_none_or(|o| o.name.is_empty())) {
+            return Err("GroupQueryAttention without present_key/present_value outputs is not supported".into());
+        }
+        let positive = |a: &str| node.int(a).filter(|&h| h > 0).map(|h| h as u64);
+        let heads = positive("num_heads").ok_or("GroupQueryAttention needs num_heads > 0")?;
+        let kv_heads = positive("kv_num_heads").ok_or("GroupQueryAttention needs kv_num_heads > 0")?;
+        if heads % kv_heads != 0 {
+            return Err(format!("num_heads {heads} is not a multiple of kv_num_heads {kv_heads}"));
+        }
+        let rotary = node.int("do_rotary").unwrap_or(0) != 0;
+        if rotary && !(present(node, 7) && present(node, 8)) {
+            return Err("GroupQueryAttention with do_rotary needs cos_cache and sin_cache".into());
+        }
+        Ok(GqaKernel {
+            name: node.name.clone(),
+            ty,
+            heads,
+            kv_heads,
+            scale: node.float("scale").filter(|&s| s != 0.0),
+            window: node.int("local_window_size").unwrap_or(-1),
+            rotary,
+            interleaved: node.int("rotary_interleaved").unwrap_or(0) != 0,
+            engine: Engine::Auto,
+        })
+    }
+
+    fn err(&self, m: impl std::fmt::Display) -> String {
+        format!("GroupQueryAttention '{}': {m}", self.name)
+    }
+}
+
+/// The problem at one set of shapes and `total_sequence_length`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GqaGeometry {
+    pub batch: u64,
+    pub seq: u64,
+    pub d: u64,
+    pub packed: bool,
+    /// Rows of the past cache (0 without one) and of the present cache.
+    pub past: u64,
+    pub present: u64,
+    /// Rotation half-width (the caches' row length) and the caches' rows; 0 without rotation.
+    pub half: u64,
+    pub max_seq: u64,
+}
+
+impl GqaKernel {
+    /// Sizes from the inputs' shapes (query, key, value, past key, past value, seqlens_k,
+    /// total_sequence_length, cos, sin), checked as ONNX Runtime does; the present length is the
+    /// past's until [`GqaKernel::sized`] sets it.
+    pub fn geometry(&self, s: &[Option<&[u64]>]) -> Result<GqaGeometry, String> {
+        let get = |i: usize| s.get(i).copied().flatten();
+        let &[batch, seq, width] = get(0).ok_or_else(|| self.err("query is missing"))? else {
+            return Err(self.err("query must be [batch, sequence, hidden]"));
+        };
+        let packed = get(1).is_none();
+        let d = if packed { width / (self.heads + 2 * self.kv_heads) } else { width / self.heads };
+        let want = if packed { d * (self.heads + 2 * self.kv_heads) } else { d * self.heads };
+        if d == 0 || d % 8 != 0 || want != width {
+            return Err(self.err(format!("query width {width} does not split into heads of a multiple of 8")));
+        }
+        for i in [1, 2].into_iter().filter(|_| !packed) {
+            if get(i) != Some(&[batch, seq, self.kv_heads * d][..]) {
+                return Err(self.err(format!(
+                    "input {i} {:?} must be [{batch}, {seq}, {}]",
+                    get(i),
+                    self.kv_heads * d
+                )));
+            }
+        }
+        let past = match (get(3), get(4)) {
+            (Some(k), Some(v)) if k == v && k.len() == 4 && k[0] == batch && k[1] == self.kv_heads && k[3] == d => k[2],
+            (None, None) => 0,
+            (k, v) => {
+                let want = format!("[{batch}, {}, T, {d}]", self.kv_heads);
+                return Err(self.err(format!("past_key {k:?} and past_value {v:?} must be {want}")));
+            }
+        };
+        if get(5).is_none_or(|k| k.iter().product::<u64>() != batch) {
+            return Err(self.err(format!("seqlens_k {:?} must hold {batch} lengths", get(5))));
+        }
+        let (half, max_seq) = match (self.rotary, get(7), get(8)) {
+            (false, ..) => (0, 0),
+            (true, Some(c), Some(sn)) if c == sn && c.len() == 2 => {
+                if d % 16 != 0 || c[1] > d / 16 * 8 || c[1] % 8 != 0 || c[1] == 0 {
+                    return Err(self.err(format!("cos_cache {c:?} does not fit head size {d}")));
+                }
+                (c[1], c[0])
+            }
+            (true, c, sn) => return Err(self.err(format!("cos_cache {c:?} and sin_cache {sn:?} must be equal 2-D"))),
+        };
+        Ok(GqaGeometry { batch, seq, d, packed, past, present: past, half, max_seq })
+    }
+
+    /// `g` with the present length `total_sequence_length` gives, checked as ONNX Runtime does.
+    pub fn sized(&self, mut g: GqaGeometry, total: i64) -> Result<GqaGeometry, String> {
+        let total = u64::try_from(total).map_err(|_| self.err(format!("total_sequence_length {total} is negative")))?;
+        if g.seq > 1 && g.seq != total && g.batch != 1 {
+            return Err(self.err("batch_size must be 1 when sequence_length > 1 and past context is given"));
+        }
+        if self.rotary && g.max_seq < total {
+            return Err(self.err(format!("cos_cache has {} rows, fewer than the {total} tokens", g.max_seq)));
+        }
+        g.present = total.max(g.past);
+        Ok(g)
+    }
+
+    /// The flash step over Q `[B, S, H·D]` and the present cache, with the mask.
+    fn flash(&self) -> FlashKernel {
+        FlashKernel {
+            name: self.name.clone(),
+            op: "GroupQueryAttention",
+            ty: self.ty,
+            scale: self.scale,
+            causal: Causal::None,
+            mask: MaskKind::Bool,
+            q: Layout::packed(self.heads),
+            k: Layout::BHSD,
+            v: Layout::BHSD,
+            out: OutLayout::Packed,
+            tiles: None,
+            engine: self.engine,
+            splits: None,
+        }
+    }
+}
+
+/// The uniforms of `gqa_prep.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct PrepParams {
+    batch: u32,
+    seq: u32,
+    heads: u32,
+    d: u32,
+    rows: u32,
+    past: u32,
+    row: u32,
+    offset: u32,
+    half: u32,
+    max_seq: u32,
+    flags: u32,
+    total: u32,
+    window: i32,
+    code: u32,
+    pad: [u32; 2],
+}
+
+/// One preparation kernel: what changes its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GqaPrepSource {
+    pub ty: ElemType,
+    /// `true`: the boolean mask; `false`: rows of Q or of a present cache.
+    pub mask: bool,
+}
+
+impl OpSource for GqaPrepSource {
+    fn name(&self) -> String {
+        if self.mask {
+            "gqa_mask".into()
+        } else {
+            format!("gqa_rows_{}", self.ty.name())
+        }
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let stage = if self.mask { "mask" } else { "rows" };
+        render("gqa_prep.wgsl.j2", minijinja::context! { t => self.ty.name(), stage => stage })
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
+/// Every preparation variant on `caps`.
+pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
+    let mut out = vec![ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }))];
+    for ty in crate::ops::norm::float_types(caps) {
+        out.push(ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, mask: false })));
+    }
+    out
+}
+
+impl GqaKernel {
+    /// The uniforms of the rows stage for one output: `query` (Q) or a present cache whose new
+    /// rows start at element `offset` of a source row of `row` elements.
+    fn rows_params(
+        &self,
+        g: &GqaGeometry,
+        query: bool,
+        heads: u64,
+        offset: u64,
+        rotate: bool,
+    ) -> Result<PrepParams, GpuError> {
+        let row = if g.packed { g.d * (self.heads + 2 * self.kv_heads) } else { g.d * heads };
+        let rows = if query { g.seq } else { g.present };
+        let flags = u32::from(self.interleaved) | (u32::from(query) << 3);
+        Ok(PrepParams {
+            batch: to_u32("GroupQueryAttention batch", g.batch)?,
+            seq: to_u32("GroupQueryAttention sequence", g.seq)?,
+            heads: to_u32("GroupQueryAttention heads", heads)?,
+            d: to_u32("GroupQueryAttention head size", g.d)?,
+            rows: to_u32("GroupQueryAttention rows", rows)?,
+            past: to_u32("GroupQueryAttention past rows", g.past)?,
+            row: to_u32("GroupQueryAttention row", row)?,
+            offset: to_u32("GroupQueryAttention offset", offset)?,
+            half: if rotate { to_u32("GroupQueryAttention rotation", g.half)? } else { 0 },
+            max_seq: to_u32("GroupQueryAttention cache rows", g.max_seq)?,
+            flags,
+            total: to_u32("GroupQueryAttention elements", g.batch * heads * rows * g.d)?,
+            window: i32::try_from(self.window.max(-1)).unwrap_or(i32::MAX),
+            code: 0,
+            pad: [0; 2],
+        })
+    }
+}
+
+impl Kernel for GqaKernel {
+    fn infer(&self, _inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        Err(self.err("the present cache's length needs the value of total_sequence_length"))
+    }
+
+    fn value_inputs(&self) -> &'static [usize] {
+        &[TOTAL_INPUT]
+    }
+
+    fn infer_values(&self, inputs: &[Option<&[u64]>], values: &[Option<&[i64]>]) -> Result<Vec<Vec<u64>>, String> {
+        let total = match values.first().copied().flatten() {
+            Some(&[t]) => t,
+            other => return Err(self.err(format!("total_sequence_length must hold one value, got {other:?}"))),
+        };
+        let g = self.sized(self.geometry(inputs)?, total)?;
+        let cache = vec![g.batch, self.kv_heads, g.present, g.d];
+        Ok(vec![vec![g.batch, g.seq, self.heads * g.d], cache.clone(), cache])
+    }
+
+    fn checks(&self) -> bool {
+        true
+    }
+
+    fn check_message(&self) -> &'static str {
+        "seqlens_k asks for more keys than the caches hold (past/present length, or cos/sin cache rows)"
+    }
+
+    fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
+        let (present_k, present_v, out) = (io.output(1)?, io.output(2)?, io.output(0)?);
+        // The present cache's length is what inference made of total_sequence_length.
+        let present = present_k.shape.get(2).copied().ok_or_else(|| GpuError::Internal(self.err("present rank")))?;
+        let mut g = self.geometry(&shapes).map_err(GpuError::Invalid)?;
+        g.present = present;
+        if let Some(why) = unsupported(g.d, cx.caps()) {
+            return Err(GpuError::Invalid(self.err(why)));
+        }
+        let query = io.input(0)?;
+        let spare = cx.gpu.storage_buffer(16, "GroupQueryAttention unused input")?;
+        let buf = |i: usize| io.inputs.get(i).copied().flatten().map_or(&spare, |t| t.buf);
+        let seqlens = io.input(5)?;
+        let bound: Vec<Tensor<'_>> = io.inputs.iter().flatten().copied().chain(io.outputs.iter().copied()).collect();
+        check_bindings(&bound, cx.caps())?;
+        let q_tmp =
+            cx.gpu.storage_buffer(g.batch * g.seq * self.heads * g.d * self.ty.size(), "GroupQueryAttention Q")?;
+        let mask =
+            cx.gpu.storage_buffer((g.batch * g.seq * g.present).next_multiple_of(4), "GroupQueryAttention mask")?;
+        let rows = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: self.ty, mask: false }));
+        let (qd, kd) = (self.heads * g.d, self.kv_heads * g.d);
+        let key_src = if g.packed { query.buf } else { buf(1) };
+        let value_src = if g.packed { query.buf } else { buf(2) };
+        let (k_off, v_off) = if g.packed { (qd, qd + kd) } else { (0, 0) };
+        let stages: [(&GpuBuffer, &GpuBuffer, &GpuBuffer, PrepParams); 3] = [
+            (query.buf, &spare, &q_tmp, self.rows_params(&g, true, self.heads, 0, self.rotary)?),
+            (key_src, buf(3), present_k.buf, self.rows_params(&g, false, self.kv_heads, k_off, self.rotary)?),
+            (value_src, buf(4), present_v.buf, self.rows_params(&g, false, self.kv_heads, v_off, false)?),
+        ];
+        let mut dispatches = Vec::new();
+        for (src, past, dst, mut params) in stages {
+            params.code = cx.status_code;
+            let inputs = [src, past, seqlens.buf, buf(7), buf(8)];
+            let grid = grid_for(u64::from(params.total), cx.caps())?;
+            dispatches.push(cx.gpu.prepare_op(&rows, &inputs, &[dst, cx.status], bytemuck::bytes_of(&params), grid)?);
+        }
+        let words = (g.batch * g.seq * g.present).div_ceil(4);
+        let mut params = self.rows_params(&g, false, self.kv_heads, 0, false)?;
+        params.total = to_u32("GroupQueryAttention mask words", words)?;
+        let variant = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }));
+        let grid = grid_for(words, cx.caps())?;
+        dispatches.push(cx.gpu.prepare_op(&variant, &[seqlens.buf], &[&mask], bytemuck::bytes_of(&params), grid)?);
+        let q_shape = [g.batch, g.seq, qd];
+        let m_shape = [g.batch, 1, g.seq, g.present];
+        let flash_io = KernelIo {
+            inputs: vec![
+                Some(Tensor { buf: &q_tmp, shape: &q_shape, ty: self.ty }),
+                Some(present_k),
+                Some(present_v),
+                Some(Tensor { buf: &mask, shape: &m_shape, ty: ElemType::Bool }),
+            ],
+            outputs: vec![out],
+        };
+        let flash = self.flash().prepare(cx, &flash_io)?;
+        dispatches.extend(flash.dispatches);
+        Ok(PreparedStep { dispatches, plan: flash.plan })
+    }
+}
+
+impl OpDef for GroupQueryAttentionDef {
+    fn names(&self) -> &'static [&'static str] {
+        &["GroupQueryAttention"]
+    }
+
+    fn domain(&self) -> &'static str {
+        "com.microsoft"
+    }
+
+    fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+        check_f16(node, opts)?;
+        let k = GqaKernel::of(node)?;
+        for (i, v) in node.inputs.iter().enumerate().filter_map(|(i, v)| Some((i, v.as_ref()?))) {
+            let want = if i == 5 || i == TOTAL_INPUT { ElemType::I32 } else { k.ty };
+            if !v.name.is_empty() && v.elem_type != want.onnx() {
+                return Err(format!("GroupQueryAttention input {i} '{}' must be {}", v.name, want.name()));
+            }
+        }
+        let width = node.input(0).and_then(|v| v.shape.as_ref()?.last()?.fixed());
+        if let Some(width) = width {
+            let heads = if present(node, 1) { k.heads } else { k.heads + 2 * k.kv_heads };
+            if let Some(why) = unsupported(width / heads, &opts.caps) {
+                return Err(why);
+            }
+        }
+        Ok(())
+    }
+
+    fn gpu_inputs(&self, _node: &Node) -> Vec<usize> {
+        (0..9).collect()
+    }
+
+    fn host_inputs(&self, _node: &Node) -> Vec<usize> {
+        vec![TOTAL_INPUT]
+    }
+
+    fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
+        Ok(Box::new(GqaKernel::of(node)?))
+    }
+
+    fn flops(&self, node: &Node) -> Option<f64> {
+        let q: u64 = node.input(0)?.fixed_shape()?.iter().product();
+        let past = node.input(3).and_then(|v| v.fixed_shape()).map_or(0, |s| s.get(2).copied().unwrap_or(0));
+        let seq = node.input(0)?.fixed_shape()?.get(1).copied()?;
+        Some(4.0 * q as f64 * (past + seq) as f64)
+    }
+
+    fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
+        variants(caps)
+    }
+}

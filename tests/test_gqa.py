@@ -1,0 +1,223 @@
+"""com.microsoft GroupQueryAttention (as onnxruntime-genai's model builder emits it) against ONNX Runtime's CPU EP, on
+fresh random data, in float32 and float16, with every node ours (CPU fallback disabled): prefill without a cache,
+decode with a past cache (its own buffer, and genai's shared-buffer shape where the present has the past's length),
+a prompt of 1 token, a follow-up prompt over a past, batches with different lengths, rotary embedding (halves and
+interleaved), packed QKV, local windows and grouped heads. Every output is compared: the attention output and both
+present caches. Unsupported attributes are declined with a logged reason, and total_sequence_length's producers
+stay on the CPU (its value sizes the present cache)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from test_llm_ops import ELEM, model_of, new_seed, rel_err, vi
+
+OURS = {"offload": "all"}
+TOL = {np.float32: 2e-4, np.float16: 5e-3}
+I32 = TensorProto.INT32
+
+
+def rope_caches(rng, rows: int, half: int, dtype):
+    freq = rng.uniform(0.01, 1.0, half)
+    angles = np.arange(rows)[:, None] * freq[None, :]
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+def gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=False, interleaved=False, packed=False, window=None,
+              half=None, scale=None):
+    """A one-node model; `past` is the past cache's length (None: no cache inputs)."""
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads}
+    if rotary:
+        attrs.update(do_rotary=1, rotary_interleaved=int(interleaved))
+    if window is not None:
+        attrs["local_window_size"] = window
+    if scale is not None:
+        attrs["scale"] = scale
+    width = (heads + 2 * kv_heads) * d if packed else heads * d
+    inputs = [vi("query", dtype, [b, s, width])]
+    names = ["query", "" if packed else "key", "" if packed else "value"]
+    if not packed:
+        inputs += [vi("key", dtype, [b, s, kv_heads * d]), vi("value", dtype, [b, s, kv_heads * d])]
+    if past is not None:
+        inputs += [vi("past_key", dtype, [b, kv_heads, past, d]), vi("past_value", dtype, [b, kv_heads, past, d])]
+        names += ["past_key", "past_value"]
+    else:
+        names += ["", ""]
+    inputs += [vi("seqlens_k", I32, [b]), vi("total_sequence_length", I32, [])]
+    names += ["seqlens_k", "total_sequence_length"]
+    if rotary:
+        inputs += [vi("cos_cache", dtype, [None, half]), vi("sin_cache", dtype, [None, half])]
+        names += ["cos_cache", "sin_cache"]
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("GroupQueryAttention", names, ["output", "present_key", "present_value"],
+                            domain="com.microsoft", **attrs)
+    outputs = [vi("output", dtype, None), vi("present_key", dtype, None), vi("present_value", dtype, None)]
+    return model_of([node], inputs, outputs)
+
+
+def feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=False, packed=False, half=None,
+              cache_rows=None):
+    width = (heads + 2 * kv_heads) * d if packed else heads * d
+    feeds = {"query": rng.uniform(-1, 1, (b, s, width)).astype(dtype)}
+    if not packed:
+        feeds["key"] = rng.uniform(-1, 1, (b, s, kv_heads * d)).astype(dtype)
+        feeds["value"] = rng.uniform(-1, 1, (b, s, kv_heads * d)).astype(dtype)
+    if past is not None:
+        feeds["past_key"] = rng.uniform(-1, 1, (b, kv_heads, past, d)).astype(dtype)
+        feeds["past_value"] = rng.uniform(-1, 1, (b, kv_heads, past, d)).astype(dtype)
+    feeds["seqlens_k"] = np.array(seqlens, dtype=np.int32)
+    feeds["total_sequence_length"] = np.array(total, dtype=np.int32)
+    if rotary:
+        feeds["cos_cache"], feeds["sin_cache"] = rope_caches(rng, cache_rows or total + 3, half, dtype)
+    return feeds
+
+
+def check(make_session, run_cpu, model, feeds, dtype, seed):
+    got = make_session(model, OURS).run(None, feeds)
+    want = run_cpu(model, feeds)
+    for name, g, w in zip(["output", "present_key", "present_value"], got, want):
+        assert g.shape == w.shape, f"{name}: shape {g.shape} != {w.shape}"
+        assert g.dtype == w.dtype
+        assert np.isfinite(g.astype(np.float64)).all(), f"{name} is not finite (seed {seed})"
+        err = rel_err(g, w)
+        assert err <= TOL[dtype], f"{name}: relative error {err} (seed {seed})"
+
+
+# (batch, seq, heads, kv_heads, d, past length, seqlens_k, total): prefill, decode, 1-token prompt, follow-up prompt,
+# genai's shared buffer (present as long as the past), batches of different lengths.
+CASES = {
+    "prefill": (2, 37, 4, 2, 64, None, [36, 36], 37),
+    "prompt_of_1": (1, 1, 4, 4, 64, None, [0], 1),
+    "decode": (2, 1, 8, 2, 64, 19, [19, 19], 20),
+    "shared_buffer": (2, 1, 4, 2, 128, 24, [9, 16], 17),
+    "follow_up_prompt": (1, 5, 4, 1, 80, 11, [15], 16),
+    "shared_prefill": (1, 13, 4, 2, 64, 32, [12], 13),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("rotary", [False, True])
+def test_gqa_matches_cpu(make_session, run_cpu, dtype, case, rotary):
+    b, s, heads, kv_heads, d, past, seqlens, total = CASES[case]
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    half = d // 2 if d % 16 == 0 else None
+    if rotary and half is None:
+        pytest.skip("rotary needs a head size that is a multiple of 16 (ONNX Runtime's rule)")
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=rotary, half=half)
+    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=rotary, half=half)
+    check(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("variant", ["packed", "interleaved", "partial_rotary", "window", "scale"])
+def test_gqa_variants(make_session, run_cpu, dtype, variant):
+    b, s, heads, kv_heads, d, past, seqlens, total = 1, 9, 6, 2, 64, 7, [15], 16
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    kw = dict(rotary=True, half=32)
+    if variant == "packed":
+        kw["packed"] = True
+    elif variant == "interleaved":
+        kw["interleaved"] = True
+    elif variant == "partial_rotary":
+        kw["half"] = 16
+    elif variant == "window":
+        kw["window"] = 4
+    elif variant == "scale":
+        kw["scale"] = 0.3
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, past, **kw)
+    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=True, half=kw["half"],
+                      packed=kw.get("packed", False))
+    check(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+def test_gqa_decode_loop_feeds_its_cache_back(make_session, run_cpu):
+    """Prefill then decode steps, each step's present caches fed back as the next past (as genai's loop does without a
+    shared buffer): every step matches the CPU EP, with shapes that grow each step (a new prepared set per length)."""
+    dtype, heads, kv_heads, d = np.float16, 4, 2, 64
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    prefill = gqa_model(dtype, 1, 6, heads, kv_heads, d, None, rotary=True, half=32)
+    step = gqa_model(dtype, 1, 1, heads, kv_heads, d, 6, rotary=True, half=32)
+    step.graph.input[3].type.tensor_type.shape.dim[2].dim_param = "past"
+    step.graph.input[4].type.tensor_type.shape.dim[2].dim_param = "past"
+    cos, sin = rope_caches(rng, 32, 32, dtype)
+    feeds = feeds_for(rng, dtype, 1, 6, heads, kv_heads, d, None, [5], 6)
+    feeds.update(cos_cache=cos, sin_cache=sin)
+    ours, cpu = make_session(prefill, OURS), None
+    _, k, v = ours.run(None, feeds)
+    _, k_cpu, v_cpu = run_cpu(prefill, feeds)
+    ours_step = make_session(step, OURS)
+    for n in range(6, 10):
+        x = {name: rng.uniform(-1, 1, (1, 1, w)).astype(dtype)
+             for name, w in (("query", heads * d), ("key", kv_heads * d), ("value", kv_heads * d))}
+        common = dict(x, seqlens_k=np.array([n], np.int32), total_sequence_length=np.array(n + 1, np.int32),
+                      cos_cache=cos, sin_cache=sin)
+        out, k, v = ours_step.run(None, dict(common, past_key=k, past_value=v))
+        cpu = run_cpu(step, dict(common, past_key=k_cpu, past_value=v_cpu))
+        _, k_cpu, v_cpu = cpu
+        for got, want in zip((out, k, v), cpu):
+            assert got.shape == want.shape
+            assert rel_err(got, want) <= TOL[dtype], f"step {n}: {rel_err(got, want)} (seed {seed})"
+
+
+@pytest.mark.smoke
+def test_gqa_smoke(make_session, run_cpu):
+    test_gqa_matches_cpu(make_session, run_cpu, np.float32, "decode", True)
+
+
+def test_gqa_total_sequence_length_producers_stay_on_the_cpu(make_session, run_cpu, run_profiled):
+    """genai computes total_sequence_length from the attention mask (Shape → Gather → Cast): those nodes run on the
+    CPU EP, since the value sizes the present cache, while GroupQueryAttention is ours."""
+    dtype, b, s, heads, kv_heads, d = np.float32, 1, 5, 4, 2, 64
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, None)
+    graph = model.graph
+    graph.input.remove([i for i in graph.input if i.name == "total_sequence_length"][0])
+    graph.input.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "total"]))
+    graph.initializer.append(helper.make_tensor("one", TensorProto.INT64, [], [1]))
+    graph.node.insert(0, helper.make_node("Shape", ["attention_mask"], ["mask_shape"]))
+    graph.node.insert(1, helper.make_node("Gather", ["mask_shape", "one"], ["total64"], axis=0))
+    graph.node.insert(2, helper.make_node("Cast", ["total64"], ["total_sequence_length"], to=I32))
+    rng = np.random.default_rng(new_seed())
+    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, None, [s - 1], s)
+    del feeds["total_sequence_length"]
+    feeds["attention_mask"] = np.ones((b, s), np.int64)
+    got, nodes = run_profiled(model, feeds, fallback=True, options=OURS)
+    # The profiler names ORT's nodes by op type here; our partition is one fused node.
+    assert sorted(n for p, n in nodes if p == "CPUExecutionProvider") == ["Cast", "Gather", "Shape"], nodes
+    assert sum(p != "CPUExecutionProvider" for p, _ in nodes) == 1, nodes
+    want = run_cpu(model, feeds)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("attrs,needle", [({"softcap": 30.0}, "softcap"), ({"smooth_softmax": 1}, "smooth_softmax")])
+def test_gqa_unsupported_is_declined_with_a_reason(make_session, capfd, attrs, needle):
+    model = gqa_model(np.float32, 1, 3, 4, 2, 64, None)
+    for k, v in attrs.items():
+        model.graph.node[0].attribute.append(helper.make_attribute(k, v))
+    with pytest.raises(Exception):
+        make_session(model, OURS)  # declined, and the CPU EP is not allowed
+    assert needle in capfd.readouterr().err, "the decline's reason is not logged"
+
+
+def test_gqa_head_size_without_a_kernel_is_declined(make_session, capfd):
+    model = gqa_model(np.float32, 1, 3, 4, 2, 32, None)
+    with pytest.raises(Exception):
+        make_session(model, OURS)
+    assert "head size 32" in capfd.readouterr().err
+
+
+def test_gqa_bad_seqlens_fail_the_run(make_session):
+    """seqlens_k longer than the present cache: the run fails with the node's name instead of writing past it."""
+    dtype, b, s, heads, kv_heads, d = np.float32, 1, 1, 4, 2, 64
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, 8)
+    rng = np.random.default_rng(new_seed())
+    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, 8, [40], 9)
+    with pytest.raises(Exception, match="GroupQueryAttention|check"):
+        make_session(model, OURS).run(None, feeds)
