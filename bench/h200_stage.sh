@@ -5,6 +5,9 @@
 #                  the Rust kernel microbenchmark binary
 #   .whl/          the peer's wheel, onnxruntime-ep-webgpu==0.4.0 (py3, manylinux x86_64, --no-deps)
 #   .gl/           the Vulkan loader and GLVND .debs (the NVIDIA ICD is libGLX_nvidia.so.0, which needs GLVND)
+#   .carry/genai/  with GENAI=1: onnxruntime 1.32, onnxruntime-genai 0.18.0 and onnx-ir unpacked into one
+#                  genai.tar.xz (28 MB; the wheels are 38 MB) for bench/h200_genai.sh
+# KERNEL_BENCH=0 leaves the kernel microbenchmark out (8.6 MB) when the carry limit is tight.
 # Then checks that the working tree plus these folders stay under the 64 MiB a device run may carry, and prints
 # the device command (bench/README.md).
 #   bash bench/h200_stage.sh
@@ -28,7 +31,7 @@ mkdir -p .carry/bench .whl .gl
 cp target/release/libonnxruntime_ep_wgpu.so .carry/bench/
 strip --strip-debug .carry/bench/libonnxruntime_ep_wgpu.so  # 40 MB of line tables are not needed there
 
-if [[ -f bench/src/bin/kernel_bench.rs ]]; then
+if [[ -f bench/src/bin/kernel_bench.rs && ${KERNEL_BENCH:-1} != 0 ]]; then
   log "cargo build --release -p ep-wgpu-bench (kernel_bench)"
   cargo build --release -p ep-wgpu-bench --bin kernel_bench
   cp target/release/kernel_bench .carry/bench/
@@ -44,6 +47,19 @@ if ! compgen -G '.whl/onnxruntime_ep_webgpu-0.4.0-*.whl' >/dev/null; then
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .whl "$PEER"
+fi
+
+rm -rf .carry/genai
+if [[ ${GENAI:-0} == 1 ]]; then
+  dl=/tmp/genai-wheels
+  mkdir -p "$dl" .carry/genai
+  log "pip download onnxruntime==1.32.0 onnxruntime-genai==0.18.0 onnx-ir (cp312)"
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$dl" \
+    onnxruntime==1.32.0 onnxruntime-genai==0.18.0 onnx-ir
+  rm -rf "$dl/site" && mkdir -p "$dl/site"
+  for w in "$dl"/*.whl; do "$PY" -m zipfile -e "$w" "$dl/site"; done
+  tar -cJf .carry/genai/genai.tar.xz -C "$dl/site" .
 fi
 
 # The Vulkan loader: the H200 image has the NVIDIA ICD but no libvulkan.so.1, and the ICD library

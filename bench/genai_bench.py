@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Issue 18's measurements on models built by `bench/genai_build.py`, ours beside the peer in one process:
+
+- placement: the ops of one profiled prefill that did not run on our EP (the int arithmetic on `attention_mask` that
+  ONNX Runtime keeps on the CPU, and anything we declined);
+- logits against the CPU EP (cosine over a 32-token prompt's logits; fp16 target ≥ 0.999);
+- prefill of 512 and 1024 tokens (median ms, `session.run` with numpy I/O and an empty cache);
+- decode at contexts 512 and 2048: one token over a past of that length, inputs and outputs bound on the device
+  (IO binding, so the KV cache stays there): median ms and back-to-back ms per token, tokens/s, and the weight bytes
+  read per token as GB/s and a share of the H200's 4.8 TB/s;
+- onnxruntime-genai's own generate loop (when importable): prompt time and tokens/s of 64 new tokens.
+
+    python3 bench/genai_bench.py --models DIR --lib LIB [--only REGEX] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import iobind  # noqa: E402
+import providers as prov  # noqa: E402
+
+HBM_TBS = 4.8
+CFG = {"warmup": 2, "budget_s": 3.0, "min_runs": 5, "max_runs": 50}
+
+
+def np_type(t: str):
+    return {"tensor(float16)": np.float16, "tensor(float)": np.float32, "tensor(int64)": np.int64,
+            "tensor(int32)": np.int32}[t]
+
+
+def feeds_for(sess, tokens: int, past: int, rng) -> dict:
+    feeds = {}
+    for i in sess.get_inputs():
+        if i.name == "input_ids":
+            feeds[i.name] = rng.integers(4, 256, (1, tokens), dtype=np.int64)
+        elif i.name == "attention_mask":
+            feeds[i.name] = np.ones((1, past + tokens), np_type(i.type))
+        elif i.name == "position_ids":
+            feeds[i.name] = np.arange(past, past + tokens, dtype=np_type(i.type))[None]
+        elif i.name.startswith("past_key_values"):
+            heads, head = i.shape[1], i.shape[3]
+            feeds[i.name] = (rng.standard_normal((1, heads, past, head)) * 0.5).astype(np_type(i.type))
+        else:
+            raise ValueError(f"unexpected model input {i.name}")
+    return feeds
+
+
+def median_ms(sess, feeds, runs: int, outputs=("logits",)) -> float:
+    sess.run(list(outputs), feeds)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sess.run(list(outputs), feeds)
+        times.append((time.perf_counter() - t) * 1e3)
+    return float(np.median(times))
+
+
+def cosine(a, b) -> float:
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-30))
+
+
+def placement(p, path: str, feeds) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        sess = p.session(path, strict=False, profile_prefix=os.path.join(tmp, "p"))
+        sess.run(["logits"], feeds)
+        placed = prov.profile_placement(sess.end_profiling(), p.ep_name)
+    return {k: placed[k] for k in ("nodes", "nodes_on_provider", "elsewhere")}
+
+
+def bench_model(model_dir: Path, ps: dict, rng) -> dict:
+    path = str(model_dir / "model.onnx")
+    weights = sum(f.stat().st_size for f in model_dir.glob("model.onnx*"))
+    row = {"model": model_dir.name, "weight_bytes": weights}
+    sessions = {}
+    for key, p in ps.items():
+        try:
+            t = time.perf_counter()
+            sessions[key] = p.session(path, strict=False)
+            row[f"{key}_session_s"] = round(time.perf_counter() - t, 2)
+        except Exception as e:  # noqa: BLE001
+            row[f"{key}_error"] = str(e)[:400]
+    prompt = feeds_for(sessions.get("cpu") or next(iter(sessions.values())), 32, 0, rng)
+    if "ours" in sessions:
+        row["placement"] = placement(ps["ours"], path, prompt)
+    want = sessions["cpu"].run(["logits"], prompt)[0] if "cpu" in sessions else None
+    for key, sess in sessions.items():
+        if key == "cpu":
+            continue
+        try:
+            got = sess.run(["logits"], prompt)[0]
+            if want is not None:
+                row[f"{key}_cosine"] = cosine(got, want)
+                row[f"{key}_cosine_last"] = cosine(got[:, -1], want[:, -1])
+        except Exception as e:  # noqa: BLE001
+            row[f"{key}_run_error"] = str(e)[:400]
+            continue
+        for n in (512, 1024):
+            row[f"{key}_prefill{n}_ms"] = median_ms(sess, feeds_for(sess, n, 0, rng), 5)
+        for ctx in (512, 2048):
+            timed, _ = iobind.time_bound(ps[key], sess, feeds_for(sess, 1, ctx, rng), CFG)
+            if timed.get("status") != "ok":
+                row[f"{key}_decode{ctx}"] = timed
+                continue
+            ms = timed["back_to_back_ms"]
+            row[f"{key}_decode{ctx}_ms"] = timed["median_ms"]
+            row[f"{key}_decode{ctx}_b2b_ms"] = ms
+            row[f"{key}_decode{ctx}_tok_s"] = 1e3 / ms
+            row[f"{key}_decode{ctx}_hbm"] = weights / (ms * 1e-3) / (HBM_TBS * 1e12)
+    del sessions
+    return row
+
+
+def genai_loop(model_dir: Path, registration: tuple[str, str, str], new_tokens: int = 64) -> dict:
+    """onnxruntime-genai's generate loop on one EP: (registration name, library, EP name)."""
+    import onnxruntime_genai as og
+
+    name, lib, ep = registration
+    try:
+        og.register_execution_provider_library(name, lib)
+    except Exception as e:  # noqa: BLE001 - already registered in this process
+        if "already" not in str(e):
+            raise
+    config = og.Config(str(model_dir))
+    config.clear_providers()
+    config.append_provider(ep)
+    model = og.Model(config)
+    tok = og.Tokenizer(model)
+    ids = tok.encode("The quick brown fox jumps over the lazy dog. " * 20)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=len(ids) + new_tokens, do_sample=False)
+    gen = og.Generator(model, params)
+    t0 = time.perf_counter()
+    gen.append_tokens(ids)
+    t1 = time.perf_counter()
+    n = 0
+    while not gen.is_done():
+        gen.generate_next_token()
+        n += 1
+    t2 = time.perf_counter()
+    tokens = list(gen.get_sequence(0))[len(ids):]
+    return {"prompt_tokens": len(ids), "prompt_ms": (t1 - t0) * 1e3, "new_tokens": n,
+            "tok_s": n / max(t2 - t1, 1e-9), "tokens": tokens[:16]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--only", default=".")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--no-genai", action="store_true")
+    args = ap.parse_args()
+    lib = str(Path(args.lib).resolve())
+    ps = {"cpu": prov.cpu_provider(), "ours": prov.our_provider(lib, "--lib", {}), "peer": prov.peer_provider(True)}
+    ps = {k: p for k, p in ps.items() if p.available}
+    rng = np.random.default_rng(0)
+    rows = []
+    dirs = sorted(d for d in Path(args.models).iterdir() if (d / "genai_config.json").is_file())
+    for d in dirs:
+        if not re.search(args.only, d.name):
+            continue
+        try:
+            row = bench_model(d, ps, rng)
+        except Exception as e:  # noqa: BLE001
+            row = {"model": d.name, "error": str(e)[:600]}
+        if not args.no_genai:
+            regs = {"ours": ("g_wgpu", lib, prov.OUR_EP)}
+            if "peer" in ps:
+                regs["peer"] = ("g_webgpu", ps["peer"].info["library"], ps["peer"].ep_name)
+            for key, reg in regs.items():
+                try:
+                    row[f"{key}_genai"] = genai_loop(d, reg)
+                except Exception as e:  # noqa: BLE001
+                    row[f"{key}_genai"] = {"error": str(e)[:400]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "genai.json").write_text(json.dumps(rows, indent=1))
+    print(table(rows))
+    return 0
+
+
+def table(rows: list[dict]) -> str:
+    def f(r, k, fmt="{:.2f}"):
+        v = r.get(k)
+        return fmt.format(v) if isinstance(v, (int, float)) else "—"
+
+    lines = ["| model | off our EP | cos | prefill 512 ours/peer | 1024 ours/peer | decode 512 tok/s ours/peer "
+             "| 2048 ours/peer | HBM@512 | genai tok/s ours/peer |", "|---" * 9 + "|"]
+    for r in rows:
+        off = ",".join(r.get("placement", {}).get("elsewhere", [])) or "—"
+        genai = "/".join(f(r.get(f"{k}_genai", {}), "tok_s", "{:.0f}") for k in ("ours", "peer"))
+        lines.append(
+            f"| {r['model']} | {off} | {f(r, 'ours_cosine', '{:.5f}')} "
+            f"| {f(r, 'ours_prefill512_ms')}/{f(r, 'peer_prefill512_ms')} "
+            f"| {f(r, 'ours_prefill1024_ms')}/{f(r, 'peer_prefill1024_ms')} "
+            f"| {f(r, 'ours_decode512_tok_s', '{:.0f}')}/{f(r, 'peer_decode512_tok_s', '{:.0f}')} "
+            f"| {f(r, 'ours_decode2048_tok_s', '{:.0f}')}/{f(r, 'peer_decode2048_tok_s', '{:.0f}')} "
+            f"| {f(r, 'ours_decode512_hbm', '{:.0%}')} | {genai} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

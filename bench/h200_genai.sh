@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Issue 18 on the H200: builds the genai models (bench/genai_build.py) and measures them beside the peer
+# (bench/genai_bench.py), with onnxruntime 1.32 and onnxruntime-genai 0.18.0 from the carried genai.tar.xz.
+# Stage here with `GENAI=1 KERNEL_BENCH=0 bash bench/h200_stage.sh`, then a device run with carry
+# [".carry", ".whl", ".gl"] and: OUT=$OUT bash bench/h200_genai.sh
+# Env: PYTEST (pytest files to run first), BUILD=0 / BENCH=0 skip a phase, ONLY (model regex), PRECISIONS,
+# MODELS (where models are built; kept between calls while the machine stays warm), GENAI_LOOP=0.
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
+mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
+export PYTHONPATH=/tmp/genai:$PYTHONPATH
+MODELS=${MODELS:-/tmp/genai_models}
+LIBABS=$(readlink -f "$LIB")
+python3 -c 'import onnxruntime as o, onnxruntime_genai as g; print("onnxruntime", o.__version__, "genai", g.__version__)'
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+if [[ -n ${PYTEST:-} ]]; then
+  ONNXRUNTIME_EP_WGPU_LIB=$LIBABS timeout 200 python3 -m pytest -q -x -p no:cacheprovider $PYTEST 2>&1 | tail -15
+fi
+if [[ ${BUILD:-1} != 0 ]]; then
+  timeout ${BUILD_TIMEOUT:-400} python3 bench/genai_build.py --out "$MODELS" --only "${ONLY:-.}" \
+    --precisions "${PRECISIONS:-fp16,int4}" 2>&1 | tail -30
+fi
+if [[ ${BENCH:-1} != 0 ]]; then
+  extra=()
+  [[ ${GENAI_LOOP:-1} == 0 ]] && extra+=(--no-genai)
+  timeout ${BENCH_TIMEOUT:-500} python3 bench/genai_bench.py --models "$MODELS" --lib "$LIBABS" \
+    --only "${ONLY:-.}" --out "$OUT" "${extra[@]}" 2>&1 | grep -v '^\[' | tail -40
+fi

@@ -1,0 +1,95 @@
+"""A small decoder-only LLM graph shaped like onnxruntime-genai's model builder output (`-e webgpu`), built with
+onnx.helper: Gather embeddings; per layer SkipSimplifiedLayerNormalization, Q/K/V MatMuls (or MatMulNBits),
+GroupQueryAttention (do_rotary, cos/sin caches, past_key_values.* / present.*), the output MatMul, the MLP with
+SiLU as Sigmoid + Mul; a final SimplifiedLayerNormalization and the LM head. seqlens_k and total_sequence_length
+come from attention_mask as the builder computes them (ReduceSum/Sub/Cast and Shape/Gather/Cast)."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
+
+
+def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=384, vocab=300, max_seq=256, seed=0):
+    rng = np.random.default_rng(seed)
+    d = hidden // heads
+    elem = ELEM[dtype]
+    inits, nodes = [], []
+
+    def w(name, shape, scale=0.05):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(dtype), name))
+        return name
+
+    def node(op, ins, outs, domain="", **attrs):
+        nodes.append(helper.make_node(op, ins, outs, name=f"{op}_{len(nodes)}", domain=domain, **attrs))
+        return outs[0]
+
+    inv = 1.0 / (10000 ** (np.arange(0, d, 2) / d))
+    angles = np.arange(max_seq)[:, None] * inv[None, :]
+    inits.append(numpy_helper.from_array(np.cos(angles).astype(dtype), "cos_cache"))
+    inits.append(numpy_helper.from_array(np.sin(angles).astype(dtype), "sin_cache"))
+    inits.append(numpy_helper.from_array(np.array([1], np.int64), "axis1"))
+    inits.append(numpy_helper.from_array(np.array(1, np.int64), "one64"))
+    # seqlens_k = ReduceSum(mask, 1) - 1; total_sequence_length = Shape(mask)[1].
+    node("ReduceSum", ["attention_mask", "axis1"], ["mask_sum"], keepdims=0)
+    node("Sub", ["mask_sum", "one64"], ["seqlens64"])
+    node("Cast", ["seqlens64"], ["seqlens_k"], to=TensorProto.INT32)
+    node("Shape", ["attention_mask"], ["mask_shape"])
+    node("Gather", ["mask_shape", "one64"], ["total64"], axis=0)
+    node("Cast", ["total64"], ["total_seq"], to=TensorProto.INT32)
+    x = node("Gather", [w("embed", (vocab, hidden), 1.0), "input_ids"], ["embedded"])
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "total"])]
+    outputs = [helper.make_tensor_value_info("logits", elem, ["batch", "seq", vocab])]
+    residual = None
+    for i in range(layers):
+        ln = w(f"ln{i}", (hidden,), 1.0)
+        if residual is None:
+            h = node("SimplifiedLayerNormalization", [x, ln], [f"h{i}"], axis=-1, epsilon=1e-5)
+            residual = x
+        else:
+            h, residual = f"h{i}", f"res{i}"
+            node("SkipSimplifiedLayerNormalization", [x, residual_prev, ln], [h, "", "", residual],
+                 domain="com.microsoft", epsilon=1e-5)
+        q = node("MatMul", [h, w(f"wq{i}", (hidden, hidden))], [f"q{i}"])
+        k = node("MatMul", [h, w(f"wk{i}", (hidden, kv_heads * d))], [f"k{i}"])
+        v = node("MatMul", [h, w(f"wv{i}", (hidden, kv_heads * d))], [f"v{i}"])
+        past_k, past_v = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
+        for name in (past_k, past_v):
+            inputs.append(helper.make_tensor_value_info(name, elem, ["batch", kv_heads, "past", d]))
+        pres_k, pres_v = f"present.{i}.key", f"present.{i}.value"
+        for name in (pres_k, pres_v):
+            outputs.append(helper.make_tensor_value_info(name, elem, ["batch", kv_heads, "total", d]))
+        attn = node("GroupQueryAttention", [q, k, v, past_k, past_v, "seqlens_k", "total_seq", "cos_cache",
+                                            "sin_cache"], [f"attn{i}", pres_k, pres_v], domain="com.microsoft",
+                    num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, scale=1.0 / np.sqrt(d))
+        o = node("MatMul", [attn, w(f"wo{i}", (hidden, hidden))], [f"o{i}"])
+        ln2 = w(f"ln2_{i}", (hidden,), 1.0)
+        node("SkipSimplifiedLayerNormalization", [o, residual, ln2], [f"m{i}", "", "", f"mres{i}"],
+             domain="com.microsoft", epsilon=1e-5)
+        gate = node("MatMul", [f"m{i}", w(f"wg{i}", (hidden, ffn))], [f"g{i}"])
+        up = node("MatMul", [f"m{i}", w(f"wu{i}", (hidden, ffn))], [f"u{i}"])
+        sig = node("Sigmoid", [gate], [f"sg{i}"])
+        silu = node("Mul", [gate, sig], [f"silu{i}"])
+        act = node("Mul", [silu, up], [f"act{i}"])
+        x = node("MatMul", [act, w(f"wd{i}", (ffn, hidden))], [f"down{i}"])
+        residual_prev = f"mres{i}"  # noqa: F841 - read by the next layer's skip norm
+    node("SkipSimplifiedLayerNormalization", [x, residual_prev, w("ln_f", (hidden,), 1.0)], ["final"],
+         domain="com.microsoft", epsilon=1e-5)
+    node("MatMul", ["final", w("lm_head", (hidden, vocab))], ["logits"])
+    graph = helper.make_graph(nodes, "llm", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 9
+    return model
+
+
+def llm_feeds(model, batch: int, tokens: int, past: int, rng, dtype=np.float16) -> dict:
+    feeds = {"input_ids": rng.integers(0, 300, (batch, tokens), dtype=np.int64),
+             "attention_mask": np.ones((batch, past + tokens), np.int64)}
+    for i in model.graph.input:
+        if i.name.startswith("past_key_values"):
+            dims = i.type.tensor_type.shape.dim
+            feeds[i.name] = (rng.standard_normal((batch, dims[1].dim_value, past, dims[3].dim_value)) * 0.5).astype(dtype)
+    return feeds

@@ -1,0 +1,63 @@
+"""A whole decoder LLM shaped like onnxruntime-genai's builder output (`tests/llm_graph.py`: embeddings,
+SkipSimplifiedLayerNormalization, GroupQueryAttention with rotary and a KV cache, SiLU MLP, LM head) against ONNX
+Runtime's CPU EP: a prompt, decode steps with the cache fed back, and a 1-token prompt, in float16 and float32.
+Every node but the integer arithmetic on attention_mask runs on our EP (total_sequence_length's producers stay on
+the CPU by design: its value sizes the present cache)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_graph import llm_feeds, llm_model
+from test_llm_ops import new_seed
+
+TOL = {np.float32: 5e-4, np.float16: 2e-2}
+# The attention_mask arithmetic (seqlens_k and total_sequence_length), which ORT or our placement keeps on the CPU.
+HOST_OPS = {"ReduceSum", "Sub", "Cast", "Shape", "Gather"}
+
+
+def compare(got, want, dtype, seed, what):
+    names = ["logits"] + [f"present {i}" for i in range(len(got) - 1)]
+    for name, g, w in zip(names, got, want):
+        assert g.shape == w.shape, f"{what} {name}: {g.shape} != {w.shape}"
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        err = np.abs(g64 - w64).max() / max(np.abs(w64).max(), 1e-30)
+        assert err <= TOL[dtype], f"{what} {name}: relative error {err} (seed {seed})"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled, dtype):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = llm_model(dtype, seed=seed)
+    feeds = llm_feeds(model, 1, 29, 0, rng, dtype)
+    got, nodes = run_profiled(model, feeds, fallback=True)
+    host = [n for p, n in nodes if p == "CPUExecutionProvider"]
+    assert {n.split("_")[0] for n in host} <= HOST_OPS, nodes
+    assert "Gather_6" not in host, "the embedding Gather must be ours"
+    assert sum(p != "CPUExecutionProvider" for p, _ in nodes) == 1, f"one partition expected: {nodes}"
+    want = run_cpu(model, feeds)
+    compare(got, want, dtype, seed, "prompt")
+    sess = make_session(model, fallback=True)
+    names = [o.name for o in sess.get_outputs()]
+    past = dict(zip(names[1:], got[1:]))
+    past_cpu = dict(zip(names[1:], want[1:]))
+    for step in range(3):
+        total = 29 + step + 1
+        ids = rng.integers(0, 300, (1, 1), dtype=np.int64)
+        common = {"input_ids": ids, "attention_mask": np.ones((1, total), np.int64)}
+        rename = lambda d: {k.replace("present.", "past_key_values."): v for k, v in d.items()}  # noqa: E731
+        got = sess.run(None, dict(common, **rename(past)))
+        want = run_cpu(model, dict(common, **rename(past_cpu)))
+        compare(got, want, dtype, seed, f"decode step {step}")
+        past, past_cpu = dict(zip(names[1:], got[1:])), dict(zip(names[1:], want[1:]))
+
+
+@pytest.mark.smoke
+def test_llm_prompt_of_one_token(make_session, run_cpu):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = llm_model(np.float32, layers=1, seed=seed)
+    feeds = llm_feeds(model, 1, 1, 0, rng, np.float32)
+    compare(make_session(model, fallback=True).run(None, feeds), run_cpu(model, feeds), np.float32, seed, "1 token")
