@@ -40,8 +40,18 @@ def np_type(t: str):
             "tensor(int32)": np.int32}[t]
 
 
+def kv_dims(sess) -> tuple[int, int]:
+    """(K/V heads, head size) of the cache inputs (fixed dims of `past_key_values.*`, else the genai config)."""
+    i = next(i for i in sess.get_inputs() if i.name.startswith("past_key_values"))
+    if isinstance(i.shape[1], int) and isinstance(i.shape[3], int):
+        return i.shape[1], i.shape[3]
+    decoder = json.loads((Path(sess._model_path).parent / "genai_config.json").read_text())["model"]["decoder"]
+    return decoder["num_key_value_heads"], decoder["head_size"]
+
+
 def feeds_for(sess, tokens: int, past: int, rng) -> dict:
     feeds = {}
+    heads, head = kv_dims(sess)
     for i in sess.get_inputs():
         if i.name == "input_ids":
             feeds[i.name] = rng.integers(4, 256, (1, tokens), dtype=np.int64)
@@ -50,7 +60,6 @@ def feeds_for(sess, tokens: int, past: int, rng) -> dict:
         elif i.name == "position_ids":
             feeds[i.name] = np.arange(past, past + tokens, dtype=np_type(i.type))[None]
         elif i.name.startswith("past_key_values"):
-            heads, head = i.shape[1], i.shape[3]
             feeds[i.name] = (rng.standard_normal((1, heads, past, head)) * 0.5).astype(np_type(i.type))
         else:
             raise ValueError(f"unexpected model input {i.name}")
@@ -128,14 +137,16 @@ def genai_loop(model_dir: Path, registration: tuple[str, str, str], new_tokens: 
     import onnxruntime_genai as og
 
     name, lib, ep = registration
-    try:
-        og.register_execution_provider_library(name, lib)
-    except Exception as e:  # noqa: BLE001 - already registered in this process
-        if "already" not in str(e):
-            raise
+    if lib:
+        try:
+            og.register_execution_provider_library(name, lib)
+        except Exception as e:  # noqa: BLE001 - already registered in this process
+            if "already" not in str(e):
+                raise
     config = og.Config(str(model_dir))
     config.clear_providers()
-    config.append_provider(ep)
+    if ep:
+        config.append_provider(ep)
     model = og.Model(config)
     tok = og.Tokenizer(model)
     ids = tok.encode("The quick brown fox jumps over the lazy dog. " * 20)
@@ -150,7 +161,7 @@ def genai_loop(model_dir: Path, registration: tuple[str, str, str], new_tokens: 
         gen.generate_next_token()
         n += 1
     t2 = time.perf_counter()
-    tokens = list(gen.get_sequence(0))[len(ids):]
+    tokens = [int(t) for t in gen.get_sequence(0)][len(ids):]
     return {"prompt_tokens": len(ids), "prompt_ms": (t1 - t0) * 1e3, "new_tokens": n,
             "tok_s": n / max(t2 - t1, 1e-9), "tokens": tokens[:16]}
 
@@ -177,7 +188,7 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001
             row = {"model": d.name, "error": str(e)[:600]}
         if not args.no_genai:
-            regs = {"ours": ("g_wgpu", lib, prov.OUR_EP)}
+            regs = {"cpu": ("cpu", None, None), "ours": ("g_wgpu", lib, prov.OUR_EP)}
             if "peer" in ps:
                 regs["peer"] = ("g_webgpu", ps["peer"].info["library"], ps["peer"].ep_name)
             for key, reg in regs.items():
@@ -185,10 +196,16 @@ def main() -> int:
                     row[f"{key}_genai"] = genai_loop(d, reg)
                 except Exception as e:  # noqa: BLE001
                     row[f"{key}_genai"] = {"error": str(e)[:400]}
-        print(json.dumps(row), flush=True)
+            want = row.get("cpu_genai", {}).get("tokens")
+            for key in ("ours", "peer"):
+                got = row.get(f"{key}_genai", {}).get("tokens")
+                if want and got:
+                    row[f"{key}_genai_same_tokens"] = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                                                           min(len(got), len(want)))
+        print(json.dumps(row, default=str), flush=True)
         rows.append(row)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "genai.json").write_text(json.dumps(rows, indent=1))
+    (Path(args.out) / "genai.json").write_text(json.dumps(rows, indent=1, default=str))
     print(table(rows))
     return 0
 

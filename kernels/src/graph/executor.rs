@@ -125,6 +125,9 @@ impl Default for ExecOptions {
 /// Pooled sets kept per shape key; more concurrent runs than this allocate and then drop.
 const POOL_DEPTH: usize = 4;
 
+/// Most input shapes whose sets are kept (one is dropped for a new one).
+const POOL_SHAPES: usize = 16;
+
 /// A program with its constants on the GPU.
 pub struct Executable {
     gpu: Arc<Gpu>,
@@ -248,7 +251,9 @@ impl Executable {
         self.check_inputs(inputs)?;
         let values = super::values::read(inputs, &self.value_inputs)?;
         let mut key = Self::key(inputs.iter().map(|t| t.shape));
-        key.extend(super::values::key(&values));
+        if !self.value_inputs.is_empty() {
+            key.extend(super::values::shape_key(&self.program, inputs, &values)?);
+        }
         let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
@@ -263,6 +268,12 @@ impl Executable {
         let result = self.execute(&mut prepared, inputs, outputs);
         if let Ok(true) = result {
             let mut pool = self.pool.lock();
+            // Shapes that change every run (a growing KV cache) must not grow the pool without end.
+            if pool.len() >= POOL_SHAPES && !pool.contains_key(&key) {
+                if let Some(old) = pool.keys().next().cloned() {
+                    pool.remove(&old);
+                }
+            }
             let slot = pool.entry(key).or_default();
             if slot.len() < POOL_DEPTH {
                 slot.push(prepared);
@@ -371,14 +382,8 @@ impl Executable {
                 .map(|o| o.map(|o| self.operand(o, inputs, &input_bufs, &values)).transpose())
                 .collect::<Result<Vec<_>, _>>()?;
             let shapes: Vec<Option<&[u64]>> = bound.iter().map(|t| t.map(|t| t.shape)).collect();
-            let out_shapes = if step.kernel.value_inputs().is_empty() {
-                step.kernel.infer(&shapes)
-            } else {
-                let known = super::values::for_step(step, host_values, &self.program.constants)?;
-                let refs: Vec<Option<&[i64]>> = known.iter().map(Option::as_deref).collect();
-                step.kernel.infer_values(&shapes, &refs)
-            }
-            .map_err(GpuError::Invalid)?;
+            let out_shapes =
+                super::values::infer(step, step.kernel.as_ref(), &shapes, host_values, &self.program.constants)?;
             if out_shapes.len() != step.outputs.len() {
                 return Err(GpuError::Internal(format!(
                     "'{}' inferred {} outputs, the step writes {}",

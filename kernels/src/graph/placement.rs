@@ -174,9 +174,9 @@ fn judge(node: &super::model::Node, opts: &PlacementOptions) -> Result<Role, (St
     Ok(if def.is_alias() { Role::Alias } else { Role::Kernel })
 }
 
-/// Nodes that compute a value some op reads on the host (`OpDef::host_inputs`), e.g.
-/// `GroupQueryAttention`'s `total_sequence_length`, with the reason they stay on the CPU: the
-/// value's producer and, through integer inputs, the integer arithmetic before it.
+/// Nodes that compute a small integer input some op wants computed on the CPU
+/// (`OpDef::host_inputs`: `GroupQueryAttention`'s `seqlens_k` and `total_sequence_length`), with
+/// the reason: the value's producer and, through integer inputs, the integer arithmetic before it.
 fn host_side(graph: &Graph, producers: &HashMap<&str, usize>) -> HashMap<usize, String> {
     let mut out = HashMap::new();
     for node in &graph.nodes {
@@ -191,7 +191,8 @@ fn host_side(graph: &Graph, producers: &HashMap<&str, usize>) -> HashMap<usize, 
             out.insert(
                 p,
                 format!(
-                    "its output '{name}' is read on the host by {} '{}' (it decides output shapes), so it runs on the CPU",
+                    "its output '{name}' feeds {} '{}' as a small integer computed on the CPU (such values size \
+                     outputs, or come from inputs that grow every decode step)",
                     node.op_type, node.name
                 ),
             );

@@ -8,6 +8,7 @@ use super::executor::{InputData, RunInput};
 use super::program::{Constant, Operand, Program, Step};
 use crate::dtype::ElemType;
 use crate::error::GpuError;
+use crate::ops::Kernel;
 use crate::runtime::transfer::{self, Direction};
 
 /// Most elements a value input may have (they are scalars and short vectors).
@@ -75,11 +76,6 @@ pub(super) fn read(inputs: &[RunInput<'_>], which: &[usize]) -> Result<Vec<Optio
     Ok(out)
 }
 
-/// The key suffix of a set: every value input's elements (after its length).
-pub(super) fn key(values: &[Option<Vec<i64>>]) -> Vec<u64> {
-    values.iter().flatten().flat_map(|v| std::iter::once(v.len() as u64).chain(v.iter().map(|&x| x as u64))).collect()
-}
-
 /// The values of one step's [`crate::ops::Kernel::value_inputs`], in that order.
 pub(super) fn for_step(
     step: &Step,
@@ -109,6 +105,60 @@ pub(super) fn for_step(
         .collect()
 }
 
+/// The output shapes of every step that reads values, from a shape-only pass over the program:
+/// what a run with these values adds to the key of its set. Keying by shapes rather than by the
+/// values themselves lets runs share a set when a value changes but the shapes do not (genai's
+/// decode loop over a shared KV buffer: `total_sequence_length` grows, the present length stays).
+pub(super) fn shape_key(
+    program: &Program,
+    inputs: &[RunInput<'_>],
+    values: &[Option<Vec<i64>>],
+) -> Result<Vec<u64>, GpuError> {
+    let mut temps: Vec<Option<Vec<u64>>> = vec![None; program.values];
+    let mut key = Vec::new();
+    for step in &program.steps {
+        let shapes = step
+            .inputs
+            .iter()
+            .map(|o| {
+                o.map(|o| match o {
+                    Operand::Input(i) => inputs.get(i).map(|t| t.shape),
+                    Operand::Const(c) => program.constants.get(c).map(|c| c.shape.as_slice()),
+                    Operand::Temp(v) => temps.get(v).and_then(Option::as_deref),
+                })
+                .map(|s| s.ok_or_else(|| GpuError::Internal(format!("'{}' reads {o:?} before it is known", step.name))))
+                .transpose()
+            })
+            .collect::<Result<Vec<Option<&[u64]>>, GpuError>>()?;
+        let outs = infer(step, step.kernel.as_ref(), &shapes, values, &program.constants)?;
+        if !step.kernel.value_inputs().is_empty() {
+            key.extend(outs.iter().flat_map(|s| std::iter::once(s.len() as u64).chain(s.iter().copied())));
+        }
+        for (shape, &(v, _)) in outs.into_iter().zip(&step.outputs) {
+            if let Some(slot) = temps.get_mut(v) {
+                *slot = Some(shape);
+            }
+        }
+    }
+    Ok(key)
+}
+
+/// A step's output shapes: [`Kernel::infer`], or [`Kernel::infer_values`] with its values.
+pub(super) fn infer(
+    step: &Step,
+    kernel: &dyn Kernel,
+    shapes: &[Option<&[u64]>],
+    values: &[Option<Vec<i64>>],
+    constants: &[Constant],
+) -> Result<Vec<Vec<u64>>, GpuError> {
+    if kernel.value_inputs().is_empty() {
+        return kernel.infer(shapes).map_err(GpuError::Invalid);
+    }
+    let known = for_step(step, values, constants)?;
+    let refs: Vec<Option<&[i64]>> = known.iter().map(Option::as_deref).collect();
+    kernel.infer_values(shapes, &refs).map_err(GpuError::Invalid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +171,5 @@ mod tests {
         assert_eq!(decode(ElemType::I64, &b64, "x").unwrap(), vec![1]);
         assert!(matches!(decode(ElemType::F32, &b32, "x"), Err(GpuError::Internal(_))));
         assert!(matches!(decode(ElemType::I32, &[0u8; 4 * 65], "x"), Err(GpuError::Invalid(_))));
-        assert_eq!(key(&[None, Some(vec![3]), Some(vec![])]), vec![1, 3, 0]);
     }
 }

@@ -54,8 +54,10 @@ pub trait OpDef: Sync {
         (0..node.inputs.len()).collect()
     }
 
-    /// The node inputs whose values the step reads on the host (see [`Kernel::value_inputs`]):
-    /// placement leaves the nodes computing them to the CPU.
+    /// Small integer inputs placement leaves to the CPU, with the nodes computing them: the ones
+    /// the step reads on the host ([`Kernel::value_inputs`]), and ones derived from inputs whose
+    /// shape changes every run (an attention mask that grows each decode step: computed inside a
+    /// partition, it would change the partition's input shapes, and so its prepared set, every run).
     fn host_inputs(&self, _node: &Node) -> Vec<usize> {
         Vec::new()
     }

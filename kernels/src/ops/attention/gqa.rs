@@ -472,7 +472,9 @@ impl OpDef for GroupQueryAttentionDef {
     }
 
     fn host_inputs(&self, _node: &Node) -> Vec<usize> {
-        vec![TOTAL_INPUT]
+        // seqlens_k is read on the GPU, but genai computes it from the attention mask, which grows
+        // every decode step.
+        vec![5, TOTAL_INPUT]
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
