@@ -117,7 +117,9 @@ def main() -> int:
             continue
         for precision in args.precisions.split(","):
             row = build(name, precision, out, work)
-            print(json.dumps(row)[:600], flush=True)
+            print(json.dumps({k: v for k, v in row.items() if k != "message"}), flush=True)
+            if "message" in row:
+                print(row["message"][-1200:], flush=True)
             rows.append(row)
     (out / "build.json").write_text(json.dumps(rows, indent=1))
     return 0 if all(r["status"] != "failed" for r in rows) else 1
