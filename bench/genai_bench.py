@@ -204,8 +204,8 @@ def main() -> int:
                                                            min(len(got), len(want)))
         print(json.dumps(row, default=str), flush=True)
         rows.append(row)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "genai.json").write_text(json.dumps(rows, indent=1, default=str))
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "genai.json").write_text(json.dumps(rows, indent=1, default=str))
     print(table(rows))
     return 0
 

@@ -4,7 +4,8 @@
 # Stage here with `GENAI=1 KERNEL_BENCH=0 bash bench/h200_stage.sh`, then a device run with carry
 # [".carry", ".whl", ".gl"] and: OUT=$OUT bash bench/h200_genai.sh
 # Env: PYTEST (pytest files to run first), BUILD=0 / BENCH=0 skip a phase, ONLY (model regex), PRECISIONS,
-# MODELS (where models are built; kept between calls while the machine stays warm), GENAI_LOOP=0.
+# MODELS (where models are built; kept between calls while the machine stays warm), GENAI_LOOP=0,
+# BENCH_ONLY (model-directory regex for the bench).
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
 export PYTHONPATH=/tmp/genai:$PYTHONPATH
@@ -22,6 +23,8 @@ fi
 if [[ ${BENCH:-1} != 0 ]]; then
   extra=()
   [[ ${GENAI_LOOP:-1} == 0 ]] && extra+=(--no-genai)
-  timeout ${BENCH_TIMEOUT:-500} python3 bench/genai_bench.py --models "$MODELS" --lib "$LIBABS" \
-    --only "${ONLY:-.}" --out "$OUT" "${extra[@]}" 2>&1 | grep -v '^\[' | tail -40
+  timeout ${BENCH_TIMEOUT:-500} python3 -X faulthandler bench/genai_bench.py --models "$MODELS" --lib "$LIBABS" \
+    --only "${BENCH_ONLY:-${ONLY:-.}}" --out "$OUT" "${extra[@]}" > "$OUT/genai_log.txt" 2>&1
+  echo "bench exit $?"
+  grep -v '^\[\|XDG' "$OUT/genai_log.txt" | cut -c1-1500 | tail -40
 fi
