@@ -16,6 +16,7 @@ pub mod layout;
 pub mod matmul;
 pub mod norm;
 pub mod pad;
+pub mod planned;
 pub mod pool;
 pub mod quant;
 pub mod resize;
