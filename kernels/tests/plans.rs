@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 use common::graph::{const_val, node, val, T};
 use ep_kernels::caps::profiles;
 use ep_kernels::graph::{Attr, ExecOptions, FlashMode, Node, PlacementOptions};
-use ep_kernels::ops::{lookup, registry, registry_variants, OpDef};
+use ep_kernels::ops::{lookup, registry, registry_variants, KernelIo, OpDef, PrepareCx, Tensor};
+use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::{DeviceCaps, ElemType};
 
 const F32: ElemType = ElemType::F32;
@@ -356,4 +357,63 @@ fn attention_plans_name_their_engine() {
     assert!(decode.line.contains("split-KV"), "{}", decode.line);
     assert_eq!(decode.dispatches.len(), 2);
     assert!(decode.dispatches[1].0.starts_with("attn_decode_reduce"));
+}
+
+/// On the test adapter, `prepare` binds exactly the planned dispatches (variant and grid, in
+/// order) for every case it can run.
+#[test]
+fn prepare_binds_the_plan() {
+    let gpu = common::gpu();
+    let caps = gpu.caps().clone();
+    let options = ExecOptions::default();
+    let status = gpu.storage_buffer(4, "status").unwrap();
+    let mut checked = 0;
+    for c in cases().iter().filter(|c| caps.shader_f16 || !has_f16(&c.node)) {
+        let kernel = lookup(&c.node).unwrap().build(&c.node).unwrap();
+        for shapes in &c.shapes {
+            let what = format!("{} {shapes:?}", c.node.op_type);
+            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
+            let types: Vec<ElemType> = c
+                .node
+                .inputs
+                .iter()
+                .map(|v| v.as_ref().and_then(|v| ElemType::from_onnx(v.elem_type)).unwrap_or(F32))
+                .collect();
+            let out_types: Vec<ElemType> =
+                c.node.outputs.iter().flatten().map(|v| ElemType::from_onnx(v.elem_type).unwrap_or(F32)).collect();
+            let bytes = |s: &[u64], ty: ElemType| (s.iter().product::<u64>() * ty.size()).max(4);
+            let ins: Vec<Option<GpuBuffer>> = refs
+                .iter()
+                .zip(&types)
+                .map(|(s, &ty)| s.map(|s| gpu.storage_buffer(bytes(s, ty), "in").unwrap()))
+                .collect();
+            let out_shapes = kernel.infer(&refs).unwrap();
+            let outs: Vec<GpuBuffer> = out_shapes
+                .iter()
+                .zip(&out_types)
+                .map(|(s, &ty)| gpu.storage_buffer(bytes(s, ty), "out").unwrap())
+                .collect();
+            let io = KernelIo {
+                inputs: ins
+                    .iter()
+                    .zip(&refs)
+                    .zip(&types)
+                    .map(|((b, s), &ty)| b.as_ref().zip(*s).map(|(buf, shape)| Tensor { buf, shape, ty }))
+                    .collect(),
+                outputs: outs
+                    .iter()
+                    .zip(&out_shapes)
+                    .zip(&out_types)
+                    .map(|((buf, shape), &ty)| Tensor { buf, shape, ty })
+                    .collect(),
+            };
+            let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
+            let step = kernel.prepare(&cx, &io).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let bound: Vec<(String, [u32; 3])> = step.dispatches.iter().map(|d| (d.label.clone(), d.grid())).collect();
+            let plan = kernel.plan(&refs, &caps, &options).unwrap().unwrap();
+            assert_eq!(bound, plan.dispatches, "{what}");
+            checked += bound.len();
+        }
+    }
+    assert!(checked >= cases().len(), "only {checked} dispatches compared");
 }
