@@ -127,7 +127,7 @@ fn views_plan(
     caps: &DeviceCaps,
 ) -> Result<Option<StepPlan>, String> {
     let planned = plan_views(views, size, tuning, caps).map_err(|e| format!("{what}: {e}"))?;
-    let outs: Vec<&[u64]> = views.iter().map(|v| v.dims.as_slice()).collect();
-    let line = format!("{what}: {shape:?} -> {outs:?}");
+    let outs: Vec<String> = views.iter().map(|v| format!("{:?}", v.dims)).collect();
+    let line = format!("{what}: {shape:?} -> {}", outs.join(" "));
     Ok(Some(step_plan(line, format!("{}-byte elements", size), &planned)))
 }
