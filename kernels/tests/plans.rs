@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use common::graph::{const_val, node, val, T};
 use ep_kernels::caps::profiles;
-use ep_kernels::graph::{Attr, ExecOptions, FlashMode, Node, PlacementOptions};
-use ep_kernels::ops::{lookup, registry, registry_variants, KernelIo, OpDef, PrepareCx, Tensor};
+use ep_kernels::graph::{Attr, ExecOptions, FlashMode, Node, PlacementOptions, ValueInfo};
+use ep_kernels::ops::{lookup, registry, registry_variants, Kernel, KernelIo, OpDef, PrepareCx, Tensor};
 use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::{DeviceCaps, ElemType};
 
@@ -359,61 +359,69 @@ fn attention_plans_name_their_engine() {
     assert!(decode.dispatches[1].0.starts_with("attn_decode_reduce"));
 }
 
+/// `kernel` prepared on the test adapter at `shapes` (buffers of the node's declared types,
+/// never run): its bound dispatches as (variant, grid), which must equal its plan's.
+fn assert_binds_plan(kernel: &dyn Kernel, node: &Node, shapes: &[Option<Vec<u64>>]) -> usize {
+    let gpu = common::gpu();
+    let (caps, options) = (gpu.caps().clone(), ExecOptions::default());
+    let what = format!("{} {shapes:?}", node.op_type);
+    let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
+    let type_of = |v: Option<&ValueInfo>| v.and_then(|v| ElemType::from_onnx(v.elem_type)).unwrap_or(F32);
+    let types: Vec<ElemType> = node.inputs.iter().map(|v| type_of(v.as_ref())).collect();
+    let out_types: Vec<ElemType> = node.outputs.iter().map(|v| type_of(v.as_ref())).collect();
+    let buffer = |s: &[u64], ty: ElemType| {
+        gpu.storage_buffer((s.iter().product::<u64>() * ty.size()).max(4), "plan test").unwrap()
+    };
+    let ins: Vec<Option<GpuBuffer>> = refs.iter().zip(&types).map(|(s, &ty)| s.map(|s| buffer(s, ty))).collect();
+    let out_shapes = kernel.infer(&refs).unwrap();
+    let outs: Vec<GpuBuffer> = out_shapes.iter().zip(&out_types).map(|(s, &ty)| buffer(s, ty)).collect();
+    let inputs = ins.iter().zip(&refs).zip(&types);
+    let outputs = outs.iter().zip(&out_shapes).zip(&out_types);
+    let io = KernelIo {
+        inputs: inputs.map(|((b, s), &ty)| b.as_ref().zip(*s).map(|(buf, shape)| Tensor { buf, shape, ty })).collect(),
+        outputs: outputs.map(|((buf, shape), &ty)| Tensor { buf, shape, ty }).collect(),
+    };
+    let status = gpu.storage_buffer(4, "status").unwrap();
+    let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
+    let step = kernel.prepare(&cx, &io).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let bound: Vec<(String, [u32; 3])> = step.dispatches.iter().map(|d| (d.label.clone(), d.grid())).collect();
+    let plan = kernel.plan(&refs, &caps, &options).unwrap().unwrap();
+    assert_eq!(bound, plan.dispatches, "{what}");
+    bound.len()
+}
+
 /// On the test adapter, `prepare` binds exactly the planned dispatches (variant and grid, in
 /// order) for every case it can run.
 #[test]
 fn prepare_binds_the_plan() {
-    let gpu = common::gpu();
-    let caps = gpu.caps().clone();
-    let options = ExecOptions::default();
-    let status = gpu.storage_buffer(4, "status").unwrap();
+    let f16 = common::gpu().caps().shader_f16;
     let mut checked = 0;
-    for c in cases().iter().filter(|c| caps.shader_f16 || !has_f16(&c.node)) {
+    for c in cases().iter().filter(|c| f16 || !has_f16(&c.node)) {
         let kernel = lookup(&c.node).unwrap().build(&c.node).unwrap();
         for shapes in &c.shapes {
-            let what = format!("{} {shapes:?}", c.node.op_type);
-            let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| s.as_deref()).collect();
-            let types: Vec<ElemType> = c
-                .node
-                .inputs
-                .iter()
-                .map(|v| v.as_ref().and_then(|v| ElemType::from_onnx(v.elem_type)).unwrap_or(F32))
-                .collect();
-            let out_types: Vec<ElemType> =
-                c.node.outputs.iter().flatten().map(|v| ElemType::from_onnx(v.elem_type).unwrap_or(F32)).collect();
-            let bytes = |s: &[u64], ty: ElemType| (s.iter().product::<u64>() * ty.size()).max(4);
-            let ins: Vec<Option<GpuBuffer>> = refs
-                .iter()
-                .zip(&types)
-                .map(|(s, &ty)| s.map(|s| gpu.storage_buffer(bytes(s, ty), "in").unwrap()))
-                .collect();
-            let out_shapes = kernel.infer(&refs).unwrap();
-            let outs: Vec<GpuBuffer> = out_shapes
-                .iter()
-                .zip(&out_types)
-                .map(|(s, &ty)| gpu.storage_buffer(bytes(s, ty), "out").unwrap())
-                .collect();
-            let io = KernelIo {
-                inputs: ins
-                    .iter()
-                    .zip(&refs)
-                    .zip(&types)
-                    .map(|((b, s), &ty)| b.as_ref().zip(*s).map(|(buf, shape)| Tensor { buf, shape, ty }))
-                    .collect(),
-                outputs: outs
-                    .iter()
-                    .zip(&out_shapes)
-                    .zip(&out_types)
-                    .map(|((buf, shape), &ty)| Tensor { buf, shape, ty })
-                    .collect(),
-            };
-            let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
-            let step = kernel.prepare(&cx, &io).unwrap_or_else(|e| panic!("{what}: {e}"));
-            let bound: Vec<(String, [u32; 3])> = step.dispatches.iter().map(|d| (d.label.clone(), d.grid())).collect();
-            let plan = kernel.plan(&refs, &caps, &options).unwrap().unwrap();
-            assert_eq!(bound, plan.dispatches, "{what}");
-            checked += bound.len();
+            checked += assert_binds_plan(kernel.as_ref(), &c.node, shapes);
         }
     }
     assert!(checked >= cases().len(), "only {checked} dispatches compared");
+}
+
+/// The tensor-core attention kernel (emulated where the adapter lacks tensor cores), with and
+/// without key splits: the main kernel, then the reduction of the partials.
+#[test]
+fn tensor_core_attention_binds_the_plan() {
+    if !common::gpu().caps().shader_f16 {
+        return;
+    }
+    let c = llm().into_iter().nth(1).unwrap();
+    let long: Vec<Option<Vec<u64>>> =
+        [[1, 2, 300, 64], [1, 2, 1000, 64], [1, 2, 1000, 64]].iter().map(|s| Some(s.to_vec())).collect();
+    for splits in [None, Some(1), Some(3)] {
+        let mut kernel = ep_kernels::ops::attention::onnx::kernel(&c.node).unwrap();
+        kernel.engine = ep_kernels::ops::attention::Engine::CoopEmulated;
+        kernel.splits = splits;
+        let count = assert_binds_plan(&kernel, &c.node, &long);
+        if let Some(s) = splits {
+            assert_eq!(count, if s > 1 { 2 } else { 1 }, "{s} splits");
+        }
+    }
 }
