@@ -7,6 +7,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
+use crate::ops::planned::OpDispatch;
 use crate::ops::{grid_for, to_u32, PrepareCx, Tensor};
 use crate::runtime::Dispatch;
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
@@ -43,23 +44,19 @@ pub fn variants(_caps: &DeviceCaps) -> Vec<ShaderVariant> {
 
 /// A dispatch failing the run when an index of `indices` is outside `[-axis_len, axis_len)`.
 pub fn indices_in_range(cx: &PrepareCx<'_>, indices: &Tensor<'_>, axis_len: u64) -> Result<Dispatch, GpuError> {
-    let i64 = match indices.ty {
+    let planned = plan(cx.caps(), indices.ty, indices.elems(), axis_len, cx.status_code)?;
+    planned.bind(cx.gpu, &[indices.buf], &[cx.status])
+}
+
+/// The check dispatch [`indices_in_range`] binds for `count` indices of type `ty`; `code` is
+/// what it writes into the status word.
+pub fn plan(caps: &DeviceCaps, ty: ElemType, count: u64, axis_len: u64, code: u32) -> Result<OpDispatch, GpuError> {
+    let i64 = match ty {
         ElemType::I64 => true,
         ElemType::I32 => false,
         other => return Err(GpuError::Internal(format!("indices of type {other}"))),
     };
-    let params = Params {
-        count: to_u32("indices", indices.elems())?,
-        axis_len: to_u32("indexed axis", axis_len)?,
-        code: cx.status_code,
-        pad: 0,
-    };
+    let params = Params { count: to_u32("indices", count)?, axis_len: to_u32("indexed axis", axis_len)?, code, pad: 0 };
     let variant = ShaderVariant::Op(OpShader::new(IndexCheck { i64 }));
-    cx.gpu.prepare_op(
-        &variant,
-        &[indices.buf],
-        &[cx.status],
-        bytemuck::bytes_of(&params),
-        grid_for(indices.elems(), cx.caps())?,
-    )
+    Ok(OpDispatch::new(variant, &params, grid_for(count, caps)?))
 }

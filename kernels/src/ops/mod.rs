@@ -16,6 +16,7 @@ pub mod layout;
 pub mod matmul;
 pub mod norm;
 pub mod pad;
+pub mod planned;
 pub mod pool;
 pub mod quant;
 pub mod resize;
@@ -191,7 +192,9 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     }
 
     /// The plan `prepare` would choose at these input shapes on `caps`, without a device (the
-    /// offline `inspect` tool shows it); `Ok(None)` for steps with no planner choice.
+    /// offline `inspect` tool shows it); `Ok(None)` for steps without GPU work (renames, empty
+    /// outputs). Kernels compute their dispatches in one function that `prepare` binds and
+    /// `plan` reports (`ops::planned`), so the two cannot disagree.
     fn plan(
         &self,
         _inputs: &[Option<&[u64]>],

@@ -12,7 +12,10 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, float_types, input_type};
+use crate::ops::planned::{required, step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -184,12 +187,29 @@ impl Kernel for RotaryKernel {
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
-        let g =
-            self.geometry(&shapes).map_err(|e| GpuError::Invalid(format!("RotaryEmbedding '{}': {e}", self.name)))?;
         let inputs = [io.input(0)?, io.input(1)?, io.input(2)?, io.input(3)?];
         check_bindings(&inputs, cx.caps())?;
         check_bindings(&io.outputs, cx.caps())?;
-        let total = inputs[0].elems();
+        let planned = self.dispatch(&shapes, cx.caps(), cx.status_code)?;
+        let bufs: Vec<_> = inputs.iter().map(|t| t.buf).collect();
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &bufs, &[io.output(0)?.buf, cx.status])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = self.infer(inputs)?.remove(0);
+        let what = format!("RotaryEmbedding '{}'", self.name);
+        let planned = self.dispatch(inputs, caps, 0).map_err(|e| format!("{what}: {e}"))?;
+        Ok(Some(step_plan(format!("{what}: {x:?}"), "one invocation per element", &[planned])))
+    }
+}
+
+impl RotaryKernel {
+    /// The kernel at these input shapes; `code` is what it writes into the status word for a
+    /// position outside the caches. What `prepare` binds and `plan` reports.
+    fn dispatch(&self, shapes: &[Option<&[u64]>], caps: &DeviceCaps, code: u32) -> Result<OpDispatch, GpuError> {
+        let g =
+            self.geometry(shapes).map_err(|e| GpuError::Invalid(format!("RotaryEmbedding '{}': {e}", self.name)))?;
+        let total: u64 = required(shapes, 0)?.iter().product();
         let params = RotaryParams {
             total: to_u32("RotaryEmbedding elements", total)?,
             seq: to_u32("RotaryEmbedding sequence", g.seq)?,
@@ -198,13 +218,10 @@ impl Kernel for RotaryKernel {
             half: to_u32("RotaryEmbedding rotation", g.half)?,
             max_seq: to_u32("RotaryEmbedding cache rows", g.max_seq)?,
             flags: u32::from(self.interleaved) | (u32::from(g.transposed) << 1) | (u32::from(g.one_position) << 2),
-            code: cx.status_code,
+            code,
         };
         let variant = ShaderVariant::Op(OpShader::new(RotarySource { ty: self.ty }));
-        let bufs: Vec<_> = inputs.iter().map(|t| t.buf).collect();
-        let outs = [io.output(0)?.buf, cx.status];
-        let grid = grid_for(total, cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &bufs, &outs, bytemuck::bytes_of(&params), grid)?))
+        Ok(OpDispatch::new(variant, &params, grid_for(total, caps)?))
     }
 }
 

@@ -6,11 +6,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{FlashKernel, Geometry, MaskKind, SharedParams};
+use super::kernel::{AttnPlan, FlashKernel, Geometry, MaskKind, SharedParams};
 use super::HEAD_SIZES;
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
-use crate::ops::{grid, to_u32, PrepareCx, PreparedStep, Tensor};
+use crate::ops::planned::OpDispatch;
+use crate::ops::{grid, to_u32};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
 /// Output columns per P·V chunk (the scratch a subgroup stores them through is this wide).
@@ -169,25 +170,23 @@ fn split_keys(skv: u64, splits: u64, bc: u64) -> (u64, u64) {
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
-/// Binds one dispatch of the tensor-core kernel.
-pub(super) fn prepare(
+/// The tensor-core kernel's dispatch (and, with key splits, the reduction of its partials).
+pub(super) fn plan_dispatches(
     k: &FlashKernel,
-    cx: &PrepareCx<'_>,
+    caps: &DeviceCaps,
     g: &Geometry,
-    reads: &[&crate::runtime::GpuBuffer],
-    out: Tensor<'_>,
     shared: SharedParams,
     Tiling { nsg, bc, emulate }: Tiling,
-) -> Result<PreparedStep, GpuError> {
+) -> Result<AttnPlan, GpuError> {
     let br = u64::from(nsg * 16);
     let q_tiles = g.sq.div_ceil(br);
     let tiles = g.batch * g.heads * q_tiles;
     let (splits, chunk) = match k.splits {
         Some(s) => (s, split_keys(g.skv, s, u64::from(bc)).1),
-        None => plan_splits(tiles, g.skv, bc, cx.caps()),
+        None => plan_splits(tiles, g.skv, bc, caps),
     };
     let count = tiles * splits;
-    let dims = grid(count, cx.caps())?;
+    let dims = grid(count, caps)?;
     let params = CoopParams {
         shared,
         q_tiles: to_u32("query tiles", q_tiles)?,
@@ -201,18 +200,16 @@ pub(super) fn prepare(
     };
     let split = splits > 1;
     let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split };
-    let variant = ShaderVariant::Op(OpShader::new(source));
-    let mut dispatches = Vec::new();
-    if split {
-        let work = cx.gpu.storage_buffer(g.batch * g.heads * g.sq * splits * (g.d + 2) * 4, "attention partials")?;
-        dispatches.push(cx.gpu.prepare_op(&variant, reads, &[&work], bytemuck::bytes_of(&params), dims)?);
-        dispatches.push(super::decode::reduce(k, cx, g, &work, out, params.splits, &shared)?);
+    let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
+    let reduce = if split {
+        let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
+        Some((super::decode::reduce(k, caps, g, params.splits, &shared)?, work))
     } else {
-        dispatches.push(cx.gpu.prepare_op(&variant, reads, &[out.buf], bytemuck::bytes_of(&params), dims)?);
-    }
+        None
+    };
     let kernel = if emulate { "flash attention on tensor cores (emulated)" } else { "flash attention on tensor cores" };
-    let plan = k.describe(g, kernel, &format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}"));
-    Ok(PreparedStep { dispatches, plan: Some(plan) })
+    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}");
+    Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, main, reduce })
 }
 
 #[cfg(test)]

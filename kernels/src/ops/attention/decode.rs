@@ -6,11 +6,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{Causal, FlashKernel, Geometry, MaskKind, SharedParams};
+use super::kernel::{AttnPlan, Causal, FlashKernel, Geometry, MaskKind, SharedParams};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
-use crate::ops::{grid, grid_for, to_u32, PrepareCx, PreparedStep, Tensor};
+use crate::ops::planned::OpDispatch;
+use crate::ops::{grid, grid_for, to_u32};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
 /// Query rows up to which the split-KV kernel runs instead of the flash kernel.
@@ -116,16 +117,14 @@ struct ReduceParams {
 }
 
 /// The two dispatches of a split-KV run.
-pub(super) fn prepare(
+pub(super) fn plan(
     k: &FlashKernel,
-    cx: &PrepareCx<'_>,
+    caps: &DeviceCaps,
     g: &Geometry,
-    reads: &[&crate::runtime::GpuBuffer],
-    out: Tensor<'_>,
     shared: SharedParams,
-) -> Result<PreparedStep, GpuError> {
+) -> Result<AttnPlan, GpuError> {
     let rows = g.batch * g.heads * g.sq;
-    let (splits, chunk) = plan_splits(rows, g.skv, cx.caps());
+    let (splits, chunk) = plan_splits(rows, g.skv, caps);
     let count = rows * splits;
     let params = DecodeParams {
         shared,
@@ -134,30 +133,36 @@ pub(super) fn prepare(
         splits: to_u32("key splits", splits)?,
         pad: [0; 2],
     };
-    let work = cx.gpu.storage_buffer(count * (g.d + 2) * 4, "attention split-KV partials")?;
     let part = ShaderVariant::Op(OpShader::new(DecodeSource { ty: k.ty, d: g.d as u32, mask: k.mask }));
-    let first = cx.gpu.prepare_op(&part, reads, &[&work], bytemuck::bytes_of(&params), grid(count, cx.caps())?)?;
-    let second = reduce(k, cx, g, &work, out, params.splits, &shared)?;
+    let main = OpDispatch::new(part, &params, grid(count, caps)?);
+    let reduce = reduce(k, caps, g, params.splits, &shared)?;
     let causal = if k.causal == Causal::None { "" } else { ", causal" };
-    let plan =
-        format!(
-        "{} '{}': split-KV attention B={} H={}/{} Sq={} Skv={} D={}: {splits} chunks of {chunk} keys, mask {}{causal}",
-        k.op, k.name, g.batch, g.heads, g.kv_heads, g.sq, g.skv, g.d, k.mask.name()
+    let tiling = format!("{splits} chunks of {chunk} keys");
+    let line = format!(
+        "{} '{}': split-KV attention B={} H={}/{} Sq={} Skv={} D={}: {tiling}, mask {}{causal}",
+        k.op,
+        k.name,
+        g.batch,
+        g.heads,
+        g.kv_heads,
+        g.sq,
+        g.skv,
+        g.d,
+        k.mask.name()
     );
-    Ok(PreparedStep { dispatches: vec![first, second], plan: Some(plan) })
+    Ok(AttnPlan { line, tiling: format!("split-KV, {tiling}"), main, reduce: Some((reduce, count * (g.d + 2) * 4)) })
 }
 
-/// The dispatch that combines `splits` partials per row of `work` into the output (what the
-/// split-KV kernels write: per (row, split) `d` accumulator columns, the max and the sum).
+/// The dispatch that combines `splits` partials per row into the output (what the split-KV
+/// kernels write: per (row, split) `d` accumulator columns, the max and the sum); it binds the
+/// partials, then the output.
 pub(super) fn reduce(
     k: &FlashKernel,
-    cx: &PrepareCx<'_>,
+    caps: &DeviceCaps,
     g: &Geometry,
-    work: &crate::runtime::GpuBuffer,
-    out: Tensor<'_>,
     splits: u32,
     shared: &SharedParams,
-) -> Result<crate::runtime::Dispatch, GpuError> {
+) -> Result<OpDispatch, GpuError> {
     let rows = g.batch * g.heads * g.sq;
     let params = ReduceParams {
         rows: to_u32("attention rows", rows)?,
@@ -169,7 +174,7 @@ pub(super) fn reduce(
         o_stride: shared.strides[3],
     };
     let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty }));
-    cx.gpu.prepare_op(&red, &[work], &[out.buf], bytemuck::bytes_of(&params), grid_for(rows * g.d, cx.caps())?)
+    Ok(OpDispatch::new(red, &params, grid_for(rows * g.d, caps)?))
 }
 
 #[cfg(test)]

@@ -9,8 +9,10 @@ use super::{plan_tiles, storage_bytes, unsupported, AttnSource};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{broadcast_strides, broadcasts_onto, check_bindings};
-use crate::ops::{grid, to_u32, Kernel, KernelIo, PrepareCx, PreparedStep};
+use crate::ops::planned::{required, step_plan, OpDispatch};
+use crate::ops::{grid, to_u32, Kernel, KernelIo, PrepareCx, PreparedStep, StepPlan};
 use crate::shader::{OpShader, ShaderVariant};
 
 /// The mask operand: none, added to the scaled scores, or boolean (false excludes the key).
@@ -283,37 +285,84 @@ impl Kernel for FlashKernel {
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (q, k, v, o) = (io.input(0)?, io.input(1)?, io.input(2)?, io.output(0)?);
-        let g = self.geometry(q.shape, k.shape, v.shape).map_err(GpuError::Invalid)?;
-        let (br, bc) = plan_tiles(g.d, cx.caps())
-            .ok_or_else(|| GpuError::Invalid(self.err(unsupported(g.d, cx.caps()).unwrap_or_default())))?;
+        let mut bound = vec![q, k, v, o];
+        let mut reads = vec![q.buf, k.buf, v.buf];
+        let mask = if self.mask != MaskKind::None { Some(io.input(3)?) } else { None };
+        if let Some(m) = mask {
+            reads.push(m.buf);
+            bound.push(m);
+        }
+        check_bindings(&bound, cx.caps())?;
+        let planned = self.dispatches(q.shape, k.shape, v.shape, mask.map(|m| m.shape), cx.caps())?;
+        let dispatches = match &planned.reduce {
+            None => vec![planned.main.bind(cx.gpu, &reads, &[o.buf])?],
+            Some((reduce, bytes)) => {
+                let work = cx.gpu.storage_buffer(*bytes, "attention partials")?;
+                vec![planned.main.bind(cx.gpu, &reads, &[&work])?, reduce.bind(cx.gpu, &[&work], &[o.buf])?]
+            }
+        };
+        Ok(PreparedStep { dispatches, plan: Some(planned.line) })
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        self.infer(inputs)?;
+        let planned = (|| {
+            let mask = if self.mask != MaskKind::None { Some(required(inputs, 3)?) } else { None };
+            self.dispatches(required(inputs, 0)?, required(inputs, 1)?, required(inputs, 2)?, mask, caps)
+        })()
+        .map_err(|e| self.err(e.to_string()))?;
+        let mut dispatches = vec![planned.main];
+        dispatches.extend(planned.reduce.map(|(d, _)| d));
+        Ok(Some(step_plan(planned.line, planned.tiling, &dispatches)))
+    }
+}
+
+/// An attention step's dispatches: what `prepare` binds and `plan` reports.
+pub(super) struct AttnPlan {
+    /// The engine and its tiling around the problem (the plan log's line).
+    pub line: String,
+    /// The engine and its tiling alone.
+    pub tiling: String,
+    /// Reads Q, K, V (and the mask); writes the output, or with `reduce` the partials.
+    pub main: OpDispatch,
+    /// The reduction of the partials into the output and the partials' bytes.
+    pub reduce: Option<(OpDispatch, u64)>,
+}
+
+impl FlashKernel {
+    /// The engine for these shapes (split-KV for a few query rows, tensor cores where they
+    /// run it, else the SIMT flash kernel) and its dispatches.
+    fn dispatches(
+        &self,
+        q: &[u64],
+        k: &[u64],
+        v: &[u64],
+        mask: Option<&[u64]>,
+        caps: &DeviceCaps,
+    ) -> Result<AttnPlan, GpuError> {
+        let g = self.geometry(q, k, v).map_err(GpuError::Invalid)?;
+        let (br, bc) = plan_tiles(g.d, caps)
+            .ok_or_else(|| GpuError::Invalid(self.err(unsupported(g.d, caps).unwrap_or_default())))?;
         let (br, bc) = match self.tiles {
             Some((r, c))
-                if storage_bytes(r, c, g.d as u32) > cx.caps().max_workgroup_storage_bytes
-                    || r % 8 != 0
-                    || c % 8 != 0 =>
+                if storage_bytes(r, c, g.d as u32) > caps.max_workgroup_storage_bytes || r % 8 != 0 || c % 8 != 0 =>
             {
                 return Err(GpuError::Internal(format!("attention tiles {r}x{c} cannot run here")));
             }
             Some(t) => t,
             None => (br, bc),
         };
-        let mut bound = vec![q, k, v, o];
         let mut m_stride = [0u64; 4];
-        let mut reads = vec![q.buf, k.buf, v.buf];
-        if self.mask != MaskKind::None {
-            let m = io.input(3)?;
-            m_stride.copy_from_slice(&broadcast_strides(m.shape, &[g.batch, g.heads, g.sq, g.skv]));
-            reads.push(m.buf);
-            bound.push(m);
+        if let Some(m) = mask {
+            m_stride.copy_from_slice(&broadcast_strides(m, &[g.batch, g.heads, g.sq, g.skv]));
         }
-        check_bindings(&bound, cx.caps())?;
         let (_, o_stride) = self.output(&g).map_err(GpuError::Invalid)?;
         let shared = self.uniforms(&g, o_stride, m_stride)?;
         if g.sq <= DECODE_MAX_ROWS {
-            return decode::prepare(self, cx, &g, &reads, o, shared);
+            return decode::plan(self, caps, &g, shared);
         }
-        if let Some(tiling) = self.coop_tiling(&g, cx.caps())? {
-            return coop::prepare(self, cx, &g, &reads, o, shared, tiling);
+        if let Some(tiling) = self.coop_tiling(&g, caps)? {
+            return coop::plan_dispatches(self, caps, &g, shared, tiling);
         }
         let q_tiles = g.sq.div_ceil(u64::from(br));
         let count = g.batch * g.heads * q_tiles;
@@ -324,11 +373,9 @@ impl Kernel for FlashKernel {
             pad: [0; 3],
         };
         let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
-        let variant = ShaderVariant::Op(OpShader::new(source));
-        let dispatch =
-            cx.gpu.prepare_op(&variant, &reads, &[o.buf], bytemuck::bytes_of(&params), grid(count, cx.caps())?)?;
-        let plan = self.describe(&g, "flash attention", &format!("tiles {br}x{bc}"));
-        Ok(PreparedStep { dispatches: vec![dispatch], plan: Some(plan) })
+        let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
+        let tiling = format!("tiles {br}x{bc}");
+        Ok(AttnPlan { line: self.describe(&g, "flash attention", &tiling), tiling, main, reduce: None })
     }
 }
 

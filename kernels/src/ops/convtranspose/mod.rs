@@ -11,7 +11,10 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, float_types, input_type};
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -214,13 +217,33 @@ impl Kernel for ConvTransposeKernel {
         let (x, w, y) = (io.input(0)?, io.input(1)?, io.output(0)?);
         let bias = if self.has_bias { Some(io.input(2)?) } else { None };
         check_bindings(&[x, w, y], cx.caps())?;
-        let g = self.geometry(x.shape, w.shape, bias.map(|b| b.shape)).map_err(GpuError::Invalid)?;
-        let count = y.elems();
+        let planned = self.dispatch(x.shape, w.shape, bias.map(|b| b.shape), cx.caps())?;
+        // Without a bias W stands in for it (never read: has_bias is 0).
+        let b = bias.map_or(w.buf, |b| b.buf);
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf, w.buf, b], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let out = self.infer(inputs)?.remove(0);
+        let get = |i: usize| inputs.get(i).copied().flatten().unwrap_or_default();
+        let bias = if self.has_bias { inputs.get(2).copied().flatten() } else { None };
+        let what = format!("ConvTranspose '{}'", self.name);
+        let planned = self.dispatch(get(0), get(1), bias, caps).map_err(|e| format!("{what}: {e}"))?;
+        let line = format!("{what}: X {:?} W {:?} -> {out:?}", get(0), get(1));
+        Ok(Some(step_plan(line, "direct gather, one invocation per output element", &[planned])))
+    }
+}
+
+impl ConvTransposeKernel {
+    /// The direct kernel at these shapes: what `prepare` binds and `plan` reports.
+    fn dispatch(&self, x: &[u64], w: &[u64], bias: Option<&[u64]>, caps: &DeviceCaps) -> Result<OpDispatch, GpuError> {
+        let g = self.geometry(x, w, bias).map_err(GpuError::Invalid)?;
+        let count: u64 = g.out_shape.iter().product();
         let params = ConvTransposeParams {
             head: [
                 to_u32("ConvTranspose output elements", count)?,
-                to_u32("output channels per group", w.shape[1])?,
-                to_u32("input channels per group", x.shape[1] / self.group)?,
+                to_u32("output channels per group", w[1])?,
+                to_u32("input channels per group", x[1] / self.group)?,
                 u32::from(bias.is_some()),
             ],
             x_dims: [g.x_dims[0], g.x_dims[1], g.x_dims[2], 0],
@@ -228,11 +251,7 @@ impl Kernel for ConvTransposeKernel {
             geometry: [g.kernel, g.stride, g.dilation, g.pad],
         };
         let variant = ShaderVariant::Op(OpShader::new(ConvTransposeSource { ty: self.ty }));
-        // Without a bias W stands in for it (never read: has_bias is 0).
-        let b = bias.map_or(w.buf, |b| b.buf);
-        let grid = grid_for(count, cx.caps())?;
-        let bufs = [x.buf, w.buf, b];
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &bufs, &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok(OpDispatch::new(variant, &params, grid_for(count, caps)?))
     }
 }
 

@@ -7,12 +7,16 @@ use bytemuck::{Pod, Zeroable};
 
 use super::shader::{variants, LayoutSource, Pattern, CONCAT_INPUTS};
 use super::strided::check_extent;
-use super::{check_common, elem_size};
+use super::{check_common, declared, elem_size, planned_size};
 use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
-use crate::ops::{grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
+use crate::graph::ExecOptions;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::{grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
+use crate::runtime::GpuBuffer;
 use crate::shader::ShaderVariant;
 
 pub struct ConcatDef;
@@ -40,7 +44,7 @@ impl OpDef for ConcatDef {
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
-        Ok(Box::new(ConcatKernel { name: node.name.clone(), axis: axis_of(node)? }))
+        Ok(Box::new(ConcatKernel { name: node.name.clone(), axis: axis_of(node)?, ty: declared(node, 0) }))
     }
 
     fn variants(&self, _caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -83,6 +87,7 @@ struct ConcatParams {
 struct ConcatKernel {
     name: String,
     axis: i64,
+    ty: Option<ElemType>,
 }
 
 impl Kernel for ConcatKernel {
@@ -98,12 +103,42 @@ impl Kernel for ConcatKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let inputs = (0..io.inputs.len()).map(|i| io.input(i)).collect::<Result<Vec<_>, _>>()?;
         let shapes: Vec<&[u64]> = inputs.iter().map(|t| t.shape).collect();
-        let (out_shape, a) = concat_shape(&shapes, self.axis).map_err(GpuError::Invalid)?;
         let out = io.output(0)?;
-        let size = elem_size(io, 0)?;
+        let mut dispatches = Vec::new();
+        for (planned, parts) in self.dispatches(&shapes, elem_size(io, 0)?, cx.caps())? {
+            // Unused slots bind the first input again, with length 0.
+            let bufs: Vec<&GpuBuffer> =
+                (0..CONCAT_INPUTS).map(|k| inputs[*parts.get(k).unwrap_or(&parts[0])].buf).collect();
+            dispatches.push(planned.bind(cx.gpu, &bufs, &[out.buf])?);
+        }
+        Ok(PreparedStep { dispatches, plan: None })
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let out = self.infer(inputs)?.remove(0);
+        let shapes: Vec<&[u64]> = inputs.iter().flatten().copied().collect();
+        let size = planned_size(self.ty, &self.name)?;
+        let err = |e: GpuError| format!("Concat '{}': {e}", self.name);
+        let planned: Vec<OpDispatch> =
+            self.dispatches(&shapes, size, caps).map_err(err)?.into_iter().map(|(d, _)| d).collect();
+        let line = format!("Concat '{}': {} inputs -> {out:?}", self.name, shapes.len());
+        Ok(Some(step_plan(line, format!("up to {CONCAT_INPUTS} inputs per dispatch"), &planned)))
+    }
+}
+
+impl ConcatKernel {
+    /// One dispatch per [`CONCAT_INPUTS`] non-empty inputs, each with the inputs it binds: what
+    /// `prepare` binds and `plan` reports.
+    fn dispatches(
+        &self,
+        shapes: &[&[u64]],
+        size: u64,
+        caps: &DeviceCaps,
+    ) -> Result<Vec<(OpDispatch, Vec<usize>)>, GpuError> {
+        let (out_shape, a) = concat_shape(shapes, self.axis).map_err(GpuError::Invalid)?;
         let count: u64 = out_shape.iter().product();
-        check_extent(cx, "Concat output", count, size)?;
-        let (words, run) = (LayoutSource::words(size, count), LayoutSource::run(cx.caps()));
+        check_extent(caps, "Concat output", count, size)?;
+        let (words, run) = (LayoutSource::words(size, count), LayoutSource::run(caps));
         let items = words.div_ceil(run);
         let base = ConcatParams {
             count: to_u32("Concat output", count)?,
@@ -118,32 +153,28 @@ impl Kernel for ConcatKernel {
         };
         // Each non-empty input with its offset along the axis.
         let mut first = 0u64;
-        let mut parts: Vec<(Tensor<'_>, u64)> = Vec::new();
-        for t in inputs {
-            if t.elems() > 0 {
-                check_extent(cx, "Concat input", t.elems(), size)?;
-                parts.push((t, first));
+        let mut parts: Vec<(usize, u64)> = Vec::new();
+        for (i, s) in shapes.iter().enumerate() {
+            let elems: u64 = s.iter().product();
+            if elems > 0 {
+                check_extent(caps, "Concat input", elems, size)?;
+                parts.push((i, first));
             }
-            first += t.shape[a];
+            first += s[a];
         }
         let variant = LayoutSource::variant(Pattern::Concat, size);
-        let grid = grid_for(items, cx.caps())?;
+        let grid = grid_for(items, caps)?;
         let mut dispatches = Vec::new();
         for chunk in parts.chunks(CONCAT_INPUTS) {
             let mut params = base;
-            let mut bufs = Vec::with_capacity(CONCAT_INPUTS);
-            for (k, (t, first)) in chunk.iter().enumerate() {
-                params.first[k] = to_u32("Concat axis", *first)?;
-                params.len[k] = to_u32("Concat axis", t.shape[a])?;
-                bufs.push(t.buf);
+            for (k, &(i, first)) in chunk.iter().enumerate() {
+                params.first[k] = to_u32("Concat axis", first)?;
+                params.len[k] = to_u32("Concat axis", shapes[i][a])?;
             }
-            // Unused slots bind the first input again, with length 0.
-            while bufs.len() < CONCAT_INPUTS {
-                bufs.push(chunk[0].0.buf);
-            }
-            dispatches.push(cx.gpu.prepare_op(&variant, &bufs, &[out.buf], bytemuck::bytes_of(&params), grid)?);
+            let bound = chunk.iter().map(|&(i, _)| i).collect();
+            dispatches.push((OpDispatch::new(variant.clone(), &params, grid), bound));
         }
-        Ok(PreparedStep { dispatches, plan: None })
+        Ok(dispatches)
     }
 }
 

@@ -3,12 +3,14 @@
 
 use super::shader::{variants, Pattern};
 use super::strided::{self, contiguous, Strided, Tuning};
-use super::{check_common, elem_size, present, shape};
+use super::{check_common, declared, elem_size, planned_size, present, shape, views_plan};
 use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
-use crate::ops::{broadcast, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::{broadcast, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::shader::ShaderVariant;
 
 pub struct ExpandDef;
@@ -35,7 +37,7 @@ impl OpDef for ExpandDef {
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
-        Ok(Box::new(ExpandKernel { name: node.name.clone(), target: target_shape(node)? }))
+        Ok(Box::new(ExpandKernel { name: node.name.clone(), target: target_shape(node)?, ty: declared(node, 0) }))
     }
 
     fn variants(&self, _caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -71,6 +73,7 @@ pub fn expand_view(input: &[u64], target: &[u64]) -> Result<Strided, String> {
 struct ExpandKernel {
     name: String,
     target: Vec<u64>,
+    ty: Option<ElemType>,
 }
 
 impl Kernel for ExpandKernel {
@@ -85,6 +88,13 @@ impl Kernel for ExpandKernel {
         let view = expand_view(x.shape, &self.target).map_err(GpuError::Invalid)?;
         let size = elem_size(io, 0)?;
         Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, Tuning::strided(cx.caps()))?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = shape(inputs, 0, &self.name)?;
+        let view = expand_view(x, &self.target).map_err(|e| format!("Expand '{}': {e}", self.name))?;
+        let size = planned_size(self.ty, &self.name)?;
+        views_plan(&format!("Expand '{}'", self.name), x, &[view], size, Tuning::strided(caps), caps)
     }
 }
 

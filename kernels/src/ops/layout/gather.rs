@@ -9,13 +9,15 @@ use bytemuck::{Pod, Zeroable};
 
 use super::shader::{variants, LayoutSource, Pattern};
 use super::strided::check_extent;
-use super::{check_common, const_ints, elem_size, present, shape};
+use super::{check_common, const_ints, declared, planned_size, present, shape};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
-use crate::ops::{grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::{grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::shader::ShaderVariant;
 
 pub struct GatherDef;
@@ -45,7 +47,12 @@ impl OpDef for GatherDef {
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
-        Ok(Box::new(GatherKernel { name: node.name.clone(), axis: node.int("axis").unwrap_or(0) }))
+        Ok(Box::new(GatherKernel {
+            name: node.name.clone(),
+            axis: node.int("axis").unwrap_or(0),
+            ty: declared(node, 0),
+            index_ty: declared(node, 1),
+        }))
     }
 
     fn variants(&self, _caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -82,6 +89,8 @@ struct GatherParams {
 struct GatherKernel {
     name: String,
     axis: i64,
+    ty: Option<ElemType>,
+    index_ty: Option<ElemType>,
 }
 
 impl Kernel for GatherKernel {
@@ -97,40 +106,72 @@ impl Kernel for GatherKernel {
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (data, indices, out) = (io.input(0)?, io.input(1)?, io.output(0)?);
-        let (out_shape, a) = gather_shape(data.shape, indices.shape, self.axis).map_err(GpuError::Invalid)?;
-        let i64 = match indices.ty {
+        let [check, gather] =
+            self.dispatches(data.shape, indices.shape, data.ty.size(), indices.ty, cx.caps(), cx.status_code)?;
+        Ok(PreparedStep {
+            dispatches: vec![
+                check.bind(cx.gpu, &[indices.buf], &[cx.status])?,
+                gather.bind(cx.gpu, &[data.buf, indices.buf], &[out.buf])?,
+            ],
+            plan: None,
+        })
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let (data, indices) = (shape(inputs, 0, &self.name)?, shape(inputs, 1, &self.name)?);
+        let size = planned_size(self.ty, &self.name)?;
+        let index_ty =
+            self.index_ty.ok_or_else(|| format!("Gather '{}': its indices' type is not declared", self.name))?;
+        let planned = self
+            .dispatches(data, indices, size, index_ty, caps, 0)
+            .map_err(|e| format!("Gather '{}': {e}", self.name))?;
+        let line = format!("Gather '{}': {data:?} by {indices:?} on axis {}", self.name, self.axis);
+        Ok(Some(step_plan(line, "index check, then the gather", &planned)))
+    }
+}
+
+impl GatherKernel {
+    /// The index check and the gather: what `prepare` binds and `plan` reports.
+    fn dispatches(
+        &self,
+        data: &[u64],
+        indices: &[u64],
+        size: u64,
+        index_ty: ElemType,
+        caps: &DeviceCaps,
+        code: u32,
+    ) -> Result<[OpDispatch; 2], GpuError> {
+        let (out_shape, a) = gather_shape(data, indices, self.axis).map_err(GpuError::Invalid)?;
+        let i64 = match index_ty {
             ElemType::I64 => true,
             ElemType::I32 => false,
             other => return Err(GpuError::Invalid(format!("Gather indices of type {other}"))),
         };
-        let size = elem_size(io, 0)?;
-        check_extent(cx, "Gather data", data.elems(), size)?;
-        check_extent(cx, "Gather indices", indices.elems(), indices.ty.size())?;
+        let index_count: u64 = indices.iter().product();
+        check_extent(caps, "Gather data", data.iter().product(), size)?;
+        check_extent(caps, "Gather indices", index_count, index_ty.size())?;
         let count: u64 = out_shape.iter().product();
-        check_extent(cx, "Gather output", count, size)?;
+        check_extent(caps, "Gather output", count, size)?;
         // The kernel wraps indices in i32.
-        let axis_len = data.shape[a];
+        let axis_len = data[a];
         if axis_len > i32::MAX as u64 {
             return Err(crate::PlanError::IndexOverflow { what: "Gather axis", value: axis_len }.into());
         }
-        let (words, run) = (LayoutSource::words(size, count), LayoutSource::run(cx.caps()));
+        let (words, run) = (LayoutSource::words(size, count), LayoutSource::run(caps));
         let items = words.div_ceil(run);
         let params = GatherParams {
             count: to_u32("Gather output", count)?,
             words: to_u32("Gather output", words)?,
             run: run as u32,
             items: to_u32("Gather output", items)?,
-            inner: to_u32("Gather inner", data.shape[a + 1..].iter().product())?,
+            inner: to_u32("Gather inner", data[a + 1..].iter().product())?,
             axis_len: axis_len as u32,
-            indices: to_u32("Gather indices", indices.elems())?,
+            indices: to_u32("Gather indices", index_count)?,
             pad: 0,
         };
         let variant = LayoutSource::variant(Pattern::Gather { i64 }, size);
-        let grid = grid_for(items, cx.caps())?;
-        let check = crate::ops::check::indices_in_range(cx, &indices, axis_len)?;
-        let gather =
-            cx.gpu.prepare_op(&variant, &[data.buf, indices.buf], &[out.buf], bytemuck::bytes_of(&params), grid)?;
-        Ok(PreparedStep { dispatches: vec![check, gather], plan: None })
+        let check = crate::ops::check::plan(caps, index_ty, index_count, axis_len, code)?;
+        Ok([check, OpDispatch::new(variant, &params, grid_for(items, caps)?)])
     }
 }
 

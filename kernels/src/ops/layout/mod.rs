@@ -16,11 +16,13 @@ pub use shader::{LayoutSource, Pattern};
 pub use slice::slice_axis;
 pub use split::split_sizes;
 
+use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::PlacementOptions;
-use crate::ops::{check_types, KernelIo, OpDef};
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::{check_types, KernelIo, OpDef, StepPlan};
 
 /// The layout op definitions.
 pub fn ops() -> Vec<&'static dyn OpDef> {
@@ -93,4 +95,39 @@ fn shape<'a>(inputs: &[Option<&'a [u64]>], i: usize, name: &str) -> Result<&'a [
 /// Bytes per element of bound input `i` (the kernels only need the size).
 fn elem_size(io: &KernelIo<'_>, i: usize) -> Result<u64, GpuError> {
     Ok(io.input(i)?.ty.size())
+}
+
+/// The declared element type of input `i`, which planning without buffers reads.
+fn declared(node: &Node, i: usize) -> Option<ElemType> {
+    present(node, i).and_then(|v| ElemType::from_onnx(v.elem_type))
+}
+
+/// The declared element size a plan needs, or why there is none.
+fn planned_size(ty: Option<ElemType>, name: &str) -> Result<u64, String> {
+    ty.map(ElemType::size).ok_or_else(|| format!("'{name}': its element type is not declared"))
+}
+
+/// The strided copies of `views` (one dispatch each): what the strided steps bind and plan.
+fn plan_views(
+    views: &[strided::Strided],
+    size: u64,
+    tuning: strided::Tuning,
+    caps: &DeviceCaps,
+) -> Result<Vec<OpDispatch>, GpuError> {
+    views.iter().map(|view| strided::plan(caps, size, view, tuning)).collect()
+}
+
+/// The plan of a strided step over `views` of an input of `shape`.
+fn views_plan(
+    what: &str,
+    shape: &[u64],
+    views: &[strided::Strided],
+    size: u64,
+    tuning: strided::Tuning,
+    caps: &DeviceCaps,
+) -> Result<Option<StepPlan>, String> {
+    let planned = plan_views(views, size, tuning, caps).map_err(|e| format!("{what}: {e}"))?;
+    let outs: Vec<String> = views.iter().map(|v| format!("{:?}", v.dims)).collect();
+    let line = format!("{what}: {shape:?} -> {}", outs.join(" "));
+    Ok(Some(step_plan(line, format!("{}-byte elements", size), &planned)))
 }

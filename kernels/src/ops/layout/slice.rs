@@ -4,12 +4,14 @@
 
 use super::shader::{variants, Pattern};
 use super::strided::{self, contiguous, Strided, Tuning};
-use super::{check_common, const_input, elem_size, shape};
+use super::{check_common, const_input, declared, elem_size, planned_size, shape, views_plan};
 use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
-use crate::ops::{normalize_axis, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::{normalize_axis, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::shader::ShaderVariant;
 
 pub struct SliceDef;
@@ -33,7 +35,7 @@ impl OpDef for SliceDef {
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
-        Ok(Box::new(SliceKernel { name: node.name.clone(), spec: SliceSpec::of(node)? }))
+        Ok(Box::new(SliceKernel { name: node.name.clone(), spec: SliceSpec::of(node)?, ty: declared(node, 0) }))
     }
 
     fn variants(&self, _caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -134,6 +136,7 @@ pub fn slice_axis(dim: u64, start: i64, end: i64, step: i64) -> (u64, u64) {
 struct SliceKernel {
     name: String,
     spec: SliceSpec,
+    ty: Option<ElemType>,
 }
 
 impl Kernel for SliceKernel {
@@ -147,6 +150,13 @@ impl Kernel for SliceKernel {
         let view = self.spec.view(x.shape).map_err(GpuError::Invalid)?;
         let size = elem_size(io, 0)?;
         Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, Tuning::strided(cx.caps()))?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = shape(inputs, 0, &self.name)?;
+        let view = self.spec.view(x).map_err(|e| format!("Slice '{}': {e}", self.name))?;
+        let size = planned_size(self.ty, &self.name)?;
+        views_plan(&format!("Slice '{}'", self.name), x, &[view], size, Tuning::strided(caps), caps)
     }
 }
 

@@ -4,12 +4,14 @@
 
 use super::shader::{variants, Pattern};
 use super::strided::{self, contiguous, Strided, Tuning};
-use super::{check_common, const_input, elem_size, present, shape};
+use super::{check_common, const_input, declared, elem_size, planned_size, present, shape, views_plan};
 use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
-use crate::ops::{normalize_axis, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::{normalize_axis, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::shader::ShaderVariant;
 
 pub struct SplitDef;
@@ -89,6 +91,7 @@ struct SplitKernel {
     /// The node's output count, and which outputs are named (the step writes only those).
     outputs: usize,
     named: Vec<usize>,
+    ty: Option<ElemType>,
 }
 
 impl SplitKernel {
@@ -113,6 +116,7 @@ impl SplitKernel {
             num_outputs,
             outputs,
             named,
+            ty: declared(node, 0),
         })
     }
 
@@ -152,6 +156,14 @@ impl Kernel for SplitKernel {
             dispatches.push(strided::prepare(cx, x.buf, io.output(k)?.buf, size, view, Tuning::strided(cx.caps()))?);
         }
         Ok(PreparedStep { dispatches, plan: None })
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = shape(inputs, 0, &self.name)?;
+        let views = self.views(x).map_err(|e| format!("Split '{}': {e}", self.name))?;
+        let copied: Vec<Strided> = views.into_iter().filter(|v| v.count() > 0).collect();
+        let size = planned_size(self.ty, &self.name)?;
+        views_plan(&format!("Split '{}'", self.name), x, &copied, size, Tuning::strided(caps), caps)
     }
 }
 

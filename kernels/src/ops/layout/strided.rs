@@ -9,6 +9,7 @@ use super::shader::{LayoutSource, Pattern};
 use crate::caps::{DeviceCaps, DeviceKind};
 use crate::error::GpuError;
 use crate::gemm::layout::check_binding;
+use crate::ops::planned::OpDispatch;
 use crate::ops::{grid, grid_for, to_u32, PrepareCx, WORKGROUP};
 use crate::runtime::{Dispatch, GpuBuffer};
 
@@ -98,9 +99,9 @@ struct TiledParams {
 
 /// A buffer of `elems` elements of `size` bytes must fit a binding, and every element and
 /// u32-word index the kernels compute must fit 32 bits.
-pub fn check_extent(cx: &PrepareCx<'_>, what: &'static str, elems: u64, size: u64) -> Result<(), GpuError> {
+pub fn check_extent(caps: &DeviceCaps, what: &'static str, elems: u64, size: u64) -> Result<(), GpuError> {
     let bytes = elems.saturating_mul(size);
-    check_binding(what, bytes, cx.caps())?;
+    check_binding(what, bytes, caps)?;
     to_u32(what, elems)?;
     to_u32(what, bytes.div_ceil(4))?;
     Ok(())
@@ -153,10 +154,15 @@ pub fn prepare(
     view: &Strided,
     tuning: Tuning,
 ) -> Result<Dispatch, GpuError> {
+    plan(cx.caps(), size, view, tuning)?.bind(cx.gpu, &[src], &[dst])
+}
+
+/// The dispatch [`prepare`] binds: the tiled transpose where it applies, else the strided copy.
+pub fn plan(caps: &DeviceCaps, size: u64, view: &Strided, tuning: Tuning) -> Result<OpDispatch, GpuError> {
     let view = view.coalesce();
-    check_extent(cx, "layout output", view.count(), size)?;
+    check_extent(caps, "layout output", view.count(), size)?;
     if tuning.tiled {
-        if let Some(d) = prepare_tiled(cx, src, dst, size, &view)? {
+        if let Some(d) = plan_tiled(caps, size, &view)? {
             return Ok(d);
         }
     }
@@ -177,29 +183,23 @@ pub fn prepare(
         strides,
     };
     let variant = LayoutSource::variant(Pattern::Strided, size);
-    cx.gpu.prepare_op(&variant, &[src], &[dst], bytemuck::bytes_of(&params), grid_for(items, cx.caps())?)
+    Ok(OpDispatch::new(variant, &params, grid_for(items, caps)?))
 }
 
 /// The tiled transpose, when the coalesced view is a batch of 2-D transposes: the output's
 /// second-innermost dim is the input's contiguous one, the innermost is not, both span a
 /// tile's worth, and (for packed elements) rows hold whole words.
-fn prepare_tiled(
-    cx: &PrepareCx<'_>,
-    src: &GpuBuffer,
-    dst: &GpuBuffer,
-    size: u64,
-    view: &Strided,
-) -> Result<Option<Dispatch>, GpuError> {
+fn plan_tiled(caps: &DeviceCaps, size: u64, view: &Strided) -> Result<Option<OpDispatch>, GpuError> {
     let r = view.dims.len();
     if r < 2 || view.base != 0 || view.strides[r - 2] != 1 || view.strides[r - 1] <= 1 {
         return Ok(None);
     }
     let (rows, cols) = (view.dims[r - 2], view.dims[r - 1]);
-    let tile_words = u64::from(cx.caps().max_workgroup_storage_bytes) / 4;
+    let tile_words = u64::from(caps.max_workgroup_storage_bytes) / 4;
     if rows < TILE_MIN
         || cols < TILE_MIN
         || cols % LayoutSource::per_word(size) != 0
-        || cx.caps().max_invocations_per_workgroup < WORKGROUP
+        || caps.max_invocations_per_workgroup < WORKGROUP
         || TILE * (TILE + 1) * size.div_ceil(4) > tile_words
     {
         return Ok(None);
@@ -221,8 +221,7 @@ fn prepare_tiled(
         strides,
     };
     let variant = LayoutSource::variant(Pattern::Tiled, size);
-    let d = cx.gpu.prepare_op(&variant, &[src], &[dst], bytemuck::bytes_of(&params), grid(workgroups, cx.caps())?)?;
-    Ok(Some(d))
+    Ok(Some(OpDispatch::new(variant, &params, grid(workgroups, caps)?)))
 }
 
 #[cfg(test)]

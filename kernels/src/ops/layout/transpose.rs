@@ -3,12 +3,14 @@
 
 use super::shader::{variants, Pattern};
 use super::strided::{self, contiguous, Strided, Tuning};
-use super::{check_common, elem_size, shape};
+use super::{check_common, declared, elem_size, planned_size, shape, views_plan};
 use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
-use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::graph::ExecOptions;
+use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::shader::ShaderVariant;
 
 pub struct TransposeDef;
@@ -31,7 +33,11 @@ impl OpDef for TransposeDef {
     }
 
     fn build(&self, node: &Node) -> Result<Box<dyn Kernel>, String> {
-        Ok(Box::new(TransposeKernel { name: node.name.clone(), perm: node.ints("perm").map(<[i64]>::to_vec) }))
+        Ok(Box::new(TransposeKernel {
+            name: node.name.clone(),
+            perm: node.ints("perm").map(<[i64]>::to_vec),
+            ty: declared(node, 0),
+        }))
     }
 
     fn variants(&self, _caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -58,6 +64,7 @@ pub fn resolve_perm(perm: Option<&[i64]>, rank: usize) -> Result<Vec<usize>, Str
 struct TransposeKernel {
     name: String,
     perm: Option<Vec<i64>>,
+    ty: Option<ElemType>,
 }
 
 impl TransposeKernel {
@@ -83,6 +90,13 @@ impl Kernel for TransposeKernel {
         let view = self.view(x.shape).map_err(GpuError::Invalid)?;
         let size = elem_size(io, 0)?;
         Ok(PreparedStep::one(strided::prepare(cx, x.buf, io.output(0)?.buf, size, &view, Tuning::of(cx.caps()))?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = shape(inputs, 0, &self.name)?;
+        let view = self.view(x)?;
+        let size = planned_size(self.ty, &self.name)?;
+        views_plan(&format!("Transpose '{}'", self.name), x, &[view], size, Tuning::of(caps), caps)
     }
 }
 

@@ -11,6 +11,9 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -101,21 +104,36 @@ impl Kernel for BatchNormKernel {
         let tensors = (0..5).map(|i| io.input(i)).collect::<Result<Vec<_>, _>>()?;
         let y = io.output(0)?;
         check_bindings(&tensors, cx.caps())?;
-        let x = tensors[0];
-        let count = x.elems();
-        if count == 0 {
+        let Some(planned) = self.dispatch(tensors[0].shape, cx.caps())? else {
             return Ok(PreparedStep::default());
+        };
+        let bufs: Vec<_> = tensors.iter().map(|t| t.buf).collect();
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &bufs, &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = self.infer(inputs)?.remove(0);
+        let planned = self.dispatch(&x, caps).map_err(|e| format!("BatchNormalization '{}': {e}", self.name))?;
+        let line = format!("BatchNormalization '{}': {x:?}", self.name);
+        Ok(planned.map(|d| step_plan(line, "one invocation per element", &[d])))
+    }
+}
+
+impl BatchNormKernel {
+    /// The kernel over X of `shape` (`None` when empty): what `prepare` binds and `plan` reports.
+    fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<Option<OpDispatch>, GpuError> {
+        let count: u64 = shape.iter().product();
+        if count == 0 {
+            return Ok(None);
         }
         let params = BatchNormParams {
             count: to_u32("BatchNormalization elements", count)?,
-            channels: to_u32("BatchNormalization channels", x.shape[1])?,
-            inner: to_u32("BatchNormalization spatial size", x.shape[2..].iter().product())?,
+            channels: to_u32("BatchNormalization channels", shape[1])?,
+            inner: to_u32("BatchNormalization spatial size", shape[2..].iter().product())?,
             epsilon: self.epsilon,
         };
         let variant = ShaderVariant::Op(OpShader::new(BatchNormSource { ty: self.ty }));
-        let bufs: Vec<_> = tensors.iter().map(|t| t.buf).collect();
-        let grid = grid_for(count, cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &bufs, &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok(Some(OpDispatch::new(variant, &params, grid_for(count, caps)?)))
     }
 }
 

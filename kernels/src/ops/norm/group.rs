@@ -10,6 +10,9 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
+use crate::ops::planned::{required, step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -119,13 +122,32 @@ impl Kernel for GroupNormKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, s, b, y) = (io.input(0)?, io.input(1)?, io.input(2)?, io.output(0)?);
         check_bindings(&[x, s, b, y], cx.caps())?;
-        let (groups, per_group) = self.geometry(x.shape, s.shape, b.shape).map_err(GpuError::Invalid)?;
-        if x.elems() == 0 {
+        let Some(planned) = self.dispatch(x.shape, s.shape, b.shape, cx.caps())? else {
             return Ok(PreparedStep::default());
+        };
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf, s.buf, b.buf], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = self.infer(inputs)?.remove(0);
+        let what = format!("{} '{}'", self.op, self.name);
+        let planned = (|| self.dispatch(&x, required(inputs, 1)?, required(inputs, 2)?, caps))()
+            .map_err(|e| format!("{what}: {e}"))?;
+        Ok(planned.map(|d| step_plan(format!("{what}: {x:?}"), "one workgroup per group", &[d])))
+    }
+}
+
+impl GroupNormKernel {
+    /// The kernel at these shapes (`None` for an empty X): what `prepare` binds and `plan` reports.
+    fn dispatch(&self, x: &[u64], s: &[u64], b: &[u64], caps: &DeviceCaps) -> Result<Option<OpDispatch>, GpuError> {
+        let (groups, per_group) = self.geometry(x, s, b).map_err(GpuError::Invalid)?;
+        let elems: u64 = x.iter().product();
+        if elems == 0 {
+            return Ok(None);
         }
-        let (n, c) = (x.shape[0], x.shape[1]);
-        let spatial: u64 = x.shape[2..].iter().product();
-        to_u32("normalized elements", x.elems())?;
+        let (n, c) = (x[0], x[1]);
+        let spatial: u64 = x[2..].iter().product();
+        to_u32("normalized elements", elems)?;
         let params = GroupNormParams {
             rows: to_u32("normalized rows", n * groups)?,
             len: to_u32("normalized row", c / groups * spatial)?,
@@ -137,9 +159,7 @@ impl Kernel for GroupNormKernel {
             pad: 0,
         };
         let variant = ShaderVariant::Op(OpShader::new(GroupNormSource { ty: self.ty, threads: THREADS }));
-        let grid = grid(n * groups, cx.caps())?;
-        let bufs = [x.buf, s.buf, b.buf];
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &bufs, &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok(Some(OpDispatch::new(variant, &params, grid(n * groups, caps)?)))
     }
 }
 

@@ -17,6 +17,9 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
+use crate::ops::planned::{required, step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{
     check_f16, check_types, grid, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor,
 };
@@ -264,11 +267,40 @@ impl Kernel for NormKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, scale) = (io.input(0)?, io.input(1)?);
         let bias = if self.bias { Some(io.input(2)?) } else { None };
-        let g = self.geometry(x.shape, scale.shape, bias.map(|b| b.shape))?;
         let inputs: Vec<Tensor<'_>> = [x, scale].into_iter().chain(bias).collect();
         check_bindings(&inputs, cx.caps())?;
         check_bindings(&io.outputs, cx.caps())?;
-        let (threads, sg) = self.tuning.on(cx.caps())?;
+        let planned = self.dispatch(x.shape, scale.shape, bias.map(|b| b.shape), cx.caps())?;
+        let unused = if self.stats.is_some() { Some(cx.gpu.storage_buffer(16, "unused")?) } else { None };
+        let outs = self.output_buffers(io, unused.as_ref())?;
+        let inputs: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &inputs, &outs)?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        self.infer(inputs)?;
+        let what = format!("{} '{}'", self.op(), self.name);
+        let planned = (|| {
+            let bias = if self.bias { Some(required(inputs, 2)?) } else { None };
+            self.dispatch(required(inputs, 0)?, required(inputs, 1)?, bias, caps)
+        })()
+        .map_err(|e| format!("{what}: {e}"))?;
+        let line = format!("{what}: {:?}", required(inputs, 0).unwrap_or_default());
+        Ok(Some(step_plan(line, "one workgroup per row", &[planned])))
+    }
+}
+
+impl NormKernel {
+    /// The row kernel at these shapes: what `prepare` binds and `plan` reports.
+    fn dispatch(
+        &self,
+        x: &[u64],
+        scale: &[u64],
+        bias: Option<&[u64]>,
+        caps: &DeviceCaps,
+    ) -> Result<OpDispatch, GpuError> {
+        let g = self.geometry(x, scale, bias)?;
+        let (threads, sg) = self.tuning.on(caps)?;
         let source = NormSource {
             kind: self.kind,
             ty: self.ty,
@@ -280,13 +312,8 @@ impl Kernel for NormKernel {
             threads,
             skip: false,
         };
-        let unused = if self.stats.is_some() { Some(cx.gpu.storage_buffer(16, "unused")?) } else { None };
-        let outs = self.output_buffers(io, unused.as_ref())?;
-        let inputs: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
         let variant = ShaderVariant::Op(OpShader::new(source));
-        let grid = grid(u64::from(g.rows), cx.caps())?;
-        let params = self.params(&g)?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &inputs, &outs, bytemuck::bytes_of(&params), grid)?))
+        Ok(OpDispatch::new(variant, &self.params(&g)?, grid(u64::from(g.rows), caps)?))
     }
 }
 

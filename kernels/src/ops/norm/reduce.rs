@@ -14,6 +14,9 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{
     check_f16, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, WORKGROUP,
 };
@@ -242,15 +245,34 @@ impl Kernel for ReduceKernel {
             return Ok(PreparedStep::default());
         };
         check_bindings(&[x, y], cx.caps())?;
-        let plan = ReducePlan::new(x.shape, &mask)?;
+        let (planned, _) = self.dispatch(x.shape, &mask, cx.caps())?;
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let op = format!("Reduce{:?} '{}'", self.op, self.name);
+        let out = self.infer(inputs)?.remove(0);
+        let x = inputs.first().copied().flatten().unwrap_or_default();
+        let Some(mask) = self.mask(x.len()).map_err(|e| format!("{op}: {e}"))? else { return Ok(None) };
+        let (planned, row) = self.dispatch(x, &mask, caps).map_err(|e| format!("{op}: {e}"))?;
+        let tiling = if row { "one workgroup per output" } else { "one invocation per output" };
+        Ok(Some(step_plan(format!("{op}: {x:?} -> {out:?}"), tiling, &[planned])))
+    }
+}
+
+impl ReduceKernel {
+    /// The kernel reducing X of `shape` over `mask` and whether it runs a workgroup per
+    /// output: what `prepare` binds and `plan` reports.
+    fn dispatch(&self, shape: &[u64], mask: &[bool], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
+        let plan = ReducePlan::new(shape, mask)?;
         let params = plan.params(self.op, self.ty)?;
-        let (t, sg) = self.tuning.on(cx.caps())?;
+        let (t, sg) = self.tuning.on(caps)?;
         let row = plan.row();
         let (v4, sg) = (row && plan.reduced.first().is_some_and(|r| r.0 % 4 == 0), row && sg);
         let (threads, grid) =
-            if row { (Some(t), grid(plan.outputs, cx.caps())?) } else { (None, grid_for(plan.outputs, cx.caps())?) };
+            if row { (Some(t), grid(plan.outputs, caps)?) } else { (None, grid_for(plan.outputs, caps)?) };
         let variant = ShaderVariant::Op(OpShader::new(ReduceSource { op: self.op, ty: self.ty, threads, v4, sg }));
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok((OpDispatch::new(variant, &params, grid), row))
     }
 }
 

@@ -16,6 +16,9 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
+use crate::ops::planned::{required, step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
 use crate::runtime::GpuBuffer;
 use crate::shader::{OpShader, ShaderVariant};
@@ -219,18 +222,11 @@ impl Kernel for SkipNormKernel {
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
-        let hidden = self.hidden(&shapes).map_err(GpuError::Invalid)?;
         let (x, skip) = (io.input(0)?, io.input(1)?);
-        let elems = x.elems();
-        let n = to_u32("SkipLayerNormalization row length", hidden)?;
-        let rows = to_u32("SkipLayerNormalization rows", elems / hidden.max(1))?;
-        to_u32("SkipLayerNormalization elements", elems)?;
         let given: Vec<Tensor<'_>> = io.inputs.iter().flatten().copied().collect();
         check_bindings(&given, cx.caps())?;
         check_bindings(&io.outputs, cx.caps())?;
-        let (threads, sg) = self.tuning.on(cx.caps())?;
-        let v4 = n % 4 == 0;
-        let source = Self::source(self.kind, self.ty, self.beta, v4, sg, threads);
+        let planned = self.dispatch(&shapes, cx.caps())?;
         // Stand-ins for an omitted bias and omitted outputs: each its own buffer (no binding
         // aliases another), never read or written.
         let spare: Vec<GpuBuffer> =
@@ -247,17 +243,40 @@ impl Kernel for SkipNormKernel {
             let buf = if self.outputs[k] { listed.next() } else { Some(&spare[k.max(1)]) };
             outs.push(buf.ok_or_else(|| GpuError::Internal(format!("output {k} is not bound")))?);
         }
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &inputs, &outs)?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = self.infer(inputs)?.remove(0);
+        let what = format!("{} '{}'", self.op(), self.name);
+        let planned = self.dispatch(inputs, caps).map_err(|e| format!("{what}: {e}"))?;
+        Ok(Some(step_plan(format!("{what}: {x:?}"), "one workgroup per row", &[planned])))
+    }
+}
+
+impl SkipNormKernel {
+    /// The row kernel (x + skip + bias in its loads) at these input shapes: what `prepare`
+    /// binds and `plan` reports.
+    fn dispatch(&self, shapes: &[Option<&[u64]>], caps: &DeviceCaps) -> Result<OpDispatch, GpuError> {
+        let hidden = self.hidden(shapes).map_err(GpuError::Invalid)?;
+        let elems: u64 = required(shapes, 0)?.iter().product();
+        let skip_elems: u64 = required(shapes, 1)?.iter().product();
+        let n = to_u32("SkipLayerNormalization row length", hidden)?;
+        let rows = to_u32("SkipLayerNormalization rows", elems / hidden.max(1))?;
+        to_u32("SkipLayerNormalization elements", elems)?;
+        let (threads, sg) = self.tuning.on(caps)?;
+        let v4 = n % 4 == 0;
+        let source = Self::source(self.kind, self.ty, self.beta, v4, sg, threads);
         let flags = u32::from(self.outputs[1])
             | (u32::from(self.outputs[2]) << 1)
             | (u32::from(self.outputs[3]) << 2)
             | (u32::from(self.bias) << 3);
-        let skip_len = to_u32("skip elements", skip.elems())? / if v4 { 4 } else { 1 };
+        let skip_len = to_u32("skip elements", skip_elems)? / if v4 { 4 } else { 1 };
         let mut params = NormParams::zeroed();
         (params.rows, params.n, params.eps, params.flags) = (rows, n, self.epsilon, flags);
         params.pad[0] = skip_len;
         let variant = ShaderVariant::Op(OpShader::new(source));
-        let grid = grid(u64::from(rows), cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &inputs, &outs, bytemuck::bytes_of(&params), grid)?))
+        Ok(OpDispatch::new(variant, &params, grid(u64::from(rows), caps)?))
     }
 }
 

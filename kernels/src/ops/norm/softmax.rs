@@ -14,6 +14,9 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{
     check_f16, check_types, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep,
     WORKGROUP,
@@ -134,8 +137,24 @@ impl Kernel for SoftmaxKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, y) = (io.input(0)?, io.output(0)?);
         check_bindings(&[x, y], cx.caps())?;
-        let [outer, n, inner] = self.geometry(x.shape).map_err(GpuError::Invalid)?;
-        to_u32("Softmax elements", x.elems())?;
+        let (planned, _) = self.dispatch(x.shape, cx.caps())?;
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let x = self.infer(inputs)?.remove(0);
+        let (planned, row) = self.dispatch(&x, caps).map_err(|e| format!("{} '{}': {e}", self.op(), self.name))?;
+        let tiling = if row { "one workgroup per row" } else { "one invocation per row" };
+        Ok(Some(step_plan(format!("{} '{}': {x:?}", self.op(), self.name), tiling, &[planned])))
+    }
+}
+
+impl SoftmaxKernel {
+    /// The kernel for X of `shape` and whether it runs a workgroup per row: what `prepare`
+    /// binds and `plan` reports.
+    fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
+        let [outer, n, inner] = self.geometry(shape).map_err(GpuError::Invalid)?;
+        to_u32("Softmax elements", shape.iter().product())?;
         let row = inner == 1 && n >= ROW_MIN;
         let count = if row { outer } else { outer * inner };
         let params = SoftmaxParams {
@@ -144,12 +163,11 @@ impl Kernel for SoftmaxKernel {
             inner: to_u32("Softmax inner size", inner)?,
             count: to_u32("Softmax rows", count)?,
         };
-        let (t, sg) = self.tuning.on(cx.caps())?;
-        let (threads, grid) =
-            if row { (Some(t), grid(count, cx.caps())?) } else { (None, grid_for(count, cx.caps())?) };
+        let (t, sg) = self.tuning.on(caps)?;
+        let (threads, grid) = if row { (Some(t), grid(count, caps)?) } else { (None, grid_for(count, caps)?) };
         let (v4, sg) = (row && n % 4 == 0, row && sg);
         let variant = ShaderVariant::Op(OpShader::new(SoftmaxSource { log: self.log, ty: self.ty, threads, v4, sg }));
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok((OpDispatch::new(variant, &params, grid), row))
     }
 }
 

@@ -10,7 +10,10 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, input_type, packed, MAX_DIMS};
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{
     check_f16, check_types, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep,
 };
@@ -167,11 +170,30 @@ impl Kernel for PadKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, y) = (io.input(0)?, io.output(0)?);
         check_bindings(&[x, y], cx.caps())?;
-        let count = y.elems();
-        if count == 0 {
+        let Some(planned) = self.dispatch(x.shape, y.shape, cx.caps())? else {
             return Ok(PreparedStep::default());
+        };
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let y = self.infer(inputs)?.remove(0);
+        let x = inputs.first().copied().flatten().unwrap_or_default();
+        let planned = self.dispatch(x, &y, caps).map_err(|e| format!("Pad '{}': {e}", self.name))?;
+        let line = format!("Pad '{}' ({:?}): {x:?} -> {y:?}", self.name, self.mode);
+        Ok(planned.map(|d| step_plan(line, "one invocation per output element", &[d])))
+    }
+}
+
+impl PadKernel {
+    /// The kernel padding X of `x` into Y of `y` (`None` when Y is empty): what `prepare`
+    /// binds and `plan` reports.
+    fn dispatch(&self, x: &[u64], y: &[u64], caps: &DeviceCaps) -> Result<Option<OpDispatch>, GpuError> {
+        let count: u64 = y.iter().product();
+        if count == 0 {
+            return Ok(None);
         }
-        let (begin, _) = self.per_axis(x.shape.len()).map_err(GpuError::Invalid)?;
+        let (begin, _) = self.per_axis(x.len()).map_err(GpuError::Invalid)?;
         let dims = |s: &[u64]| s.iter().map(|&d| to_u32("Pad dimension", d)).collect::<Result<Vec<_>, _>>();
         let begin: Vec<u32> = begin
             .iter()
@@ -182,14 +204,13 @@ impl Kernel for PadKernel {
             })
             .collect::<Result<_, _>>()?;
         let params = PadParams {
-            head: [to_u32("Pad output elements", count)?, x.shape.len() as u32, self.mode as u32, self.value],
-            out_shape: packed(&dims(y.shape)?)?,
-            in_shape: packed(&dims(x.shape)?)?,
+            head: [to_u32("Pad output elements", count)?, x.len() as u32, self.mode as u32, self.value],
+            out_shape: packed(&dims(y)?)?,
+            in_shape: packed(&dims(x)?)?,
             begin: packed(&begin)?,
         };
         let variant = ShaderVariant::Op(OpShader::new(PadSource { ty: self.ty }));
-        let grid = grid_for(count, cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok(Some(OpDispatch::new(variant, &params, grid_for(count, caps)?)))
     }
 }
 

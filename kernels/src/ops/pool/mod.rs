@@ -16,7 +16,10 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, float_types, input_type};
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
@@ -133,22 +136,33 @@ impl Kernel for PoolKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, y) = (io.input(0)?, io.output(0)?);
         check_bindings(&[x, y], cx.caps())?;
-        let g = self.geometry(x.shape).map_err(GpuError::Invalid)?;
-        to_u32("pool input elements", x.elems())?;
+        let (planned, _) = self.dispatch(x.shape, cx.caps())?;
+        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let out = self.infer(inputs)?.remove(0);
+        let x = inputs.first().copied().flatten().unwrap_or_default();
+        let what = format!("{} '{}'", self.op(), self.name);
+        let (planned, rows) = self.dispatch(x, caps).map_err(|e| format!("{what}: {e}"))?;
+        let tiling = if rows { "one workgroup per plane" } else { "one invocation per output" };
+        Ok(Some(step_plan(format!("{what}: {x:?} -> {out:?}"), tiling, &[planned])))
+    }
+}
+
+impl PoolKernel {
+    /// The kernel pooling X of `shape` and whether it runs a workgroup per plane (a global
+    /// pool over large planes): what `prepare` binds and `plan` reports.
+    fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
+        let g = self.geometry(shape).map_err(GpuError::Invalid)?;
+        to_u32("pool input elements", shape.iter().product())?;
         let count = g.out_elems();
         let plane = g.window();
         if self.attrs.global && plane >= GLOBAL_ROW_MIN {
             let params = [to_u32("pool planes", g.planes)?, to_u32("pool plane", plane)?, 0, 0];
             let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS) };
             let variant = ShaderVariant::Op(OpShader::new(source));
-            let grid = grid(g.planes, cx.caps())?;
-            return Ok(PreparedStep::one(cx.gpu.prepare_op(
-                &variant,
-                &[x.buf],
-                &[y.buf],
-                bytemuck::bytes_of(&params),
-                grid,
-            )?));
+            return Ok((OpDispatch::new(variant, &params, grid(g.planes, caps)?), true));
         }
         let v4 = |a: [u32; 3]| [a[0], a[1], a[2], 0];
         let params = PoolParams {
@@ -156,8 +170,7 @@ impl Kernel for PoolKernel {
             axes: [v4(g.input), v4(g.out), v4(g.kernel), v4(g.stride), v4(g.dilation), v4(g.pad_begin), v4(g.pad_end)],
         };
         let variant = ShaderVariant::Op(OpShader::new(PoolSource { max: self.max, ty: self.ty, threads: None }));
-        let grid = grid_for(count, cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok((OpDispatch::new(variant, &params, grid_for(count, caps)?), false))
     }
 }
 

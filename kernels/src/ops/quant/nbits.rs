@@ -11,10 +11,13 @@ use super::source::{NbitsKind, NbitsSource, ZeroPoints, GEMV_ROWS};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
-use crate::gemm::{broadcast_layout, plan_gemm, GemmProblem};
+use crate::gemm::{broadcast_layout, plan_gemm, GemmOptions, GemmPlan, GemmProblem};
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::float_types;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{check_f16, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
 use crate::runtime::{GemmBindings, GpuBuffer};
 use crate::shader::{OpShader, ShaderVariant};
@@ -311,11 +314,48 @@ impl Kernel for NbitsKernel {
             bias: if self.bias { Some(io.input(BIAS)?.buf) } else { None },
             y: io.output(0)?.buf,
         };
-        match self.kind(m, cx.caps()) {
-            NbitsKind::Dequant => self.prepare_dequant(cx, &ops, m),
-            kind => self.prepare_direct(cx, &ops, m, kind),
+        match self.route(m, cx.caps(), &cx.options.gemm)? {
+            Route::Direct(kind, planned) => {
+                let spare = cx.gpu.storage_buffer(16, "unused bias")?;
+                let inputs: Vec<&GpuBuffer> =
+                    [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(&spare)]).collect();
+                let d = planned.bind(cx.gpu, &inputs, &[ops.y])?;
+                let line = format!("MatMulNBits '{}': {kind:?}, M {m}", self.name);
+                Ok(PreparedStep { dispatches: vec![d], plan: Some(line) })
+            }
+            Route::Dequant(dequant, gemm) => self.prepare_dequant(cx, &ops, &dequant, &gemm),
         }
     }
+
+    fn plan(
+        &self,
+        inputs: &[Option<&[u64]>],
+        caps: &DeviceCaps,
+        options: &ExecOptions,
+    ) -> Result<Option<StepPlan>, String> {
+        let out = self.infer(inputs)?.remove(0);
+        let m = inputs.first().copied().flatten().unwrap_or_default().iter().product::<u64>() / self.k.max(1);
+        let what = format!("MatMulNBits '{}'", self.name);
+        let route = self.route(m, caps, &options.gemm).map_err(|e| format!("{what}: {e}"))?;
+        let line = format!("{what}: M={m} N={} K={} {}-bit -> {out:?}", self.n, self.k, self.bits);
+        Ok(Some(match route {
+            Route::Direct(kind, planned) => step_plan(line, format!("{kind:?}"), &[planned]),
+            Route::Dequant(dequant, gemm) => {
+                let when = if self.weights_constant { "once" } else { "per run" };
+                let mut plan = step_plan(line, format!("Dequant ({when}), GEMM {:?}", gemm.tiling), &[dequant]);
+                plan.dispatches.extend(gemm.steps.iter().map(|s| (s.variant.name(), s.grid)));
+                plan
+            }
+        }))
+    }
+}
+
+/// How a MatMulNBits step runs at one M: what `prepare` binds and `plan` reports.
+enum Route {
+    /// The GEMV or tiled kernel: one dispatch reading the packed weights.
+    Direct(NbitsKind, OpDispatch),
+    /// B dequantised into a `[N, K]` buffer, then the GEMM engine's plan.
+    Dequant(OpDispatch, GemmPlan),
 }
 
 /// The buffers a MatMulNBits step binds.
@@ -329,34 +369,37 @@ struct Operands<'a> {
 }
 
 impl NbitsKernel {
-    /// The GEMV or tiled kernel: one dispatch reading the packed weights.
-    fn prepare_direct(
-        &self,
-        cx: &PrepareCx<'_>,
-        ops: &Operands<'_>,
-        m: u64,
-        kind: NbitsKind,
-    ) -> Result<PreparedStep, GpuError> {
-        let spare = cx.gpu.storage_buffer(16, "unused bias")?;
-        let inputs: Vec<&GpuBuffer> =
-            [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(&spare)]).collect();
-        let groups = match kind {
-            NbitsKind::Gemv => self.n * m.div_ceil(u64::from(GEMV_ROWS)),
-            _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
-        };
+    /// The dispatches for `m` rows of A on `caps`.
+    fn route(&self, m: u64, caps: &DeviceCaps, options: &GemmOptions) -> Result<Route, GpuError> {
         let params = self.params(m)?;
-        let grid = grid(groups, cx.caps())?;
-        let d = cx.gpu.prepare_op(&self.source(kind), &inputs, &[ops.y], bytemuck::bytes_of(&params), grid)?;
-        Ok(PreparedStep { dispatches: vec![d], plan: Some(format!("MatMulNBits '{}': {kind:?}, M {m}", self.name)) })
+        let kind = self.kind(m, caps);
+        if kind != NbitsKind::Dequant {
+            let groups = match kind {
+                NbitsKind::Gemv => self.n * m.div_ceil(u64::from(GEMV_ROWS)),
+                _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
+            };
+            return Ok(Route::Direct(kind, OpDispatch::new(self.source(kind), &params, grid(groups, caps)?)));
+        }
+        let grid = grid_for(self.n * u64::from(params.col_words), caps)?;
+        let dequant = OpDispatch::new(self.source(NbitsKind::Dequant), &params, grid);
+        let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
+        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
+        if self.bias {
+            problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
+        }
+        Ok(Route::Dequant(dequant, plan_gemm(&problem, caps, options)?))
     }
 
     /// B dequantised into a `[N, K]` scratch buffer, then the GEMM engine with it as a
     /// transposed B (and the bias in its epilogue).
-    fn prepare_dequant(&self, cx: &PrepareCx<'_>, ops: &Operands<'_>, m: u64) -> Result<PreparedStep, GpuError> {
-        let params = self.params(m)?;
+    fn prepare_dequant(
+        &self,
+        cx: &PrepareCx<'_>,
+        ops: &Operands<'_>,
+        dequant: &OpDispatch,
+        plan: &GemmPlan,
+    ) -> Result<PreparedStep, GpuError> {
         let inputs: Vec<&GpuBuffer> = [ops.b, ops.scales].into_iter().chain(ops.zp).collect();
-        let grid = grid_for(self.n * u64::from(params.col_words), cx.caps())?;
-        let variant = self.source(NbitsKind::Dequant);
         let mut dispatches = Vec::new();
         let w = if self.weights_constant {
             // Constant weights: dequantised once, on the first prepare (queued before any run
@@ -366,24 +409,18 @@ impl NbitsKernel {
                 Some(w) => w.clone(),
                 None => {
                     let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
-                    let once = cx.gpu.prepare_op(&variant, &inputs, &[&w], bytemuck::bytes_of(&params), grid)?;
+                    let once = dequant.bind(cx.gpu, &inputs, &[&w])?;
                     cx.gpu.run(&[&once])?;
                     slot.insert(w).clone()
                 }
             }
         } else {
             let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
-            dispatches.push(cx.gpu.prepare_op(&variant, &inputs, &[&w], bytemuck::bytes_of(&params), grid)?);
+            dispatches.push(dequant.bind(cx.gpu, &inputs, &[&w])?);
             w
         };
-        let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
-        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
-        if self.bias {
-            problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
-        }
-        let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
         let bindings = GemmBindings { a: ops.a, b: &w, bias: ops.bias, out: ops.y };
-        dispatches.extend(cx.gpu.prepare_gemm(&plan, bindings)?);
+        dispatches.extend(cx.gpu.prepare_gemm(plan, bindings)?);
         let line = format!("MatMulNBits '{}': dequantised B, GEMM {:?}", self.name, plan.tiling);
         Ok(PreparedStep { dispatches, plan: Some(line) })
     }

@@ -11,7 +11,10 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, float_types, input_type, packed, MAX_DIMS};
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::StepPlan;
 use crate::ops::{
     check_f16, check_types, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep,
 };
@@ -220,9 +223,25 @@ impl Kernel for ResizeKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, y) = (io.input(0)?, io.output(0)?);
         check_bindings(&[x, y], cx.caps())?;
-        let (out, scales) = self.geometry(x.shape).map_err(GpuError::Invalid)?;
+        Ok(PreparedStep::one(self.dispatch(x.shape, cx.caps())?.bind(cx.gpu, &[x.buf], &[y.buf])?))
+    }
+
+    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+        let out = self.infer(inputs)?.remove(0);
+        let x = inputs.first().copied().flatten().unwrap_or_default();
+        let planned = self.dispatch(x, caps).map_err(|e| format!("Resize '{}': {e}", self.name))?;
+        let mode = if self.linear { "linear" } else { "nearest" };
+        let line = format!("Resize '{}' ({mode}): {x:?} -> {out:?}", self.name);
+        Ok(Some(step_plan(line, "one invocation per output element", &[planned])))
+    }
+}
+
+impl ResizeKernel {
+    /// The kernel resizing X of `x`: what `prepare` binds and `plan` reports.
+    fn dispatch(&self, x: &[u64], caps: &DeviceCaps) -> Result<OpDispatch, GpuError> {
+        let (out, scales) = self.geometry(x).map_err(GpuError::Invalid)?;
         let dims = |s: &[u64]| s.iter().map(|&d| to_u32("Resize dimension", d)).collect::<Result<Vec<_>, _>>();
-        let count = y.elems();
+        let count: u64 = out.iter().product();
         let mut s = [[0f32; 4]; 2];
         for (i, &v) in scales.iter().enumerate() {
             s[i / 4][i % 4] = v;
@@ -230,7 +249,7 @@ impl Kernel for ResizeKernel {
         let params = ResizeParams {
             head: [
                 to_u32("Resize output elements", count)?,
-                x.shape.len() as u32,
+                x.len() as u32,
                 u32::from(self.linear),
                 self.coordinates,
                 self.nearest,
@@ -238,13 +257,12 @@ impl Kernel for ResizeKernel {
                 0,
                 0,
             ],
-            in_shape: packed(&dims(x.shape)?)?,
+            in_shape: packed(&dims(x)?)?,
             out_shape: packed(&dims(&out)?)?,
             scales: s,
         };
         let variant = ShaderVariant::Op(OpShader::new(ResizeSource { ty: self.ty }));
-        let grid = grid_for(count, cx.caps())?;
-        Ok(PreparedStep::one(cx.gpu.prepare_op(&variant, &[x.buf], &[y.buf], bytemuck::bytes_of(&params), grid)?))
+        Ok(OpDispatch::new(variant, &params, grid_for(count, caps)?))
     }
 }
 
