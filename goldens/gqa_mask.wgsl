@@ -17,8 +17,8 @@ struct Params {
     total: u32,
     window: i32,
     code: u32,
-    pad0: u32,
-    pad1: u32,
+    eps: f32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> seqlens: array<i32>;

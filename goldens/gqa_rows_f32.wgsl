@@ -17,8 +17,8 @@ struct Params {
     total: u32,
     window: i32,
     code: u32,
-    pad0: u32,
-    pad1: u32,
+    eps: f32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> src: array<f32>;
@@ -26,17 +26,35 @@ struct Params {
 @group(0) @binding(2) var<storage, read> seqlens: array<i32>;
 @group(0) @binding(3) var<storage, read> cos_cache: array<f32>;
 @group(0) @binding(4) var<storage, read> sin_cache: array<f32>;
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;
-@group(0) @binding(6) var<storage, read_write> status: array<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> norm: array<f32>;
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;
+@group(0) @binding(7) var<storage, read_write> status: array<u32>;
+@group(0) @binding(8) var<uniform> p: Params;
+
+// Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
+fn load(base: u32, i: u32, inv: f32) -> f32 {
+    if ((p.flags & 16u) == 0u) {
+        return f32(src[base + i]);
+    }
+    return f32(f32(f32(src[base + i]) * inv * f32(norm[i])));
+}
 
 // Element i of head h of new token s of batch b, rotated to `position` when half > 0.
 fn new_element(b: u32, s: u32, h: u32, i: u32, position: u32) -> f32 {
     let base = (b * p.seq + s) * p.row + p.offset + h * p.d;
-    let x = src[base + i];
+    var inv = 1.0;
+    if ((p.flags & 16u) != 0u) {
+        var sum = 0.0;
+        for (var k = 0u; k < p.d; k++) {
+            let v = f32(src[base + k]);
+            sum += v * v;
+        }
+        inv = inverseSqrt(sum / f32(p.d) + p.eps);
+    }
+    let x = load(base, i, inv);
     let rot = 2u * p.half;
     if (i >= rot) {
-        return x;
+        return f32(x);
     }
     var c: u32;
     var sign: f32;
@@ -51,7 +69,7 @@ fn new_element(b: u32, s: u32, h: u32, i: u32, position: u32) -> f32 {
         j = (i + p.half) % rot;
     }
     let k = position * p.half + c;
-    return f32(f32(x) * f32(cos_cache[k]) + sign * f32(src[base + j]) * f32(sin_cache[k]));
+    return f32(x * f32(cos_cache[k]) + sign * load(base, j, inv) * f32(sin_cache[k]));
 }
 
 @compute @workgroup_size(256)

@@ -221,3 +221,45 @@ def test_gqa_bad_seqlens_fail_the_run(make_session):
     feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, 8, [40], 9)
     with pytest.raises(Exception, match="GroupQueryAttention|check"):
         make_session(model, OURS).run(None, feeds)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("past", [None, 9])
+def test_gqa_qk_norm_matches_unfused_norms_on_cpu(make_session, run_cpu, dtype, past):
+    """Qwen3's per-head RMS norms of Q and K (q_norm_weight, k_norm_weight), which ONNX Runtime's CPU EP does not run
+    inside GroupQueryAttention: the reference is SimplifiedLayerNormalization over each head, then GQA, on the CPU."""
+    b, s, heads, kv_heads, d = 1, 6, 4, 2, 64
+    seqlens, total = ([s - 1], s) if past is None else ([past + s - 1], past + s)
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=True, half=32)
+    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=True, half=32)
+    feeds["q_norm"] = rng.uniform(0.5, 1.5, d).astype(dtype)
+    feeds["k_norm"] = rng.uniform(0.5, 1.5, d).astype(dtype)
+    gqa = model.graph.node[0]
+    names = list(gqa.input) + [""] * (14 - len(gqa.input))
+    del gqa.input[:]
+    gqa.input.extend(names + ["q_norm", "k_norm"])
+    gqa.attribute.append(helper.make_attribute("qk_norm_epsilon", 1e-5))
+    model.graph.input.extend([vi("q_norm", dtype, [d]), vi("k_norm", dtype, [d])])
+    got = make_session(model, OURS).run(None, feeds)
+
+    ref = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=True, half=32)
+    g = ref.graph
+    g.input.extend([vi("q_norm", dtype, [d]), vi("k_norm", dtype, [d])])
+    g.initializer.extend([helper.make_tensor("heads4", TensorProto.INT64, [4], [b, s, -1, d]),
+                          helper.make_tensor("flat3", TensorProto.INT64, [3], [b, s, -1])])
+    pre = []
+    for x, w in (("query", "q_norm"), ("key", "k_norm")):
+        pre += [helper.make_node("Reshape", [x, "heads4"], [f"{x}_4d"]),
+                helper.make_node("SimplifiedLayerNormalization", [f"{x}_4d", w], [f"{x}_n"], axis=-1, epsilon=1e-5),
+                helper.make_node("Reshape", [f"{x}_n", "flat3"], [f"{x}_normed"])]
+    node = g.node[0]
+    node.input[0], node.input[1] = "query_normed", "key_normed"
+    g.node.insert(0, pre[5])
+    for n in reversed(pre[:5]):
+        g.node.insert(0, n)
+    want = run_cpu(ref, feeds)
+    for name, x, w in zip(["output", "present_key", "present_value"], got, want):
+        assert x.shape == w.shape
+        assert rel_err(x, w) <= 2 * TOL[dtype], f"{name}: {rel_err(x, w)} (seed {seed})"

@@ -249,6 +249,22 @@ fn llm() -> Vec<Case> {
         vec![val("y", F32, &[2, 5, 96])],
         vec![("num_heads", Attr::Int(3)), ("rotary_embedding_dim", Attr::Int(24))],
     ));
+    let i32v = |name: &str, shape: &[u64]| Some(val(name, ElemType::I32, shape));
+    let gqa = ms(node(
+        "GroupQueryAttention",
+        1,
+        vec![
+            v("q", &[1, 37, 256]),
+            v("k", &[1, 37, 128]),
+            v("v", &[1, 37, 128]),
+            None,
+            None,
+            i32v("seqlens", &[1]),
+            i32v("total", &[]),
+        ],
+        vec![val("y", F32, &[1, 37, 256]), val("pk", F32, &[1, 2, 37, 64]), val("pv", F32, &[1, 2, 37, 64])],
+        vec![("num_heads", Attr::Int(4)), ("kv_num_heads", Attr::Int(2))],
+    ));
     let nbits_shapes: &[&[u64]] = &[&[40, k], &b.shape, &scales.shape];
     vec![
         case(attention(F32), &[decode, long]),
@@ -256,6 +272,7 @@ fn llm() -> Vec<Case> {
         case(mha, &[]),
         case(nbits, &[nbits_shapes]),
         case(rotary, &[]),
+        case(gqa, &[]),
     ]
 }
 
@@ -373,7 +390,14 @@ fn assert_binds_plan(kernel: &dyn Kernel, node: &Node, shapes: &[Option<Vec<u64>
         gpu.storage_buffer((s.iter().product::<u64>() * ty.size()).max(4), "plan test").unwrap()
     };
     let ins: Vec<Option<GpuBuffer>> = refs.iter().zip(&types).map(|(s, &ty)| s.map(|s| buffer(s, ty))).collect();
-    let out_shapes = kernel.infer(&refs).unwrap();
+    // A step that reads values (GroupQueryAttention's total length): the plan's assumption
+    // without a past, as many tokens as the query has.
+    let out_shapes = if kernel.value_inputs().is_empty() {
+        kernel.infer(&refs).unwrap()
+    } else {
+        let total = [refs[0].map_or(0, |q| q[1] as i64)];
+        kernel.infer_values(&refs, &[Some(&total)]).unwrap()
+    };
     let outs: Vec<GpuBuffer> = out_shapes.iter().zip(&out_types).map(|(s, &ty)| buffer(s, ty)).collect();
     let inputs = ins.iter().zip(&refs).zip(&types);
     let outputs = outs.iter().zip(&out_shapes).zip(&out_types);

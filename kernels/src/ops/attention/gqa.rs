@@ -2,7 +2,8 @@
 //! attention of `num_heads` query heads over `kv_num_heads` K/V heads, a KV cache
 //! (`past_key`/`past_value` in, `present_key`/`present_value` out, `[B, H_kv, T, D]`, the buffer
 //! shared when ORT binds both to one), rotary embedding of Q and K (`do_rotary`, cos/sin caches),
-//! `local_window_size`, packed QKV. Per batch, `seqlens_k[b] + 1` keys are valid; the new tokens
+//! `local_window_size`, packed QKV, per-head RMS norms of Q and K (`q_norm_weight`,
+//! `k_norm_weight`: Qwen3). Per batch, `seqlens_k[b] + 1` keys are valid; the new tokens
 //! follow the cached ones. `total_sequence_length` sizes the present cache
 //! (`max(total, past length)`), so its value is read on the host ([`Kernel::value_inputs`]).
 //!
@@ -21,9 +22,10 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
+use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, input_type};
-use crate::ops::{check_f16, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
-use crate::runtime::GpuBuffer;
+use crate::ops::planned::{step_plan, OpDispatch};
+use crate::ops::{check_f16, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan, Tensor};
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
 pub struct GroupQueryAttentionDef;
@@ -98,6 +100,9 @@ pub struct GqaKernel {
     pub window: i64,
     pub rotary: bool,
     pub interleaved: bool,
+    /// Per-head RMS norm of Q and of K (inputs `q_norm_weight`, `k_norm_weight`) and their epsilons.
+    pub q_norm: Option<f32>,
+    pub k_norm: Option<f32>,
     /// Which flash kernel runs prefill (tests force the emulated tensor-core one).
     pub engine: Engine,
 }
@@ -119,8 +124,6 @@ impl GqaKernel {
             (11, "head_sink"),
             (12, "k_scale"),
             (13, "v_scale"),
-            (14, "q_norm_weight"),
-            (15, "k_norm_weight"),
             (16, "query_seqlens"),
         ];
         for (i, what) in extra {
@@ -144,6 +147,9 @@ impl GqaKernel {
             return Err(format!("num_heads {heads} is not a multiple of kv_num_heads {kv_heads}"));
         }
         let rotary = node.int("do_rotary").unwrap_or(0) != 0;
+        let eps = node.float("qk_norm_epsilon").unwrap_or(1e-6);
+        let q_norm = present(node, 14).then(|| node.float("q_norm_epsilon").unwrap_or(eps));
+        let k_norm = present(node, 15).then(|| node.float("k_norm_epsilon").unwrap_or(eps));
         if rotary && !(present(node, 7) && present(node, 8)) {
             return Err("GroupQueryAttention with do_rotary needs cos_cache and sin_cache".into());
         }
@@ -156,6 +162,8 @@ impl GqaKernel {
             window: node.int("local_window_size").unwrap_or(-1),
             rotary,
             interleaved: node.int("rotary_interleaved").unwrap_or(0) != 0,
+            q_norm,
+            k_norm,
             engine: Engine::Auto,
         })
     }
@@ -212,6 +220,11 @@ impl GqaKernel {
                 return Err(self.err(format!("past_key {k:?} and past_value {v:?} must be {want}")));
             }
         };
+        for (i, on) in [(14, self.q_norm.is_some()), (15, self.k_norm.is_some())] {
+            if on && get(i) != Some(&[d][..]) {
+                return Err(self.err(format!("norm weights {:?} must be [{d}]", get(i))));
+            }
+        }
         if get(5).is_none_or(|k| k.iter().product::<u64>() != batch) {
             return Err(self.err(format!("seqlens_k {:?} must hold {batch} lengths", get(5))));
         }
@@ -279,7 +292,8 @@ struct PrepParams {
     total: u32,
     window: i32,
     code: u32,
-    pad: [u32; 2],
+    eps: f32,
+    pad: u32,
 }
 
 /// One preparation kernel: what changes its text.
@@ -347,8 +361,38 @@ impl GqaKernel {
             total: to_u32("GroupQueryAttention elements", g.batch * heads * rows * g.d)?,
             window: i32::try_from(self.window.max(-1)).unwrap_or(i32::MAX),
             code: 0,
-            pad: [0; 2],
+            eps: 0.0,
+            pad: 0,
         })
+    }
+}
+
+impl GqaKernel {
+    /// The preparation dispatches at `g`: rows of Q, of the present K and V, and the mask words.
+    fn prep_dispatches(&self, g: &GqaGeometry, caps: &DeviceCaps, code: u32) -> Result<[OpDispatch; 4], GpuError> {
+        let rows = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: self.ty, mask: false }));
+        let (qd, kd) = (self.heads * g.d, self.kv_heads * g.d);
+        let (k_off, v_off) = if g.packed { (qd, qd + kd) } else { (0, 0) };
+        let stage =
+            |query: bool, heads: u64, offset: u64, rotate: bool, norm: Option<f32>| -> Result<OpDispatch, GpuError> {
+                let mut params = self.rows_params(g, query, heads, offset, rotate)?;
+                params.code = code;
+                if let Some(eps) = norm {
+                    params.flags |= 16;
+                    params.eps = eps;
+                }
+                Ok(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total), caps)?))
+            };
+        let words = (g.batch * g.seq * g.present).div_ceil(4);
+        let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
+        params.total = to_u32("GroupQueryAttention mask words", words)?;
+        let mask = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }));
+        Ok([
+            stage(true, self.heads, 0, self.rotary, self.q_norm)?,
+            stage(false, self.kv_heads, k_off, self.rotary, self.k_norm)?,
+            stage(false, self.kv_heads, v_off, false, None)?,
+            OpDispatch::new(mask, &params, grid_for(words, caps)?),
+        ])
     }
 }
 
@@ -375,6 +419,30 @@ impl Kernel for GqaKernel {
         true
     }
 
+    /// Without the value of total_sequence_length, the present cache is taken as long as the past
+    /// (genai's shared buffer), or as the new tokens without a past.
+    fn plan(
+        &self,
+        inputs: &[Option<&[u64]>],
+        caps: &DeviceCaps,
+        options: &ExecOptions,
+    ) -> Result<Option<StepPlan>, String> {
+        let mut g = self.geometry(inputs)?;
+        g.present = if g.past > 0 { g.past } else { g.seq };
+        let prep = self.prep_dispatches(&g, caps, 0).map_err(|e| self.err(e))?;
+        let q = [g.batch, g.seq, self.heads * g.d];
+        let kv = [g.batch, self.kv_heads, g.present, g.d];
+        let m = [g.batch, 1, g.seq, g.present];
+        let flash = self.flash().plan(&[Some(&q), Some(&kv), Some(&kv), Some(&m)], caps, options)?;
+        let mut plan = step_plan(String::new(), "", &prep);
+        if let Some(f) = flash {
+            plan.line = format!("{} (present length {})", f.line, g.present);
+            plan.tiling = f.tiling;
+            plan.dispatches.extend(f.dispatches);
+        }
+        Ok(Some(plan))
+    }
+
     fn check_message(&self) -> &'static str {
         "seqlens_k asks for more keys than the caches hold (past/present length, or cos/sin cache rows)"
     }
@@ -399,29 +467,17 @@ impl Kernel for GqaKernel {
             cx.gpu.storage_buffer(g.batch * g.seq * self.heads * g.d * self.ty.size(), "GroupQueryAttention Q")?;
         let mask =
             cx.gpu.storage_buffer((g.batch * g.seq * g.present).next_multiple_of(4), "GroupQueryAttention mask")?;
-        let rows = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: self.ty, mask: false }));
-        let (qd, kd) = (self.heads * g.d, self.kv_heads * g.d);
+        let [q_rows, k_rows, v_rows, mask_words] = self.prep_dispatches(&g, cx.caps(), cx.status_code)?;
         let key_src = if g.packed { query.buf } else { buf(1) };
         let value_src = if g.packed { query.buf } else { buf(2) };
-        let (k_off, v_off) = if g.packed { (qd, qd + kd) } else { (0, 0) };
-        let stages: [(&GpuBuffer, &GpuBuffer, &GpuBuffer, PrepParams); 3] = [
-            (query.buf, &spare, &q_tmp, self.rows_params(&g, true, self.heads, 0, self.rotary)?),
-            (key_src, buf(3), present_k.buf, self.rows_params(&g, false, self.kv_heads, k_off, self.rotary)?),
-            (value_src, buf(4), present_v.buf, self.rows_params(&g, false, self.kv_heads, v_off, false)?),
+        let rows_in = |src, past, norm| [src, past, seqlens.buf, buf(7), buf(8), norm];
+        let mut dispatches = vec![
+            q_rows.bind(cx.gpu, &rows_in(query.buf, &spare, buf(14)), &[&q_tmp, cx.status])?,
+            k_rows.bind(cx.gpu, &rows_in(key_src, buf(3), buf(15)), &[present_k.buf, cx.status])?,
+            v_rows.bind(cx.gpu, &rows_in(value_src, buf(4), &spare), &[present_v.buf, cx.status])?,
+            mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
         ];
-        let mut dispatches = Vec::new();
-        for (src, past, dst, mut params) in stages {
-            params.code = cx.status_code;
-            let inputs = [src, past, seqlens.buf, buf(7), buf(8)];
-            let grid = grid_for(u64::from(params.total), cx.caps())?;
-            dispatches.push(cx.gpu.prepare_op(&rows, &inputs, &[dst, cx.status], bytemuck::bytes_of(&params), grid)?);
-        }
-        let words = (g.batch * g.seq * g.present).div_ceil(4);
-        let mut params = self.rows_params(&g, false, self.kv_heads, 0, false)?;
-        params.total = to_u32("GroupQueryAttention mask words", words)?;
-        let variant = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }));
-        let grid = grid_for(words, cx.caps())?;
-        dispatches.push(cx.gpu.prepare_op(&variant, &[seqlens.buf], &[&mask], bytemuck::bytes_of(&params), grid)?);
+        let qd = self.heads * g.d;
         let q_shape = [g.batch, g.seq, qd];
         let m_shape = [g.batch, 1, g.seq, g.present];
         let flash_io = KernelIo {
@@ -468,7 +524,7 @@ impl OpDef for GroupQueryAttentionDef {
     }
 
     fn gpu_inputs(&self, _node: &Node) -> Vec<usize> {
-        (0..9).collect()
+        (0..16).collect()
     }
 
     fn host_inputs(&self, _node: &Node) -> Vec<usize> {
