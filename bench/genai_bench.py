@@ -32,6 +32,7 @@ import iobind  # noqa: E402
 import providers as prov  # noqa: E402
 
 HBM_TBS = 4.8
+PROFILE = os.environ.get("GENAI_PROFILE") == "1"
 CFG = {"warmup": 2, "budget_s": 3.0, "min_runs": 5, "max_runs": 50}
 
 
@@ -131,8 +132,25 @@ def bench_model(model_dir: Path, ps: dict, rng) -> dict:
             row[f"{key}_decode{ctx}_b2b_ms"] = ms
             row[f"{key}_decode{ctx}_tok_s"] = 1e3 / ms
             row[f"{key}_decode{ctx}_hbm"] = weights / (ms * 1e-3) / (HBM_TBS * 1e12)
+    if PROFILE and "ours" in sessions:
+        for what, feeds in (("prefill512", feeds_for(sessions["ours"], 512, 0, rng)),
+                            ("decode512", feeds_for(sessions["ours"], 1, 512, rng))):
+            row[f"ours_profile_{what}"] = top_steps(prov.profiled_steps(sessions["ours"], feeds))
     del sessions
     return row
+
+
+def top_steps(steps: list[dict], n: int = 10) -> dict:
+    """GPU ms per op kind of one run (our step profile), the largest first, and the total."""
+    by_ops: dict[str, list] = {}
+    for st in steps:
+        kind = st.get("ops", "?")
+        entry = by_ops.setdefault(kind, [0.0, 0])
+        entry[0] += st.get("gpu_ms", 0.0)
+        entry[1] += 1
+    top = sorted(by_ops.items(), key=lambda kv: -kv[1][0])[:n]
+    return {"total_ms": sum(v[0] for v in by_ops.values()), "steps": len(steps),
+            "top": [[k, round(v[0], 3), v[1]] for k, v in top]}
 
 
 def genai_loop(model_dir: Path, registration: tuple[str, str, str], new_tokens: int = 64) -> dict:
