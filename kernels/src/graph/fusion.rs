@@ -1,5 +1,7 @@
 //! Which nodes of a partition run as one kernel: the single fusion rule of the EP.
 //!
+//! - A Conv with constant weights absorbs a BatchNormalization with constant operands, folded
+//!   into new weights and bias when the program is built (`super::fold`).
 //! - A product (MatMul, Gemm, Conv) absorbs the elementwise consumers its store can apply: an
 //!   Add of a bias that broadcasts onto its output (MatMul/Gemm, while no bias is set), a Mul or
 //!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
@@ -25,6 +27,8 @@ pub const MAX_FUSED_BINDINGS: usize = 8;
 /// What a product absorbed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Epilogue {
+    /// A BatchNormalization folded into the Conv's weights and bias (`super::fold`).
+    pub batch_norm: Option<usize>,
     /// The fused Add node and the index of its input that is the bias.
     pub add: Option<(usize, usize)>,
     /// A constant scalar factor: (node, factor, whether it came after the bias).
@@ -110,6 +114,14 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
             break;
         }
         match reader.op_type.as_str() {
+            "BatchNormalization"
+                if product.op_type == "Conv"
+                    && epilogue == Epilogue::default()
+                    && !through_reshape
+                    && super::fold::foldable(product, reader, &tail) =>
+            {
+                epilogue.batch_norm = Some(r);
+            }
             "Add" if !has_bias && !through_reshape && epilogue.activation.is_none() => {
                 let Some(k) = bias_input(product, reader, &tail) else { break };
                 epilogue.add = Some((r, k));

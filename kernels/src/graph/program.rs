@@ -134,6 +134,15 @@ pub fn build_program_with(
     for node in fusion.rewrites.values() {
         constants.extend(synthesised_constant(node)?);
     }
+    // Conv → weights and bias with a BatchNormalization folded in.
+    let mut folds: HashMap<usize, (String, String)> = HashMap::new();
+    for (&p, epilogue) in &fusion.epilogues {
+        if let Some(bn) = epilogue.batch_norm {
+            let (w, b) = super::fold::fold(&nodes[p], &nodes[bn], &constants)?;
+            folds.insert(p, (w.name.clone(), b.name.clone()));
+            constants.extend([w, b]);
+        }
+    }
     let mut scope =
         Scope { names: HashMap::new(), renames: &fusion.renames, input_dtypes: vec![None; inputs.len()], values: 0 };
     for (i, n) in inputs.iter().enumerate() {
@@ -161,7 +170,7 @@ pub fn build_program_with(
     for (i, outs) in pending {
         let step = match chain_of_root.get(&i) {
             Some(chain) => chain_step(nodes, chain, &mut scope, outs)?,
-            None => node_step(nodes, i, &fusion, &mut scope, outs)?,
+            None => node_step(nodes, i, (&fusion, &folds), &mut scope, outs)?,
         };
         steps.push(step);
     }
@@ -202,11 +211,12 @@ fn synthesised_constant(node: &Node) -> Result<Option<Constant>, String> {
     Ok(Some(Constant { name: v.name.clone(), dtype: ty, shape, data }))
 }
 
-/// The step of one node (with what its product absorbed).
+/// The step of one node (with what its product absorbed and, for a Conv that absorbed a
+/// BatchNormalization, the names of its folded weights and bias).
 fn node_step(
     nodes: &[Node],
     i: usize,
-    fusion: &Fusion,
+    (fusion, folds): (&Fusion, &HashMap<usize, (String, String)>),
     scope: &mut Scope<'_>,
     outputs: Vec<(usize, ElemType)>,
 ) -> Result<Step, String> {
@@ -227,6 +237,12 @@ fn node_step(
             if node.op_type == "Conv" {
                 let mut conv = ConvKernel::of(node)?;
                 conv.activation = activation.unwrap_or_default();
+                if let (Some(bn), Some((w, b))) = (epilogue.batch_norm, folds.get(&i)) {
+                    let folded = |name: &str| scope.names.get(name).copied().ok_or("a folded constant is missing");
+                    inputs = vec![inputs.first().copied().flatten(), Some(folded(w)?), Some(folded(b)?)];
+                    conv.has_bias = true;
+                    ops.insert_str(node.op_type.len(), &format!("+{}", nodes[bn].op_type));
+                }
                 Arc::new(conv)
             } else {
                 let kind = if node.op_type == "Gemm" { ProductKind::Gemm } else { ProductKind::MatMul };
