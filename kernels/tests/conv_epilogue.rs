@@ -114,6 +114,9 @@ fn batch_norm_folds_into_the_conv() {
         let nodes = block.nodes(false);
         let p = build_program(&nodes, &["x".into()], &["y".into()], block.constants()).unwrap();
         assert_eq!(step_ops(&p), ["Conv+BatchNormalization+Relu"]);
+        // Only the folded weights and bias are uploaded.
+        let names: Vec<&str> = p.constants.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["w::bn(bn)", "conv::bias::bn(bn)"]);
         let consts: Vec<(&str, &T)> = block.consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
         let got = run_graph(&nodes, &[("x", &block.x)], &consts, &["y"]).unwrap();
         let want = block.reference();
@@ -140,4 +143,5 @@ fn a_conv_output_read_elsewhere_keeps_its_batch_norm() {
     let nodes = block.nodes(false);
     let p = build_program(&nodes, &["x".into()], &["y".into(), "c".into()], block.constants()).unwrap();
     assert_eq!(step_ops(&p), ["Conv", "BatchNormalization", "Relu"]);
+    assert_eq!(p.constants.len(), 6);
 }

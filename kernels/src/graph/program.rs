@@ -136,11 +136,14 @@ pub fn build_program_with(
     }
     // Conv → weights and bias with a BatchNormalization folded in.
     let mut folds: HashMap<usize, (String, String)> = HashMap::new();
+    let mut displaced = Vec::new();
     for (&p, epilogue) in &fusion.epilogues {
         if let Some(bn) = epilogue.batch_norm {
             let (w, b) = super::fold::fold(&nodes[p], &nodes[bn], &constants)?;
             folds.insert(p, (w.name.clone(), b.name.clone()));
             constants.extend([w, b]);
+            displaced.extend((1..3).filter_map(|k| nodes[p].input(k)).map(|v| v.name.clone()));
+            displaced.extend((1..5).filter_map(|k| nodes[bn].input(k)).map(|v| v.name.clone()));
         }
     }
     let mut scope =
@@ -190,8 +193,47 @@ pub fn build_program_with(
         .zip(inputs)
         .map(|(d, n)| d.ok_or_else(|| format!("input '{n}' is not read by any step")))
         .collect::<Result<Vec<_>, _>>()?;
-    let steps = run_order(steps)?;
-    Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps, values: scope.values })
+    let mut program = Program {
+        inputs: inputs.to_vec(),
+        input_dtypes,
+        outputs,
+        constants,
+        steps: run_order(steps)?,
+        values: scope.values,
+    };
+    drop_unread_constants(&mut program, &displaced);
+    Ok(program)
+}
+
+/// Removes the constants named in `candidates` that no step reads and no output is (the weights
+/// a fold replaced), so they are not uploaded next to their folded copies.
+fn drop_unread_constants(program: &mut Program, candidates: &[String]) {
+    let read: std::collections::HashSet<usize> = program
+        .steps
+        .iter()
+        .flat_map(Step::operands)
+        .chain(program.outputs.iter().copied())
+        .filter_map(|o| if let Operand::Const(i) = o { Some(i) } else { None })
+        .collect();
+    let keep: Vec<bool> =
+        program.constants.iter().enumerate().map(|(i, c)| read.contains(&i) || !candidates.contains(&c.name)).collect();
+    if keep.iter().all(|&k| k) {
+        return;
+    }
+    // Old index → new index of each kept constant.
+    let mut renumber = HashMap::new();
+    for (old, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+        renumber.insert(old, renumber.len());
+    }
+    let remap = |o: &mut Operand| {
+        if let Operand::Const(i) = o {
+            *i = renumber[i];
+        }
+    };
+    program.steps.iter_mut().flat_map(|s| s.inputs.iter_mut().flatten()).for_each(remap);
+    program.outputs.iter_mut().for_each(remap);
+    let mut k = keep.into_iter();
+    program.constants.retain(|_| k.next().unwrap_or(true));
 }
 
 /// The all-ones scale a rewritten norm without γ reads.
