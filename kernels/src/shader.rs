@@ -34,6 +34,10 @@ fn env() -> &'static Environment<'static> {
 pub enum ShaderVariant {
     Gemm(GemmVariant),
     Conv(ConvVariant),
+    /// A GEMM or direct-conv program whose epilogue also applies the extended activations
+    /// (`Activation::is_extended`: one more branch, rendered with `ext_act`), under the base
+    /// name with `_xact`; the base programs stay as they were.
+    ExtAct(Box<ShaderVariant>),
     /// A kernel of the op registry (`crate::ops`).
     Op(OpShader),
 }
@@ -95,6 +99,9 @@ impl ShaderVariant {
     /// cooperative-matrix kernel keeps wgpu's checks (measured gain 5%, too little for its
     /// more intricate indexing) and so do the conv kernels.
     pub fn guards_every_access(&self) -> bool {
+        if let ShaderVariant::ExtAct(base) = self {
+            return base.guards_every_access();
+        }
         matches!(
             self,
             ShaderVariant::Gemm(
@@ -110,6 +117,7 @@ impl ShaderVariant {
         match self {
             ShaderVariant::Gemm(v) => v.name(),
             ShaderVariant::Conv(v) => v.name(),
+            ShaderVariant::ExtAct(base) => format!("{}_xact", base.name()),
             ShaderVariant::Op(v) => v.name.clone(),
         }
     }
@@ -122,6 +130,7 @@ impl ShaderVariant {
             ShaderVariant::Gemm(GemmVariant::Coop(c)) => (c.dtype, Some(c)),
             ShaderVariant::Gemm(v) => (v.dtype(), None),
             ShaderVariant::Conv(v) => (v.dtype(), None),
+            ShaderVariant::ExtAct(base) => return base.capabilities(),
             ShaderVariant::Op(v) => return v.source.capabilities(),
         };
         if dtype == DType::F16 || coop.is_some() {
@@ -135,15 +144,32 @@ impl ShaderVariant {
 
     /// The WGSL source of this variant.
     pub fn emit(&self) -> Result<String, String> {
-        let (template, ctx) = match self {
-            ShaderVariant::Gemm(v) => gemm_context(*v),
-            ShaderVariant::Conv(v) => v.template_context(),
+        let ((template, ctx), ext_act) = match self {
+            ShaderVariant::Gemm(v) => (gemm_context(*v), false),
+            ShaderVariant::Conv(v) => (v.template_context(), false),
+            ShaderVariant::ExtAct(base) => match base.as_ref() {
+                ShaderVariant::Gemm(v) => (gemm_context(*v), true),
+                ShaderVariant::Conv(v) => (v.template_context(), true),
+                _ => return Err(format!("{}: only GEMM and conv programs have an epilogue", self.name())),
+            },
             ShaderVariant::Op(v) => return v.source.emit().map_err(|e| format!("{}: {e}", v.name)),
         };
         env()
             .get_template(template)
-            .and_then(|t| t.render(ctx))
+            .and_then(|t| t.render(context! { ext_act, ..ctx }))
             .map_err(|e| format!("rendering {}: {e:#}", self.name()))
+    }
+}
+
+impl ShaderVariant {
+    /// `base`, or its `ExtAct` form when `flags` (a GEMM or conv uniform) hold an extended
+    /// activation.
+    pub fn with_epilogue(base: ShaderVariant, flags: u32) -> ShaderVariant {
+        if flags >> crate::gemm::EXT_ACT_SHIFT & 15 != 0 {
+            ShaderVariant::ExtAct(Box::new(base))
+        } else {
+            base
+        }
     }
 }
 

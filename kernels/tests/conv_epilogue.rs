@@ -145,3 +145,131 @@ fn a_conv_output_read_elsewhere_keeps_its_batch_norm() {
     assert_eq!(step_ops(&p), ["Conv", "BatchNormalization", "Relu"]);
     assert_eq!(p.constants.len(), 6);
 }
+
+/// Conv2d in f64 over NCHW `x` and `[m, c/group, k, k]` weights, stride 1, padding `pad`.
+fn conv_reference(x: &T, w: &T, b: &[f64], group: usize, pad: usize) -> Vec<f64> {
+    let [n, c, h, wd] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]].map(|d| d as usize);
+    let (m, cg, k) = (w.shape[0] as usize, w.shape[1] as usize, w.shape[2] as usize);
+    let (oh, ow) = (h + 2 * pad + 1 - k, wd + 2 * pad + 1 - k);
+    let (xv, wv) = (x.values(), w.values());
+    let mut out = vec![0.0; n * m * oh * ow];
+    for (i, o) in out.iter_mut().enumerate() {
+        let (ox, oy, oc, bi) = (i % ow, i / ow % oh, i / (ow * oh) % m, i / (ow * oh * m));
+        let g = oc / (m / group);
+        let mut acc = b[oc];
+        for (ic, ky, kx) in (0..cg).flat_map(|ic| (0..k).flat_map(move |ky| (0..k).map(move |kx| (ic, ky, kx)))) {
+            let (iy, ix) = ((oy + ky) as i64 - pad as i64, (ox + kx) as i64 - pad as i64);
+            if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < wd {
+                let xi = ((bi * c + g * cg + ic) * h + iy as usize) * wd + ix as usize;
+                acc += xv[xi] * wv[((oc * cg + ic) * k + ky) * k + kx];
+            }
+        }
+        *o = acc;
+    }
+    let _ = c;
+    out
+}
+
+/// The activations a conv's `_xact` store applies: the nodes after the conv output `c` (ending
+/// in `y`), the fused step's ops and the function in f64.
+type Act = (&'static str, fn(&[u64], ElemType) -> Vec<Node>, fn(f64) -> f64);
+
+fn unary_node(op: &str, x: &str, y: &str, shape: &[u64], attrs: Vec<(&str, Attr)>) -> Node {
+    let mut n = node(op, 14, vec![Some(val(x, ElemType::F32, shape))], vec![val(y, ElemType::F32, shape)], attrs);
+    n.name = y.into();
+    n
+}
+
+const ACTIVATIONS: &[Act] = &[
+    (
+        "Conv+HardSigmoid",
+        |s, _| {
+            vec![unary_node("HardSigmoid", "c", "y", s, vec![("alpha", Attr::Float(0.3)), ("beta", Attr::Float(0.4))])]
+        },
+        |x| (0.3f32 as f64 * x + 0.4f32 as f64).clamp(0.0, 1.0),
+    ),
+    (
+        "Conv+HardSwish",
+        |s, _| vec![unary_node("HardSwish", "c", "y", s, vec![])],
+        |x| x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
+    ),
+    (
+        "Conv+LeakyRelu",
+        |s, _| vec![unary_node("LeakyRelu", "c", "y", s, vec![("alpha", Attr::Float(0.1))])],
+        |x| if x < 0.0 { 0.1f32 as f64 * x } else { x },
+    ),
+    (
+        "Conv+Sigmoid+Mul",
+        |s, ty| {
+            let sig = unary_node("Sigmoid", "c", "s", s, vec![]);
+            let mut mul =
+                node("Mul", 14, vec![Some(val("s", ty, s)), Some(val("c", ty, s))], vec![val("y", ty, s)], vec![]);
+            mul.name = "silu".into();
+            vec![sig, mul]
+        },
+        |x| x / (1.0 + (-x).exp()),
+    ),
+];
+
+#[test]
+fn extended_activations_run_in_the_conv_store() {
+    // A 3×3 conv (im2col + GEMM), a depthwise one (the direct kernel) and a 1×1 (GEMM on X).
+    let cases: [(&[u64], &[u64], usize, usize); 3] = [
+        (&[2, 5, 11, 9], &[7, 5, 3, 3], 1, 1),
+        (&[1, 6, 10, 7], &[6, 1, 3, 3], 6, 1),
+        (&[2, 5, 9, 7], &[9, 5, 1, 1], 1, 0),
+    ];
+    let mut rng = common::rng("extended_activations_run_in_the_conv_store");
+    for &(xs, ws, group, pad) in &cases {
+        let mut t =
+            |shape: &[u64]| T::f32(shape, &common::random_vec(&mut rng, shape.iter().product::<u64>() as usize));
+        let (x, w, b) = (t(xs), t(ws), t(&ws[..1]));
+        let pre = conv_reference(&x, &w, &b.values(), group, pad);
+        let ys = [xs[0], ws[0], xs[2] + 2 * pad as u64 + 1 - ws[2], xs[3] + 2 * pad as u64 + 1 - ws[3]];
+        for (ops, after, f) in ACTIVATIONS {
+            let mut conv = node(
+                "Conv",
+                11,
+                vec![Some(val("x", ElemType::F32, xs)), Some(const_val("w", &w)), Some(const_val("b", &b))],
+                vec![val("c", ElemType::F32, &ys)],
+                vec![("pads", Attr::Ints(vec![pad as i64; 4])), ("group", Attr::Int(group as i64))],
+            );
+            conv.name = "conv".into();
+            let nodes: Vec<Node> = std::iter::once(conv).chain(after(&ys, ElemType::F32)).collect();
+            let consts = vec![("w".to_string(), w.clone()), ("b".to_string(), b.clone())];
+            let constants = consts.iter().map(|(n, t)| Constant {
+                name: n.clone(),
+                dtype: t.ty,
+                shape: t.shape.clone(),
+                data: t.data.clone(),
+            });
+            let p = build_program(&nodes, &["x".into()], &["y".into()], constants.collect()).unwrap();
+            assert_eq!(step_ops(&p), [*ops], "{xs:?}");
+            let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
+            let got = run_graph(&nodes, &[("x", &x)], &refs, &["y"]).unwrap();
+            for (i, (g, v)) in got[0].values().iter().zip(&pre).enumerate() {
+                let want = f(*v);
+                assert!((g - want).abs() <= 1e-4 * (1.0 + want.abs()), "{ops} {xs:?} element {i}: {g} vs {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn silu_whose_input_is_read_elsewhere_stays_apart() {
+    // The conv output leaves the partition: Sigmoid and Mul cannot overwrite it in the store.
+    let w = T::f32(&[4, 3, 1, 1], &[0.5; 12]);
+    let s: &[u64] = &[1, 4, 5, 5];
+    let mut conv = node(
+        "Conv",
+        11,
+        vec![Some(val("x", ElemType::F32, &[1, 3, 5, 5])), Some(const_val("w", &w))],
+        vec![val("c", ElemType::F32, s)],
+        vec![],
+    );
+    conv.name = "conv".into();
+    let nodes: Vec<Node> = std::iter::once(conv).chain((ACTIVATIONS[3].1)(s, ElemType::F32)).collect();
+    let constants = vec![Constant { name: "w".into(), dtype: w.ty, shape: w.shape.clone(), data: w.data.clone() }];
+    let p = build_program(&nodes, &["x".into()], &["y".into(), "c".into()], constants).unwrap();
+    assert_eq!(step_ops(&p), ["Conv", "Sigmoid+Mul"]);
+}

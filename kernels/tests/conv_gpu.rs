@@ -114,11 +114,7 @@ fn reference(case: &Case, x: &[f32], w: &[f32], bias: Option<&[f32]>) -> Option<
             }
             for v in plane.iter_mut() {
                 *v += bias.map_or(0.0, |b| b[mi as usize] as f64);
-                *v = match case.activation {
-                    Activation::None => *v,
-                    Activation::Relu => v.max(0.0),
-                    Activation::Clip { min, max } => v.clamp(min as f64, max as f64),
-                };
+                *v = case.activation.reference(*v);
             }
         }
     }
@@ -219,9 +215,12 @@ fn random_case(rng: &mut impl Rng, f16: bool) -> Case {
     }
     let mut case = Case::new(&x, &w, attrs);
     case.bias = rng.random_bool(0.5);
-    case.activation = match rng.random_range(0..4) {
+    case.activation = match rng.random_range(0..8) {
         0 => Activation::Relu,
         1 => Activation::Clip { min: -0.5, max: 0.75 },
+        2 => Activation::HardSwish,
+        3 => Activation::Silu,
+        4 => Activation::LeakyRelu { alpha: 0.1 },
         _ => Activation::None,
     };
     case.dtype = if f16 && rng.random_bool(0.2) { DType::F16 } else { DType::F32 };

@@ -273,7 +273,12 @@ fn node_step(
         None => Arc::from(def.build(node)?),
         Some(epilogue) => {
             let activation = epilogue.activation.map(|(a, act)| {
-                ops.push_str(&format!("+{}", nodes[a].op_type));
+                // The exported SiLU is recorded by its Mul.
+                let silu = act == crate::gemm::Activation::Silu && nodes[a].op_type == "Mul";
+                ops.push_str(if silu { "+Sigmoid+Mul" } else { "+" });
+                if !silu {
+                    ops.push_str(&nodes[a].op_type);
+                }
                 act
             });
             if node.op_type == "Conv" {

@@ -186,13 +186,17 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     for dtype in [DType::F32, DType::F16] {
         for &(x, w, group) in CONV_SHAPES {
             let attrs = ConvAttrs { group, ..ConvAttrs::new() };
-            let Ok(problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
+            let Ok(mut problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
                 continue;
             };
-            for &algo in ALGOS {
-                for &choice in CHOICES {
-                    if let Ok(plan) = plan_conv_with(&problem, caps, &GemmOptions::tiling(choice), algo) {
-                        out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
+            // Relu and Clip are uniforms of the base programs; the others need their `_xact` form.
+            for activation in [Activation::None, Activation::Silu] {
+                problem.activation = activation;
+                for &algo in ALGOS {
+                    for &choice in CHOICES {
+                        if let Ok(plan) = plan_conv_with(&problem, caps, &GemmOptions::tiling(choice), algo) {
+                            out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
+                        }
                     }
                 }
             }

@@ -57,7 +57,7 @@ impl Gpu {
                     }
                 };
                 let dispatch = self.prepare(
-                    ShaderVariant::Conv(step.variant),
+                    step.shader(),
                     BindingLayout::PRODUCT,
                     bytes_of(&step.params),
                     &[(0, io.x), (1, io.w), (2, bias), (3, io.out)],

@@ -144,7 +144,7 @@ impl Gpu {
         };
         let mut out = Vec::with_capacity(plan.steps.len());
         for step in &plan.steps {
-            let variant = ShaderVariant::Gemm(step.variant);
+            let variant = step.shader();
             let params = bytes_of(&step.params);
             // A product writes the output, or its split's partial sums to the workspace; an
             // implicit-GEMM product also binds the conv geometry.
