@@ -1,7 +1,8 @@
 """Conv epilogue fusion in a real ONNX Runtime session: with ORT's own optimisations off (so its Conv+BatchNormalization
 fold does not run first), a BatchNormalization after a Conv with constant weights folds into the Conv's weights and
 bias and the activation after it runs in the Conv's store: no BatchNormalization step runs, and the result matches
-the CPU EP (fp32 and fp16, CPU fallback disabled, shapes that are no tile multiples)."""
+the CPU EP (fp32 and fp16, CPU fallback disabled, shapes that are no tile multiples). HardSwish, HardSigmoid,
+LeakyRelu and the exported SiLU (Sigmoid + Mul) also run in the conv's store."""
 
 from __future__ import annotations
 
@@ -39,6 +40,17 @@ def mobilenet_block(dtype, seed, width=6, image=11):
     return net.finish(x, [2, 3, image, image + 4])
 
 
+def activations_block(dtype, seed, width=6, image=11):
+    """Conv → BN → HardSwish, Conv → SiLU (Sigmoid + Mul), depthwise Conv → HardSigmoid, Conv → BN → LeakyRelu."""
+    net = Net(dtype, np.random.default_rng(seed))
+    x = net.op("HardSwish", [net.batch_norm(net.conv("X", 3, width, 3, act=None), width)])
+    y = net.conv(x, width, width, 3, act=None)
+    x = net.op("Mul", [y, net.op("Sigmoid", [y])])
+    x = net.conv(x, width, width, 3, group=width, act="HardSigmoid")
+    x = net.op("LeakyRelu", [net.batch_norm(net.conv(x, width, 2 * width, 1, act=None), 2 * width)], alpha=0.2)
+    return net.finish(x, [2, 3, image, image + 3])
+
+
 def session(ep_devices, model):
     so = ort.SessionOptions()
     so.add_provider_for_devices(ep_devices, {})
@@ -47,7 +59,7 @@ def session(ep_devices, model):
     return ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
 
 
-@pytest.mark.parametrize("build", [resnet_block, mobilenet_block])
+@pytest.mark.parametrize("build", [resnet_block, mobilenet_block, activations_block])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_batch_norm_folds_into_the_conv(ep_devices, run_cpu, build, dtype, tmp_path):
     seed = int(np.random.default_rng().integers(1 << 31))
@@ -68,6 +80,9 @@ def test_batch_norm_folds_into_the_conv(ep_devices, run_cpu, build, dtype, tmp_p
     assert sum(o.startswith("Conv+BatchNormalization") for o in ops) == bns, ops
     assert any(o.startswith("Conv+BatchNormalization+") for o in ops), ops  # with its activation
     assert len(steps) <= len(model.graph.node) - bns - 1, ops
+    if build is activations_block:  # every activation in the conv's store: one step per conv
+        assert ops == ["Conv+BatchNormalization+HardSwish", "Conv+Sigmoid+Mul", "Conv+HardSigmoid",
+                       "Conv+BatchNormalization+LeakyRelu"], ops
     want = run_cpu(build(np.float32, seed), {"X": x.astype(np.float32)})[0]
     tol = 3e-2 if dtype == np.float16 else 1e-4
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max(),
