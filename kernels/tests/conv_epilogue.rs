@@ -236,7 +236,7 @@ fn extended_activations_run_in_the_conv_store() {
             );
             conv.name = "conv".into();
             let nodes: Vec<Node> = std::iter::once(conv).chain(after(&ys, ElemType::F32)).collect();
-            let consts = vec![("w".to_string(), w.clone()), ("b".to_string(), b.clone())];
+            let consts = [("w".to_string(), w.clone()), ("b".to_string(), b.clone())];
             let constants = consts.iter().map(|(n, t)| Constant {
                 name: n.clone(),
                 dtype: t.ty,
@@ -272,4 +272,83 @@ fn silu_whose_input_is_read_elsewhere_stays_apart() {
     let constants = vec![Constant { name: "w".into(), dtype: w.ty, shape: w.shape.clone(), data: w.data.clone() }];
     let p = build_program(&nodes, &["x".into()], &["y".into(), "c".into()], constants).unwrap();
     assert_eq!(step_ops(&p), ["Conv", "Sigmoid+Mul"]);
+}
+
+#[test]
+fn a_residual_add_runs_in_the_conv_store() {
+    let cases: [(&[u64], &[u64], usize, usize); 3] = [
+        (&[2, 5, 11, 9], &[7, 5, 3, 3], 1, 1),
+        (&[1, 6, 10, 7], &[6, 1, 3, 3], 6, 1),
+        (&[2, 5, 9, 7], &[9, 5, 1, 1], 1, 0),
+    ];
+    let mut rng = common::rng("a_residual_add_runs_in_the_conv_store");
+    for &(xs, ws, group, pad) in &cases {
+        let ys = [xs[0], ws[0], xs[2] + 2 * pad as u64 + 1 - ws[2], xs[3] + 2 * pad as u64 + 1 - ws[3]];
+        let mut t =
+            |shape: &[u64]| T::f32(shape, &common::random_vec(&mut rng, shape.iter().product::<u64>() as usize));
+        let (x, w, b, r) = (t(xs), t(ws), t(&ws[..1]), t(&ys));
+        let pre = conv_reference(&x, &w, &b.values(), group, pad);
+        // ResNet's order (Add, then Relu) and the other (Relu, then Add, the residual second operand).
+        for after in [false, true] {
+            let f32v = |n: &str| val(n, ElemType::F32, &ys);
+            let mut conv = node(
+                "Conv",
+                11,
+                vec![Some(val("x", ElemType::F32, xs)), Some(const_val("w", &w)), Some(const_val("b", &b))],
+                vec![f32v("c")],
+                vec![("pads", Attr::Ints(vec![pad as i64; 4])), ("group", Attr::Int(group as i64))],
+            );
+            conv.name = "conv".into();
+            let (add_in, add_out, relu_in, relu_out) = if after { ("a", "y", "c", "a") } else { ("c", "a", "a", "y") };
+            let add_inputs = if after { [f32v("r"), f32v(add_in)] } else { [f32v(add_in), f32v("r")] };
+            let mut add = node("Add", 14, add_inputs.into_iter().map(Some).collect(), vec![f32v(add_out)], vec![]);
+            add.name = "add".into();
+            let relu = unary_node("Relu", relu_in, relu_out, &ys, vec![]);
+            let nodes = if after { vec![conv, relu, add] } else { vec![conv, add, relu] };
+            let consts = [("w".to_string(), w.clone()), ("b".to_string(), b.clone())];
+            let constants = consts.iter().map(|(n, t)| Constant {
+                name: n.clone(),
+                dtype: t.ty,
+                shape: t.shape.clone(),
+                data: t.data.clone(),
+            });
+            let p = build_program(&nodes, &["x".into(), "r".into()], &["y".into()], constants.collect()).unwrap();
+            assert_eq!(step_ops(&p), [if after { "Conv+Relu+Add" } else { "Conv+Add+Relu" }], "{xs:?}");
+            let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
+            let got = run_graph(&nodes, &[("x", &x), ("r", &r)], &refs, &["y"]).unwrap();
+            for (i, ((g, v), rv)) in got[0].values().iter().zip(&pre).zip(r.values()).enumerate() {
+                let want = if after { v.max(0.0) + rv } else { (v + rv).max(0.0) };
+                assert!(
+                    (g - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                    "after={after} {xs:?} element {i}: {g} vs {want}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_add_of_a_broadcast_operand_is_no_residual() {
+    // A per-channel [1, 4, 1, 1] operand does not have the output's shape: the Add stays apart.
+    let w = T::f32(&[4, 3, 1, 1], &[0.5; 12]);
+    let s: &[u64] = &[1, 4, 5, 5];
+    let mut conv = node(
+        "Conv",
+        11,
+        vec![Some(val("x", ElemType::F32, &[1, 3, 5, 5])), Some(const_val("w", &w))],
+        vec![val("c", ElemType::F32, s)],
+        vec![],
+    );
+    conv.name = "conv".into();
+    let mut add = node(
+        "Add",
+        14,
+        vec![Some(val("c", ElemType::F32, s)), Some(val("r", ElemType::F32, &[1, 4, 1, 1]))],
+        vec![val("y", ElemType::F32, s)],
+        vec![],
+    );
+    add.name = "add".into();
+    let constants = vec![Constant { name: "w".into(), dtype: w.ty, shape: w.shape.clone(), data: w.data.clone() }];
+    let p = build_program(&[conv, add], &["x".into(), "r".into()], &["y".into()], constants).unwrap();
+    assert_eq!(step_ops(&p), ["Conv", "Add"]);
 }

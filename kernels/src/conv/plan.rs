@@ -20,7 +20,7 @@ use crate::dtype::DType;
 use crate::error::PlanError;
 use crate::gemm::layout::check_binding;
 use crate::gemm::{
-    fold_grid, plan_gemm, plan_gemm_implicit, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout,
+    fold_grid, plan_gemm, plan_gemm_implicit, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout, StepIo,
 };
 
 /// A group with at most this many output channels makes a GEMM whose tile rows mostly idle
@@ -79,6 +79,24 @@ pub struct ConvStep {
     pub variant: ConvVariant,
     pub params: ConvParams,
     pub grid: [u32; 3],
+}
+
+impl ConvSchedule {
+    /// Sets the residual's flag bits on the steps that store the result (the direct kernel,
+    /// the GEMM products writing the output, the split-K reduction), not on split-K partials.
+    fn add_residual(&mut self, residual: super::Residual) {
+        let flags = residual.flags();
+        match self {
+            ConvSchedule::Direct { step } => step.params.flags |= flags,
+            ConvSchedule::Pointwise { gemm }
+            | ConvSchedule::Im2colGemm { gemm, .. }
+            | ConvSchedule::Implicit { gemm, .. } => {
+                for step in gemm.steps.iter_mut().filter(|s| s.io != StepIo::Product { to_workspace: true }) {
+                    step.params.flags |= flags;
+                }
+            }
+        }
+    }
 }
 
 impl ConvStep {
@@ -204,7 +222,8 @@ pub fn plan_conv_with(
             _ => gemm_path(problem, caps, gemm),
         };
         match built {
-            Ok((schedule, col_bytes)) => {
+            Ok((mut schedule, col_bytes)) => {
+                schedule.add_residual(problem.residual);
                 return Ok(ConvPlan { problem: problem.clone(), schedule, col_bytes, fallbacks });
             }
             Err(e) => {

@@ -70,6 +70,11 @@ pub enum Activation {
 /// The extended activations' code sits in bits 4–7 of the epilogue flags; only the variants
 /// rendered with `ext_act` read it.
 pub const EXT_ACT_SHIFT: u32 = 4;
+/// A residual operand (binding 6, the output's shape) joins the result: flag bit 8; bit 9 adds
+/// it after the activation instead of before. Only the `_res` variants read them; a conv sets
+/// them (its alpha is 1, so the residual joins the accumulator).
+pub const FLAG_RESIDUAL: u32 = 1 << 8;
+pub const FLAG_RESIDUAL_AFTER_ACT: u32 = 1 << 9;
 
 impl Activation {
     /// Whether only the `ext_act` variants of the kernels apply it.

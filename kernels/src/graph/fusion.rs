@@ -7,7 +7,9 @@
 //!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
 //!   (Relu, or Clip with constant bounds), which may also follow through Reshapes (an
 //!   activation commutes with a reshape). A Conv also absorbs HardSigmoid, HardSwish, LeakyRelu,
-//!   Swish and the exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply.
+//!   Swish and the exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply,
+//!   and a residual `Add(conv, r)` with `r` of the output's shape, before or after the
+//!   activation, which its `_res` programs read.
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
 //!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
 //!
@@ -35,6 +37,9 @@ pub struct Epilogue {
     /// A constant scalar factor: (node, factor, whether it came after the bias).
     pub scale: Option<(usize, f32, bool)>,
     pub activation: Option<(usize, Activation)>,
+    /// A Conv's residual Add: the node, the index of its other operand (of the conv output's
+    /// shape) and whether it came after the activation.
+    pub residual: Option<(usize, usize, bool)>,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -147,6 +152,10 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
             {
                 epilogue.batch_norm = Some(r);
             }
+            "Add" if is_conv && epilogue.residual.is_none() && !through_reshape => {
+                let Some(k) = residual_input(product, reader, &tail) else { break };
+                epilogue.residual = Some((r, k, epilogue.activation.is_some()));
+            }
             "Add" if !has_bias && !through_reshape && epilogue.activation.is_none() => {
                 let Some(k) = bias_input(product, reader, &tail) else { break };
                 epilogue.add = Some((r, k));
@@ -193,7 +202,8 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
         fusion.renames.insert(o.to_string(), tail.clone());
         fusion.absorbed.insert(r);
         tail = o.to_string();
-        if epilogue.activation.is_some() {
+        // A Conv's residual Add may still follow its activation.
+        if epilogue.activation.is_some() && !(is_conv && epilogue.residual.is_none()) {
             break;
         }
     }
@@ -217,6 +227,27 @@ fn extended_activation(node: &Node) -> Option<Activation> {
     };
     let same_type = node.input(0).zip(node.output(0)).is_some_and(|(i, o)| i.elem_type == o.elem_type);
     (one_input && same_type).then_some(act)
+}
+
+/// The index of the Add's operand that a Conv can read as its residual: the other operand,
+/// of the conv output's (known) shape and type, so the output's index addresses it.
+fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
+    let present: Vec<(usize, &ValueInfo)> = add
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
+        .collect();
+    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
+    let (k, other) = match (a.name == tail, b.name == tail) {
+        (true, false) => (*kb, *b),
+        (false, true) => (*ka, *a),
+        _ => return None,
+    };
+    let out = conv.output(0)?;
+    let shape = out.fixed_shape()?;
+    let same = |v: &ValueInfo| v.elem_type == out.elem_type && v.fixed_shape().as_ref() == Some(&shape);
+    (same(other) && same(add.output(0)?)).then_some(k)
 }
 
 /// The exported SiLU after `tail`: `Sigmoid(tail)` and `Mul(tail, sigmoid)` (either operand

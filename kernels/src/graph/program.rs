@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::fusion::{self, Fusion};
 use super::model::Node;
+use crate::conv::Residual;
 use crate::dtype::ElemType;
 use crate::ops::conv::ConvKernel;
 use crate::ops::elementwise::{fused, Arg, ElemNode};
@@ -284,9 +285,21 @@ fn node_step(
             if node.op_type == "Conv" {
                 let mut conv = ConvKernel::of(node)?;
                 conv.activation = activation.unwrap_or_default();
+                if let Some((add, k, after)) = epilogue.residual {
+                    conv.residual = if after { Residual::AfterActivation } else { Residual::BeforeActivation };
+                    inputs.resize(3, None);
+                    inputs.push(scope.operand(&nodes[add], k)?);
+                    // After the activation's name when it followed it.
+                    let at = if after { ops.len() } else { node.op_type.len() };
+                    ops.insert_str(at, "+Add");
+                }
                 if let (Some(bn), Some((w, b))) = (epilogue.batch_norm, folds.get(&i)) {
                     let folded = |name: &str| scope.names.get(name).copied().ok_or("a folded constant is missing");
-                    inputs = vec![inputs.first().copied().flatten(), Some(folded(w)?), Some(folded(b)?)];
+                    if inputs.len() < 3 {
+                        inputs.resize(3, None);
+                    }
+                    inputs[1] = Some(folded(w)?);
+                    inputs[2] = Some(folded(b)?);
                     conv.has_bias = true;
                     ops.insert_str(node.op_type.len(), &format!("+{}", nodes[bn].op_type));
                 }
