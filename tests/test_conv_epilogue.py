@@ -2,7 +2,7 @@
 fold does not run first), a BatchNormalization after a Conv with constant weights folds into the Conv's weights and
 bias and the activation after it runs in the Conv's store: no BatchNormalization step runs, and the result matches
 the CPU EP (fp32 and fp16, CPU fallback disabled, shapes that are no tile multiples). HardSwish, HardSigmoid,
-LeakyRelu and the exported SiLU (Sigmoid + Mul) also run in the conv's store."""
+LeakyRelu, the exported SiLU (Sigmoid + Mul) and a residual Add also run in the conv's store."""
 
 from __future__ import annotations
 
@@ -80,6 +80,9 @@ def test_batch_norm_folds_into_the_conv(ep_devices, run_cpu, build, dtype, tmp_p
     assert sum(o.startswith("Conv+BatchNormalization") for o in ops) == bns, ops
     assert any(o.startswith("Conv+BatchNormalization+") for o in ops), ops  # with its activation
     assert len(steps) <= len(model.graph.node) - bns - 1, ops
+    if build is resnet_block:  # the residual Add between the BN and the Relu runs in the conv's store
+        assert "Conv+BatchNormalization+Add+Relu" in ops, ops
+        assert not any(o.startswith("Add") for o in ops), ops
     if build is activations_block:  # every activation in the conv's store: one step per conv
         assert ops == ["Conv+BatchNormalization+HardSwish", "Conv+Sigmoid+Mul", "Conv+HardSigmoid",
                        "Conv+BatchNormalization+LeakyRelu"], ops
