@@ -285,24 +285,8 @@ fn node_step(
             if node.op_type == "Conv" {
                 let mut conv = ConvKernel::of(node)?;
                 conv.activation = activation.unwrap_or_default();
-                if let Some((add, k, after)) = epilogue.residual {
-                    conv.residual = if after { Residual::AfterActivation } else { Residual::BeforeActivation };
-                    inputs.resize(3, None);
-                    inputs.push(scope.operand(&nodes[add], k)?);
-                    // After the activation's name when it followed it.
-                    let at = if after { ops.len() } else { node.op_type.len() };
-                    ops.insert_str(at, "+Add");
-                }
-                if let (Some(bn), Some((w, b))) = (epilogue.batch_norm, folds.get(&i)) {
-                    let folded = |name: &str| scope.names.get(name).copied().ok_or("a folded constant is missing");
-                    if inputs.len() < 3 {
-                        inputs.resize(3, None);
-                    }
-                    inputs[1] = Some(folded(w)?);
-                    inputs[2] = Some(folded(b)?);
-                    conv.has_bias = true;
-                    ops.insert_str(node.op_type.len(), &format!("+{}", nodes[bn].op_type));
-                }
+                let fused = FusedConv { nodes, epilogue, fold: folds.get(&i) };
+                fused.apply(&mut conv, scope, &mut inputs, &mut ops)?;
                 Arc::new(conv)
             } else {
                 let kind = if node.op_type == "Gemm" { ProductKind::Gemm } else { ProductKind::MatMul };
@@ -329,6 +313,51 @@ fn node_step(
         }
     };
     Ok(Step { name: node.name.clone(), ops, inputs, outputs, kernel })
+}
+
+/// What a Conv absorbed beyond its activation: a residual Add, a folded BatchNormalization
+/// (the names of its new weights and bias).
+struct FusedConv<'a> {
+    nodes: &'a [Node],
+    epilogue: &'a fusion::Epilogue,
+    fold: Option<&'a (String, String)>,
+}
+
+impl FusedConv<'_> {
+    /// Sets them on `conv`, its operands (the residual fourth, the folded constants as W and
+    /// B) and the step's op names.
+    fn apply(
+        &self,
+        conv: &mut ConvKernel,
+        scope: &mut Scope<'_>,
+        inputs: &mut Vec<Option<Operand>>,
+        ops: &mut String,
+    ) -> Result<(), String> {
+        let base = conv_name_len(ops);
+        if inputs.len() < 3 {
+            inputs.resize(3, None);
+        }
+        if let Some((add, k, after)) = self.epilogue.residual {
+            conv.residual = if after { Residual::AfterActivation } else { Residual::BeforeActivation };
+            inputs.truncate(3);
+            inputs.push(scope.operand(&self.nodes[add], k)?);
+            // After the activation's name when it followed it.
+            ops.insert_str(if after { ops.len() } else { base }, "+Add");
+        }
+        if let (Some(bn), Some((w, b))) = (self.epilogue.batch_norm, self.fold) {
+            let folded = |name: &str| scope.names.get(name).copied().ok_or("a folded constant is missing");
+            inputs[1] = Some(folded(w)?);
+            inputs[2] = Some(folded(b)?);
+            conv.has_bias = true;
+            ops.insert_str(base, &format!("+{}", self.nodes[bn].op_type));
+        }
+        Ok(())
+    }
+}
+
+/// The length of the leading op name of a step's `ops` ("Conv" of "Conv+Relu").
+fn conv_name_len(ops: &str) -> usize {
+    ops.find('+').unwrap_or(ops.len())
 }
 
 /// The step of an elementwise chain: its members' IR nodes over the chain's external inputs.
