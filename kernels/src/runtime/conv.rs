@@ -6,7 +6,7 @@ use bytemuck::bytes_of;
 use super::dispatch::{Dispatch, GemmBindings};
 use super::pipelines::BindingLayout;
 use super::{Gpu, GpuBuffer};
-use crate::conv::{ConvPlan, ConvSchedule};
+use crate::conv::{ConvPlan, ConvSchedule, Residual};
 use crate::error::GpuError;
 use crate::shader::ShaderVariant;
 
@@ -93,6 +93,16 @@ fn check_sizes(plan: &ConvPlan, io: &ConvBindings<'_>) -> Result<(), GpuError> {
         vec![("X", io.x, p.input_len()), ("W", io.w, p.weight_len()), ("the output", io.out, p.output_len())];
     if let Some(b) = io.bias {
         buffers.push(("B", b, p.m as u64));
+    }
+    if (p.residual != Residual::None) != io.residual.is_some() {
+        return Err(GpuError::Invalid(format!(
+            "the conv plan has residual {:?}; one bound: {}",
+            p.residual,
+            io.residual.is_some()
+        )));
+    }
+    if let Some(r) = io.residual {
+        buffers.push(("the residual", r, p.output_len()));
     }
     for (what, buf, elems) in buffers {
         if buf.len < elems * size {
