@@ -334,18 +334,18 @@ impl FusedConv<'_> {
         ops: &mut String,
     ) -> Result<(), String> {
         let base = conv_name_len(ops);
-        if inputs.len() < 3 {
-            inputs.resize(3, None);
-        }
         if let Some((add, k, after)) = self.epilogue.residual {
             conv.residual = if after { Residual::AfterActivation } else { Residual::BeforeActivation };
-            inputs.truncate(3);
+            inputs.resize(3, None); // X, W and B (omitted without a bias), then the residual
             inputs.push(scope.operand(&self.nodes[add], k)?);
             // After the activation's name when it followed it.
             ops.insert_str(if after { ops.len() } else { base }, "+Add");
         }
         if let (Some(bn), Some((w, b))) = (self.epilogue.batch_norm, self.fold) {
             let folded = |name: &str| scope.names.get(name).copied().ok_or("a folded constant is missing");
+            if inputs.len() < 3 {
+                inputs.resize(3, None);
+            }
             inputs[1] = Some(folded(w)?);
             inputs[2] = Some(folded(b)?);
             conv.has_bias = true;
