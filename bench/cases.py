@@ -76,9 +76,9 @@ def np_dtype(dtype: str):
     return DTYPES[dtype][0]
 
 
-def _save(scratch: str, name: str, nodes, inputs, outputs, inits, opset: int = OPSET) -> str:
+def _save(scratch: str, name: str, nodes, inputs, outputs, inits, opset: int = OPSET, value_info=()) -> str:
     """Writes the model (weights of 1 MiB and more already in their own files, see `_weight`) to scratch."""
-    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits, value_info=list(value_info))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="bench")
     model.ir_version = 10 if opset >= 21 else 8
     path = os.path.join(scratch, f"{name}.onnx")

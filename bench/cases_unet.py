@@ -78,8 +78,9 @@ class _OnnxBuilder:
         return y
 
     def silu(self, x):
-        y = self._node("Mul", [x, self._node("Sigmoid", [x])])
-        self.shape[y] = self.shape[x]
+        s = self._node("Sigmoid", [x])
+        y = self._node("Mul", [x, s])
+        self.shape[s] = self.shape[y] = self.shape[x]
         return y
 
     def add(self, a, b):
@@ -160,8 +161,11 @@ def unet_case(n: int, c: int, hw: int, dtype: str) -> Case:
         b = _OnnxBuilder(scratch, dtype)
         b.shape = {"X": [n, 3, hw, hw]}
         y = _unet(b, "X", c)
+        # Every intermediate's shape, as exporters record them: ONNX infers none past GroupNormalization-21 (a
+        # function op), and the conv epilogue fuses a residual Add only where the shapes are known.
+        shapes = [_vi(v, dtype, s) for v, s in b.shape.items() if v not in ("X", y)]
         return _save(scratch, name, b.nodes, [_vi("X", dtype, [n, 3, hw, hw])], [_vi(y, dtype, b.shape[y])],
-                           b.inits, opset=OPSET)
+                     b.inits, opset=OPSET, value_info=shapes)
 
     def torch_fn(torch, dev):
         b = _TorchBuilder(torch, dev, dtype)
