@@ -1,5 +1,6 @@
-//! What a Conv's store absorbs beyond bias and Relu/Clip: a BatchNormalization folded into its
-//! weights (one step instead of two, the same values as Conv then BatchNormalization in f64).
+//! What a product's store absorbs beyond bias and Relu/Clip: a BatchNormalization folded into a
+//! Conv's weights, HardSigmoid/HardSwish/LeakyRelu/SiLU (Conv and MatMul), a Conv's residual
+//! Add. Each is one step, with the values of the unfused nodes in f64.
 
 mod common;
 
@@ -351,4 +352,36 @@ fn an_add_of_a_broadcast_operand_is_no_residual() {
     let constants = vec![Constant { name: "w".into(), dtype: w.ty, shape: w.shape.clone(), data: w.data.clone() }];
     let p = build_program(&[conv, add], &["x".into(), "r".into()], &["y".into()], constants).unwrap();
     assert_eq!(step_ops(&p), ["Conv", "Add"]);
+}
+
+#[test]
+fn matmul_applies_the_extended_activations_too() {
+    let (m, k, n) = (5u64, 9u64, 13u64);
+    let mut rng = common::rng("matmul_applies_the_extended_activations_too");
+    let mut t = |shape: &[u64]| T::f32(shape, &common::random_vec(&mut rng, shape.iter().product::<u64>() as usize));
+    let (a, b) = (t(&[m, k]), t(&[k, n]));
+    let (av, bv) = (a.values(), b.values());
+    let pre: Vec<f64> = (0..(m * n) as usize)
+        .map(|i| {
+            (0..k as usize).map(|j| av[i / n as usize * k as usize + j] * bv[j * n as usize + i % n as usize]).sum()
+        })
+        .collect();
+    for (ops, after, f) in ACTIVATIONS {
+        let mut mm = node(
+            "MatMul",
+            13,
+            vec![Some(val("a", ElemType::F32, &[m, k])), Some(val("b", ElemType::F32, &[k, n]))],
+            vec![val("c", ElemType::F32, &[m, n])],
+            vec![],
+        );
+        mm.name = "mm".into();
+        let nodes: Vec<Node> = std::iter::once(mm).chain(after(&[m, n], ElemType::F32)).collect();
+        let p = build_program(&nodes, &["a".into(), "b".into()], &["y".into()], vec![]).unwrap();
+        assert_eq!(step_ops(&p), [ops.replace("Conv", "MatMul")]);
+        let got = run_graph(&nodes, &[("a", &a), ("b", &b)], &[], &["y"]).unwrap();
+        for (i, (g, v)) in got[0].values().iter().zip(&pre).enumerate() {
+            let want = f(*v);
+            assert!((g - want).abs() <= 1e-4 * (1.0 + want.abs()), "{ops} element {i}: {g} vs {want}");
+        }
+    }
 }

@@ -6,9 +6,9 @@
 //!   Add of a bias that broadcasts onto its output (MatMul/Gemm, while no bias is set), a Mul or
 //!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
 //!   (Relu, or Clip with constant bounds), which may also follow through Reshapes (an
-//!   activation commutes with a reshape). A Conv also absorbs HardSigmoid, HardSwish, LeakyRelu,
-//!   Swish and the exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply,
-//!   and a residual `Add(conv, r)` with `r` of the output's shape, before or after the
+//!   activation commutes with a reshape), or HardSigmoid, HardSwish, LeakyRelu, Swish or the
+//!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply. A Conv also
+//!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
 //!   activation, which its `_res` programs read.
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
 //!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
@@ -125,7 +125,7 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     let mut through_reshape = false;
     let is_conv = product.op_type == "Conv";
     loop {
-        if is_conv && epilogue.activation.is_none() && !through_reshape {
+        if epilogue.activation.is_none() && !through_reshape {
             if let Some((sigmoid, mul)) = silu_pair(nodes, &tail, sole_reader, readers(&tail)) {
                 for n in [sigmoid, mul] {
                     if let Some(o) = out_name(&nodes[n]) {
@@ -182,7 +182,7 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
                 epilogue.activation = Some((r, act));
             }
             "HardSigmoid" | "HardSwish" | "LeakyRelu" | "Swish"
-                if is_conv && epilogue.activation.is_none() && !through_reshape =>
+                if epilogue.activation.is_none() && !through_reshape =>
             {
                 let Some(act) = extended_activation(reader) else { break };
                 epilogue.activation = Some((r, act));

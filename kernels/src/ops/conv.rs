@@ -130,11 +130,11 @@ impl Kernel for ConvKernel {
         };
         let conv_steps: Vec<(String, [u32; 3])> = match &plan.schedule {
             ConvSchedule::Im2colGemm { im2col: s, .. } | ConvSchedule::Direct { step: s } => {
-                vec![(s.variant.name(), s.grid)]
+                vec![(s.shader().name(), s.grid)]
             }
             _ => Vec::new(),
         };
-        let gemm_steps = plan.gemm().into_iter().flat_map(|g| g.steps.iter().map(|s| (s.variant.name(), s.grid)));
+        let gemm_steps = plan.gemm().into_iter().flat_map(|g| g.steps.iter().map(|s| (s.shader().name(), s.grid)));
         Ok(Some(StepPlan {
             line: format!("Conv '{}': {}{fallbacks}", self.name, plan.describe()),
             tiling: format!("{:?}{}", plan.path(), plan.gemm().map(|g| format!(" {:?}", g.tiling)).unwrap_or_default()),
