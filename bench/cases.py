@@ -76,11 +76,11 @@ def np_dtype(dtype: str):
     return DTYPES[dtype][0]
 
 
-def _save(scratch: str, name: str, nodes, inputs, outputs, inits) -> str:
+def _save(scratch: str, name: str, nodes, inputs, outputs, inits, opset: int = OPSET, value_info=()) -> str:
     """Writes the model (weights of 1 MiB and more already in their own files, see `_weight`) to scratch."""
-    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="bench")
-    model.ir_version = 8
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits, value_info=list(value_info))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="bench")
+    model.ir_version = 10 if opset >= 21 else 8
     path = os.path.join(scratch, f"{name}.onnx")
     onnx.save(model, path)
     return path
@@ -341,6 +341,8 @@ def island_cases() -> list[Case]:
 
 def quick_cases() -> list[Case]:
     """Small sizes for CI on the software adapter: checks the harness, not the speed."""
+    from cases_unet import unet_case
+
     cases = []
     for dt in ("fp32", "fp16"):
         cases += [matmul_case(128, dt), mlp_case(16, 128, dt)]
@@ -350,6 +352,7 @@ def quick_cases() -> list[Case]:
         whisper_conv_case(200, "fp32", mels=16, d=32),
         resnet_block_case(1, 8, 16, "fp32"),
         depthwise_case(1, 16, 16, "fp32"),
+        unet_case(1, 8, 20, "fp32"),
     ]
     for c in cases:
         c.tags.add("quick")
@@ -360,6 +363,7 @@ def full_cases(with_encoder: bool | None = None) -> list[Case]:
     """Everything targets.md names, most important first (a run that hits its deadline loses the tail)."""
     from cases_torch import (bert_base_case, cnn_cases, have_torch_and_transformers, have_torchvision,
                              vit_base_case, whisper_encoder_case)
+    from cases_unet import unet_case
 
     cases = []
     for dt in ("fp32", "fp16"):
@@ -377,4 +381,5 @@ def full_cases(with_encoder: bool | None = None) -> list[Case]:
     cases += island_cases()
     cases += [resnet_block_case(8, 128, 28, dt) for dt in ("fp32", "fp16")]
     cases += [depthwise_case(8, 256, 56, dt) for dt in ("fp32", "fp16")]
+    cases += [unet_case(2, 64, 128, dt) for dt in ("fp32", "fp16")]
     return cases

@@ -128,7 +128,7 @@ pub fn run(gpu: &Gpu, timer: &GpuTimer, options: &GemmOptions, json: Option<&str
             let elements = sample_outputs(&p, seed + 3);
             let want: Vec<f64> =
                 elements.iter().map(|&e| reference(&p, &xv.values, &wv.values, &bv.values, e)).collect();
-            let io = ConvBindings { x: &x, w: &w, bias: Some(&b), out: &out };
+            let io = ConvBindings { x: &x, w: &w, bias: Some(&b), out: &out, residual: None };
             let conv_dispatches = gpu.prepare_conv(&plan, io).map_err(|e| e.to_string())?;
             let conv_err = check(gpu, &p, &out, &conv_dispatches, &elements, &want)?;
             let conv = time(&conv_dispatches)?;

@@ -34,6 +34,15 @@ fn env() -> &'static Environment<'static> {
 pub enum ShaderVariant {
     Gemm(GemmVariant),
     Conv(ConvVariant),
+    /// A GEMM or direct-conv program whose epilogue also applies the extended activations
+    /// (`Activation::is_extended`: one more branch, rendered with `ext_act`, name `_xact`)
+    /// and/or adds a residual operand (binding 6, rendered with `residual`, name `_res`); the
+    /// base programs stay as they were.
+    Epilogue {
+        base: Box<ShaderVariant>,
+        ext_act: bool,
+        residual: bool,
+    },
     /// A kernel of the op registry (`crate::ops`).
     Op(OpShader),
 }
@@ -95,6 +104,9 @@ impl ShaderVariant {
     /// cooperative-matrix kernel keeps wgpu's checks (measured gain 5%, too little for its
     /// more intricate indexing) and so do the conv kernels.
     pub fn guards_every_access(&self) -> bool {
+        if let ShaderVariant::Epilogue { base, .. } = self {
+            return base.guards_every_access();
+        }
         matches!(
             self,
             ShaderVariant::Gemm(
@@ -110,6 +122,9 @@ impl ShaderVariant {
         match self {
             ShaderVariant::Gemm(v) => v.name(),
             ShaderVariant::Conv(v) => v.name(),
+            ShaderVariant::Epilogue { base, ext_act, residual } => {
+                format!("{}{}{}", base.name(), if *ext_act { "_xact" } else { "" }, if *residual { "_res" } else { "" })
+            }
             ShaderVariant::Op(v) => v.name.clone(),
         }
     }
@@ -122,6 +137,7 @@ impl ShaderVariant {
             ShaderVariant::Gemm(GemmVariant::Coop(c)) => (c.dtype, Some(c)),
             ShaderVariant::Gemm(v) => (v.dtype(), None),
             ShaderVariant::Conv(v) => (v.dtype(), None),
+            ShaderVariant::Epilogue { base, .. } => return base.capabilities(),
             ShaderVariant::Op(v) => return v.source.capabilities(),
         };
         if dtype == DType::F16 || coop.is_some() {
@@ -135,15 +151,39 @@ impl ShaderVariant {
 
     /// The WGSL source of this variant.
     pub fn emit(&self) -> Result<String, String> {
-        let (template, ctx) = match self {
-            ShaderVariant::Gemm(v) => gemm_context(*v),
-            ShaderVariant::Conv(v) => v.template_context(),
+        let ((template, ctx), (ext_act, residual)) = match self {
+            ShaderVariant::Gemm(v) => (gemm_context(*v), (false, false)),
+            ShaderVariant::Conv(v) => (v.template_context(), (false, false)),
+            ShaderVariant::Epilogue { base, ext_act, residual } => match base.as_ref() {
+                ShaderVariant::Gemm(v) => (gemm_context(*v), (*ext_act, *residual)),
+                ShaderVariant::Conv(v) => (v.template_context(), (*ext_act, *residual)),
+                _ => return Err(format!("{}: only GEMM and conv programs have an epilogue", self.name())),
+            },
             ShaderVariant::Op(v) => return v.source.emit().map_err(|e| format!("{}: {e}", v.name)),
         };
         env()
             .get_template(template)
-            .and_then(|t| t.render(ctx))
+            .and_then(|t| t.render(context! { ext_act, residual, ..ctx }))
             .map_err(|e| format!("rendering {}: {e:#}", self.name()))
+    }
+}
+
+impl ShaderVariant {
+    /// `base`, or its `Epilogue` form when `flags` (a GEMM or conv uniform) hold an extended
+    /// activation or a residual.
+    pub fn with_epilogue(base: ShaderVariant, flags: u32) -> ShaderVariant {
+        let ext_act = flags >> crate::gemm::EXT_ACT_SHIFT & 15 != 0;
+        let residual = flags & crate::gemm::FLAG_RESIDUAL != 0;
+        if ext_act || residual {
+            ShaderVariant::Epilogue { base: Box::new(base), ext_act, residual }
+        } else {
+            base
+        }
+    }
+
+    /// Whether the program reads a residual operand at binding 6.
+    pub fn reads_residual(&self) -> bool {
+        matches!(self, ShaderVariant::Epilogue { residual: true, .. })
     }
 }
 

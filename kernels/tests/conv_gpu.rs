@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use ep_kernels::conv::{
-    plan_conv_with, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPath, ConvPlan,
+    plan_conv_with, prepack_weights, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPath, ConvPlan, Residual,
 };
 use ep_kernels::gemm::{Activation, GemmOptions, TilingChoice};
 use ep_kernels::runtime::{ConvBindings, Gpu};
@@ -22,6 +22,7 @@ struct Case {
     attrs: ConvAttrs,
     bias: bool,
     activation: Activation,
+    residual: Residual,
     dtype: DType,
     algo: ConvAlgo,
     tiling: TilingChoice,
@@ -35,6 +36,7 @@ impl Case {
             attrs,
             bias: true,
             activation: Activation::None,
+            residual: Residual::None,
             dtype: DType::F32,
             algo: ConvAlgo::Auto,
             tiling: TilingChoice::Auto,
@@ -114,11 +116,7 @@ fn reference(case: &Case, x: &[f32], w: &[f32], bias: Option<&[f32]>) -> Option<
             }
             for v in plane.iter_mut() {
                 *v += bias.map_or(0.0, |b| b[mi as usize] as f64);
-                *v = match case.activation {
-                    Activation::None => *v,
-                    Activation::Relu => v.max(0.0),
-                    Activation::Clip { min, max } => v.clamp(min as f64, max as f64),
-                };
+                *v = case.activation.reference(*v);
             }
         }
     }
@@ -143,7 +141,9 @@ fn check(gpu: &Gpu, case: &Case, rng: &mut impl Rng) -> Option<ConvPlan> {
     let x = data(rng, len(&case.x), case.dtype);
     let w = data(rng, len(&case.w), case.dtype);
     let bias = case.bias.then(|| data(rng, case.w[0], case.dtype));
-    let want = reference(case, &x, &w, bias.as_deref());
+    // With a residual the reference stops before the activation, applied here around it.
+    let plain = Case { activation: Activation::None, ..case.clone() };
+    let mut want = reference(if case.residual == Residual::None { case } else { &plain }, &x, &w, bias.as_deref());
     let bias_shape = [case.w[0]];
     let inputs = ConvInputs { x: &case.x, w: &case.w, bias: case.bias.then_some(&bias_shape[..]), dtype: case.dtype };
     let mut problem = match (resolve(&inputs, &case.attrs, true), &want) {
@@ -154,9 +154,18 @@ fn check(gpu: &Gpu, case: &Case, rng: &mut impl Rng) -> Option<ConvPlan> {
             if want.is_some() { "a result" } else { "an error" }
         ),
     };
+    let residual = (case.residual != Residual::None).then(|| data(rng, len(&problem.output_shape), case.dtype));
+    if let (Some(r), Some((_, want))) = (&residual, &mut want) {
+        let act = case.activation;
+        for (v, &r) in want.iter_mut().zip(r) {
+            let r = r as f64;
+            *v = if case.residual == Residual::AfterActivation { act.reference(*v) + r } else { act.reference(*v + r) };
+        }
+    }
     let (shape, want) = want?;
     assert_eq!(problem.output_shape, shape, "{case:?}");
     problem.activation = case.activation;
+    problem.residual = case.residual;
     let plan = plan_conv_with(&problem, gpu.caps(), &GemmOptions::tiling(case.tiling), case.algo)
         .unwrap_or_else(|e| panic!("{case:?}: {e}"));
     let xb = gpu.upload(&to_bytes(&x, case.dtype), "x").unwrap();
@@ -164,7 +173,8 @@ fn check(gpu: &Gpu, case: &Case, rng: &mut impl Rng) -> Option<ConvPlan> {
     let wb = gpu.upload(&packed, "w").unwrap();
     let bb = bias.as_ref().map(|b| gpu.upload(&to_bytes(b, case.dtype), "b").unwrap());
     let out = gpu.upload(&poison(want.len(), case.dtype), "out").unwrap();
-    let io = ConvBindings { x: &xb, w: &wb, bias: bb.as_ref(), out: &out };
+    let rb = residual.as_ref().map(|r| gpu.upload(&to_bytes(r, case.dtype), "r").unwrap());
+    let io = ConvBindings { x: &xb, w: &wb, bias: bb.as_ref(), out: &out, residual: rb.as_ref() };
     let dispatches = gpu.prepare_conv(&plan, io).unwrap_or_else(|e| panic!("{case:?}: {e}"));
     gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
     let got = from_bytes(&gpu.read_buffer(&out).unwrap(), case.dtype);
@@ -219,10 +229,18 @@ fn random_case(rng: &mut impl Rng, f16: bool) -> Case {
     }
     let mut case = Case::new(&x, &w, attrs);
     case.bias = rng.random_bool(0.5);
-    case.activation = match rng.random_range(0..4) {
+    case.activation = match rng.random_range(0..8) {
         0 => Activation::Relu,
         1 => Activation::Clip { min: -0.5, max: 0.75 },
+        2 => Activation::HardSwish,
+        3 => Activation::Silu,
+        4 => Activation::LeakyRelu { alpha: 0.1 },
         _ => Activation::None,
+    };
+    case.residual = match rng.random_range(0..4) {
+        0 => Residual::BeforeActivation,
+        1 => Residual::AfterActivation,
+        _ => Residual::None,
     };
     case.dtype = if f16 && rng.random_bool(0.2) { DType::F16 } else { DType::F32 };
     case.algo = match rng.random_range(0..5) {

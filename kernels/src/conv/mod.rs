@@ -10,5 +10,5 @@ pub use plan::{
     im2col_bytes, plan_conv, plan_conv_with, prefer_implicit, prepack_weights, ConvAlgo, ConvPath, ConvPlan,
     ConvSchedule, ConvStep, DIRECT_MAX_K, DIRECT_MAX_M_PER_GROUP,
 };
-pub use problem::{resolve, AutoPad, ConvAttrs, ConvInputs, ConvProblem};
+pub use problem::{resolve, AutoPad, ConvAttrs, ConvInputs, ConvProblem, Residual};
 pub use variant::{ConvParams, ConvVariant, ImplicitConvParams};

@@ -20,7 +20,7 @@ use crate::dtype::DType;
 use crate::error::PlanError;
 use crate::gemm::layout::check_binding;
 use crate::gemm::{
-    fold_grid, plan_gemm, plan_gemm_implicit, Activation, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout,
+    fold_grid, plan_gemm, plan_gemm_implicit, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout, StepIo,
 };
 
 /// A group with at most this many output channels makes a GEMM whose tile rows mostly idle
@@ -81,6 +81,36 @@ pub struct ConvStep {
     pub grid: [u32; 3],
 }
 
+impl ConvSchedule {
+    /// Sets the residual's flag bits on the steps that store the result (the direct kernel,
+    /// the GEMM products writing the output, the split-K reduction), not on split-K partials.
+    fn add_residual(&mut self, residual: super::Residual) {
+        let flags = residual.flags();
+        match self {
+            ConvSchedule::Direct { step } => step.params.flags |= flags,
+            ConvSchedule::Pointwise { gemm }
+            | ConvSchedule::Im2colGemm { gemm, .. }
+            | ConvSchedule::Implicit { gemm, .. } => {
+                for step in gemm.steps.iter_mut().filter(|s| s.io != StepIo::Product { to_workspace: true }) {
+                    step.params.flags |= flags;
+                }
+            }
+        }
+    }
+}
+
+impl ConvStep {
+    /// The program this step runs (the im2col gather has no epilogue).
+    pub fn shader(&self) -> crate::shader::ShaderVariant {
+        match self.variant {
+            ConvVariant::Im2col { .. } => self.variant.into(),
+            ConvVariant::Direct { .. } => {
+                crate::shader::ShaderVariant::with_epilogue(self.variant.into(), self.params.flags)
+            }
+        }
+    }
+}
+
 /// The dispatches of a plan, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConvSchedule {
@@ -136,8 +166,8 @@ impl ConvPlan {
 
     /// Every shader the plan needs.
     pub fn variants(&self) -> Vec<crate::shader::ShaderVariant> {
-        let conv = self.conv_steps().into_iter().map(|s| s.variant.into());
-        let gemm = self.gemm().into_iter().flat_map(|g| g.variants().map(Into::into));
+        let conv = self.conv_steps().into_iter().map(ConvStep::shader);
+        let gemm = self.gemm().into_iter().flat_map(GemmPlan::shaders);
         conv.chain(gemm).collect()
     }
 
@@ -192,7 +222,8 @@ pub fn plan_conv_with(
             _ => gemm_path(problem, caps, gemm),
         };
         match built {
-            Ok((schedule, col_bytes)) => {
+            Ok((mut schedule, col_bytes)) => {
+                schedule.add_residual(problem.residual);
                 return Ok(ConvPlan { problem: problem.clone(), schedule, col_bytes, fallbacks });
             }
             Err(e) => {
@@ -348,11 +379,7 @@ fn base_params(
     }
     let workgroups = invocations.div_ceil(threads);
     let grid = fold_grid(workgroups, caps.max_workgroups_per_dimension)?;
-    let (act, clip_min, clip_max) = match p.activation {
-        Activation::None => (0, f32::NEG_INFINITY, f32::INFINITY),
-        Activation::Relu => (1, 0.0, f32::INFINITY),
-        Activation::Clip { min, max } => (2, min, max),
-    };
+    let (act, clip_min, clip_max) = p.activation.uniform();
     let params = ConvParams {
         n: p.n,
         c: p.c,
@@ -379,7 +406,7 @@ fn base_params(
         grid_x: grid[0],
         grid_y: grid[1],
         total_workgroups: workgroups as u32,
-        flags: p.has_bias as u32 | (act << 1),
+        flags: p.has_bias as u32 | act,
         clip_min,
         clip_max,
     };

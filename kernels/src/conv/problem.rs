@@ -81,6 +81,29 @@ pub struct ConvInputs<'a> {
 
 /// One 2-D convolution over NCHW input and OIHW weights, with explicit padding; a 1-D
 /// convolution appears here with `h = kh = oh = 1`.
+/// Where a fused residual Add joins a conv's result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Residual {
+    #[default]
+    None,
+    /// `act(conv + r)`, ResNet's `Conv → BN → Add → Relu`.
+    BeforeActivation,
+    /// `act(conv) + r`.
+    AfterActivation,
+}
+
+impl Residual {
+    /// Its epilogue flag bits.
+    pub fn flags(self) -> u32 {
+        use crate::gemm::{FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT};
+        match self {
+            Residual::None => 0,
+            Residual::BeforeActivation => FLAG_RESIDUAL,
+            Residual::AfterActivation => FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvProblem {
     pub dtype: DType,
@@ -103,6 +126,8 @@ pub struct ConvProblem {
     pub has_bias: bool,
     /// Applied after the bias; the provider sets it when it fuses a following Relu/Clip.
     pub activation: Activation,
+    /// A fused residual Add (a fourth operand of the output's shape).
+    pub residual: Residual,
     /// The output shape ONNX reports: rank 3 for a 1-D convolution, rank 4 for 2-D.
     pub output_shape: Vec<u64>,
 }
@@ -232,6 +257,7 @@ pub fn resolve(inputs: &ConvInputs<'_>, attrs: &ConvAttrs, conv1d_as_conv2d: boo
         group,
         has_bias: inputs.bias.is_some(),
         activation: Activation::None,
+        residual: Residual::None,
         output_shape,
     })
 }

@@ -43,7 +43,8 @@ pub struct ConvParams {
     pub grid_x: u32,
     pub grid_y: u32,
     pub total_workgroups: u32,
-    /// Bit 0: bias present; bits 1–2: activation (0 none, 1 relu, 2 clip), as in `GemmParams`.
+    /// Bit 0: bias present; bits 1–2: activation (0 none, 1 relu, 2 clip); bits 4–7: an extended
+    /// activation; as in `GemmParams`.
     pub flags: u32,
     pub clip_min: f32,
     pub clip_max: f32,

@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::problem::{Activation, GemmProblem, MatrixLayout};
+use super::problem::{GemmProblem, MatrixLayout};
 use crate::error::PlanError;
 
 /// Uniforms shared by every GEMM-family shader (`wgsl/gemm_common.wgsl.j2` mirrors it).
@@ -30,7 +30,8 @@ pub struct GemmParams {
     pub grid_y: u32,
     pub total_workgroups: u32,
     /// Bit 0: bias present; bits 1–2: activation (0 none, 1 relu, 2 clip); bit 3: the GEMV
-    /// spreads its wide lanes along N (B contiguous in N) rather than along K.
+    /// spreads its wide lanes along N (B contiguous in N) rather than along K; bits 4–7: an
+    /// extended activation (`Activation::uniform`).
     pub flags: u32,
     pub alpha: f32,
     pub beta: f32,
@@ -49,11 +50,7 @@ pub const FLAG_GEMV_N_WIDE: u32 = 8;
 pub(crate) fn base_params(p: &GemmProblem, grid: [u32; 3], total: u64) -> GemmParams {
     let out = p.output_layout();
     let bias = p.epilogue.bias.unwrap_or(MatrixLayout { row_stride: 0, col_stride: 0, batch_strides: [0; 4] });
-    let (act, clip_min, clip_max) = match p.epilogue.activation {
-        Activation::None => (0, f32::NEG_INFINITY, f32::INFINITY),
-        Activation::Relu => (1, 0.0, f32::INFINITY),
-        Activation::Clip { min, max } => (2, min, max),
-    };
+    let (act, clip_min, clip_max) = p.epilogue.activation.uniform();
     let bias_flag = if p.epilogue.bias.is_some() { FLAG_BIAS } else { 0 };
     GemmParams {
         m: p.m,
@@ -75,7 +72,7 @@ pub(crate) fn base_params(p: &GemmProblem, grid: [u32; 3], total: u64) -> GemmPa
         grid_x: grid[0],
         grid_y: grid[1],
         total_workgroups: total as u32,
-        flags: bias_flag | (act << 1),
+        flags: bias_flag | act,
         alpha: p.epilogue.alpha,
         beta: p.epilogue.beta,
         clip_min,

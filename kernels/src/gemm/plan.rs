@@ -36,6 +36,13 @@ pub struct GemmStep {
     pub io: StepIo,
 }
 
+impl GemmStep {
+    /// The program this step runs.
+    pub fn shader(&self) -> crate::shader::ShaderVariant {
+        crate::shader::ShaderVariant::with_epilogue(self.variant.into(), self.params.flags)
+    }
+}
+
 /// How a problem runs on a device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GemmPlan {
@@ -54,6 +61,11 @@ impl GemmPlan {
     /// Pipelines this plan needs.
     pub fn variants(&self) -> impl Iterator<Item = GemmVariant> + '_ {
         self.steps.iter().map(|s| s.variant)
+    }
+
+    /// The program of each step (with the extended activations where its flags ask for them).
+    pub fn shaders(&self) -> impl Iterator<Item = crate::shader::ShaderVariant> + '_ {
+        self.steps.iter().map(GemmStep::shader)
     }
 
     /// Whether the product runs on cooperative matrices (tensor cores).

@@ -53,6 +53,69 @@ pub enum Activation {
         min: f32,
         max: f32,
     },
+    /// `max(0, min(1, alpha·x + beta))`.
+    HardSigmoid {
+        alpha: f32,
+        beta: f32,
+    },
+    /// `x · HardSigmoid(x)` with alpha 1/6, beta 1/2.
+    HardSwish,
+    /// `x · sigmoid(x)` (SiLU, Swish with alpha 1).
+    Silu,
+    LeakyRelu {
+        alpha: f32,
+    },
+}
+
+/// The extended activations' code sits in bits 4–7 of the epilogue flags; only the variants
+/// rendered with `ext_act` read it.
+pub const EXT_ACT_SHIFT: u32 = 4;
+/// A residual operand (binding 6, the output's shape) joins the result: flag bit 8; bit 9 adds
+/// it after the activation instead of before. Only the `_res` variants read them; a conv sets
+/// them (its alpha is 1, so the residual joins the accumulator).
+pub const FLAG_RESIDUAL: u32 = 1 << 8;
+pub const FLAG_RESIDUAL_AFTER_ACT: u32 = 1 << 9;
+
+impl Activation {
+    /// Whether only the `ext_act` variants of the kernels apply it.
+    pub fn is_extended(self) -> bool {
+        !matches!(self, Activation::None | Activation::Relu | Activation::Clip { .. })
+    }
+
+    /// The function in f64, the reference the GPU tests compare with (NaN passes through).
+    pub fn reference(self, x: f64) -> f64 {
+        let hard_sigmoid = |a: f32, b: f32| (a as f64 * x + b as f64).clamp(0.0, 1.0);
+        match self {
+            Activation::None => x,
+            Activation::Relu => x.max(0.0),
+            Activation::Clip { min, max } => x.clamp(min as f64, max as f64),
+            Activation::HardSigmoid { alpha, beta } => hard_sigmoid(alpha, beta),
+            Activation::HardSwish => x * hard_sigmoid(1.0 / 6.0, 0.5),
+            Activation::Silu => x / (1.0 + (-x).exp()),
+            Activation::LeakyRelu { alpha } => {
+                if x < 0.0 {
+                    alpha as f64 * x
+                } else {
+                    x
+                }
+            }
+        }
+    }
+
+    /// Its uniforms: the flag bits (the basic code in bits 1–2, an extended one in bits 4–7)
+    /// and the two parameters (the `clip_min`/`clip_max` slots).
+    pub fn uniform(self) -> (u32, f32, f32) {
+        let ext = |code: u32, a: f32, b: f32| (code << EXT_ACT_SHIFT, a, b);
+        match self {
+            Activation::None => (0, f32::NEG_INFINITY, f32::INFINITY),
+            Activation::Relu => (1 << 1, 0.0, f32::INFINITY),
+            Activation::Clip { min, max } => (2 << 1, min, max),
+            Activation::HardSigmoid { alpha, beta } => ext(1, alpha, beta),
+            Activation::HardSwish => ext(2, 1.0 / 6.0, 0.5),
+            Activation::Silu => ext(3, 0.0, 0.0),
+            Activation::LeakyRelu { alpha } => ext(4, alpha, 0.0),
+        }
+    }
 }
 
 /// `alpha`, `beta`, an optional broadcast bias and an activation, fused into the GEMM's store.

@@ -1,10 +1,15 @@
 //! Which nodes of a partition run as one kernel: the single fusion rule of the EP.
 //!
+//! - A Conv with constant weights absorbs a BatchNormalization with constant operands, folded
+//!   into new weights and bias when the program is built (`super::fold`).
 //! - A product (MatMul, Gemm, Conv) absorbs the elementwise consumers its store can apply: an
 //!   Add of a bias that broadcasts onto its output (MatMul/Gemm, while no bias is set), a Mul or
 //!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
 //!   (Relu, or Clip with constant bounds), which may also follow through Reshapes (an
-//!   activation commutes with a reshape).
+//!   activation commutes with a reshape), or HardSigmoid, HardSwish, LeakyRelu, Swish or the
+//!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply. A Conv also
+//!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
+//!   activation, which its `_res` programs read.
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
 //!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
 //!
@@ -25,11 +30,16 @@ pub const MAX_FUSED_BINDINGS: usize = 8;
 /// What a product absorbed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Epilogue {
+    /// A BatchNormalization folded into the Conv's weights and bias (`super::fold`).
+    pub batch_norm: Option<usize>,
     /// The fused Add node and the index of its input that is the bias.
     pub add: Option<(usize, usize)>,
     /// A constant scalar factor: (node, factor, whether it came after the bias).
     pub scale: Option<(usize, f32, bool)>,
     pub activation: Option<(usize, Activation)>,
+    /// A Conv's residual Add: the node, the index of its other operand (of the conv output's
+    /// shape) and whether it came after the activation.
+    pub residual: Option<(usize, usize, bool)>,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -79,9 +89,16 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
             fusion.rewrites.insert(last, r.node);
         }
     }
+    // Every reader of `value`, when it stays inside.
+    let inner_readers = |value: &str| -> Vec<usize> {
+        if outputs.contains(value) {
+            return Vec::new();
+        }
+        readers.get(value).cloned().unwrap_or_default()
+    };
     for (i, node) in nodes.iter().enumerate() {
         if is_product(node) && !fusion.absorbed.contains(&i) && !fusion.rewrites.contains_key(&i) {
-            fuse_epilogue(nodes, i, &sole_reader, &mut fusion);
+            fuse_epilogue(nodes, i, (&sole_reader, &inner_readers), &mut fusion);
         }
     }
     fuse_chains(nodes, &sole_reader, &mut fusion);
@@ -96,20 +113,49 @@ fn out_name(node: &Node) -> Option<&str> {
     node.output(0).map(|o| o.name.as_str())
 }
 
-/// Absorbs a bias Add and an activation after product `p`.
-fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<usize>, fusion: &mut Fusion) {
+type Readers<'a> = (&'a dyn Fn(&str) -> Option<usize>, &'a dyn Fn(&str) -> Vec<usize>);
+
+/// Absorbs a bias Add and an activation after product `p`; `sole_reader` and `readers` see only
+/// values that stay inside the partition.
+fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, fusion: &mut Fusion) {
     let product = &nodes[p];
     let Some(mut tail) = out_name(product).map(str::to_string) else { return };
     let mut epilogue = Epilogue::default();
     let mut has_bias = product.op_type == "Conv" || product.input(2).is_some_and(|v| !v.name.is_empty());
     let mut through_reshape = false;
-    while let Some(r) = sole_reader(&tail) {
+    let is_conv = product.op_type == "Conv";
+    loop {
+        if epilogue.activation.is_none() && !through_reshape {
+            if let Some((sigmoid, mul)) = silu_pair(nodes, &tail, sole_reader, readers(&tail)) {
+                for n in [sigmoid, mul] {
+                    if let Some(o) = out_name(&nodes[n]) {
+                        fusion.renames.insert(o.to_string(), tail.clone());
+                    }
+                    fusion.absorbed.insert(n);
+                }
+                epilogue.activation = Some((mul, Activation::Silu));
+                break;
+            }
+        }
+        let Some(r) = sole_reader(&tail) else { break };
         let reader = &nodes[r];
         // Another product already absorbed it (the sum of two products).
         if !reader.is_onnx() || fusion.absorbed.contains(&r) {
             break;
         }
         match reader.op_type.as_str() {
+            "BatchNormalization"
+                if product.op_type == "Conv"
+                    && epilogue == Epilogue::default()
+                    && !through_reshape
+                    && super::fold::foldable(product, reader, &tail) =>
+            {
+                epilogue.batch_norm = Some(r);
+            }
+            "Add" if is_conv && epilogue.residual.is_none() && !through_reshape => {
+                let Some(k) = residual_input(product, reader, &tail) else { break };
+                epilogue.residual = Some((r, k, epilogue.activation.is_some()));
+            }
             "Add" if !has_bias && !through_reshape && epilogue.activation.is_none() => {
                 let Some(k) = bias_input(product, reader, &tail) else { break };
                 epilogue.add = Some((r, k));
@@ -135,6 +181,12 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
                 };
                 epilogue.activation = Some((r, act));
             }
+            "HardSigmoid" | "HardSwish" | "LeakyRelu" | "Swish"
+                if epilogue.activation.is_none() && !through_reshape =>
+            {
+                let Some(act) = extended_activation(reader) else { break };
+                epilogue.activation = Some((r, act));
+            }
             "Reshape" if epilogue.activation.is_none() => {
                 through_reshape = true;
                 match out_name(reader) {
@@ -150,13 +202,76 @@ fn fuse_epilogue(nodes: &[Node], p: usize, sole_reader: &dyn Fn(&str) -> Option<
         fusion.renames.insert(o.to_string(), tail.clone());
         fusion.absorbed.insert(r);
         tail = o.to_string();
-        if epilogue.activation.is_some() {
+        // A Conv's residual Add may still follow its activation.
+        if epilogue.activation.is_some() && !(is_conv && epilogue.residual.is_none()) {
             break;
         }
     }
     if epilogue != Epilogue::default() {
         fusion.epilogues.insert(p, epilogue);
     }
+}
+
+/// The activation a conv's `ext_act` store applies for `node` (an `Activation::is_extended` one).
+fn extended_activation(node: &Node) -> Option<Activation> {
+    let one_input = node.inputs.iter().flatten().filter(|v| !v.name.is_empty()).count() == 1;
+    let act = match node.op_type.as_str() {
+        "HardSigmoid" => Activation::HardSigmoid {
+            alpha: node.float("alpha").unwrap_or(0.2),
+            beta: node.float("beta").unwrap_or(0.5),
+        },
+        "HardSwish" => Activation::HardSwish,
+        "LeakyRelu" => Activation::LeakyRelu { alpha: node.float("alpha").unwrap_or(0.01) },
+        "Swish" if node.float("alpha").unwrap_or(1.0) == 1.0 => Activation::Silu,
+        _ => return None,
+    };
+    let same_type = node.input(0).zip(node.output(0)).is_some_and(|(i, o)| i.elem_type == o.elem_type);
+    (one_input && same_type).then_some(act)
+}
+
+/// The index of the Add's operand that a Conv can read as its residual: the other operand,
+/// of the conv output's (known) shape and type, so the output's index addresses it.
+fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
+    let present: Vec<(usize, &ValueInfo)> = add
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
+        .collect();
+    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
+    let (k, other) = match (a.name == tail, b.name == tail) {
+        (true, false) => (*kb, *b),
+        (false, true) => (*ka, *a),
+        _ => return None,
+    };
+    let out = conv.output(0)?;
+    let shape = out.fixed_shape()?;
+    let same = |v: &ValueInfo| v.elem_type == out.elem_type && v.fixed_shape().as_ref() == Some(&shape);
+    (same(other) && same(add.output(0)?)).then_some(k)
+}
+
+/// The exported SiLU after `tail`: `Sigmoid(tail)` and `Mul(tail, sigmoid)` (either operand
+/// order) are `tail`'s only readers, and the Mul the Sigmoid's only reader.
+fn silu_pair(
+    nodes: &[Node],
+    tail: &str,
+    sole_reader: &dyn Fn(&str) -> Option<usize>,
+    readers: Vec<usize>,
+) -> Option<(usize, usize)> {
+    let [a, b] = readers.as_slice() else { return None };
+    let (sigmoid, mul) = if nodes[*a].op_type == "Sigmoid" { (*a, *b) } else { (*b, *a) };
+    let (s, m) = (&nodes[sigmoid], &nodes[mul]);
+    let s_out = out_name(s)?;
+    let operands: Vec<&str> = m.inputs.iter().flatten().map(|v| v.name.as_str()).collect();
+    let ok = s.is_onnx()
+        && m.is_onnx()
+        && s.op_type == "Sigmoid"
+        && m.op_type == "Mul"
+        && s.input(0).is_some_and(|v| v.name == tail)
+        && (operands == [tail, s_out] || operands == [s_out, tail])
+        && sole_reader(s_out) == Some(mul)
+        && m.output(0).zip(s.input(0)).is_some_and(|(o, i)| o.elem_type == i.elem_type && o.shape == i.shape);
+    ok.then_some((sigmoid, mul))
 }
 
 /// The factor of `Mul(tail, c)`, `Mul(c, tail)` or `Div(tail, c)` with `c` a constant scalar.

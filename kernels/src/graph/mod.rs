@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod executor;
+pub mod fold;
 pub mod fusion;
 pub mod model;
 pub mod offload;

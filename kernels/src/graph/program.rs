@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::fusion::{self, Fusion};
 use super::model::Node;
+use crate::conv::Residual;
 use crate::dtype::ElemType;
 use crate::ops::conv::ConvKernel;
 use crate::ops::elementwise::{fused, Arg, ElemNode};
@@ -134,6 +135,18 @@ pub fn build_program_with(
     for node in fusion.rewrites.values() {
         constants.extend(synthesised_constant(node)?);
     }
+    // Conv → weights and bias with a BatchNormalization folded in.
+    let mut folds: HashMap<usize, (String, String)> = HashMap::new();
+    let mut displaced = Vec::new();
+    for (&p, epilogue) in &fusion.epilogues {
+        if let Some(bn) = epilogue.batch_norm {
+            let (w, b) = super::fold::fold(&nodes[p], &nodes[bn], &constants)?;
+            folds.insert(p, (w.name.clone(), b.name.clone()));
+            constants.extend([w, b]);
+            displaced.extend((1..3).filter_map(|k| nodes[p].input(k)).map(|v| v.name.clone()));
+            displaced.extend((1..5).filter_map(|k| nodes[bn].input(k)).map(|v| v.name.clone()));
+        }
+    }
     let mut scope =
         Scope { names: HashMap::new(), renames: &fusion.renames, input_dtypes: vec![None; inputs.len()], values: 0 };
     for (i, n) in inputs.iter().enumerate() {
@@ -161,7 +174,7 @@ pub fn build_program_with(
     for (i, outs) in pending {
         let step = match chain_of_root.get(&i) {
             Some(chain) => chain_step(nodes, chain, &mut scope, outs)?,
-            None => node_step(nodes, i, &fusion, &mut scope, outs)?,
+            None => node_step(nodes, i, (&fusion, &folds), &mut scope, outs)?,
         };
         steps.push(step);
     }
@@ -181,8 +194,47 @@ pub fn build_program_with(
         .zip(inputs)
         .map(|(d, n)| d.ok_or_else(|| format!("input '{n}' is not read by any step")))
         .collect::<Result<Vec<_>, _>>()?;
-    let steps = run_order(steps)?;
-    Ok(Program { inputs: inputs.to_vec(), input_dtypes, outputs, constants, steps, values: scope.values })
+    let mut program = Program {
+        inputs: inputs.to_vec(),
+        input_dtypes,
+        outputs,
+        constants,
+        steps: run_order(steps)?,
+        values: scope.values,
+    };
+    drop_unread_constants(&mut program, &displaced);
+    Ok(program)
+}
+
+/// Removes the constants named in `candidates` that no step reads and no output is (the weights
+/// a fold replaced), so they are not uploaded next to their folded copies.
+fn drop_unread_constants(program: &mut Program, candidates: &[String]) {
+    let read: std::collections::HashSet<usize> = program
+        .steps
+        .iter()
+        .flat_map(Step::operands)
+        .chain(program.outputs.iter().copied())
+        .filter_map(|o| if let Operand::Const(i) = o { Some(i) } else { None })
+        .collect();
+    let keep: Vec<bool> =
+        program.constants.iter().enumerate().map(|(i, c)| read.contains(&i) || !candidates.contains(&c.name)).collect();
+    if keep.iter().all(|&k| k) {
+        return;
+    }
+    // Old index → new index of each kept constant.
+    let mut renumber = HashMap::new();
+    for (old, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+        renumber.insert(old, renumber.len());
+    }
+    let remap = |o: &mut Operand| {
+        if let Operand::Const(i) = o {
+            *i = renumber[i];
+        }
+    };
+    program.steps.iter_mut().flat_map(|s| s.inputs.iter_mut().flatten()).for_each(remap);
+    program.outputs.iter_mut().for_each(remap);
+    let mut k = keep.into_iter();
+    program.constants.retain(|_| k.next().unwrap_or(true));
 }
 
 /// The all-ones scale a rewritten norm without γ reads.
@@ -202,11 +254,12 @@ fn synthesised_constant(node: &Node) -> Result<Option<Constant>, String> {
     Ok(Some(Constant { name: v.name.clone(), dtype: ty, shape, data }))
 }
 
-/// The step of one node (with what its product absorbed).
+/// The step of one node (with what its product absorbed and, for a Conv that absorbed a
+/// BatchNormalization, the names of its folded weights and bias).
 fn node_step(
     nodes: &[Node],
     i: usize,
-    fusion: &Fusion,
+    (fusion, folds): (&Fusion, &HashMap<usize, (String, String)>),
     scope: &mut Scope<'_>,
     outputs: Vec<(usize, ElemType)>,
 ) -> Result<Step, String> {
@@ -221,12 +274,19 @@ fn node_step(
         None => Arc::from(def.build(node)?),
         Some(epilogue) => {
             let activation = epilogue.activation.map(|(a, act)| {
-                ops.push_str(&format!("+{}", nodes[a].op_type));
+                // The exported SiLU is recorded by its Mul.
+                let silu = act == crate::gemm::Activation::Silu && nodes[a].op_type == "Mul";
+                ops.push_str(if silu { "+Sigmoid+Mul" } else { "+" });
+                if !silu {
+                    ops.push_str(&nodes[a].op_type);
+                }
                 act
             });
             if node.op_type == "Conv" {
                 let mut conv = ConvKernel::of(node)?;
                 conv.activation = activation.unwrap_or_default();
+                let fused = FusedConv { nodes, epilogue, fold: folds.get(&i) };
+                fused.apply(&mut conv, scope, &mut inputs, &mut ops)?;
                 Arc::new(conv)
             } else {
                 let kind = if node.op_type == "Gemm" { ProductKind::Gemm } else { ProductKind::MatMul };
@@ -253,6 +313,51 @@ fn node_step(
         }
     };
     Ok(Step { name: node.name.clone(), ops, inputs, outputs, kernel })
+}
+
+/// What a Conv absorbed beyond its activation: a residual Add, a folded BatchNormalization
+/// (the names of its new weights and bias).
+struct FusedConv<'a> {
+    nodes: &'a [Node],
+    epilogue: &'a fusion::Epilogue,
+    fold: Option<&'a (String, String)>,
+}
+
+impl FusedConv<'_> {
+    /// Sets them on `conv`, its operands (the residual fourth, the folded constants as W and
+    /// B) and the step's op names.
+    fn apply(
+        &self,
+        conv: &mut ConvKernel,
+        scope: &mut Scope<'_>,
+        inputs: &mut Vec<Option<Operand>>,
+        ops: &mut String,
+    ) -> Result<(), String> {
+        let base = conv_name_len(ops);
+        if let Some((add, k, after)) = self.epilogue.residual {
+            conv.residual = if after { Residual::AfterActivation } else { Residual::BeforeActivation };
+            inputs.resize(3, None); // X, W and B (omitted without a bias), then the residual
+            inputs.push(scope.operand(&self.nodes[add], k)?);
+            // After the activation's name when it followed it.
+            ops.insert_str(if after { ops.len() } else { base }, "+Add");
+        }
+        if let (Some(bn), Some((w, b))) = (self.epilogue.batch_norm, self.fold) {
+            let folded = |name: &str| scope.names.get(name).copied().ok_or("a folded constant is missing");
+            if inputs.len() < 3 {
+                inputs.resize(3, None);
+            }
+            inputs[1] = Some(folded(w)?);
+            inputs[2] = Some(folded(b)?);
+            conv.has_bias = true;
+            ops.insert_str(base, &format!("+{}", self.nodes[bn].op_type));
+        }
+        Ok(())
+    }
+}
+
+/// The length of the leading op name of a step's `ops` ("Conv" of "Conv+Relu").
+fn conv_name_len(ops: &str) -> usize {
+    ops.find('+').unwrap_or(ops.len())
 }
 
 /// The step of an elementwise chain: its members' IR nodes over the chain's external inputs.

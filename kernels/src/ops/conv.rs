@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::caps::DeviceCaps;
-use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvSchedule};
+use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvSchedule, Residual};
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{Activation, GemmOptions};
@@ -46,7 +46,8 @@ impl OpDef for ConvDef {
     }
 }
 
-/// One Conv with its fused activation. Inputs: X, W and the optional bias B.
+/// One Conv with its fused activation and residual. Inputs: X, W, the optional bias B and,
+/// with a residual, the operand R of the output's shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvKernel {
     pub name: String,
@@ -54,6 +55,7 @@ pub struct ConvKernel {
     pub has_bias: bool,
     pub attrs: ConvAttrs,
     pub activation: Activation,
+    pub residual: Residual,
 }
 
 impl ConvKernel {
@@ -65,6 +67,7 @@ impl ConvKernel {
             has_bias: node.input(2).is_some_and(|v| !v.name.is_empty()),
             attrs: conv_attrs(node)?,
             activation: Activation::None,
+            residual: Residual::None,
         })
     }
 
@@ -74,6 +77,15 @@ impl ConvKernel {
         let inputs = ConvInputs { x: get(0)?, w: get(1)?, bias, dtype: self.dtype };
         let mut problem = resolve(&inputs, &self.attrs, cx1d).map_err(|e| format!("Conv '{}': {e}", self.name))?;
         problem.activation = self.activation;
+        problem.residual = self.residual;
+        if self.residual != Residual::None && get(3)? != problem.output_shape.as_slice() {
+            return Err(format!(
+                "Conv '{}': the fused residual has shape {:?}, the output {:?}",
+                self.name,
+                get(3)?,
+                problem.output_shape
+            ));
+        }
         Ok(problem)
     }
 }
@@ -95,7 +107,9 @@ impl Kernel for ConvKernel {
         };
         let line = format!("Conv '{}': {}{fallbacks}", self.name, plan.describe());
         let bias = if self.has_bias { Some(io.input(2)?.buf) } else { None };
-        let bindings = ConvBindings { x: io.input(0)?.buf, w: io.input(1)?.buf, bias, out: io.output(0)?.buf };
+        let residual = if self.residual != Residual::None { Some(io.input(3)?.buf) } else { None };
+        let bindings =
+            ConvBindings { x: io.input(0)?.buf, w: io.input(1)?.buf, bias, out: io.output(0)?.buf, residual };
         let dispatches = cx.gpu.prepare_conv(&plan, bindings)?;
         Ok(PreparedStep { dispatches, plan: Some(line) })
     }
@@ -116,11 +130,11 @@ impl Kernel for ConvKernel {
         };
         let conv_steps: Vec<(String, [u32; 3])> = match &plan.schedule {
             ConvSchedule::Im2colGemm { im2col: s, .. } | ConvSchedule::Direct { step: s } => {
-                vec![(s.variant.name(), s.grid)]
+                vec![(s.shader().name(), s.grid)]
             }
             _ => Vec::new(),
         };
-        let gemm_steps = plan.gemm().into_iter().flat_map(|g| g.steps.iter().map(|s| (s.variant.name(), s.grid)));
+        let gemm_steps = plan.gemm().into_iter().flat_map(|g| g.steps.iter().map(|s| (s.shader().name(), s.grid)));
         Ok(Some(StepPlan {
             line: format!("Conv '{}': {}{fallbacks}", self.name, plan.describe()),
             tiling: format!("{:?}{}", plan.path(), plan.gemm().map(|g| format!(" {:?}", g.tiling)).unwrap_or_default()),
@@ -186,13 +200,22 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     for dtype in [DType::F32, DType::F16] {
         for &(x, w, group) in CONV_SHAPES {
             let attrs = ConvAttrs { group, ..ConvAttrs::new() };
-            let Ok(problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
+            let Ok(mut problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
                 continue;
             };
-            for &algo in ALGOS {
-                for &choice in CHOICES {
-                    if let Ok(plan) = plan_conv_with(&problem, caps, &GemmOptions::tiling(choice), algo) {
-                        out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
+            // Relu and Clip are uniforms of the base programs; the others need their `_xact` form,
+            // a residual the `_res` one.
+            let epilogues = [Residual::None, Residual::BeforeActivation]
+                .into_iter()
+                .flat_map(|r| [(Activation::None, r), (Activation::Silu, r)]);
+            for (activation, residual) in epilogues {
+                problem.activation = activation;
+                problem.residual = residual;
+                for &algo in ALGOS {
+                    for &choice in CHOICES {
+                        if let Ok(plan) = plan_conv_with(&problem, caps, &GemmOptions::tiling(choice), algo) {
+                            out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
+                        }
                     }
                 }
             }

@@ -194,14 +194,14 @@ impl Kernel for ProductKernel {
         Ok(Some(StepPlan {
             line: describe(self, &problem, &plan),
             tiling: format!("{:?}", plan.tiling),
-            dispatches: plan.steps.iter().map(|s| (s.variant.name(), s.grid)).collect(),
+            dispatches: plan.steps.iter().map(|s| (s.shader().name(), s.grid)).collect(),
         }))
     }
 }
 
 /// One log line: the op, its problem and the chosen plan (with any fallbacks).
 fn describe(op: &ProductKernel, problem: &GemmProblem, plan: &GemmPlan) -> String {
-    let variants: Vec<String> = plan.variants().map(|v| v.name()).collect();
+    let variants: Vec<String> = plan.shaders().map(|v| v.name()).collect();
     let fallbacks =
         if plan.fallbacks.is_empty() { String::new() } else { format!(" (fell back: {})", plan.fallbacks.join("; ")) };
     format!(
@@ -238,10 +238,12 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                 for &m in SIZES {
                     for &n in SIZES {
                         for &k in SIZES {
-                            let p = GemmProblem::simple(dtype, m, n, k, ta, tb);
-                            if let Ok(plan) = plan_gemm(&p, caps, &options) {
-                                for v in plan.variants() {
-                                    out.insert(v.name(), ShaderVariant::Gemm(v));
+                            let mut p = GemmProblem::simple(dtype, m, n, k, ta, tb);
+                            // Relu and Clip are uniforms of the base programs; the others need `_xact`.
+                            for activation in [Activation::None, Activation::Silu] {
+                                p.epilogue.activation = activation;
+                                if let Ok(plan) = plan_gemm(&p, caps, &options) {
+                                    out.extend(plan.shaders().map(|v| (v.name(), v)));
                                 }
                             }
                         }

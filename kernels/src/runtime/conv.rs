@@ -6,7 +6,7 @@ use bytemuck::bytes_of;
 use super::dispatch::{Dispatch, GemmBindings};
 use super::pipelines::BindingLayout;
 use super::{Gpu, GpuBuffer};
-use crate::conv::{ConvPlan, ConvSchedule};
+use crate::conv::{ConvPlan, ConvSchedule, Residual};
 use crate::error::GpuError;
 use crate::shader::ShaderVariant;
 
@@ -18,6 +18,8 @@ pub struct ConvBindings<'a> {
     pub w: &'a GpuBuffer,
     pub bias: Option<&'a GpuBuffer>,
     pub out: &'a GpuBuffer,
+    /// The fused residual operand (the output's shape), when the plan has one.
+    pub residual: Option<&'a GpuBuffer>,
 }
 
 impl Gpu {
@@ -26,9 +28,12 @@ impl Gpu {
     pub fn prepare_conv(&self, plan: &ConvPlan, io: ConvBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
         check_sizes(plan, &io)?;
         match &plan.schedule {
-            ConvSchedule::Pointwise { gemm } => {
-                self.prepare_gemm(gemm, GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out })
-            }
+            ConvSchedule::Pointwise { gemm } => self.prepare_gemm_with(
+                gemm,
+                GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
+                None,
+                io.residual,
+            ),
             ConvSchedule::Im2colGemm { im2col, gemm } => {
                 let col = self.storage_buffer(plan.col_bytes, "im2col")?;
                 let mut dispatches = vec![self.prepare(
@@ -38,14 +43,15 @@ impl Gpu {
                     &[(0, io.x), (3, &col)],
                     im2col.grid,
                 )?];
-                dispatches
-                    .extend(self.prepare_gemm(gemm, GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out })?);
+                let bindings = GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out };
+                dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual)?);
                 Ok(dispatches)
             }
             ConvSchedule::Implicit { gemm, geometry } => self.prepare_gemm_with(
                 gemm,
                 GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
                 Some(bytes_of(geometry)),
+                io.residual,
             ),
             ConvSchedule::Direct { step } => {
                 let dummy;
@@ -56,13 +62,15 @@ impl Gpu {
                         &dummy
                     }
                 };
-                let dispatch = self.prepare(
-                    ShaderVariant::Conv(step.variant),
-                    BindingLayout::PRODUCT,
-                    bytes_of(&step.params),
-                    &[(0, io.x), (1, io.w), (2, bias), (3, io.out)],
-                    step.grid,
-                )?;
+                let shader = step.shader();
+                let (layout, residual) = match (shader.reads_residual(), io.residual) {
+                    (false, _) => (BindingLayout::PRODUCT, None),
+                    (true, Some(r)) => (BindingLayout::PRODUCT_RESIDUAL, Some((6, r))),
+                    (true, None) => return Err(GpuError::Internal("a conv reads a residual but none is bound".into())),
+                };
+                let buffers: Vec<_> =
+                    [(0, io.x), (1, io.w), (2, bias), (3, io.out)].into_iter().chain(residual).collect();
+                let dispatch = self.prepare(shader, layout, bytes_of(&step.params), &buffers, step.grid)?;
                 Ok(vec![dispatch])
             }
         }
@@ -85,6 +93,16 @@ fn check_sizes(plan: &ConvPlan, io: &ConvBindings<'_>) -> Result<(), GpuError> {
         vec![("X", io.x, p.input_len()), ("W", io.w, p.weight_len()), ("the output", io.out, p.output_len())];
     if let Some(b) = io.bias {
         buffers.push(("B", b, p.m as u64));
+    }
+    if (p.residual != Residual::None) != io.residual.is_some() {
+        return Err(GpuError::Invalid(format!(
+            "the conv plan has residual {:?}; one bound: {}",
+            p.residual,
+            io.residual.is_some()
+        )));
+    }
+    if let Some(r) = io.residual {
+        buffers.push(("the residual", r, p.output_len()));
     }
     for (what, buf, elems) in buffers {
         if buf.len < elems * size {

@@ -116,7 +116,7 @@ impl Gpu {
 
     /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.
     pub fn prepare_gemm(&self, plan: &GemmPlan, io: GemmBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_gemm_with(plan, io, None)
+        self.prepare_gemm_with(plan, io, None, None)
     }
 
     /// [`Gpu::prepare_gemm`]; `geometry` is the second uniform (binding 5) of the product steps
@@ -126,6 +126,7 @@ impl Gpu {
         plan: &GemmPlan,
         io: GemmBindings<'_>,
         geometry: Option<&[u8]>,
+        residual: Option<&GpuBuffer>,
     ) -> Result<Vec<Dispatch>, GpuError> {
         let geometry = geometry.map(|g| self.uniform_buffer(g, "conv geometry")).transpose()?;
         let (a, b) = if plan.swap_operands { (io.b, io.a) } else { (io.a, io.b) };
@@ -144,26 +145,46 @@ impl Gpu {
         };
         let mut out = Vec::with_capacity(plan.steps.len());
         for step in &plan.steps {
-            let variant = ShaderVariant::Gemm(step.variant);
+            let variant = step.shader();
             let params = bytes_of(&step.params);
             // A product writes the output, or its split's partial sums to the workspace; an
             // implicit-GEMM product also binds the conv geometry.
+            // A `_res` program also reads the residual operand.
+            let residual = match (variant.reads_residual(), residual) {
+                (false, _) => None,
+                (true, Some(r)) => Some((6, r)),
+                (true, None) => {
+                    return Err(GpuError::Internal(format!("{} reads a residual but none is bound", variant.name())))
+                }
+            };
             let product = |target: &GpuBuffer| -> Result<Dispatch, GpuError> {
                 if !step.variant.is_implicit() {
-                    let buffers = [(0, a), (1, b), (2, bias), (3, target)];
-                    return self.prepare(variant.clone(), BindingLayout::PRODUCT, params, &buffers, step.grid);
+                    let buffers: Vec<_> =
+                        [(0, a), (1, b), (2, bias), (3, target)].into_iter().chain(residual).collect();
+                    let layout =
+                        if residual.is_some() { BindingLayout::PRODUCT_RESIDUAL } else { BindingLayout::PRODUCT };
+                    return self.prepare(variant.clone(), layout, params, &buffers, step.grid);
                 }
                 let Some(geometry) = &geometry else {
                     return Err(GpuError::Invalid(format!("{} gathers B but has no conv geometry", variant.name())));
                 };
-                let buffers = [(0, a), (1, b), (2, bias), (3, target), (5, geometry)];
-                self.prepare(variant.clone(), BindingLayout::PRODUCT_IMPLICIT, params, &buffers, step.grid)
+                let buffers: Vec<_> =
+                    [(0, a), (1, b), (2, bias), (3, target), (5, geometry)].into_iter().chain(residual).collect();
+                let layout = if residual.is_some() {
+                    BindingLayout::PRODUCT_IMPLICIT_RESIDUAL
+                } else {
+                    BindingLayout::PRODUCT_IMPLICIT
+                };
+                self.prepare(variant.clone(), layout, params, &buffers, step.grid)
             };
             let dispatch = match (step.io, &workspace) {
                 (StepIo::Product { to_workspace: false }, _) => product(io.out)?,
                 (StepIo::Product { to_workspace: true }, Some(ws)) => product(ws)?,
                 (StepIo::Reduce, Some(ws)) => {
-                    self.prepare(variant, BindingLayout::REDUCE, params, &[(0, ws), (2, bias), (3, io.out)], step.grid)?
+                    let buffers: Vec<_> = [(0, ws), (2, bias), (3, io.out)].into_iter().chain(residual).collect();
+                    let layout =
+                        if residual.is_some() { BindingLayout::REDUCE_RESIDUAL } else { BindingLayout::REDUCE };
+                    self.prepare(variant, layout, params, &buffers, step.grid)?
                 }
                 (_, None) => return Err(GpuError::Invalid("split-K step without a workspace".into())),
             };

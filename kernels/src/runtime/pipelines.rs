@@ -66,6 +66,33 @@ impl BindingLayout {
     /// `partials, bias → out`: the split-K reduction.
     pub const REDUCE: BindingLayout =
         BindingLayout::Fixed(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
+    /// [`Self::PRODUCT`] plus a residual operand (`_res` programs).
+    pub const PRODUCT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
+        (0, Access::Read),
+        (1, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+        (6, Access::Read),
+    ]);
+    /// [`Self::PRODUCT_IMPLICIT`] plus a residual operand.
+    pub const PRODUCT_IMPLICIT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
+        (0, Access::Read),
+        (1, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+        (5, Access::Uniform),
+        (6, Access::Read),
+    ]);
+    /// [`Self::REDUCE`] plus a residual operand.
+    pub const REDUCE_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
+        (0, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+        (6, Access::Read),
+    ]);
     /// `input → out`: data movement such as im2col.
     pub const UNARY: BindingLayout =
         BindingLayout::Fixed(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);

@@ -92,11 +92,7 @@ pub fn reference(p: &GemmProblem, a: &[f32], b: &[f32], bias: Option<&[f32]>) ->
                 if let (Some(l), Some(bias)) = (p.epilogue.bias, bias) {
                     v += p.epilogue.beta as f64 * at(bias, &l, &c, i, j);
                 }
-                v = match p.epilogue.activation {
-                    ep_kernels::gemm::Activation::None => v,
-                    ep_kernels::gemm::Activation::Relu => v.max(0.0),
-                    ep_kernels::gemm::Activation::Clip { min, max } => v.clamp(min as f64, max as f64),
-                };
+                v = p.epilogue.activation.reference(v);
                 out.push(v);
             }
         }

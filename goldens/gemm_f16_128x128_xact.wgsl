@@ -1,0 +1,600 @@
+enable f16;
+
+@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(1) var<storage, read> b: array<f16>;
+@group(0) @binding(2) var<storage, read> bias: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f16>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+// The activations beyond Relu/Clip (flag bits 4–7; clip_min and clip_max hold their α and β):
+// 1 HardSigmoid, 2 HardSwish, 3 SiLU, 4 LeakyRelu. NaN passes through.
+fn extended_activation(x: f32) -> f32 {
+    let kind = (p.flags >> 4u) & 15u;
+    if (kind == 1u || kind == 2u) {
+        var h = p.clip_min * x + p.clip_max;
+        h = select(h, 0.0, h < 0.0);
+        h = select(h, 1.0, h > 1.0);
+        return select(h, x * h, kind == 2u);
+    } else if (kind == 3u) {
+        return x / (1.0 + exp(-x));
+    } else if (kind == 4u) {
+        return select(x, p.clip_min * x, x < 0.0);
+    }
+    return x;
+}
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = select(v, 0.0, v < 0.0);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = select(v, p.clip_max, v > p.clip_max);
+    }
+    v = extended_activation(v);
+    return v;
+}
+
+const BM: u32 = 128u;
+const BN: u32 = 128u;
+const BK: u32 = 16u;
+const THREADS: u32 = 256u;
+
+// A slice stored k-major ([BK][BM]) and B slice [BK][BN], so the inner loop reads rows.
+var<workgroup> a_tile: array<f16, 2048>;
+var<workgroup> b_tile: array<f16, 2048>;
+
+@compute @workgroup_size(16, 16, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let lin = linear_workgroup(wid);
+    if (lin >= p.total_workgroups) {
+        return;
+    }
+    let tile_n = lin % p.tiles_n;
+    let tile_m = (lin / p.tiles_n) % p.tiles_m;
+    let batch_split = lin / (p.tiles_n * p.tiles_m);
+    let split = batch_split % p.splits;
+    let batch = batch_split / p.splits;
+    let row0 = tile_m * BM;
+    let col0 = tile_n * BN;
+    let a_base = batch_offset(batch, p.a_bs);
+    let b_base = batch_offset(batch, p.b_bs);
+    let k_begin = split * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    // Load mappings follow the contiguous dimension of each operand so global reads coalesce.
+    let a_k_fast = p.a_cs == 1u;
+    let b_n_fast = p.b_cs == 1u;
+
+    var acc_0_0: f32 = 0.0;
+    var acc_0_1: f32 = 0.0;
+    var acc_0_2: f32 = 0.0;
+    var acc_0_3: f32 = 0.0;
+    var acc_0_4: f32 = 0.0;
+    var acc_0_5: f32 = 0.0;
+    var acc_0_6: f32 = 0.0;
+    var acc_0_7: f32 = 0.0;
+    var acc_1_0: f32 = 0.0;
+    var acc_1_1: f32 = 0.0;
+    var acc_1_2: f32 = 0.0;
+    var acc_1_3: f32 = 0.0;
+    var acc_1_4: f32 = 0.0;
+    var acc_1_5: f32 = 0.0;
+    var acc_1_6: f32 = 0.0;
+    var acc_1_7: f32 = 0.0;
+    var acc_2_0: f32 = 0.0;
+    var acc_2_1: f32 = 0.0;
+    var acc_2_2: f32 = 0.0;
+    var acc_2_3: f32 = 0.0;
+    var acc_2_4: f32 = 0.0;
+    var acc_2_5: f32 = 0.0;
+    var acc_2_6: f32 = 0.0;
+    var acc_2_7: f32 = 0.0;
+    var acc_3_0: f32 = 0.0;
+    var acc_3_1: f32 = 0.0;
+    var acc_3_2: f32 = 0.0;
+    var acc_3_3: f32 = 0.0;
+    var acc_3_4: f32 = 0.0;
+    var acc_3_5: f32 = 0.0;
+    var acc_3_6: f32 = 0.0;
+    var acc_3_7: f32 = 0.0;
+    var acc_4_0: f32 = 0.0;
+    var acc_4_1: f32 = 0.0;
+    var acc_4_2: f32 = 0.0;
+    var acc_4_3: f32 = 0.0;
+    var acc_4_4: f32 = 0.0;
+    var acc_4_5: f32 = 0.0;
+    var acc_4_6: f32 = 0.0;
+    var acc_4_7: f32 = 0.0;
+    var acc_5_0: f32 = 0.0;
+    var acc_5_1: f32 = 0.0;
+    var acc_5_2: f32 = 0.0;
+    var acc_5_3: f32 = 0.0;
+    var acc_5_4: f32 = 0.0;
+    var acc_5_5: f32 = 0.0;
+    var acc_5_6: f32 = 0.0;
+    var acc_5_7: f32 = 0.0;
+    var acc_6_0: f32 = 0.0;
+    var acc_6_1: f32 = 0.0;
+    var acc_6_2: f32 = 0.0;
+    var acc_6_3: f32 = 0.0;
+    var acc_6_4: f32 = 0.0;
+    var acc_6_5: f32 = 0.0;
+    var acc_6_6: f32 = 0.0;
+    var acc_6_7: f32 = 0.0;
+    var acc_7_0: f32 = 0.0;
+    var acc_7_1: f32 = 0.0;
+    var acc_7_2: f32 = 0.0;
+    var acc_7_3: f32 = 0.0;
+    var acc_7_4: f32 = 0.0;
+    var acc_7_5: f32 = 0.0;
+    var acc_7_6: f32 = 0.0;
+    var acc_7_7: f32 = 0.0;
+
+    for (var k0 = k_begin; k0 < k_end; k0 = k0 + BK) {
+        for (var l = 0u; l < 8u; l = l + 1u) {
+            let e = tid + l * THREADS;
+            var r = e % BM;
+            var kk = e / BM;
+            if (a_k_fast) {
+                r = e / BK;
+                kk = e % BK;
+            }
+            let gr = row0 + r;
+            let gk = k0 + kk;
+            var v: f16 = f16(0.0);
+            if (gr < p.m && gk < k_end) {
+                v = a[a_base + gr * p.a_rs + gk * p.a_cs];
+            }
+            a_tile[kk * BM + r] = v;
+        }
+        for (var l = 0u; l < 8u; l = l + 1u) {
+            let e = tid + l * THREADS;
+            var c = e / BK;
+            var kk = e % BK;
+            if (b_n_fast) {
+                c = e % BN;
+                kk = e / BN;
+            }
+            let gc = col0 + c;
+            let gk = k0 + kk;
+            var v: f16 = f16(0.0);
+            if (gc < p.n && gk < k_end) {
+                v = b[b_base + gk * p.b_rs + gc * p.b_cs];
+            }
+            b_tile[kk * BN + c] = v;
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < BK; kk = kk + 1u) {
+            let a0 = f32(a_tile[kk * BM + lid.y + 0u]);
+            let a1 = f32(a_tile[kk * BM + lid.y + 16u]);
+            let a2 = f32(a_tile[kk * BM + lid.y + 32u]);
+            let a3 = f32(a_tile[kk * BM + lid.y + 48u]);
+            let a4 = f32(a_tile[kk * BM + lid.y + 64u]);
+            let a5 = f32(a_tile[kk * BM + lid.y + 80u]);
+            let a6 = f32(a_tile[kk * BM + lid.y + 96u]);
+            let a7 = f32(a_tile[kk * BM + lid.y + 112u]);
+            let b0 = f32(b_tile[kk * BN + lid.x + 0u]);
+            let b1 = f32(b_tile[kk * BN + lid.x + 16u]);
+            let b2 = f32(b_tile[kk * BN + lid.x + 32u]);
+            let b3 = f32(b_tile[kk * BN + lid.x + 48u]);
+            let b4 = f32(b_tile[kk * BN + lid.x + 64u]);
+            let b5 = f32(b_tile[kk * BN + lid.x + 80u]);
+            let b6 = f32(b_tile[kk * BN + lid.x + 96u]);
+            let b7 = f32(b_tile[kk * BN + lid.x + 112u]);
+            acc_0_0 = fma(a0, b0, acc_0_0);
+            acc_0_1 = fma(a0, b1, acc_0_1);
+            acc_0_2 = fma(a0, b2, acc_0_2);
+            acc_0_3 = fma(a0, b3, acc_0_3);
+            acc_0_4 = fma(a0, b4, acc_0_4);
+            acc_0_5 = fma(a0, b5, acc_0_5);
+            acc_0_6 = fma(a0, b6, acc_0_6);
+            acc_0_7 = fma(a0, b7, acc_0_7);
+            acc_1_0 = fma(a1, b0, acc_1_0);
+            acc_1_1 = fma(a1, b1, acc_1_1);
+            acc_1_2 = fma(a1, b2, acc_1_2);
+            acc_1_3 = fma(a1, b3, acc_1_3);
+            acc_1_4 = fma(a1, b4, acc_1_4);
+            acc_1_5 = fma(a1, b5, acc_1_5);
+            acc_1_6 = fma(a1, b6, acc_1_6);
+            acc_1_7 = fma(a1, b7, acc_1_7);
+            acc_2_0 = fma(a2, b0, acc_2_0);
+            acc_2_1 = fma(a2, b1, acc_2_1);
+            acc_2_2 = fma(a2, b2, acc_2_2);
+            acc_2_3 = fma(a2, b3, acc_2_3);
+            acc_2_4 = fma(a2, b4, acc_2_4);
+            acc_2_5 = fma(a2, b5, acc_2_5);
+            acc_2_6 = fma(a2, b6, acc_2_6);
+            acc_2_7 = fma(a2, b7, acc_2_7);
+            acc_3_0 = fma(a3, b0, acc_3_0);
+            acc_3_1 = fma(a3, b1, acc_3_1);
+            acc_3_2 = fma(a3, b2, acc_3_2);
+            acc_3_3 = fma(a3, b3, acc_3_3);
+            acc_3_4 = fma(a3, b4, acc_3_4);
+            acc_3_5 = fma(a3, b5, acc_3_5);
+            acc_3_6 = fma(a3, b6, acc_3_6);
+            acc_3_7 = fma(a3, b7, acc_3_7);
+            acc_4_0 = fma(a4, b0, acc_4_0);
+            acc_4_1 = fma(a4, b1, acc_4_1);
+            acc_4_2 = fma(a4, b2, acc_4_2);
+            acc_4_3 = fma(a4, b3, acc_4_3);
+            acc_4_4 = fma(a4, b4, acc_4_4);
+            acc_4_5 = fma(a4, b5, acc_4_5);
+            acc_4_6 = fma(a4, b6, acc_4_6);
+            acc_4_7 = fma(a4, b7, acc_4_7);
+            acc_5_0 = fma(a5, b0, acc_5_0);
+            acc_5_1 = fma(a5, b1, acc_5_1);
+            acc_5_2 = fma(a5, b2, acc_5_2);
+            acc_5_3 = fma(a5, b3, acc_5_3);
+            acc_5_4 = fma(a5, b4, acc_5_4);
+            acc_5_5 = fma(a5, b5, acc_5_5);
+            acc_5_6 = fma(a5, b6, acc_5_6);
+            acc_5_7 = fma(a5, b7, acc_5_7);
+            acc_6_0 = fma(a6, b0, acc_6_0);
+            acc_6_1 = fma(a6, b1, acc_6_1);
+            acc_6_2 = fma(a6, b2, acc_6_2);
+            acc_6_3 = fma(a6, b3, acc_6_3);
+            acc_6_4 = fma(a6, b4, acc_6_4);
+            acc_6_5 = fma(a6, b5, acc_6_5);
+            acc_6_6 = fma(a6, b6, acc_6_6);
+            acc_6_7 = fma(a6, b7, acc_6_7);
+            acc_7_0 = fma(a7, b0, acc_7_0);
+            acc_7_1 = fma(a7, b1, acc_7_1);
+            acc_7_2 = fma(a7, b2, acc_7_2);
+            acc_7_3 = fma(a7, b3, acc_7_3);
+            acc_7_4 = fma(a7, b4, acc_7_4);
+            acc_7_5 = fma(a7, b5, acc_7_5);
+            acc_7_6 = fma(a7, b6, acc_7_6);
+            acc_7_7 = fma(a7, b7, acc_7_7);
+        }
+        workgroupBarrier();
+    }
+
+    let c_base = batch_offset(batch, p.c_bs);
+    let bias_base = batch_offset(batch, p.bias_bs);
+    let out_row0 = row0 + lid.y + 0u;
+    let out_row1 = row0 + lid.y + 16u;
+    let out_row2 = row0 + lid.y + 32u;
+    let out_row3 = row0 + lid.y + 48u;
+    let out_row4 = row0 + lid.y + 64u;
+    let out_row5 = row0 + lid.y + 80u;
+    let out_row6 = row0 + lid.y + 96u;
+    let out_row7 = row0 + lid.y + 112u;
+    let out_col0 = col0 + lid.x + 0u;
+    let out_col1 = col0 + lid.x + 16u;
+    let out_col2 = col0 + lid.x + 32u;
+    let out_col3 = col0 + lid.x + 48u;
+    let out_col4 = col0 + lid.x + 64u;
+    let out_col5 = col0 + lid.x + 80u;
+    let out_col6 = col0 + lid.x + 96u;
+    let out_col7 = col0 + lid.x + 112u;
+    if (out_row0 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_0_0, bias_base + out_row0 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_0_1, bias_base + out_row0 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_0_2, bias_base + out_row0 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_0_3, bias_base + out_row0 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_0_4, bias_base + out_row0 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_0_5, bias_base + out_row0 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_0_6, bias_base + out_row0 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_0_7, bias_base + out_row0 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row0 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row1 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_1_0, bias_base + out_row1 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_1_1, bias_base + out_row1 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_1_2, bias_base + out_row1 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_1_3, bias_base + out_row1 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_1_4, bias_base + out_row1 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_1_5, bias_base + out_row1 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_1_6, bias_base + out_row1 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_1_7, bias_base + out_row1 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row1 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row2 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_2_0, bias_base + out_row2 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_2_1, bias_base + out_row2 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_2_2, bias_base + out_row2 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_2_3, bias_base + out_row2 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_2_4, bias_base + out_row2 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_2_5, bias_base + out_row2 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_2_6, bias_base + out_row2 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_2_7, bias_base + out_row2 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row2 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row3 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_3_0, bias_base + out_row3 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_3_1, bias_base + out_row3 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_3_2, bias_base + out_row3 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_3_3, bias_base + out_row3 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_3_4, bias_base + out_row3 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_3_5, bias_base + out_row3 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_3_6, bias_base + out_row3 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_3_7, bias_base + out_row3 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row3 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row4 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_4_0, bias_base + out_row4 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_4_1, bias_base + out_row4 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_4_2, bias_base + out_row4 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_4_3, bias_base + out_row4 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_4_4, bias_base + out_row4 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_4_5, bias_base + out_row4 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_4_6, bias_base + out_row4 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_4_7, bias_base + out_row4 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row4 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row5 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_5_0, bias_base + out_row5 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_5_1, bias_base + out_row5 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_5_2, bias_base + out_row5 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_5_3, bias_base + out_row5 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_5_4, bias_base + out_row5 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_5_5, bias_base + out_row5 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_5_6, bias_base + out_row5 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_5_7, bias_base + out_row5 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row5 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row6 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_6_0, bias_base + out_row6 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_6_1, bias_base + out_row6 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_6_2, bias_base + out_row6 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_6_3, bias_base + out_row6 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_6_4, bias_base + out_row6 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_6_5, bias_base + out_row6 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_6_6, bias_base + out_row6 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_6_7, bias_base + out_row6 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row6 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+    if (out_row7 < p.m) {
+        if (out_col0 < p.n) {
+            let v = epilogue(acc_7_0, bias_base + out_row7 * p.bias_rs + out_col0 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col0 * p.c_cs] = f16(v);
+        }
+        if (out_col1 < p.n) {
+            let v = epilogue(acc_7_1, bias_base + out_row7 * p.bias_rs + out_col1 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col1 * p.c_cs] = f16(v);
+        }
+        if (out_col2 < p.n) {
+            let v = epilogue(acc_7_2, bias_base + out_row7 * p.bias_rs + out_col2 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col2 * p.c_cs] = f16(v);
+        }
+        if (out_col3 < p.n) {
+            let v = epilogue(acc_7_3, bias_base + out_row7 * p.bias_rs + out_col3 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col3 * p.c_cs] = f16(v);
+        }
+        if (out_col4 < p.n) {
+            let v = epilogue(acc_7_4, bias_base + out_row7 * p.bias_rs + out_col4 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col4 * p.c_cs] = f16(v);
+        }
+        if (out_col5 < p.n) {
+            let v = epilogue(acc_7_5, bias_base + out_row7 * p.bias_rs + out_col5 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col5 * p.c_cs] = f16(v);
+        }
+        if (out_col6 < p.n) {
+            let v = epilogue(acc_7_6, bias_base + out_row7 * p.bias_rs + out_col6 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col6 * p.c_cs] = f16(v);
+        }
+        if (out_col7 < p.n) {
+            let v = epilogue(acc_7_7, bias_base + out_row7 * p.bias_rs + out_col7 * p.bias_cs);
+            out[c_base + out_row7 * p.c_rs + out_col7 * p.c_cs] = f16(v);
+        }
+    }
+}

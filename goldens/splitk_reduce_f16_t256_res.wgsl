@@ -1,0 +1,103 @@
+enable f16;
+
+@group(0) @binding(0) var<storage, read> partials: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f16>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = select(v, 0.0, v < 0.0);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = select(v, p.clip_max, v > p.clip_max);
+    }
+    return v;
+}
+
+@group(0) @binding(6) var<storage, read> residual: array<f16>;
+
+// The epilogue with the residual operand (the output's shape, so the output's index) added: a
+// conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
+fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
+    let r = f32(residual[out_index]);
+    if ((p.flags & 512u) != 0u) {
+        return epilogue(acc, bias_index) + r;
+    }
+    return epilogue(acc + r, bias_index);
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let lin = linear_workgroup(wid);
+    let per_batch = p.m * p.n;
+    let idx = lin * 256u + tid;
+    if (lin >= p.total_workgroups || idx >= p.batch_count * per_batch) {
+        return;
+    }
+    let batch = idx / per_batch;
+    let row = (idx % per_batch) / p.n;
+    let col = idx % p.n;
+    var sum: f32 = 0.0;
+    for (var s = 0u; s < p.splits; s = s + 1u) {
+        sum = sum + partials[s * p.batch_count * per_batch + idx];
+    }
+    let bias_index = batch_offset(batch, p.bias_bs) + row * p.bias_rs + col * p.bias_cs;
+    let o = batch_offset(batch, p.c_bs) + row * p.c_rs + col * p.c_cs;
+    out[o] = f16(epilogue_at(sum, bias_index, o));
+}
