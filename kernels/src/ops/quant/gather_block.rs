@@ -4,9 +4,10 @@
 //! along the first axis (`gather_axis` 0) and dequantised in blocks of `block_size` along the
 //! last (`quantize_axis` last): `y[.., k] = (q[k] - zp[k / bs]) * scale[k / bs]` in the scales'
 //! type (f32 or f16), computed in f32. `scales` has data's rank, its last axis `ceil(K / bs)`;
-//! zero points are optional, uint8 packed like the data (each row's starting at a byte; absent:
-//! 2, 8 or 128 for 2, 4 or 8 bits). Indices are int32 or int64; a negative one counts from the
-//! end. Other axes, int4/uint4 and FP8 tables decline.
+//! zero points are optional, uint8 packed like the data (each row's starting at a byte, as in
+//! MatMulNBits, whose tensors the builder shares, and ONNX Runtime 1.32's CPU kernel; 1.24's
+//! reads them unpadded; absent: 2, 8 or 128 for 2, 4 or 8 bits). Indices are int32 or int64; a
+//! negative one counts from the end. Other axes, int4/uint4 and FP8 tables decline.
 //!
 //! An index still out of range fails the run (ONNX Runtime 1.24's CPU EP fails it; 1.32's
 //! writes zeros): the kernel writes zeros there and flags the run's status word (`ops::check`).
