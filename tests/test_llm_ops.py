@@ -319,6 +319,27 @@ def test_gather_block_quantized_index_out_of_range_fails_the_run(make_session):
     assert sess.run(None, {"ids": ids})[0].shape == (2, 7, 80)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_tied_quantized_embeddings(make_session, run_cpu, dtype):
+    # As the builder ties them: the lm_head's packed weights reshaped into the embedding table, its scales and zero
+    # points shared; every node ours.
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    vocab, hidden, block = 67, 96, 32
+    k_blocks = hidden // block
+    inits = [numpy_helper.from_array(pack_nbits(rng.integers(0, 16, (vocab, k_blocks, block)), 4), "B"),
+             numpy_helper.from_array(rng.uniform(0.01, 0.1, (vocab, k_blocks)).astype(dtype), "scales"),
+             numpy_helper.from_array(pack_nbits(rng.integers(0, 16, (vocab, k_blocks)), 4), "zp"),
+             numpy_helper.from_array(np.array([vocab, hidden // 2], np.int64), "table_shape")]
+    nodes = [helper.make_node("Reshape", ["B", "table_shape"], ["table"]),
+             helper.make_node("GatherBlockQuantized", ["table", "ids", "scales", "zp"], ["emb"], domain="com.microsoft",
+                              bits=4, block_size=block, gather_axis=0, quantize_axis=1),
+             helper.make_node("MatMulNBits", ["emb", "B", "scales", "zp"], ["logits"], domain="com.microsoft", K=hidden,
+                              N=vocab, bits=4, block_size=block)]
+    model = model_of(nodes, [vi("ids", TensorProto.INT64, [1, 5])], [vi("logits", dtype, [1, 5, vocab])], inits)
+    check_like_cpu(make_session, run_cpu, model, {"ids": rng.integers(0, vocab, (1, 5))}, dtype, seed)
+
+
 @pytest.mark.parametrize("data_type", [TensorProto.UINT4, TensorProto.INT4])
 def test_gather_block_quantized_int4_data_is_declined_with_a_reason(make_session, capfd, data_type):
     # ONNX Runtime's schema rejects other bits, block sizes and axes itself; int4/uint4 tables it takes, we do not.
