@@ -48,7 +48,8 @@ impl std::fmt::Display for DType {
 /// `I64` is two 32-bit words (low, high; kernels read it as `vec2<u32>` and compute exactly in
 /// 64 bits where they claim it), `Bool` is one byte per element (kernels read and write it
 /// through packed `u32` words). `U8` is one byte per element too; only the ops that read packed
-/// bytes (MatMulNBits' weights and zero points) claim it, so it is not in [`ElemType::ALL`].
+/// bytes (MatMulNBits' and GatherBlockQuantized's weights and zero points) claim it, so it is not
+/// in [`ElemType::ALL`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ElemType {

@@ -266,11 +266,26 @@ fn llm() -> Vec<Case> {
         vec![("num_heads", Attr::Int(4)), ("kv_num_heads", Attr::Int(2))],
     ));
     let nbits_shapes: &[&[u64]] = &[&[40, k], &b.shape, &scales.shape];
+    let (vocab, hidden) = (67u64, 80u64);
+    let gbq = ms(node(
+        "GatherBlockQuantized",
+        1,
+        vec![
+            Some(val("data", ElemType::U8, &[vocab, hidden / 2])),
+            Some(val("ids", ElemType::I64, &[2, 7])),
+            v("scales", &[vocab, hidden / 16]),
+            Some(val("zp", ElemType::U8, &[vocab, hidden / 32 + 1])),
+        ],
+        vec![val("y", F32, &[2, 7, hidden])],
+        vec![("bits", Attr::Int(4)), ("block_size", Attr::Int(16)), ("quantize_axis", Attr::Int(1))],
+    ));
+    let gbq_prefill: &[&[u64]] = &[&[vocab, hidden / 2], &[1, 300], &[vocab, hidden / 16], &[vocab, hidden / 32 + 1]];
     vec![
         case(attention(F32), &[decode, long]),
         case(attention(F16), &[decode, long]),
         case(mha, &[]),
         case(nbits, &[nbits_shapes]),
+        case(gbq, &[gbq_prefill]),
         case(rotary, &[]),
         case(gqa, &[]),
     ]

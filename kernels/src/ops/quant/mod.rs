@@ -1,5 +1,6 @@
-//! Quantised ops: com.microsoft MatMulNBits (`nbits`), blockwise 2-, 4- and 8-bit weights as
-//! onnxruntime-genai's model builder and ONNX Runtime's quantisation tools emit them.
+//! Quantised ops: com.microsoft MatMulNBits (`nbits`) and GatherBlockQuantized (`gather_block`),
+//! blockwise 2-, 4- and 8-bit weights as onnxruntime-genai's model builder and ONNX Runtime's
+//! quantisation tools emit them.
 //!
 //! The weights stay packed on the GPU as ONNX Runtime's bytes. Few rows of A (decode) run the
 //! GEMV kernel that streams the packed weights once per group of rows and dequantises them on
@@ -10,11 +11,16 @@
 //! as a transposed B: one full-precision copy of each such node's weights, kept for every shape
 //! set (see `NbitsKernel::dequantized`). Weights that are not initializers take that path only
 //! when forced, dequantised every run.
+//!
+//! com.microsoft GatherBlockQuantized (`gather_block`), the embedding lookup of int4 models
+//! with tied embeddings, reads the same packed bytes: one kernel gathers rows and dequantises
+//! them (`quant_gather_block.wgsl.j2`).
 
+pub mod gather_block;
 pub mod nbits;
 pub mod source;
 
 /// The quant op definitions.
 pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
-    nbits::OPS.to_vec()
+    nbits::OPS.iter().chain(gather_block::OPS).copied().collect()
 }

@@ -85,3 +85,38 @@ impl OpSource for NbitsSource {
         crate::ops::capabilities_for(&[self.ty])
     }
 }
+
+/// The GatherBlockQuantized kernel: rows of a uint8-packed table gathered and dequantised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GatherBlockSource {
+    /// The scales' (and the output's) type.
+    pub ty: ElemType,
+    pub bits: u32,
+    /// Packed uint8 zero points are given (else the middle of the range).
+    pub zp: bool,
+    /// int64 indices (else int32).
+    pub i64: bool,
+}
+
+impl OpSource for GatherBlockSource {
+    fn name(&self) -> String {
+        let zp = if self.zp { "u8" } else { "none" };
+        let index = if self.i64 { "i64" } else { "i32" };
+        format!("quant_gather_block_{}_b{}_zp_{zp}_{index}", self.ty.name(), self.bits)
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let ctx = minijinja::context! {
+            t => self.ty.name(),
+            bits => self.bits,
+            zp => self.zp,
+            i64 => self.i64,
+            b_out => 3 + u32::from(self.zp),
+        };
+        render("quant_gather_block.wgsl.j2", ctx)
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
