@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -134,6 +135,7 @@ def bench_model(model_dir: Path, ps: dict, rng) -> dict:
             row[f"{key}_decode{ctx}_hbm"] = weights / (ms * 1e-3) / (HBM_TBS * 1e12)
     if PROFILE and "ours" in sessions:
         for what, feeds in (("prefill512", feeds_for(sessions["ours"], 512, 0, rng)),
+                            ("prefill1024", feeds_for(sessions["ours"], 1024, 0, rng)),
                             ("decode512", feeds_for(sessions["ours"], 1, 512, rng))):
             row[f"ours_profile_{what}"] = top_steps(prov.profiled_steps(sessions["ours"], feeds))
     del sessions
@@ -187,7 +189,24 @@ def genai_loop(model_dir: Path, registration: tuple[str, str, str], new_tokens: 
             "tok_s": n / max(t2 - t1, 1e-9), "tokens": tokens[:16]}
 
 
+def genai_subprocess(model_dir: Path, registration: tuple) -> dict:
+    """`genai_loop` in a fresh process: genai 0.18 crashes on a second model in one process."""
+    cmd = [sys.executable, __file__, "--genai-one", json.dumps([str(model_dir), *registration])]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out"}
+    lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+    if r.returncode != 0 or not lines:
+        return {"error": f"exit {r.returncode}: {(r.stderr or r.stdout)[-400:]}"}
+    return json.loads(lines[-1])
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--genai-one":
+        model_dir, *registration = json.loads(sys.argv[2])
+        print(json.dumps(genai_loop(Path(model_dir), tuple(registration))), flush=True)
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", required=True)
     ap.add_argument("--lib", required=True)
@@ -215,10 +234,7 @@ def main() -> int:
             if "peer" in ps:
                 regs["peer"] = ("g_webgpu", ps["peer"].info["library"], ps["peer"].ep_name)
             for key, reg in regs.items():
-                try:
-                    row[f"{key}_genai"] = genai_loop(d, reg)
-                except Exception as e:  # noqa: BLE001
-                    row[f"{key}_genai"] = {"error": str(e)[:400]}
+                row[f"{key}_genai"] = genai_subprocess(d, reg)
             want = row.get("cpu_genai", {}).get("tokens")
             for key in ("ours", "peer"):
                 got = row.get(f"{key}_genai", {}).get("tokens")
