@@ -20,8 +20,9 @@ use super::memory::{bucket, DeviceSlice};
 use super::Gpu;
 use crate::error::GpuError;
 
-/// Staging bytes a device keeps mapped for reuse, per direction.
-const POOL_LIMIT: u64 = 256 << 20;
+/// Staging bytes a device keeps mapped for reuse, per direction: room for an LLM's prefill logits
+/// (1,024 tokens × 152k vocabulary in f16 is 300 MB), whose staging must not be made every run.
+const POOL_LIMIT: u64 = 512 << 20;
 
 /// Copies counted since the process started (or on this thread: [`thread_copy_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,24 +139,39 @@ struct Pending {
     bytes: u64,
 }
 
-#[derive(Default)]
-struct Bucketed {
-    free: HashMap<u64, Vec<wgpu::Buffer>>,
+/// Free staging buffers by size (generic for its unit test).
+struct Bucketed<B = wgpu::Buffer> {
+    free: HashMap<u64, Vec<B>>,
     bytes: u64,
 }
 
-impl Bucketed {
-    fn take(&mut self, size: u64) -> Option<wgpu::Buffer> {
+impl<B> Default for Bucketed<B> {
+    fn default() -> Self {
+        Bucketed { free: HashMap::new(), bytes: 0 }
+    }
+}
+
+impl<B> Bucketed<B> {
+    fn take(&mut self, size: u64) -> Option<B> {
         let b = self.free.get_mut(&size)?.pop()?;
         self.bytes -= size;
         Some(b)
     }
 
-    fn put(&mut self, size: u64, b: wgpu::Buffer) {
-        if self.bytes + size <= POOL_LIMIT {
-            self.bytes += size;
-            self.free.entry(size).or_default().push(b);
+    /// Keeps `b` for reuse; the newest buffer wins: others go, largest first, until it fits.
+    fn put(&mut self, size: u64, b: B) {
+        if size > POOL_LIMIT {
+            return;
         }
+        while self.bytes + size > POOL_LIMIT {
+            let Some(victim) = self.free.iter().filter(|(_, v)| !v.is_empty()).map(|(&k, _)| k).max() else { break };
+            if let Some(list) = self.free.get_mut(&victim) {
+                list.pop();
+                self.bytes -= victim;
+            }
+        }
+        self.bytes += size;
+        self.free.entry(size).or_default().push(b);
     }
 }
 
@@ -387,5 +403,26 @@ impl Gpu {
             None => outcome = outcome.and(Err(GpuError::Readback("the buffer was never mapped".into()))),
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_staging_buffer_is_kept() {
+        let mut pool: Bucketed<u32> = Bucketed::default();
+        pool.put(256 << 20, 1);
+        pool.put(160 << 20, 2);
+        // 288 MiB does not fit beside 416: the largest others go first, until it does.
+        pool.put(288 << 20, 3);
+        assert_eq!(pool.bytes, (288 + 160) << 20);
+        assert_eq!(pool.take(256 << 20), None);
+        assert_eq!(pool.take(288 << 20), Some(3));
+        assert_eq!(pool.take(160 << 20), Some(2));
+        assert_eq!(pool.bytes, 0);
+        pool.put(POOL_LIMIT + 1, 4);
+        assert_eq!(pool.bytes, 0);
     }
 }
