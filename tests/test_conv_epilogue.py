@@ -81,9 +81,11 @@ def test_batch_norm_folds_into_the_conv(ep_devices, run_cpu, build, dtype, tmp_p
     assert sum(o.startswith("Conv+BatchNormalization") for o in ops) == bns, ops
     assert any(o.startswith("Conv+BatchNormalization+") for o in ops), ops  # with its activation
     assert len(steps) <= len(model.graph.node) - bns - 1, ops
-    if build is resnet_block:  # the residual Add between the BN and the Relu runs in the conv's store
+    if build is resnet_block and dtype == np.float32:  # the residual Add between the BN and the Relu: in the store
         assert "Conv+BatchNormalization+Add+Relu" in ops, ops
         assert not any(o.startswith("Add") for o in ops), ops
+    if build is resnet_block and dtype == np.float16:  # f16 (tensor cores): the residual Add stays a step
+        assert "Add+Relu" in ops, ops
     if build is activations_block:  # every activation in the conv's store: one step per conv
         assert ops == ["Conv+BatchNormalization+HardSwish", "Conv+Sigmoid+Mul", "Conv+HardSigmoid",
                        "Conv+BatchNormalization+LeakyRelu"], ops
