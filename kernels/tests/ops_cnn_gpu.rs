@@ -316,8 +316,11 @@ fn group_norm_reference(x: &[f64], shape: &[u64], groups: usize, s: &[f64], b: &
 fn group_and_instance_normalization() {
     let mut rng = common::rng("group_and_instance_normalization");
     // (op, opset, X, groups, scale length)
-    let cases: [(&str, i32, &[u64], usize, u64); 5] = [
+    // The last two have few long rows, split into chunks (`chunks_for`), the last chunk short.
+    let cases: [(&str, i32, &[u64], usize, u64); 7] = [
         ("GroupNormalization", 21, &[2, 6, 5, 7], 3, 6),
+        ("GroupNormalization", 21, &[1, 4, 61, 139], 2, 4),
+        ("InstanceNormalization", 6, &[1, 2, 97, 101], 2, 2),
         ("GroupNormalization", 18, &[1, 8, 9, 11], 4, 4),
         ("GroupNormalization", 21, &[2, 4, 37], 1, 4),
         ("InstanceNormalization", 6, &[2, 3, 13, 9], 3, 3),

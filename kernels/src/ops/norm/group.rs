@@ -51,10 +51,14 @@ impl OpDef for GroupNormDef {
     }
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
-        float_types(caps)
-            .into_iter()
-            .map(|ty| ShaderVariant::Op(OpShader::new(GroupNormSource { ty, threads: THREADS })))
-            .collect()
+        let mut out = Vec::new();
+        for ty in float_types(caps) {
+            out.push(ShaderVariant::Op(OpShader::new(GroupNormSource { ty, threads: THREADS })));
+            for apply in [false, true] {
+                out.push(ShaderVariant::Op(OpShader::new(GroupNormSplitSource { ty, threads: THREADS, apply })));
+            }
+        }
+        out
     }
 }
 
@@ -125,7 +129,17 @@ impl Kernel for GroupNormKernel {
         let Some(planned) = self.dispatch(x.shape, s.shape, b.shape, cx.caps())? else {
             return Ok(PreparedStep::default());
         };
-        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf, s.buf, b.buf], &[y.buf])?))
+        let dispatches = match &planned {
+            Planned::Whole(d) => vec![d.bind(cx.gpu, &[x.buf, s.buf, b.buf], &[y.buf])?],
+            Planned::Split { stats, apply, part_bytes, .. } => {
+                let part = cx.gpu.storage_buffer(*part_bytes, "GroupNormalization chunk statistics")?;
+                vec![
+                    stats.bind(cx.gpu, &[x.buf], &[&part])?,
+                    apply.bind(cx.gpu, &[x.buf, s.buf, b.buf, &part], &[y.buf])?,
+                ]
+            }
+        };
+        Ok(PreparedStep { dispatches, plan: None })
     }
 
     fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
@@ -133,13 +147,40 @@ impl Kernel for GroupNormKernel {
         let what = format!("{} '{}'", self.op, self.name);
         let planned = (|| self.dispatch(&x, required(inputs, 1)?, required(inputs, 2)?, caps))()
             .map_err(|e| format!("{what}: {e}"))?;
-        Ok(planned.map(|d| step_plan(format!("{what}: {x:?}"), "one workgroup per group", &[d])))
+        Ok(planned.map(|p| match p {
+            Planned::Whole(d) => step_plan(format!("{what}: {x:?}"), "one workgroup per group", &[d]),
+            Planned::Split { stats, apply, chunks, .. } => {
+                step_plan(format!("{what}: {x:?}"), format!("{chunks} chunks per group"), &[stats, apply])
+            }
+        }))
     }
+}
+
+/// Rows below which a long row is split over several workgroups (one per row would leave
+/// most of a large GPU idle), the fewest elements per chunk, and the most chunks per row.
+const SPLIT_ROWS: u64 = 256;
+const MIN_CHUNK: u64 = 4096;
+const MAX_CHUNKS: u64 = 256;
+
+/// Chunks per row for `rows` rows of `len` elements (1: one workgroup per row).
+pub fn chunks_for(rows: u64, len: u64) -> u64 {
+    if rows >= SPLIT_ROWS {
+        return 1;
+    }
+    (len / MIN_CHUNK).min(4 * SPLIT_ROWS / rows.max(1)).clamp(1, MAX_CHUNKS)
+}
+
+/// The dispatches of one step.
+enum Planned {
+    /// One workgroup per row.
+    Whole(OpDispatch),
+    /// Per-chunk statistics into a buffer of `part_bytes`, then per-chunk normalisation.
+    Split { stats: OpDispatch, apply: OpDispatch, part_bytes: u64, chunks: u64 },
 }
 
 impl GroupNormKernel {
     /// The kernel at these shapes (`None` for an empty X): what `prepare` binds and `plan` reports.
-    fn dispatch(&self, x: &[u64], s: &[u64], b: &[u64], caps: &DeviceCaps) -> Result<Option<OpDispatch>, GpuError> {
+    fn dispatch(&self, x: &[u64], s: &[u64], b: &[u64], caps: &DeviceCaps) -> Result<Option<Planned>, GpuError> {
         let (groups, per_group) = self.geometry(x, s, b).map_err(GpuError::Invalid)?;
         let elems: u64 = x.iter().product();
         if elems == 0 {
@@ -158,9 +199,40 @@ impl GroupNormKernel {
             epsilon: self.epsilon,
             pad: 0,
         };
-        let variant = ShaderVariant::Op(OpShader::new(GroupNormSource { ty: self.ty, threads: THREADS }));
-        Ok(Some(OpDispatch::new(variant, &params, grid(n * groups, caps)?)))
+        let (rows, len) = (n * groups, c / groups * spatial);
+        let wanted = chunks_for(rows, len);
+        if wanted <= 1 {
+            let variant = ShaderVariant::Op(OpShader::new(GroupNormSource { ty: self.ty, threads: THREADS }));
+            return Ok(Some(Planned::Whole(OpDispatch::new(variant, &params, grid(rows, caps)?))));
+        }
+        let chunk = len.div_ceil(wanted);
+        let chunks = len.div_ceil(chunk);
+        let split = SplitParams {
+            base: params,
+            chunks: to_u32("group chunks", chunks)?,
+            chunk: to_u32("group chunk", chunk)?,
+            pad: [0; 2],
+        };
+        let source =
+            |apply| ShaderVariant::Op(OpShader::new(GroupNormSplitSource { ty: self.ty, threads: THREADS, apply }));
+        let g = grid(rows * chunks, caps)?;
+        Ok(Some(Planned::Split {
+            stats: OpDispatch::new(source(false), &split, g),
+            apply: OpDispatch::new(source(true), &split, g),
+            part_bytes: rows * chunks * 3 * 4,
+            chunks,
+        }))
     }
+}
+
+/// The uniforms of `norm_group_split.wgsl.j2`: the whole kernel's, then the chunking.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct SplitParams {
+    base: GroupNormParams,
+    chunks: u32,
+    chunk: u32,
+    pad: [u32; 2],
 }
 
 #[repr(C)]
@@ -183,6 +255,34 @@ pub struct GroupNormSource {
     pub threads: u32,
 }
 
+/// A stage of the split group-normalization kernel of one element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupNormSplitSource {
+    pub ty: ElemType,
+    pub threads: u32,
+    /// `false`: chunk statistics; `true`: combine and normalise.
+    pub apply: bool,
+}
+
+impl OpSource for GroupNormSplitSource {
+    fn name(&self) -> String {
+        let stage = if self.apply { "apply" } else { "stats" };
+        format!("norm_group_{stage}_{}_t{}", self.ty.name(), self.threads)
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let stage = if self.apply { "apply" } else { "stats" };
+        render(
+            "norm_group_split.wgsl.j2",
+            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16, threads => self.threads, stage },
+        )
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
 impl OpSource for GroupNormSource {
     fn name(&self) -> String {
         format!("norm_group_{}_t{}", self.ty.name(), self.threads)
@@ -197,5 +297,20 @@ impl OpSource for GroupNormSource {
 
     fn capabilities(&self) -> naga::valid::Capabilities {
         crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_long_rows_are_split_into_chunks() {
+        // UNet's 2 × 32 groups of 2 channels × 128²: 8 chunks of 4,096.
+        assert_eq!(chunks_for(64, 32768), 8);
+        assert_eq!(chunks_for(64, 4095), 1);
+        assert_eq!(chunks_for(256, 1 << 20), 1);
+        assert_eq!(chunks_for(1, 1 << 30), MAX_CHUNKS);
+        assert_eq!(std::mem::size_of::<SplitParams>(), 48);
     }
 }
