@@ -263,3 +263,27 @@ def test_gqa_qk_norm_matches_unfused_norms_on_cpu(make_session, run_cpu, dtype, 
     for name, x, w in zip(["output", "present_key", "present_value"], got, want):
         assert x.shape == w.shape
         assert rel_err(x, w) <= 2 * TOL[dtype], f"{name}: {rel_err(x, w)} (seed {seed})"
+
+
+def test_gqa_shared_buffer_decode_reuses_its_prepared_set(ep_devices, capfd):
+    """genai's decode loop over a shared KV buffer: total_sequence_length grows every step, the shapes do not, so the
+    partition is prepared (and its plan logged, ending with the dispatch count) once, not once per step."""
+    import onnxruntime as ort
+
+    from conftest import model_arg
+
+    dtype, heads, kv_heads, d, max_len = np.float32, 4, 2, 64, 32
+    model = gqa_model(dtype, 1, 1, heads, kv_heads, d, max_len)
+    so = ort.SessionOptions()
+    so.log_severity_level = 0
+    so.add_provider_for_devices(ep_devices, OURS)
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
+    rng = np.random.default_rng(new_seed())
+    capfd.readouterr()
+    for past in (9, 10, 11):
+        feeds = feeds_for(rng, dtype, 1, 1, heads, kv_heads, d, max_len, [past], past + 1)
+        out = sess.run(None, feeds)
+        assert out[1].shape == (1, kv_heads, max_len, d)
+    logged = capfd.readouterr().err
+    assert logged.count("dispatches per run") == 1, logged[-3000:]

@@ -122,9 +122,8 @@ unsafe extern "system" fn compute(
         }
         let mut lines = Vec::new();
         if let Some(plans) = report {
-            let shape_refs: Vec<&[u64]> = shapes.iter().map(|(_, s)| s.as_slice()).collect();
+            // The last line is the executor's dispatch count of the new set.
             lines = plans;
-            lines.push(format!("{} dispatches per run", info.exec.dispatch_count(&shape_refs)));
         }
         if !info.ran.swap(true, Ordering::Relaxed) {
             startup::record(Phase::FirstRun, started.elapsed(), 1);

@@ -347,11 +347,7 @@ fn static_shapes(graph: &ep_kernels::graph::Graph, inputs: &[String]) -> Option<
 /// Returns the plan lines, which the first run logs (as it does for shapes it prepares).
 fn warm_up(ep: &Ep, exec: &Executable, name: &str, shapes: &[Vec<u64>]) -> Vec<String> {
     match exec.warm_up(shapes) {
-        Ok(mut lines) => {
-            let refs: Vec<&[u64]> = shapes.iter().map(Vec::as_slice).collect();
-            lines.push(format!("{} dispatches per run (prepared at Compile)", exec.dispatch_count(&refs)));
-            lines
-        }
+        Ok(lines) => lines,
         Err(e) => {
             ep.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE, &format!("{name}: not prepared at Compile: {e}"));
             Vec::new()

@@ -192,7 +192,8 @@ impl Executable {
 
     /// Prepares the set of these input shapes before the first run (Compile calls it when the
     /// shapes are static): plans, buffers and bind groups are made now and every pipeline starts
-    /// compiling on the workers, so the first run finds the set pooled. Returns its plan lines.
+    /// compiling on the workers, so the first run finds the set pooled. Returns its plan lines
+    /// and dispatch count (none when shapes depend on input values, which come with the first run).
     pub fn warm_up(&self, shapes: &[Vec<u64>]) -> Result<Vec<String>, GpuError> {
         if shapes.len() != self.program.inputs.len() {
             return Err(GpuError::Internal("warm_up: one shape per input expected".into()));
@@ -213,7 +214,8 @@ impl Executable {
         let prepared = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
             self.prepare_with_lens(&inputs, &lens, &[])
         })?;
-        let plans = prepared.plans.clone();
+        let mut plans = prepared.plans.clone();
+        plans.push(format!("{} dispatches per run (prepared at Compile)", prepared.dispatches.len()));
         self.pool.lock().entry(Self::key(inputs.iter().map(|t| t.shape))).or_default().push(prepared);
         Ok(plans)
     }
@@ -240,7 +242,7 @@ impl Executable {
     }
 
     /// Runs once with inputs and outputs in host or device memory (see [`RunInput`],
-    /// [`RunOutputs`]). When every output is on the device and no dispatch checks values at run
+    /// [`RunOutputs`]). The report of a new set ends with its dispatch count. When every output is on the device and no dispatch checks values at run
     /// time, it returns once the work is submitted: later uses of the outputs are ordered
     /// after it on the device's queue.
     pub fn run_io(
@@ -261,7 +263,8 @@ impl Executable {
                 let p = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
                     self.prepare(inputs, &values)
                 })?;
-                let report = p.plans.clone();
+                let mut report = p.plans.clone();
+                report.push(format!("{} dispatches per run", p.dispatches.len()));
                 (p, Some(report))
             }
         };
