@@ -68,16 +68,6 @@ def feeds_for(sess, tokens: int, past: int, rng) -> dict:
     return feeds
 
 
-def median_ms(sess, feeds, runs: int, outputs=("logits",)) -> float:
-    sess.run(list(outputs), feeds)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        sess.run(list(outputs), feeds)
-        times.append((time.perf_counter() - t) * 1e3)
-    return float(np.median(times))
-
-
 def cosine(a, b) -> float:
     a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
     return float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-30))
@@ -122,7 +112,7 @@ def bench_model(model_dir: Path, ps: dict, rng) -> dict:
             row[f"{key}_cosine"] = cosine(logits[key], logits[ref])
             row[f"{key}_cosine_last"] = cosine(logits[key][:, -1], logits[ref][:, -1])
         for n in (512, 1024):
-            row[f"{key}_prefill{n}_ms"] = median_ms(sess, feeds_for(sess, n, 0, rng), 5)
+            row[f"{key}_prefill{n}_ms"] = prov.median_run_ms(sess, feeds_for(sess, n, 0, rng), 5, ["logits"])[1]
         for ctx in (512, 2048):
             timed, _ = iobind.time_bound(ps[key], sess, feeds_for(sess, 1, ctx, rng), CFG)
             if timed.get("status") != "ok":

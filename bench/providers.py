@@ -242,13 +242,14 @@ def environment() -> dict:
 # ------------------------------------------------------------------------------------------------ timing helpers
 
 
-def median_run_ms(sess, feeds, runs: int):
-    """The first output of a warm-up run and the median wall-clock ms of `runs` more `session.run` calls."""
-    out = sess.run(None, feeds)[0]
+def median_run_ms(sess, feeds, runs: int, outputs: list[str] | None = None):
+    """The first output of a warm-up run and the median wall-clock ms of `runs` more `session.run` calls (fetching
+    `outputs`, default all)."""
+    out = sess.run(outputs, feeds)[0]
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        sess.run(None, feeds)
+        sess.run(outputs, feeds)
         times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
     return out, times[len(times) // 2]

@@ -75,7 +75,7 @@ def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=3
         silu = node("Mul", [gate, sig], [f"silu{i}"])
         act = node("Mul", [silu, up], [f"act{i}"])
         x = node("MatMul", [act, w(f"wd{i}", (ffn, hidden))], [f"down{i}"])
-        residual_prev = f"mres{i}"  # noqa: F841 - read by the next layer's skip norm
+        residual_prev = f"mres{i}"  # the next layer's skip norm (or the final one) adds it
     node("SkipSimplifiedLayerNormalization", [x, residual_prev, w("ln_f", (hidden,), 1.0)], ["final"],
          domain="com.microsoft", epsilon=1e-5)
     node("MatMul", ["final", w("lm_head", (hidden, vocab))], ["logits"])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from llm_graph import llm_feeds, llm_model
-from test_llm_ops import new_seed
+from test_llm_ops import new_seed, rel_err
 
 TOL = {np.float32: 5e-4, np.float16: 2e-2}
 # The attention_mask arithmetic (seqlens_k and total_sequence_length), which ORT or our placement keeps on the CPU.
@@ -21,8 +21,7 @@ def compare(got, want, dtype, seed, what):
     names = ["logits"] + [f"present {i}" for i in range(len(got) - 1)]
     for name, g, w in zip(names, got, want):
         assert g.shape == w.shape, f"{what} {name}: {g.shape} != {w.shape}"
-        g64, w64 = g.astype(np.float64), w.astype(np.float64)
-        err = np.abs(g64 - w64).max() / max(np.abs(w64).max(), 1e-30)
+        err = rel_err(g, w)
         assert err <= TOL[dtype], f"{what} {name}: relative error {err} (seed {seed})"
 
 

@@ -151,6 +151,11 @@ impl Node {
         self.inputs.get(i).and_then(Option::as_ref)
     }
 
+    /// Whether optional input `i` is given (present and not the empty name).
+    pub fn has_input(&self, i: usize) -> bool {
+        self.input(i).is_some_and(|v| !v.name.is_empty())
+    }
+
     pub fn output(&self, i: usize) -> Option<&ValueInfo> {
         self.outputs.get(i).and_then(Option::as_ref)
     }

@@ -83,10 +83,6 @@ fn check_defaults(node: &Node) -> Result<(), String> {
 /// Node input `total_sequence_length`, whose value sizes the present cache.
 const TOTAL_INPUT: usize = 6;
 
-fn present(node: &Node, i: usize) -> bool {
-    node.input(i).is_some_and(|v| !v.name.is_empty())
-}
-
 /// One `GroupQueryAttention` node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GqaKernel {
@@ -127,14 +123,14 @@ impl GqaKernel {
             (16, "query_seqlens"),
         ];
         for (i, what) in extra {
-            if present(node, i) {
+            if node.has_input(i) {
                 return Err(format!("GroupQueryAttention with {what} is not supported yet"));
             }
         }
-        if !present(node, 5) || !present(node, TOTAL_INPUT) {
+        if !node.has_input(5) || !node.has_input(TOTAL_INPUT) {
             return Err("GroupQueryAttention needs seqlens_k and total_sequence_length".into());
         }
-        if present(node, 1) != present(node, 2) || present(node, 3) != present(node, 4) {
+        if node.has_input(1) != node.has_input(2) || node.has_input(3) != node.has_input(4) {
             return Err("GroupQueryAttention needs key and value (and past_key and past_value) together".into());
         }
         if node.outputs.iter().take(3).any(|o| o.as_ref().is_none_or(|o| o.name.is_empty())) {
@@ -148,9 +144,9 @@ impl GqaKernel {
         }
         let rotary = node.int("do_rotary").unwrap_or(0) != 0;
         let eps = node.float("qk_norm_epsilon").unwrap_or(1e-6);
-        let q_norm = present(node, 14).then(|| node.float("q_norm_epsilon").unwrap_or(eps));
-        let k_norm = present(node, 15).then(|| node.float("k_norm_epsilon").unwrap_or(eps));
-        if rotary && !(present(node, 7) && present(node, 8)) {
+        let q_norm = node.has_input(14).then(|| node.float("q_norm_epsilon").unwrap_or(eps));
+        let k_norm = node.has_input(15).then(|| node.float("k_norm_epsilon").unwrap_or(eps));
+        if rotary && !(node.has_input(7) && node.has_input(8)) {
             return Err("GroupQueryAttention with do_rotary needs cos_cache and sin_cache".into());
         }
         Ok(GqaKernel {
@@ -515,7 +511,7 @@ impl OpDef for GroupQueryAttentionDef {
         }
         let width = node.input(0).and_then(|v| v.shape.as_ref()?.last()?.fixed());
         if let Some(width) = width {
-            let heads = if present(node, 1) { k.heads } else { k.heads + 2 * k.kv_heads };
+            let heads = if node.has_input(1) { k.heads } else { k.heads + 2 * k.kv_heads };
             if let Some(why) = unsupported(width / heads, &opts.caps) {
                 return Err(why);
             }

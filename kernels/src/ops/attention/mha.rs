@@ -17,10 +17,6 @@ pub struct MultiHeadAttentionDef;
 
 const KNOWN_ATTRS: &[&str] = &["num_heads", "scale", "unidirectional", "mask_filter_value"];
 
-fn present(node: &Node, i: usize) -> bool {
-    node.input(i).is_some_and(|v| !v.name.is_empty())
-}
-
 /// The step of a `MultiHeadAttention` node, or why it cannot run here.
 pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
     let ty = input_type(node, 0, "query")?;
@@ -31,15 +27,15 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         return Err(format!("MultiHeadAttention attribute '{a}' is not supported"));
     }
     let heads = node.int("num_heads").filter(|&h| h > 0).ok_or("MultiHeadAttention needs num_heads")? as u64;
-    if !present(node, 1) || !present(node, 2) {
+    if !node.has_input(1) || !node.has_input(2) {
         return Err("MultiHeadAttention with packed QKV or KV is not supported".into());
     }
     for (i, what) in [(3, "bias"), (4, "key_padding_mask"), (6, "past_key"), (7, "past_value")] {
-        if present(node, i) {
+        if node.has_input(i) {
             return Err(format!("MultiHeadAttention with {what} is not supported yet"));
         }
     }
-    if (8..node.inputs.len()).any(|i| present(node, i)) {
+    if (8..node.inputs.len()).any(|i| node.has_input(i)) {
         return Err("MultiHeadAttention with past sequence or cache inputs is not supported".into());
     }
     if node.outputs.iter().skip(1).flatten().any(|o| !o.name.is_empty()) {

@@ -20,10 +20,6 @@ pub struct AttentionDef;
 const KNOWN_ATTRS: &[&str] =
     &["is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap", "softmax_precision"];
 
-fn present(node: &Node, i: usize) -> bool {
-    node.input(i).is_some_and(|v| !v.name.is_empty())
-}
-
 /// The step of an `Attention` node, or why it cannot run here.
 pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
     let ty = input_type(node, 0, "Q")?;
@@ -36,7 +32,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
     if node.int("qk_matmul_output_mode").is_some_and(|m| m != 0) {
         return Err("Attention with qk_matmul_output_mode other than 0 is not supported".into());
     }
-    if (4..7).any(|i| present(node, i)) {
+    if (4..7).any(|i| node.has_input(i)) {
         return Err("Attention with past_key/past_value (or nonpad_kv_seqlen) inputs is not supported yet".into());
     }
     if node.outputs.iter().skip(1).flatten().any(|o| !o.name.is_empty()) {

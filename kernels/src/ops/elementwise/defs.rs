@@ -160,10 +160,6 @@ fn input_types(node: &Node, used: &[usize]) -> Result<Vec<ElemType>, String> {
         .collect()
 }
 
-fn present(node: &Node, k: usize) -> bool {
-    node.input(k).is_some_and(|v| !v.name.is_empty())
-}
-
 fn n(op: ElemOp, args: Vec<Arg>, ty: ElemType) -> ElemNode {
     ElemNode { op, args, ty }
 }
@@ -282,7 +278,7 @@ fn clip(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
     for (k, name, op, default) in [(1, "min", ElemOp::Max, lowest), (2, "max", ElemOp::Min, highest)] {
         let constant = if node.since_version < 11 {
             Some(node.float(name).unwrap_or(default))
-        } else if present(node, k) {
+        } else if node.has_input(k) {
             node.input(k).filter(|v| v.constant && ty.is_float()).and_then(|v| v.scalar_f32())
         } else {
             ty.is_float().then_some(default)
@@ -292,7 +288,7 @@ fn clip(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
                 ir.push(n(ElemOp::Scalar(v), vec![], ty));
                 Arg::Node(ir.len() - 1)
             }
-            None if present(node, k) => Arg::Input(k),
+            None if node.has_input(k) => Arg::Input(k),
             None => continue,
         };
         ir.push(n(op, vec![value, bound], ty));
@@ -322,7 +318,7 @@ fn with_params(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
 /// Max, Min and Sum of any number of inputs as a chain of binary nodes; Mean divides the sum.
 fn variadic(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
     let count = node.inputs.len();
-    if count == 0 || (0..count).any(|k| !present(node, k)) {
+    if count == 0 || (0..count).any(|k| !node.has_input(k)) {
         return Err(format!("{} with an omitted input", node.op_type));
     }
     let op = binary(&node.op_type);
