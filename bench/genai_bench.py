@@ -114,7 +114,10 @@ def bench_model(model_dir: Path, ps: dict, rng) -> dict:
         for n in (512, 1024):
             row[f"{key}_prefill{n}_ms"] = prov.median_run_ms(sess, feeds_for(sess, n, 0, rng), 5, ["logits"])[1]
         for ctx in (512, 2048):
+            before = run_phases(ps[key])
             timed, _ = iobind.time_bound(ps[key], sess, feeds_for(sess, 1, ctx, rng), CFG)
+            if before is not None:
+                row[f"{key}_decode{ctx}_host"] = host_split(before, run_phases(ps[key]))
             if timed.get("status") != "ok":
                 row[f"{key}_decode{ctx}"] = timed
                 continue
@@ -130,6 +133,29 @@ def bench_model(model_dir: Path, ps: dict, rng) -> dict:
             row[f"ours_profile_{what}"] = top_steps(prov.profiled_steps(sessions["ours"], feeds))
     del sessions
     return row
+
+
+def run_phases(p) -> dict | None:
+    """Our library's run counters (`startup_stats`: run, run_values, run_record, run_wait), or None for others."""
+    lib = p.info.get("library") if p.key == "ours" else None
+    if not lib:
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))  # the locator, installed or not
+    try:
+        import onnxruntime_ep_wgpu as locator
+
+        return locator.startup_stats(lib)
+    except (ImportError, AttributeError, OSError):
+        return None
+
+
+def host_split(before: dict, after: dict) -> dict:
+    """Per run of our partitions: host ms in each run phase and dispatches recorded."""
+    runs = max(after["run"]["count"] - before["run"]["count"], 1)
+    out = {k: round((after[k]["ms"] - before[k]["ms"]) / runs, 3) for k in ("run", "run_values", "run_record", "run_wait")}
+    out["dispatches"] = round((after["run_record"]["count"] - before["run_record"]["count"]) / runs, 1)
+    out["partition_runs"] = runs
+    return out
 
 
 def top_steps(steps: list[dict], n: int = 10) -> dict:

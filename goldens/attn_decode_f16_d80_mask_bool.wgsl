@@ -104,12 +104,94 @@ fn main(
         let kj = j0 + tid;
         var s = neg_inf();
         if (kj < c1) {
-            var dot = 0.0;
+            // Unrolled with four independent sums, so the row's loads are all in flight at once.
             let at = k_base + kj * p.k_stride.z;
-            for (var dd = 0u; dd < D; dd = dd + 1u) {
-                dot = fma(q_row[dd], f32(k[at + dd * p.k_stride.w]), dot);
-            }
-            s = dot * p.scale;
+            let ws = p.k_stride.w;
+            var dot0 = 0.0;
+            var dot1 = 0.0;
+            var dot2 = 0.0;
+            var dot3 = 0.0;
+            dot0 = fma(q_row[0u], f32(k[at + 0u * ws]), dot0);
+            dot1 = fma(q_row[1u], f32(k[at + 1u * ws]), dot1);
+            dot2 = fma(q_row[2u], f32(k[at + 2u * ws]), dot2);
+            dot3 = fma(q_row[3u], f32(k[at + 3u * ws]), dot3);
+            dot0 = fma(q_row[4u], f32(k[at + 4u * ws]), dot0);
+            dot1 = fma(q_row[5u], f32(k[at + 5u * ws]), dot1);
+            dot2 = fma(q_row[6u], f32(k[at + 6u * ws]), dot2);
+            dot3 = fma(q_row[7u], f32(k[at + 7u * ws]), dot3);
+            dot0 = fma(q_row[8u], f32(k[at + 8u * ws]), dot0);
+            dot1 = fma(q_row[9u], f32(k[at + 9u * ws]), dot1);
+            dot2 = fma(q_row[10u], f32(k[at + 10u * ws]), dot2);
+            dot3 = fma(q_row[11u], f32(k[at + 11u * ws]), dot3);
+            dot0 = fma(q_row[12u], f32(k[at + 12u * ws]), dot0);
+            dot1 = fma(q_row[13u], f32(k[at + 13u * ws]), dot1);
+            dot2 = fma(q_row[14u], f32(k[at + 14u * ws]), dot2);
+            dot3 = fma(q_row[15u], f32(k[at + 15u * ws]), dot3);
+            dot0 = fma(q_row[16u], f32(k[at + 16u * ws]), dot0);
+            dot1 = fma(q_row[17u], f32(k[at + 17u * ws]), dot1);
+            dot2 = fma(q_row[18u], f32(k[at + 18u * ws]), dot2);
+            dot3 = fma(q_row[19u], f32(k[at + 19u * ws]), dot3);
+            dot0 = fma(q_row[20u], f32(k[at + 20u * ws]), dot0);
+            dot1 = fma(q_row[21u], f32(k[at + 21u * ws]), dot1);
+            dot2 = fma(q_row[22u], f32(k[at + 22u * ws]), dot2);
+            dot3 = fma(q_row[23u], f32(k[at + 23u * ws]), dot3);
+            dot0 = fma(q_row[24u], f32(k[at + 24u * ws]), dot0);
+            dot1 = fma(q_row[25u], f32(k[at + 25u * ws]), dot1);
+            dot2 = fma(q_row[26u], f32(k[at + 26u * ws]), dot2);
+            dot3 = fma(q_row[27u], f32(k[at + 27u * ws]), dot3);
+            dot0 = fma(q_row[28u], f32(k[at + 28u * ws]), dot0);
+            dot1 = fma(q_row[29u], f32(k[at + 29u * ws]), dot1);
+            dot2 = fma(q_row[30u], f32(k[at + 30u * ws]), dot2);
+            dot3 = fma(q_row[31u], f32(k[at + 31u * ws]), dot3);
+            dot0 = fma(q_row[32u], f32(k[at + 32u * ws]), dot0);
+            dot1 = fma(q_row[33u], f32(k[at + 33u * ws]), dot1);
+            dot2 = fma(q_row[34u], f32(k[at + 34u * ws]), dot2);
+            dot3 = fma(q_row[35u], f32(k[at + 35u * ws]), dot3);
+            dot0 = fma(q_row[36u], f32(k[at + 36u * ws]), dot0);
+            dot1 = fma(q_row[37u], f32(k[at + 37u * ws]), dot1);
+            dot2 = fma(q_row[38u], f32(k[at + 38u * ws]), dot2);
+            dot3 = fma(q_row[39u], f32(k[at + 39u * ws]), dot3);
+            dot0 = fma(q_row[40u], f32(k[at + 40u * ws]), dot0);
+            dot1 = fma(q_row[41u], f32(k[at + 41u * ws]), dot1);
+            dot2 = fma(q_row[42u], f32(k[at + 42u * ws]), dot2);
+            dot3 = fma(q_row[43u], f32(k[at + 43u * ws]), dot3);
+            dot0 = fma(q_row[44u], f32(k[at + 44u * ws]), dot0);
+            dot1 = fma(q_row[45u], f32(k[at + 45u * ws]), dot1);
+            dot2 = fma(q_row[46u], f32(k[at + 46u * ws]), dot2);
+            dot3 = fma(q_row[47u], f32(k[at + 47u * ws]), dot3);
+            dot0 = fma(q_row[48u], f32(k[at + 48u * ws]), dot0);
+            dot1 = fma(q_row[49u], f32(k[at + 49u * ws]), dot1);
+            dot2 = fma(q_row[50u], f32(k[at + 50u * ws]), dot2);
+            dot3 = fma(q_row[51u], f32(k[at + 51u * ws]), dot3);
+            dot0 = fma(q_row[52u], f32(k[at + 52u * ws]), dot0);
+            dot1 = fma(q_row[53u], f32(k[at + 53u * ws]), dot1);
+            dot2 = fma(q_row[54u], f32(k[at + 54u * ws]), dot2);
+            dot3 = fma(q_row[55u], f32(k[at + 55u * ws]), dot3);
+            dot0 = fma(q_row[56u], f32(k[at + 56u * ws]), dot0);
+            dot1 = fma(q_row[57u], f32(k[at + 57u * ws]), dot1);
+            dot2 = fma(q_row[58u], f32(k[at + 58u * ws]), dot2);
+            dot3 = fma(q_row[59u], f32(k[at + 59u * ws]), dot3);
+            dot0 = fma(q_row[60u], f32(k[at + 60u * ws]), dot0);
+            dot1 = fma(q_row[61u], f32(k[at + 61u * ws]), dot1);
+            dot2 = fma(q_row[62u], f32(k[at + 62u * ws]), dot2);
+            dot3 = fma(q_row[63u], f32(k[at + 63u * ws]), dot3);
+            dot0 = fma(q_row[64u], f32(k[at + 64u * ws]), dot0);
+            dot1 = fma(q_row[65u], f32(k[at + 65u * ws]), dot1);
+            dot2 = fma(q_row[66u], f32(k[at + 66u * ws]), dot2);
+            dot3 = fma(q_row[67u], f32(k[at + 67u * ws]), dot3);
+            dot0 = fma(q_row[68u], f32(k[at + 68u * ws]), dot0);
+            dot1 = fma(q_row[69u], f32(k[at + 69u * ws]), dot1);
+            dot2 = fma(q_row[70u], f32(k[at + 70u * ws]), dot2);
+            dot3 = fma(q_row[71u], f32(k[at + 71u * ws]), dot3);
+            dot0 = fma(q_row[72u], f32(k[at + 72u * ws]), dot0);
+            dot1 = fma(q_row[73u], f32(k[at + 73u * ws]), dot1);
+            dot2 = fma(q_row[74u], f32(k[at + 74u * ws]), dot2);
+            dot3 = fma(q_row[75u], f32(k[at + 75u * ws]), dot3);
+            dot0 = fma(q_row[76u], f32(k[at + 76u * ws]), dot0);
+            dot1 = fma(q_row[77u], f32(k[at + 77u * ws]), dot1);
+            dot2 = fma(q_row[78u], f32(k[at + 78u * ws]), dot2);
+            dot3 = fma(q_row[79u], f32(k[at + 79u * ws]), dot3);
+            s = ((dot0 + dot1) + (dot2 + dot3)) * p.scale;
             if (mask_byte(m_base + kj * p.m_stride.w) == 0u) {
                 s = neg_inf();
             }
@@ -131,8 +213,29 @@ fn main(
             let col = tid + 64u * j;
             if (col < D) {
                 var a = acc[j] * alpha;
-                for (var c = 0u; c < n; c = c + 1u) {
-                    a = fma(probs[c], f32(v[v_base + (j0 + c) * p.v_stride.z + col * p.v_stride.w]), a);
+                let vc = v_base + col * p.v_stride.w;
+                var c = 0u;
+                // Eight keys' loads in flight at a time, then the tail one by one.
+                for (; c + 8u <= n; c = c + 8u) {
+                    let v0 = f32(v[vc + (j0 + c + 0u) * p.v_stride.z]);
+                    let v1 = f32(v[vc + (j0 + c + 1u) * p.v_stride.z]);
+                    let v2 = f32(v[vc + (j0 + c + 2u) * p.v_stride.z]);
+                    let v3 = f32(v[vc + (j0 + c + 3u) * p.v_stride.z]);
+                    let v4 = f32(v[vc + (j0 + c + 4u) * p.v_stride.z]);
+                    let v5 = f32(v[vc + (j0 + c + 5u) * p.v_stride.z]);
+                    let v6 = f32(v[vc + (j0 + c + 6u) * p.v_stride.z]);
+                    let v7 = f32(v[vc + (j0 + c + 7u) * p.v_stride.z]);
+                    a = fma(probs[c + 0u], v0, a);
+                    a = fma(probs[c + 1u], v1, a);
+                    a = fma(probs[c + 2u], v2, a);
+                    a = fma(probs[c + 3u], v3, a);
+                    a = fma(probs[c + 4u], v4, a);
+                    a = fma(probs[c + 5u], v5, a);
+                    a = fma(probs[c + 6u], v6, a);
+                    a = fma(probs[c + 7u], v7, a);
+                }
+                for (; c < n; c = c + 1u) {
+                    a = fma(probs[c], f32(v[vc + (j0 + c) * p.v_stride.z]), a);
                 }
                 acc[j] = a;
             }

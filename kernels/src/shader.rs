@@ -10,7 +10,7 @@ use minijinja::{context, Environment, UndefinedBehavior, Value};
 
 use crate::conv::ConvVariant;
 use crate::dtype::DType;
-use crate::gemm::{Contig, CoopVariant, GemmVariant, TileShape};
+use crate::gemm::{Contig, CoopVariant, GemmVariant, GemvVec, TileShape};
 
 include!(concat!(env!("OUT_DIR"), "/templates.rs"));
 
@@ -113,6 +113,7 @@ impl ShaderVariant {
                 GemmVariant::Tiled { .. }
                     | GemmVariant::TiledVec { .. }
                     | GemmVariant::Gemv { .. }
+                    | GemmVariant::GemvVec(_)
                     | GemmVariant::SplitKReduce { .. }
             )
         )
@@ -230,6 +231,14 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
             "gemv.wgsl.j2",
             context! { ..dtype_context(dtype), ..context! { rows => shape.rows, threads => shape.threads, wide => shape.wide } },
         ),
+        GemmVariant::GemvVec(g) => {
+            let out_t = if g.split_k { "f32" } else { g.dtype.wgsl() };
+            let ctx = context! {
+                rows => g.rows, ct => GemvVec::COLUMN_LANES, kt => GemvVec::K_LANES, vec => g.vec(),
+                groups => g.vec() / 4, unroll => GemvVec::UNROLL, split_k => g.split_k, out_t,
+            };
+            ("gemv_vec.wgsl.j2", context! { ..dtype_context(g.dtype), ..ctx })
+        }
         GemmVariant::SplitKReduce { dtype, threads } => {
             ("splitk_reduce.wgsl.j2", context! { ..dtype_context(dtype), ..context! { threads } })
         }

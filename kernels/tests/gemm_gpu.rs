@@ -92,6 +92,43 @@ fn gemv_matches_reference() {
     forced(TilingChoice::Gemv, |t| t == Tiling::Gemv);
 }
 
+/// The bandwidth GEMV (B rows contiguous and 16-byte aligned): one and four rows per
+/// workgroup, with and without K split across workgroups, batched B, bias and activations.
+#[test]
+fn gemv_vec_matches_reference() {
+    use ep_kernels::gemm::GemmVariant;
+    let gpu = gpu();
+    let mut rng = rng("gemv_vec");
+    let mut seen = std::collections::BTreeSet::new();
+    let cases: &[(&[u64], &[u64])] = &[
+        (&[1, 1000], &[1000, 136]),
+        (&[3, 77], &[77, 2048]),
+        (&[1, 1, 4100], &[4100, 8]),
+        (&[8, 1], &[1, 64]),
+        (&[2, 3000], &[3000, 40]),
+        (&[2, 1, 33], &[2, 33, 24]),
+        (&[1, 0], &[0, 16]),
+    ];
+    for dtype in [DType::F32, DType::F16] {
+        if dtype == DType::F16 && !gpu.caps().shader_f16 {
+            continue;
+        }
+        for (i, (a_shape, b_shape)) in cases.iter().enumerate() {
+            let (mut p, out) = matmul_problem(a_shape, b_shape, dtype).unwrap();
+            if i % 2 == 0 {
+                p.epilogue.bias = Some(broadcast_layout(&[p.n as u64], &out, &p).unwrap());
+                p.epilogue.activation = if i % 4 == 0 { Activation::Relu } else { Activation::Silu };
+            }
+            let plan = check(&gpu, &p, TilingChoice::Auto, &mut rng, &format!("{dtype} {a_shape:?}x{b_shape:?}"));
+            let GemmVariant::GemvVec(v) = plan.steps[0].variant else {
+                panic!("{a_shape:?}x{b_shape:?} planned {:?}", plan.steps[0].variant);
+            };
+            seen.insert((v.rows, v.split_k));
+        }
+    }
+    assert_eq!(seen.len(), 4, "not every form ran: {seen:?}");
+}
+
 #[test]
 fn auto_matches_reference() {
     forced(TilingChoice::Auto, |_| true);

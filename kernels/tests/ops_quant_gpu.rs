@@ -175,6 +175,8 @@ fn cases() -> Vec<Case> {
         c(2, 300, 40, 8, 128, Zp::None, true),
         c(3, 112, 33, 2, 16, Zp::Packed, true),
         c(37, 80, 21, 2, 32, Zp::None, false),
+        // More packed words per column than the GEMV's invocations load in one pass.
+        c(2, 2500, 11, 4, 32, Zp::Packed, true),
     ]
 }
 

@@ -68,6 +68,10 @@ STARTUP_PHASES = (
     "first_run",
     "cache_load",
     "cache_save",
+    "run",
+    "run_values",
+    "run_record",
+    "run_wait",
 )
 
 _EP_NAME = "WgpuExecutionProvider"
@@ -135,7 +139,9 @@ def startup_stats(library_path: str | None = None) -> dict[str, dict[str, float]
     (weights), ``render`` (WGSL from templates), ``module`` (naga parsing and validating WGSL), ``pipeline`` (SPIR-V
     and the driver's compile), ``pipeline_wait`` (runs waiting for compiles), ``prepare`` (a shape set's plans, buffers and
     bind groups: at Compile when the shapes are static), ``first_run`` (each partition's first run, whole), ``cache_load``/``cache_save`` (the
-    persistent pipeline cache; count = bytes). ``render``, ``module`` and ``pipeline`` run on parallel workers: their
+    persistent pipeline cache; count = bytes). Each run adds to ``run`` (count = runs), split into ``run_values``
+    (reading value inputs such as ``total_sequence_length`` on the host), ``run_record`` (recording and submitting
+    the dispatches; count = dispatches) and ``run_wait`` (waiting for the GPU: run-time checks and read-backs). ``render``, ``module`` and ``pipeline`` run on parallel workers: their
     totals add the threads' times.
     """
     flat = _stats("onnxruntime_ep_wgpu_startup_stats", tuple(f"{p}.{k}" for p in STARTUP_PHASES for k in ("ns", "n")),

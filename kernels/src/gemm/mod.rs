@@ -20,4 +20,4 @@ pub use problem::{
 };
 pub use tiling::{Contig, CoopShape, GemvShape, TileShape, Tiling, TilingChoice};
 pub use tuning::Tuning;
-pub use variant::{coop_device_check, CoopVariant, GemmVariant, COOP_CONFIG};
+pub use variant::{coop_device_check, CoopVariant, GemmVariant, GemvVec, COOP_CONFIG};

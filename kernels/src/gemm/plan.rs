@@ -13,7 +13,7 @@ use super::problem::GemmProblem;
 use super::tiling::Contig;
 use super::tiling::{GemvShape, TileShape, Tiling, TilingChoice};
 use super::tuning::Tuning;
-use super::variant::GemmVariant;
+use super::variant::{GemmVariant, GemvVec};
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::PlanError;
@@ -346,32 +346,93 @@ fn split_k(p: &GemmProblem, caps: &DeviceCaps, partial: GemmStep) -> Result<(Vec
 }
 
 fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
-    let shape = GemvShape::for_caps(caps).ok_or_else(|| {
-        PlanError::WorkgroupTooSmall { invocations: caps.max_invocations_per_workgroup, needed: 32 }.to_string()
-    })?;
-    let variant = GemmVariant::Gemv { dtype: p.dtype, shape };
-    variant.fits(caps)?;
     // Few columns and many rows: compute Cᵀ = Bᵀ·Aᵀ so the short side is the row side.
     let swap = p.n <= 8 && p.m > p.n;
     let q = if swap { transposed(p) } else { *p };
+    let steps = match gemv_vec(&q, caps)? {
+        Some(steps) => steps,
+        None => vec![gemv_scalar(&q, caps)?],
+    };
+    let workspace = match steps.as_slice() {
+        [partial, _] => partial.params.splits as u64 * q.output_len() * 4,
+        _ => 0,
+    };
+    let steps = steps
+        .into_iter()
+        .map(|mut step| {
+            // The output (not the split-K workspace) is written through the transposed strides.
+            if swap && step.io != (StepIo::Product { to_workspace: true }) {
+                let out = p.output_layout().transposed();
+                step.params.c_rs = out.row_stride;
+                step.params.c_cs = out.col_stride;
+                step.params.c_bs = out.batch_strides;
+            }
+            step
+        })
+        .collect();
+    Ok(plan(Tiling::Gemv, steps, swap, workspace))
+}
+
+/// The bandwidth GEMV where B's rows are contiguous and 16-byte aligned: `None` otherwise.
+/// K splits across workgroups (then a reduce) when the bands alone cannot fill the device.
+fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<Vec<GemmStep>>, String> {
+    let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false };
+    let aligned = q.b.col_stride == 1 && wide_b_ok(q, probe.vec());
+    if !aligned || q.m > 8 || GemmVariant::GemvVec(probe).fits(caps).is_err() {
+        return Ok(None);
+    }
+    let rows = if q.m == 1 { 1 } else { 4 };
+    let (tiles_n, tiles_m) = (q.n.div_ceil(probe.band()), q.m.div_ceil(rows));
+    let bands = tiles_n as u64 * tiles_m as u64 * q.batch_count();
+    // Enough workgroups for several per compute unit, each lane at least UNROLL loads deep.
+    let lanes_deep = GemvVec::K_LANES * GemvVec::UNROLL;
+    let want =
+        (4 * caps.parallelism as u64).div_ceil(bands.max(1)).min(u64::from(q.k / lanes_deep).max(1)).min(256) as u32;
+    let mut splits = want.max(1);
+    let k_chunk = q.k.div_ceil(splits).next_multiple_of(GemvVec::K_LANES).max(GemvVec::K_LANES);
+    if q.k > 0 {
+        splits = q.k.div_ceil(k_chunk);
+    }
+    let variant = GemmVariant::GemvVec(GemvVec { dtype: q.dtype, rows, split_k: splits > 1 });
+    variant.fits(caps)?;
+    let total = bands * splits as u64;
+    let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
+    let mut params = base_params(q, grid, total);
+    params.tiles_n = tiles_n;
+    params.tiles_m = tiles_m;
+    params.splits = splits;
+    params.k_chunk = if q.k > 0 { k_chunk } else { 0 };
+    let step = GemmStep { variant, params, grid, io: StepIo::Product { to_workspace: splits > 1 } };
+    if splits == 1 {
+        return Ok(Some(vec![step]));
+    }
+    // A workspace too large for one binding leaves the product to the scalar kernel.
+    Ok(split_k(q, caps, step).ok().map(|(steps, _, _)| steps))
+}
+
+/// Whether B's rows, batch starts and row length are multiples of `width` elements.
+fn wide_b_ok(q: &GemmProblem, width: u32) -> bool {
+    q.n % width == 0 && q.b.row_stride % width == 0 && q.b.batch_strides.iter().all(|s| s % width == 0)
+}
+
+/// The scalar GEMV: any strides.
+fn gemv_scalar(q: &GemmProblem, caps: &DeviceCaps) -> Result<GemmStep, String> {
+    let shape = GemvShape::for_caps(caps).ok_or_else(|| {
+        PlanError::WorkgroupTooSmall { invocations: caps.max_invocations_per_workgroup, needed: 32 }.to_string()
+    })?;
+    let variant = GemmVariant::Gemv { dtype: q.dtype, shape };
+    variant.fits(caps)?;
     // Spread the wide lanes along whichever dimension of B is contiguous, so loads coalesce.
     let n_wide = q.b.col_stride == 1 && q.n > 1;
     let cols = if n_wide { shape.wide } else { shape.threads / shape.wide };
     let (tiles_n, tiles_m) = (q.n.div_ceil(cols), q.m.div_ceil(shape.rows));
     let total = tiles_n as u64 * tiles_m as u64 * q.batch_count();
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
-    let mut params = base_params(&q, grid, total);
+    let mut params = base_params(q, grid, total);
     params.tiles_n = tiles_n;
     params.tiles_m = tiles_m;
     if n_wide {
         params.flags |= FLAG_GEMV_N_WIDE;
     }
-    if swap {
-        let out = p.output_layout().transposed();
-        params.c_rs = out.row_stride;
-        params.c_cs = out.col_stride;
-        params.c_bs = out.batch_strides;
-    }
-    let step = GemmStep { variant, params, grid, io: StepIo::Product { to_workspace: false } };
-    Ok(plan(Tiling::Gemv, vec![step], swap, 0))
+    Ok(GemmStep { variant, params, grid, io: StepIo::Product { to_workspace: false } })
 }

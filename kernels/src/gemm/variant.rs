@@ -65,6 +65,40 @@ impl CoopVariant {
     }
 }
 
+/// The bandwidth GEMV: B is `[K, N]` with N contiguous and every row, batch and band start a
+/// multiple of [`GemvVec::vec`] elements, so each invocation loads 16 bytes of a B row at once.
+/// A workgroup covers [`GemvVec::COLUMN_LANES`] × `vec` columns with [`GemvVec::K_LANES`] lanes
+/// along K; `rows` output rows share each B load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemvVec {
+    pub dtype: DType,
+    pub rows: u32,
+    pub split_k: bool,
+}
+
+impl GemvVec {
+    pub const COLUMN_LANES: u32 = 16;
+    pub const K_LANES: u32 = 16;
+    pub const INVOCATIONS: u32 = Self::COLUMN_LANES * Self::K_LANES;
+    /// Loads issued back to back before their multiply-adds.
+    pub const UNROLL: u32 = 4;
+
+    /// Elements per 16-byte load.
+    pub fn vec(self) -> u32 {
+        16 / self.dtype.size() as u32
+    }
+
+    /// Columns one workgroup covers.
+    pub fn band(self) -> u32 {
+        Self::COLUMN_LANES * self.vec()
+    }
+
+    /// The vec4<f32> partial sums of every invocation, for one row at a time.
+    pub fn storage_bytes(self) -> u32 {
+        Self::INVOCATIONS * self.vec() / 4 * 16
+    }
+}
+
 /// Which WGSL program a dispatch runs: the pipeline-cache key and the golden file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GemmVariant {
@@ -96,6 +130,8 @@ pub enum GemmVariant {
         dtype: DType,
         shape: GemvShape,
     },
+    /// GEMV with 16-byte loads along N ([`GemvVec`]); with `split_k` it writes f32 partials.
+    GemvVec(GemvVec),
     /// Sums split-K partials and applies the epilogue.
     SplitKReduce {
         dtype: DType,
@@ -120,6 +156,7 @@ impl GemmVariant {
             GemmVariant::Tiled { dtype, .. }
             | GemmVariant::TiledVec { dtype, .. }
             | GemmVariant::Gemv { dtype, .. }
+            | GemmVariant::GemvVec(GemvVec { dtype, .. })
             | GemmVariant::SplitKReduce { dtype, .. } => dtype,
             GemmVariant::Coop(c) => c.dtype,
         }
@@ -181,6 +218,10 @@ impl GemmVariant {
             GemmVariant::Gemv { dtype, shape } => {
                 format!("gemv_{dtype}_r{}_t{}", shape.rows, shape.threads)
             }
+            GemmVariant::GemvVec(g) => {
+                let split = if g.split_k { "_splitk" } else { "" };
+                format!("gemv_{}_vec_r{}{split}", g.dtype, g.rows)
+            }
             GemmVariant::SplitKReduce { dtype, threads } => {
                 format!("splitk_reduce_{dtype}_t{threads}")
             }
@@ -200,6 +241,7 @@ impl GemmVariant {
             GemmVariant::TiledVec { shape, .. } => shape.vec_storage_bytes(),
             GemmVariant::Coop(c) => c.storage_bytes(),
             GemmVariant::Gemv { shape, .. } => shape.storage_bytes(),
+            GemmVariant::GemvVec(g) => g.storage_bytes(),
             GemmVariant::SplitKReduce { .. } => 0,
         }
     }
@@ -213,6 +255,7 @@ impl GemmVariant {
             }
             GemmVariant::Coop(c) => [c.shape.invocations(), 1, 1],
             GemmVariant::Gemv { shape, .. } => [shape.threads, 1, 1],
+            GemmVariant::GemvVec(_) => [GemvVec::INVOCATIONS, 1, 1],
             GemmVariant::SplitKReduce { threads, .. } => [threads, 1, 1],
         }
     }

@@ -5,6 +5,7 @@
 use super::{Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
 use crate::error::GpuError;
 use crate::runtime::memory::DeviceSlice;
+use crate::runtime::startup::{self, Phase};
 use crate::runtime::transfer::{self, Direction};
 use crate::runtime::{Dispatch, Readback};
 
@@ -95,6 +96,7 @@ impl Executable {
             // The first dispatches go to the GPU while the rest are recorded (recording costs the CPU
             // about as long as small kernels take the GPU); the chunks grow, so a long partition
             // costs a few submissions.
+            let recording = std::time::Instant::now();
             let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
             let mut start = 0;
             for (k, &size) in CHUNKS.iter().enumerate() {
@@ -110,6 +112,7 @@ impl Executable {
                     gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
                 gpu.submit([std::mem::replace(&mut encoder, next).finish()]);
             }
+            startup::record(Phase::RunRecord, recording.elapsed(), dispatches.len() as u64);
             if prepared.checks {
                 gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
             }
@@ -141,7 +144,7 @@ impl Executable {
         if !(prepared.checks || host_outputs || staged_any || !deferred.is_empty()) {
             return Ok(true);
         }
-        self.finish(prepared, &targets, &deferred, outputs)?;
+        startup::time(Phase::RunWait, || self.finish(prepared, &targets, &deferred, outputs))?;
         if !staged_any {
             return Ok(true);
         }

@@ -18,6 +18,7 @@ use crate::error::GpuError;
 use crate::gemm::GemmOptions;
 use crate::ops::{KernelIo, PrepareCx, Tensor};
 use crate::runtime::memory::DeviceSlice;
+use crate::runtime::startup::{self, Phase};
 use crate::runtime::{Dispatch, Gpu, GpuBuffer, Readback, Staged};
 
 /// An input tensor in host memory.
@@ -250,19 +251,28 @@ impl Executable {
         inputs: &[RunInput<'_>],
         outputs: &mut dyn RunOutputs,
     ) -> Result<Option<Vec<String>>, GpuError> {
+        startup::time(Phase::Run, || self.run_timed(inputs, outputs))
+    }
+
+    fn run_timed(
+        &self,
+        inputs: &[RunInput<'_>],
+        outputs: &mut dyn RunOutputs,
+    ) -> Result<Option<Vec<String>>, GpuError> {
         self.check_inputs(inputs)?;
-        let values = super::values::read(inputs, &self.value_inputs)?;
-        let mut key = Self::key(inputs.iter().map(|t| t.shape));
-        if !self.value_inputs.is_empty() {
-            key.extend(super::values::shape_key(&self.program, inputs, &values)?);
-        }
+        let (values, key) = startup::time(Phase::RunValues, || -> Result<_, GpuError> {
+            let values = super::values::read(inputs, &self.value_inputs)?;
+            let mut key = Self::key(inputs.iter().map(|t| t.shape));
+            if !self.value_inputs.is_empty() {
+                key.extend(super::values::shape_key(&self.program, inputs, &values)?);
+            }
+            Ok((values, key))
+        })?;
         let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
             None => {
-                let p = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
-                    self.prepare(inputs, &values)
-                })?;
+                let p = startup::time(Phase::Prepare, || self.prepare(inputs, &values))?;
                 let mut report = p.plans.clone();
                 report.push(format!("{} dispatches per run", p.dispatches.len()));
                 (p, Some(report))

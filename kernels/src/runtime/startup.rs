@@ -1,4 +1,5 @@
-//! Where start-up time goes: process-wide totals per phase, measured with `Instant` (always on;
+//! Where start-up time goes, and where each run's host time goes (the `Run*` phases):
+//! process-wide totals per phase, measured with `Instant` (always on;
 //! a handful of atomic adds per session). The provider exports them
 //! (`onnxruntime_ep_wgpu_startup_stats`), `tools/run_model.py --verbose` and `bench/startup.py`
 //! print them.
@@ -41,11 +42,19 @@ pub enum Phase {
     CacheLoad,
     /// Writing the persistent pipeline cache (count: bytes written).
     CacheSave,
+    /// Every run of a partition, start to end (count: runs). The `run_*` phases split it.
+    Run,
+    /// Reading value inputs on the host and keying the run's set by them.
+    RunValues,
+    /// Recording and submitting the run's dispatches (count: dispatches).
+    RunRecord,
+    /// Waiting for the GPU: run-time checks, read-backs, outputs the encoder could not copy.
+    RunWait,
 }
 
 impl Phase {
     /// Every phase, in the order of the exported values.
-    pub const ALL: [Phase; 13] = [
+    pub const ALL: [Phase; 17] = [
         Phase::Enumerate,
         Phase::Device,
         Phase::Placement,
@@ -59,6 +68,10 @@ impl Phase {
         Phase::FirstRun,
         Phase::CacheLoad,
         Phase::CacheSave,
+        Phase::Run,
+        Phase::RunValues,
+        Phase::RunRecord,
+        Phase::RunWait,
     ];
 
     /// The phase's name in logs, the locator's dict and the bench's JSON.
@@ -77,6 +90,10 @@ impl Phase {
             Phase::FirstRun => "first_run",
             Phase::CacheLoad => "cache_load",
             Phase::CacheSave => "cache_save",
+            Phase::Run => "run",
+            Phase::RunValues => "run_values",
+            Phase::RunRecord => "run_record",
+            Phase::RunWait => "run_wait",
         }
     }
 }

@@ -18,8 +18,9 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 pub const DECODE_MAX_ROWS: u64 = 4;
 /// Keys a workgroup scores per step.
 const STEP: u64 = 64;
-/// Fewest keys per chunk: shorter chunks cost more in partials than they gain.
-const MIN_CHUNK: u64 = 256;
+/// Fewest keys per chunk: one step. A chunk's partial is D + 2 floats, far less than its keys'
+/// K and V rows, and decode on the H200 is latency-bound, so short chunks pay.
+const MIN_CHUNK: u64 = 64;
 
 /// (splits, keys per chunk) for `rows` query rows over `skv` keys: enough workgroups for the
 /// device (4 per unit of its parallelism), chunks of at least [`MIN_CHUNK`] keys.
@@ -191,12 +192,14 @@ mod tests {
     #[test]
     fn splits_fill_the_device_in_whole_steps() {
         let h200 = profiles::get("h200").unwrap();
-        // Llama decode: 32 rows over 4096 keys: 16 chunks of 256.
-        assert_eq!(plan_splits(32, 4096, &h200), (16, 256));
+        // Llama decode: 32 rows over 4096 keys: 32 chunks of 128.
+        assert_eq!(plan_splits(32, 4096, &h200), (32, 128));
+        // ... over 513 keys: chunks of one step.
+        assert_eq!(plan_splits(32, 513, &h200), (9, 64));
         // Many rows: no split.
         assert_eq!(plan_splits(4096, 4096, &h200), (1, 4096));
-        // Short sequences: one chunk.
-        assert_eq!(plan_splits(1, 100, &h200), (1, 128));
+        // Short sequences: chunks of one step.
+        assert_eq!(plan_splits(1, 100, &h200), (2, 64));
         let llvmpipe = profiles::get("llvmpipe").unwrap();
         let (splits, chunk) = plan_splits(2, 1000, &llvmpipe);
         assert!(splits > 1 && chunk % STEP == 0 && splits * chunk >= 1000 && (splits - 1) * chunk < 1000);

@@ -37,8 +37,12 @@ pub enum NbitsKind {
     Dequant,
 }
 
-/// Invocations per workgroup of the GEMV kernel (a power of two).
-pub const GEMV_THREADS: u32 = 64;
+/// Invocations per output column of the GEMV kernel (a subgroup on most GPUs).
+pub const GEMV_THREADS: u32 = 32;
+/// Output columns per workgroup of the GEMV kernel.
+pub const GEMV_COLS: u32 = 8;
+/// Packed words each GEMV invocation loads per pass.
+pub const GEMV_UNROLL: u32 = 8;
 /// Rows of A per workgroup of the GEMV kernel: the most rows it is chosen for.
 pub const GEMV_ROWS: u32 = 8;
 
@@ -55,7 +59,7 @@ pub struct NbitsSource {
 impl OpSource for NbitsSource {
     fn name(&self) -> String {
         let kind = match self.kind {
-            NbitsKind::Gemv => format!("gemv_r{GEMV_ROWS}_t{GEMV_THREADS}"),
+            NbitsKind::Gemv => format!("gemv_r{GEMV_ROWS}_c{GEMV_COLS}_t{GEMV_THREADS}"),
             NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant => "dequant".into(),
         };
@@ -70,6 +74,8 @@ impl OpSource for NbitsSource {
             vals => 32 / self.bits,
             zp => self.zp.name(),
             threads => GEMV_THREADS,
+            cols => GEMV_COLS,
+            unroll => GEMV_UNROLL,
             rows => GEMV_ROWS,
             b_bias => 3 + zp,
             b_w => 2 + zp,
