@@ -7,7 +7,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::source::{NbitsKind, NbitsSource, ZeroPoints, GEMV_COLS, GEMV_ROWS};
+use super::source::{NbitsKind, NbitsSource, ZeroPoints, GEMV_COLS, GEMV_ROWS, GEMV_WG_ROWS};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -375,7 +375,7 @@ impl NbitsKernel {
         let kind = self.kind(m, caps);
         if kind != NbitsKind::Dequant {
             let groups = match kind {
-                NbitsKind::Gemv => self.n.div_ceil(u64::from(GEMV_COLS)) * m.div_ceil(u64::from(GEMV_ROWS)),
+                NbitsKind::Gemv => self.n.div_ceil(u64::from(GEMV_COLS)) * m.div_ceil(u64::from(GEMV_WG_ROWS)),
                 _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
             };
             return Ok(Route::Direct(kind, OpDispatch::new(self.source(kind), &params, grid(groups, caps)?)));

@@ -37,13 +37,13 @@ pub enum NbitsKind {
     Dequant,
 }
 
-/// Invocations per output column of the GEMV kernel (a subgroup on most GPUs).
-pub const GEMV_THREADS: u32 = 32;
-/// Output columns per workgroup of the GEMV kernel.
+/// Invocations per workgroup of the GEMV kernel (a multiple of 32).
+pub const GEMV_THREADS: u32 = 256;
+/// Output columns per workgroup of the GEMV kernel: each load of A serves all of them.
 pub const GEMV_COLS: u32 = 8;
-/// Packed words each GEMV invocation loads per pass.
-pub const GEMV_UNROLL: u32 = 8;
-/// Rows of A per workgroup of the GEMV kernel: the most rows it is chosen for.
+/// Rows of A per workgroup of the GEMV kernel.
+pub const GEMV_WG_ROWS: u32 = 4;
+/// The most rows of A the GEMV kernel is chosen for.
 pub const GEMV_ROWS: u32 = 8;
 
 /// One MatMulNBits kernel.
@@ -59,7 +59,7 @@ pub struct NbitsSource {
 impl OpSource for NbitsSource {
     fn name(&self) -> String {
         let kind = match self.kind {
-            NbitsKind::Gemv => format!("gemv_r{GEMV_ROWS}_c{GEMV_COLS}_t{GEMV_THREADS}"),
+            NbitsKind::Gemv => format!("gemv_r{GEMV_WG_ROWS}_c{GEMV_COLS}_t{GEMV_THREADS}"),
             NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant => "dequant".into(),
         };
@@ -75,8 +75,7 @@ impl OpSource for NbitsSource {
             zp => self.zp.name(),
             threads => GEMV_THREADS,
             cols => GEMV_COLS,
-            unroll => GEMV_UNROLL,
-            rows => GEMV_ROWS,
+            rows => GEMV_WG_ROWS,
             b_bias => 3 + zp,
             b_w => 2 + zp,
         };
