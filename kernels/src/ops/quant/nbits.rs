@@ -69,7 +69,9 @@ impl OpDef for NbitsDef {
             for ty in float_types(caps) {
                 for bits in [2, 4, 8] {
                     for zp in ZeroPoints::ALL {
-                        out.push(ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty, bits, zp })));
+                        for &rows in NbitsSource::rows_for(kind) {
+                            out.push(ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty, bits, zp, rows })));
+                        }
                     }
                 }
             }
@@ -206,8 +208,10 @@ impl NbitsKernel {
         })
     }
 
-    fn source(&self, kind: NbitsKind) -> ShaderVariant {
-        ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp }))
+    /// The kernel of `kind` for `m` rows of A (the GEMV kernel has a one-row form).
+    fn source(&self, kind: NbitsKind, m: u64) -> NbitsSource {
+        let rows = if kind == NbitsKind::Gemv && m > 1 { GEMV_WG_ROWS } else { 1 };
+        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows }
     }
 
     /// The kernel for `m` rows: the tiled one needs 256 invocations and 16 KiB of workgroup
@@ -374,14 +378,17 @@ impl NbitsKernel {
         let params = self.params(m)?;
         let kind = self.kind(m, caps);
         if kind != NbitsKind::Dequant {
+            let source = self.source(kind, m);
             let groups = match kind {
-                NbitsKind::Gemv => self.n.div_ceil(u64::from(GEMV_COLS)) * m.div_ceil(u64::from(GEMV_WG_ROWS)),
+                NbitsKind::Gemv => self.n.div_ceil(u64::from(GEMV_COLS)) * m.div_ceil(u64::from(source.rows)),
                 _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
             };
-            return Ok(Route::Direct(kind, OpDispatch::new(self.source(kind), &params, grid(groups, caps)?)));
+            let dispatch = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(groups, caps)?);
+            return Ok(Route::Direct(kind, dispatch));
         }
         let grid = grid_for(self.n * u64::from(params.col_words), caps)?;
-        let dequant = OpDispatch::new(self.source(NbitsKind::Dequant), &params, grid);
+        let dequant =
+            OpDispatch::new(ShaderVariant::Op(OpShader::new(self.source(NbitsKind::Dequant, m))), &params, grid);
         let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
         let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
         if self.bias {

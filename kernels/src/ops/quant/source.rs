@@ -54,12 +54,24 @@ pub struct NbitsSource {
     pub ty: ElemType,
     pub bits: u32,
     pub zp: ZeroPoints,
+    /// Rows of A per workgroup of the GEMV kernel (1 or [`GEMV_WG_ROWS`]); 1 for the others.
+    pub rows: u32,
+}
+
+impl NbitsSource {
+    /// The row counts `kind` is generated for.
+    pub fn rows_for(kind: NbitsKind) -> &'static [u32] {
+        match kind {
+            NbitsKind::Gemv => &[1, GEMV_WG_ROWS],
+            NbitsKind::Tiled | NbitsKind::Dequant => &[1],
+        }
+    }
 }
 
 impl OpSource for NbitsSource {
     fn name(&self) -> String {
         let kind = match self.kind {
-            NbitsKind::Gemv => format!("gemv_r{GEMV_WG_ROWS}_c{GEMV_COLS}_t{GEMV_THREADS}"),
+            NbitsKind::Gemv => format!("gemv_r{}_c{GEMV_COLS}_t{GEMV_THREADS}", self.rows),
             NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant => "dequant".into(),
         };
@@ -75,7 +87,7 @@ impl OpSource for NbitsSource {
             zp => self.zp.name(),
             threads => GEMV_THREADS,
             cols => GEMV_COLS,
-            rows => GEMV_WG_ROWS,
+            rows => self.rows,
             b_bias => 3 + zp,
             b_w => 2 + zp,
         };

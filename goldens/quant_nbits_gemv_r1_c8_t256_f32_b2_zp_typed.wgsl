@@ -1,0 +1,442 @@
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    // Blocks per column, the block size, packed words per column of B, bytes per column of
+    // the packed zero points.
+    k_blocks: u32,
+    block: u32,
+    col_words: u32,
+    zp_stride: u32,
+    // Bit 0: add the bias.
+    flags: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read> scales: array<f32>;
+@group(0) @binding(3) var<storage, read> zero_points: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
+
+// Invocations per column, columns per workgroup, rows of A per workgroup, values per packed word.
+// Invocations, columns and rows of A per workgroup, values per packed word.
+const T: u32 = 256u;
+const C: u32 = 8u;
+const R: u32 = 1u;
+const V: u32 = 16u;
+// Invocations that add one column's partials in the first level (T / 32 each).
+const L: u32 = 32u;
+
+var<workgroup> w_part: array<f32, 2048>;
+var<workgroup> w_sum: array<f32, 256>;
+
+// The zero point of block `kb` of column `n`.
+fn zero_point(n: u32, kb: u32) -> f32 {
+    return f32(zero_points[n * p.k_blocks + kb]);
+}
+
+// The sum over invocations of `x` (each invocation's partial for column c) for every column:
+// meaningful in invocations c < C.
+fn column_sums(x: array<f32, C>, tid: u32) -> f32 {
+    workgroupBarrier();
+    for (var c = 0u; c < C; c = c + 1u) {
+        w_part[c * T + tid] = x[c];
+    }
+    workgroupBarrier();
+    let c = tid / L;
+    let part = tid % L;
+    if (c < C) {
+        var v = 0.0;
+        for (var i = 0u; i < T / L; i = i + 1u) {
+            v = v + w_part[c * T + part * (T / L) + i];
+        }
+        w_sum[c * L + part] = v;
+    }
+    workgroupBarrier();
+    var total = 0.0;
+    if (tid < C) {
+        for (var i = 0u; i < L; i = i + 1u) {
+            total = total + w_sum[tid * L + i];
+        }
+    }
+    return total;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let g = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let col_groups = (p.n + C - 1u) / C;
+    let n0 = (g % col_groups) * C;
+    let m0 = (g / col_groups) * R;
+    if (m0 >= p.m) {
+        return;
+    }
+    let rows = min(R, p.m - m0);
+    // Columns past N repeat the last one (their sums are not stored).
+    let col0 = min(n0 + 0u, p.n - 1u);
+    let col1 = min(n0 + 1u, p.n - 1u);
+    let col2 = min(n0 + 2u, p.n - 1u);
+    let col3 = min(n0 + 3u, p.n - 1u);
+    let col4 = min(n0 + 4u, p.n - 1u);
+    let col5 = min(n0 + 5u, p.n - 1u);
+    let col6 = min(n0 + 6u, p.n - 1u);
+    let col7 = min(n0 + 7u, p.n - 1u);
+    var acc0 = array<f32, C>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let words = min(p.col_words, (p.k + V - 1u) / V);
+    for (var w = tid; w < words; w = w + T) {
+        let k0 = w * V;
+        let kn = min(V, p.k - k0);
+        let kb = k0 / p.block;
+        // The word's values of A, once for every column (past K they count as zero), and their
+        // sum: Σ a·(q − z)·s = s·(Σ a·q − z·Σ a).
+        var a0: array<f32, V>;
+        var a0_sum = 0.0;
+        if (0u < rows) {
+            let base = (m0 + 0u) * p.k + k0;
+            a0[0] = select(0.0, f32(a[base + min(0u, kn - 1u)]), 0u < kn);
+            a0[1] = select(0.0, f32(a[base + min(1u, kn - 1u)]), 1u < kn);
+            a0[2] = select(0.0, f32(a[base + min(2u, kn - 1u)]), 2u < kn);
+            a0[3] = select(0.0, f32(a[base + min(3u, kn - 1u)]), 3u < kn);
+            a0[4] = select(0.0, f32(a[base + min(4u, kn - 1u)]), 4u < kn);
+            a0[5] = select(0.0, f32(a[base + min(5u, kn - 1u)]), 5u < kn);
+            a0[6] = select(0.0, f32(a[base + min(6u, kn - 1u)]), 6u < kn);
+            a0[7] = select(0.0, f32(a[base + min(7u, kn - 1u)]), 7u < kn);
+            a0[8] = select(0.0, f32(a[base + min(8u, kn - 1u)]), 8u < kn);
+            a0[9] = select(0.0, f32(a[base + min(9u, kn - 1u)]), 9u < kn);
+            a0[10] = select(0.0, f32(a[base + min(10u, kn - 1u)]), 10u < kn);
+            a0[11] = select(0.0, f32(a[base + min(11u, kn - 1u)]), 11u < kn);
+            a0[12] = select(0.0, f32(a[base + min(12u, kn - 1u)]), 12u < kn);
+            a0[13] = select(0.0, f32(a[base + min(13u, kn - 1u)]), 13u < kn);
+            a0[14] = select(0.0, f32(a[base + min(14u, kn - 1u)]), 14u < kn);
+            a0[15] = select(0.0, f32(a[base + min(15u, kn - 1u)]), 15u < kn);
+            a0_sum = a0[0] + a0[1] + a0[2] + a0[3] + a0[4] + a0[5] + a0[6] + a0[7] + a0[8] + a0[9] + a0[10] + a0[11] + a0[12] + a0[13] + a0[14] + a0[15];
+        }
+        {
+            let word = b[col0 * p.col_words + w];
+            let s = f32(scales[col0 * p.k_blocks + kb]);
+            let z = zero_point(col0, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[0] = fma(s, dot0 - z * a0_sum, acc0[0]);
+        }
+        {
+            let word = b[col1 * p.col_words + w];
+            let s = f32(scales[col1 * p.k_blocks + kb]);
+            let z = zero_point(col1, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[1] = fma(s, dot0 - z * a0_sum, acc0[1]);
+        }
+        {
+            let word = b[col2 * p.col_words + w];
+            let s = f32(scales[col2 * p.k_blocks + kb]);
+            let z = zero_point(col2, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[2] = fma(s, dot0 - z * a0_sum, acc0[2]);
+        }
+        {
+            let word = b[col3 * p.col_words + w];
+            let s = f32(scales[col3 * p.k_blocks + kb]);
+            let z = zero_point(col3, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[3] = fma(s, dot0 - z * a0_sum, acc0[3]);
+        }
+        {
+            let word = b[col4 * p.col_words + w];
+            let s = f32(scales[col4 * p.k_blocks + kb]);
+            let z = zero_point(col4, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[4] = fma(s, dot0 - z * a0_sum, acc0[4]);
+        }
+        {
+            let word = b[col5 * p.col_words + w];
+            let s = f32(scales[col5 * p.k_blocks + kb]);
+            let z = zero_point(col5, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[5] = fma(s, dot0 - z * a0_sum, acc0[5]);
+        }
+        {
+            let word = b[col6 * p.col_words + w];
+            let s = f32(scales[col6 * p.k_blocks + kb]);
+            let z = zero_point(col6, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[6] = fma(s, dot0 - z * a0_sum, acc0[6]);
+        }
+        {
+            let word = b[col7 * p.col_words + w];
+            let s = f32(scales[col7 * p.k_blocks + kb]);
+            let z = zero_point(col7, kb);
+            let q0 = f32(extractBits(word, 0u, 2u));
+            let q1 = f32(extractBits(word, 2u, 2u));
+            let q2 = f32(extractBits(word, 4u, 2u));
+            let q3 = f32(extractBits(word, 6u, 2u));
+            let q4 = f32(extractBits(word, 8u, 2u));
+            let q5 = f32(extractBits(word, 10u, 2u));
+            let q6 = f32(extractBits(word, 12u, 2u));
+            let q7 = f32(extractBits(word, 14u, 2u));
+            let q8 = f32(extractBits(word, 16u, 2u));
+            let q9 = f32(extractBits(word, 18u, 2u));
+            let q10 = f32(extractBits(word, 20u, 2u));
+            let q11 = f32(extractBits(word, 22u, 2u));
+            let q12 = f32(extractBits(word, 24u, 2u));
+            let q13 = f32(extractBits(word, 26u, 2u));
+            let q14 = f32(extractBits(word, 28u, 2u));
+            let q15 = f32(extractBits(word, 30u, 2u));
+            var dot0 = 0.0;
+            dot0 = fma(a0[0], q0, dot0);
+            dot0 = fma(a0[1], q1, dot0);
+            dot0 = fma(a0[2], q2, dot0);
+            dot0 = fma(a0[3], q3, dot0);
+            dot0 = fma(a0[4], q4, dot0);
+            dot0 = fma(a0[5], q5, dot0);
+            dot0 = fma(a0[6], q6, dot0);
+            dot0 = fma(a0[7], q7, dot0);
+            dot0 = fma(a0[8], q8, dot0);
+            dot0 = fma(a0[9], q9, dot0);
+            dot0 = fma(a0[10], q10, dot0);
+            dot0 = fma(a0[11], q11, dot0);
+            dot0 = fma(a0[12], q12, dot0);
+            dot0 = fma(a0[13], q13, dot0);
+            dot0 = fma(a0[14], q14, dot0);
+            dot0 = fma(a0[15], q15, dot0);
+            acc0[7] = fma(s, dot0 - z * a0_sum, acc0[7]);
+        }
+    }
+    if (0u < rows) {
+        var v = column_sums(acc0, tid);
+        if (tid < C && n0 + tid < p.n) {
+            if ((p.flags & 1u) != 0u) {
+                v = v + f32(bias[n0 + tid]);
+            }
+            y[(m0 + 0u) * p.n + n0 + tid] = f32(v);
+        }
+    }
+}
