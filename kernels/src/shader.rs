@@ -57,6 +57,11 @@ pub trait OpSource: Send + Sync + std::fmt::Debug {
     fn capabilities(&self) -> naga::valid::Capabilities {
         naga::valid::Capabilities::empty()
     }
+    /// Whether the template bounds-checks every buffer access itself (see
+    /// [`ShaderVariant::guards_every_access`]); most op kernels keep wgpu's checks.
+    fn guards_every_access(&self) -> bool {
+        false
+    }
 }
 
 /// An op-registry kernel, compared and hashed by name.
@@ -102,10 +107,13 @@ impl ShaderVariant {
     /// planner sized the bindings for (and the planner proved vector loads whole), so wgpu's
     /// injected checks are redundant. The SIMT, GEMV and reduction kernels qualify; the
     /// cooperative-matrix kernel keeps wgpu's checks (measured gain 5%, too little for its
-    /// more intricate indexing) and so do the conv kernels.
+    /// more intricate indexing) and so do the conv kernels. An op kernel says so itself
+    /// ([`OpSource::guards_every_access`]).
     pub fn guards_every_access(&self) -> bool {
-        if let ShaderVariant::Epilogue { base, .. } = self {
-            return base.guards_every_access();
+        match self {
+            ShaderVariant::Epilogue { base, .. } => return base.guards_every_access(),
+            ShaderVariant::Op(v) => return v.source.guards_every_access(),
+            _ => {}
         }
         matches!(
             self,

@@ -74,6 +74,17 @@ pub struct Readback {
 
 impl Gpu {
     /// An uninitialised storage buffer of `len` bytes (copy source and destination too).
+    /// A storage buffer that stands in for an omitted input a kernel never reads (a bias, a past
+    /// cache, a norm weight): one per device, shared by every dispatch, so preparing a set does
+    /// not create one per step. Only ever bound read-only.
+    pub fn unused_input(&self) -> Result<&GpuBuffer, GpuError> {
+        if let Some(b) = self.unused_input.get() {
+            return Ok(b);
+        }
+        let b = self.storage_buffer(MIN_STORAGE_BYTES, "unused input")?;
+        Ok(self.unused_input.get_or_init(|| b))
+    }
+
     pub fn storage_buffer(&self, len: u64, label: &str) -> Result<GpuBuffer, GpuError> {
         // At least one vec4: a binding of a vectorised kernel must hold one element of its array
         // type even when the tensor is empty (wgpu checks the bound size against the shader's).

@@ -54,13 +54,9 @@ impl Gpu {
                 io.residual,
             ),
             ConvSchedule::Direct { step } => {
-                let dummy;
                 let bias = match io.bias {
                     Some(b) => b,
-                    None => {
-                        dummy = self.storage_buffer(4, "no-bias")?;
-                        &dummy
-                    }
+                    None => self.unused_input()?,
                 };
                 let shader = step.shader();
                 let (layout, residual) = match (shader.reads_residual(), io.residual) {

@@ -4,6 +4,7 @@
 use bytemuck::bytes_of;
 
 use super::pipelines::{BindingLayout, PendingPipeline};
+use super::uniforms::UniformSlot;
 use super::{Gpu, GpuBuffer};
 use crate::error::GpuError;
 use crate::gemm::{GemmPlan, StepIo};
@@ -17,6 +18,8 @@ pub struct Dispatch {
     pipeline: std::sync::Arc<PendingPipeline>,
     bind_group: wgpu::BindGroup,
     grid: [u32; 3],
+    /// Reserves the slot the bind group reads its uniforms from.
+    _uniforms: UniformSlot,
 }
 
 impl Dispatch {
@@ -86,7 +89,7 @@ impl Gpu {
         // Compiles on a worker while this thread plans and binds the other dispatches.
         let pipeline = self.pipeline_async(variant, layout);
         let label = variant.name();
-        let uniforms = self.uniform_buffer(params, &label)?;
+        let uniforms = self.uniform_slot(params, &label)?;
         let layouts = self.layout(layout);
         let mut entries: Vec<wgpu::BindGroupEntry> =
             buffers.iter().map(|&(binding, buf)| wgpu::BindGroupEntry { binding, resource: buf.binding() }).collect();
@@ -98,19 +101,30 @@ impl Gpu {
                 entries: &entries,
             }))
         })?;
-        Ok(Dispatch { label, pipeline, bind_group, grid })
+        Ok(Dispatch { label, pipeline, bind_group, grid, _uniforms: uniforms })
     }
 
+    /// A uniform buffer holding `params`, written through its mapping at creation: no staging
+    /// buffer and no submission (a set of a few hundred dispatches used to cost as many of each).
     fn uniform_buffer(&self, params: &[u8], label: &str) -> Result<GpuBuffer, GpuError> {
+        let size = (params.len() as u64).next_multiple_of(16).max(16);
         let buffer = self.scoped(label, || {
-            Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+            let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
-                size: (params.len() as u64).next_multiple_of(16),
+                size,
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }))
+                mapped_at_creation: true,
+            });
+            {
+                let mut view = buffer
+                    .slice(..)
+                    .get_mapped_range_mut()
+                    .map_err(|e| GpuError::OutOfMemory(format!("uniforms of {label}: {e}")))?;
+                view.slice(..params.len()).copy_from_slice(params);
+            }
+            buffer.unmap();
+            Ok(buffer)
         })?;
-        self.write_raw(&buffer, params, label)?;
         Ok(GpuBuffer { buffer, len: params.len() as u64 })
     }
 
@@ -130,13 +144,9 @@ impl Gpu {
     ) -> Result<Vec<Dispatch>, GpuError> {
         let geometry = geometry.map(|g| self.uniform_buffer(g, "conv geometry")).transpose()?;
         let (a, b) = if plan.swap_operands { (io.b, io.a) } else { (io.a, io.b) };
-        let dummy;
         let bias = match io.bias {
             Some(b) => b,
-            None => {
-                dummy = self.storage_buffer(4, "no-bias")?;
-                &dummy
-            }
+            None => self.unused_input()?,
         };
         let workspace = if plan.workspace_bytes > 0 {
             Some(self.storage_buffer(plan.workspace_bytes, "split-k workspace")?)

@@ -14,6 +14,7 @@ mod pipelines;
 pub mod startup;
 mod timing;
 pub mod transfer;
+mod uniforms;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -90,6 +91,8 @@ pub struct Gpu {
     lost: Arc<Mutex<Option<String>>>,
     lost_flag: Arc<AtomicBool>,
     staging_pools: transfer::StagingPools,
+    uniform_slabs: uniforms::UniformSlabs,
+    unused_input: std::sync::OnceLock<GpuBuffer>,
     /// This device's own `Arc`, for the pipeline-compile workers.
     me: Weak<Gpu>,
 }
@@ -181,6 +184,8 @@ impl Gpu {
             lost,
             lost_flag,
             staging_pools: Default::default(),
+            uniform_slabs: Default::default(),
+            unused_input: Default::default(),
             me: me.clone(),
         }))
     }

@@ -454,8 +454,8 @@ impl Kernel for GqaKernel {
             return Err(GpuError::Invalid(self.err(why)));
         }
         let query = io.input(0)?;
-        let spare = cx.gpu.storage_buffer(16, "GroupQueryAttention unused input")?;
-        let buf = |i: usize| io.inputs.get(i).copied().flatten().map_or(&spare, |t| t.buf);
+        let spare = cx.gpu.unused_input()?;
+        let buf = |i: usize| io.inputs.get(i).copied().flatten().map_or(spare, |t| t.buf);
         let seqlens = io.input(5)?;
         let bound: Vec<Tensor<'_>> = io.inputs.iter().flatten().copied().chain(io.outputs.iter().copied()).collect();
         check_bindings(&bound, cx.caps())?;

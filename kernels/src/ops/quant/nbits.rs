@@ -320,9 +320,9 @@ impl Kernel for NbitsKernel {
         };
         match self.route(m, cx.caps(), &cx.options.gemm)? {
             Route::Direct(kind, planned) => {
-                let spare = cx.gpu.storage_buffer(16, "unused bias")?;
+                let spare = cx.gpu.unused_input()?;
                 let inputs: Vec<&GpuBuffer> =
-                    [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(&spare)]).collect();
+                    [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(spare)]).collect();
                 let d = planned.bind(cx.gpu, &inputs, &[ops.y])?;
                 let line = format!("MatMulNBits '{}': {kind:?}, M {m}", self.name);
                 Ok(PreparedStep { dispatches: vec![d], plan: Some(line) })

@@ -101,6 +101,12 @@ impl OpSource for NbitsSource {
     fn capabilities(&self) -> naga::valid::Capabilities {
         crate::ops::capabilities_for(&[self.ty])
     }
+
+    /// The GEMV kernel clamps its columns to N − 1, its A reads to K and its rows to M, and
+    /// stores only in-range outputs; its workgroup arrays are indexed below their sizes.
+    fn guards_every_access(&self) -> bool {
+        self.kind == NbitsKind::Gemv
+    }
 }
 
 /// The GatherBlockQuantized kernel: rows of a uint8-packed table gathered and dequantised.
