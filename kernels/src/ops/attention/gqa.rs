@@ -468,9 +468,9 @@ impl Kernel for GqaKernel {
         let value_src = if g.packed { query.buf } else { buf(2) };
         let rows_in = |src, past, norm| [src, past, seqlens.buf, buf(7), buf(8), norm];
         let mut dispatches = vec![
-            q_rows.bind(cx.gpu, &rows_in(query.buf, &spare, buf(14)), &[&q_tmp, cx.status])?,
+            q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
             k_rows.bind(cx.gpu, &rows_in(key_src, buf(3), buf(15)), &[present_k.buf, cx.status])?,
-            v_rows.bind(cx.gpu, &rows_in(value_src, buf(4), &spare), &[present_v.buf, cx.status])?,
+            v_rows.bind(cx.gpu, &rows_in(value_src, buf(4), spare), &[present_v.buf, cx.status])?,
             mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
         ];
         let qd = self.heads * g.d;
