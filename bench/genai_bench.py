@@ -131,6 +131,13 @@ def bench_model(model_dir: Path, ps: dict, rng) -> dict:
                             ("prefill1024", feeds_for(sessions["ours"], 1024, 0, rng)),
                             ("decode512", feeds_for(sessions["ours"], 1, 512, rng))):
             row[f"ours_profile_{what}"] = top_steps(prov.profiled_steps(sessions["ours"], feeds))
+        # Decode once more with every dispatch timed on its own (which program of a step costs what).
+        os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"] = "1"
+        try:
+            steps = prov.profiled_steps(sessions["ours"], feeds_for(sessions["ours"], 1, 512, rng))
+            row["ours_profile_decode512_dispatches"] = top_steps(steps, 16)
+        finally:
+            os.environ.pop("ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES", None)
     del sessions
     return row
 

@@ -7,6 +7,9 @@ use std::io::Write;
 use ep_kernels::graph::{Executable, RunInput};
 
 pub const ENV: &str = "ONNXRUNTIME_EP_WGPU_PROFILE";
+/// Set to 1 to time every dispatch on its own (one line each, `ops` naming the step and the
+/// dispatch's program) rather than every step.
+pub const DISPATCHES_ENV: &str = "ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES";
 
 /// How often each step is repeated when timed.
 const REPEAT: u32 = 5;
@@ -19,7 +22,8 @@ pub fn target() -> Option<String> {
 /// Times the partition's steps and appends them to `path`; failures are returned as text for
 /// the log (profiling never fails a run).
 pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[RunInput<'_>]) -> Result<(), String> {
-    let Some(steps) = exec.profile(inputs, REPEAT).map_err(|e| e.to_string())? else {
+    let per_dispatch = std::env::var(DISPATCHES_ENV).is_ok_and(|v| v == "1");
+    let Some(steps) = exec.profile(inputs, REPEAT, per_dispatch).map_err(|e| e.to_string())? else {
         return Err("the device has no timestamp queries".into());
     };
     let mut text = String::new();

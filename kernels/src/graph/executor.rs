@@ -298,18 +298,32 @@ impl Executable {
     /// Runs once, then times every step's dispatches with timestamp queries (`repeat` times
     /// each, averaged). `None` when the device has no timestamp queries. For benchmarks and
     /// `ONNXRUNTIME_EP_WGPU_PROFILE`; a normal run never pays for it.
-    pub fn profile(&self, inputs: &[RunInput<'_>], repeat: u32) -> Result<Option<Vec<StepProfile>>, GpuError> {
+    pub fn profile(
+        &self,
+        inputs: &[RunInput<'_>],
+        repeat: u32,
+        per_dispatch: bool,
+    ) -> Result<Option<Vec<StepProfile>>, GpuError> {
         let Some(timer) = crate::runtime::GpuTimer::new(&self.gpu) else { return Ok(None) };
         self.check_inputs(inputs)?;
         let values = super::values::read(inputs, &self.value_inputs)?;
         let mut prepared = self.prepare(inputs, &values)?;
         self.execute(&mut prepared, inputs, &mut HostOutputs(&mut |_, _, _| Ok(())))?;
         let repeat = repeat.max(1);
-        let mut out = Vec::with_capacity(prepared.spans.len());
+        // Each step's dispatches together, or (`per_dispatch`) each one alone, named after its program.
+        let mut groups: Vec<(String, Vec<&Dispatch>)> = Vec::new();
         for (ops, range) in &prepared.spans {
-            let dispatches: Vec<&Dispatch> = prepared.dispatches[range.clone()].iter().collect();
+            let dispatches = &prepared.dispatches[range.clone()];
+            if per_dispatch {
+                groups.extend(dispatches.iter().map(|d| (format!("{ops} [{}]", d.label), vec![d])));
+            } else {
+                groups.push((ops.clone(), dispatches.iter().collect()));
+            }
+        }
+        let mut out = Vec::with_capacity(groups.len());
+        for (ops, dispatches) in groups {
             let seconds = timer.time(&self.gpu, &dispatches, repeat)? / f64::from(repeat);
-            out.push(StepProfile { ops: ops.clone(), dispatches: dispatches.len(), seconds });
+            out.push(StepProfile { ops, dispatches: dispatches.len(), seconds });
         }
         Ok(Some(out))
     }
