@@ -32,6 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import iobind  # noqa: E402
 import providers as prov  # noqa: E402
 
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "python"))  # our locator, installed or not
+try:
+    import onnxruntime_ep_wgpu as locator  # noqa: E402
+except ImportError:
+    locator = None
+
 HBM_TBS = 4.8
 PROFILE = os.environ.get("GENAI_PROFILE") == "1"
 CFG = {"warmup": 2, "budget_s": 3.0, "min_runs": 5, "max_runs": 50}
@@ -147,12 +153,11 @@ def run_phases(p) -> dict | None:
     lib = p.info.get("library") if p.key == "ours" else None
     if not lib:
         return None
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))  # the locator, installed or not
+    if locator is None:
+        return None
     try:
-        import onnxruntime_ep_wgpu as locator
-
         return locator.startup_stats(lib)
-    except (ImportError, AttributeError, OSError):
+    except (AttributeError, OSError):
         return None
 
 

@@ -349,13 +349,9 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
     // Few columns and many rows: compute Cᵀ = Bᵀ·Aᵀ so the short side is the row side.
     let swap = p.n <= 8 && p.m > p.n;
     let q = if swap { transposed(p) } else { *p };
-    let steps = match gemv_vec(&q, caps)? {
-        Some(steps) => steps,
-        None => vec![gemv_scalar(&q, caps)?],
-    };
-    let workspace = match steps.as_slice() {
-        [partial, _] => partial.params.splits as u64 * q.output_len() * 4,
-        _ => 0,
+    let (steps, workspace) = match gemv_vec(&q, caps)? {
+        Some(vec) => vec,
+        None => (vec![gemv_scalar(&q, caps)?], 0),
     };
     let steps = steps
         .into_iter()
@@ -375,7 +371,8 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
 
 /// The bandwidth GEMV where B's rows are contiguous and 16-byte aligned: `None` otherwise.
 /// K splits across workgroups (then a reduce) when the bands alone cannot fill the device.
-fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<Vec<GemmStep>>, String> {
+/// The steps and the bytes of their split-K workspace.
+fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>, u64)>, String> {
     let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false };
     let aligned = q.b.col_stride == 1 && wide_b_ok(q, probe.vec());
     if !aligned || q.m > 8 || GemmVariant::GemvVec(probe).fits(caps).is_err() {
@@ -404,10 +401,10 @@ fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<Vec<GemmStep>>,
     params.k_chunk = if q.k > 0 { k_chunk } else { 0 };
     let step = GemmStep { variant, params, grid, io: StepIo::Product { to_workspace: splits > 1 } };
     if splits == 1 {
-        return Ok(Some(vec![step]));
+        return Ok(Some((vec![step], 0)));
     }
     // A workspace too large for one binding leaves the product to the scalar kernel.
-    Ok(split_k(q, caps, step).ok().map(|(steps, _, _)| steps))
+    Ok(split_k(q, caps, step).ok().map(|(steps, workspace, _)| (steps, workspace)))
 }
 
 /// Whether B's rows, batch starts and row length are multiples of `width` elements.
