@@ -101,6 +101,17 @@ pub fn run_graph(
     constants: &[(&str, &T)],
     outputs: &[&str],
 ) -> Result<Vec<T>, String> {
+    run_graph_with(nodes, inputs, constants, outputs, ExecOptions::default())
+}
+
+/// [`run_graph`] under these executor options.
+pub fn run_graph_with(
+    nodes: &[Node],
+    inputs: &[(&str, &T)],
+    constants: &[(&str, &T)],
+    outputs: &[&str],
+    options: ExecOptions,
+) -> Result<Vec<T>, String> {
     let names: Vec<String> = inputs.iter().map(|(n, _)| n.to_string()).collect();
     let outs: Vec<String> = outputs.iter().map(|n| n.to_string()).collect();
     let consts = constants
@@ -120,7 +131,7 @@ pub fn run_graph(
                 .unwrap_or(ElemType::F32)
         })
         .collect();
-    let exec = Executable::new(super::gpu(), program, ExecOptions::default()).map_err(|e| e.to_string())?;
+    let exec = Executable::new(super::gpu(), program, options).map_err(|e| e.to_string())?;
     let host: Vec<HostTensor> =
         inputs.iter().map(|(_, t)| HostTensor { dtype: t.ty, shape: &t.shape, data: &t.data }).collect();
     let mut got: Vec<Option<T>> = vec![None; outputs.len()];

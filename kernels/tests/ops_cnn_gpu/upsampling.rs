@@ -1,5 +1,8 @@
 //! Resize (nearest and linear) and ConvTranspose, the upsampling ops of decoders.
 use super::*;
+use common::graph::run_graph_with;
+use ep_kernels::conv::ConvAlgo;
+use ep_kernels::graph::ExecOptions;
 
 /// Resize of `x` ([N, C, H, W]) to `out` in float64: linear (half_pixel, clamped, as ONNX
 /// Runtime) or nearest (asymmetric coordinates, floor).
@@ -129,16 +132,32 @@ fn conv_transpose_reference(
     (vec![n as u64, m as u64, oh as u64, ow as u64], y)
 }
 
+/// The dispatches ConvTranspose node `n` plans at its declared shapes under `algo`.
+fn conv_transpose_dispatches(n: &ep_kernels::graph::Node, algo: ConvAlgo) -> Vec<String> {
+    let shapes: Vec<Vec<u64>> = n.inputs.iter().flatten().map(|v| v.fixed_shape().unwrap()).collect();
+    let refs: Vec<Option<&[u64]>> = shapes.iter().map(|s| Some(&s[..])).collect();
+    let kernel = ep_kernels::ops::lookup(n).unwrap().build(n).unwrap();
+    let options = ExecOptions { conv_algo: algo, ..ExecOptions::default() };
+    let plan = kernel.plan(&refs, common::gpu().caps(), &options).unwrap().unwrap();
+    plan.dispatches.into_iter().map(|(name, _)| name).collect()
+}
+
+/// Both schedules (the direct gather and GEMM + col2im), each forced and as `Auto` picks, against
+/// float64; the last two cases have enough channels for `Auto` to take the GEMM.
 #[test]
-fn conv_transpose_direct() {
-    let mut rng = common::rng("conv_transpose_direct");
+fn conv_transpose_direct_and_gemm() {
+    let mut rng = common::rng("conv_transpose_direct_and_gemm");
     // (X, W, group, strides, dilations, pads, output_padding, bias)
     type Case = (&'static [u64], &'static [u64], usize, [usize; 2], [usize; 2], [usize; 4], [usize; 2], bool);
-    let cases: [Case; 4] = [
+    let cases: [Case; 7] = [
         (&[2, 4, 5, 6], &[4, 3, 2, 2], 1, [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], true),
         (&[1, 6, 7, 5], &[6, 2, 3, 3], 3, [2, 1], [1, 2], [1, 0, 1, 2], [1, 0], false),
         (&[1, 3, 4, 4], &[3, 5, 3, 3], 1, [3, 3], [1, 1], [1, 1, 1, 1], [2, 1], true),
         (&[2, 2, 1, 9], &[2, 3, 1, 4], 1, [1, 2], [1, 1], [0, 1, 0, 0], [0, 1], true),
+        // A UNet up-sampling (k 2, stride 2) with odd sizes, and a grouped overlapping one.
+        (&[2, 40, 7, 9], &[40, 19, 2, 2], 1, [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], true),
+        (&[1, 64, 5, 6], &[64, 7, 3, 3], 2, [2, 2], [1, 1], [1, 0, 0, 1], [1, 1], true),
+        (&[3, 17, 1, 11], &[17, 9, 1, 5], 1, [1, 3], [1, 2], [0, 2, 0, 1], [0, 2], false),
     ];
     for ty in [ElemType::F32, ElemType::F16] {
         for (xs, ws, group, stride, dil, pads, out_pad, bias) in cases {
@@ -163,11 +182,20 @@ fn conv_transpose_direct() {
                 feeds.push(("b", &b));
             }
             let n = node("ConvTranspose", 11, inputs, vec![val("y", ty, &out_shape)], attrs);
-            let got = run_graph(&[n], &feeds, &[], &["y"]).unwrap();
-            assert_eq!(got[0].shape, out_shape, "{xs:?} {ws:?}");
-            let (atol, rtol) = if ty == ElemType::F16 { (2e-2, 1e-2) } else { (1e-5, 1e-5) };
-            for (i, (g, w)) in got[0].values().iter().zip(&want).enumerate() {
-                assert!((g - w).abs() <= atol + rtol * w.abs(), "{xs:?} {ws:?} {ty}: {i}: {g} vs {w}");
+            let auto_gemm = xs[1] / group as u64 >= ep_kernels::ops::convtranspose::GEMM_MIN_CHANNELS;
+            for algo in [ConvAlgo::Auto, ConvAlgo::Direct, ConvAlgo::Gemm] {
+                let gemm = algo == ConvAlgo::Gemm || (algo == ConvAlgo::Auto && auto_gemm);
+                let planned = conv_transpose_dispatches(&n, algo);
+                let col2im = format!("convtranspose_col2im_{}", ty.name());
+                assert_eq!(planned.last() == Some(&col2im), gemm, "{xs:?} {ws:?} {algo:?}: {planned:?}");
+                assert_eq!(planned.len() > 1, gemm, "{xs:?} {ws:?} {algo:?}: {planned:?}");
+                let options = ExecOptions { conv_algo: algo, ..ExecOptions::default() };
+                let got = run_graph_with(std::slice::from_ref(&n), &feeds, &[], &["y"], options).unwrap();
+                assert_eq!(got[0].shape, out_shape, "{xs:?} {ws:?}");
+                let (atol, rtol) = if ty == ElemType::F16 { (3e-2, 1e-2) } else { (1e-5, 1e-5) };
+                for (i, (g, w)) in got[0].values().iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() <= atol + rtol * w.abs(), "{xs:?} {ws:?} {ty} {algo:?}: {i}: {g} vs {w}");
+                }
             }
         }
     }

@@ -1,8 +1,13 @@
 //! ConvTranspose (1-D as 2-D of height 1, and 2-D) with groups, strides, dilations, pads (explicit,
 //! VALID, SAME_UPPER/SAME_LOWER), output_padding and output_shape (pads then follow ONNX's
-//! total-padding rule): a direct kernel (`convtranspose_direct.wgsl.j2`), one invocation per
-//! output element gathering its taps. Not yet through the GEMM engine (GEMM + col2im would be
-//! faster on large decoders).
+//! total-padding rule). Two schedules: with enough input channels per group, one GEMM through
+//! the GEMM engine then a gather (`gemm.rs`, `convtranspose_col2im.wgsl.j2`); otherwise the
+//! direct kernel (`convtranspose_direct.wgsl.j2`), one invocation per output element gathering
+//! its taps. The session option `conv_algorithm` forces either.
+
+mod gemm;
+
+pub use gemm::{col_bytes, wants_gemm, GEMM_MIN_CHANNELS};
 
 use bytemuck::{Pod, Zeroable};
 
@@ -16,6 +21,7 @@ use crate::ops::norm::{check_bindings, float_types, input_type};
 use crate::ops::planned::{step_plan, OpDispatch};
 use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::runtime::GemmBindings;
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
 /// The definitions of this family.
@@ -50,7 +56,8 @@ impl OpDef for ConvTransposeDef {
     }
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
-        float_types(caps).into_iter().map(|ty| ShaderVariant::Op(OpShader::new(ConvTransposeSource { ty }))).collect()
+        let sources = float_types(caps).into_iter().flat_map(|ty| [false, true].map(|col2im| (ty, col2im)));
+        sources.map(|(ty, col2im)| ShaderVariant::Op(OpShader::new(ConvTransposeSource { ty, col2im }))).collect()
     }
 }
 
@@ -217,26 +224,62 @@ impl Kernel for ConvTransposeKernel {
         let (x, w, y) = (io.input(0)?, io.input(1)?, io.output(0)?);
         let bias = if self.has_bias { Some(io.input(2)?) } else { None };
         check_bindings(&[x, w, y], cx.caps())?;
-        let planned = self.dispatch(x.shape, w.shape, bias.map(|b| b.shape), cx.caps())?;
+        let schedule = self.schedule(x.shape, w.shape, bias.map(|b| b.shape), cx.caps(), cx.options)?;
         // Without a bias W stands in for it (never read: has_bias is 0).
         let b = bias.map_or(w.buf, |b| b.buf);
-        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf, w.buf, b], &[y.buf])?))
+        match schedule {
+            Schedule::Direct(planned) => Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf, w.buf, b], &[y.buf])?)),
+            Schedule::Gemm(s) => {
+                let cols = cx.gpu.storage_buffer(s.col_bytes, "ConvTranspose cols")?;
+                let io = GemmBindings { a: w.buf, b: x.buf, bias: None, out: &cols };
+                let mut dispatches = cx.gpu.prepare_gemm(&s.gemm, io)?;
+                dispatches.push(s.col2im.bind(cx.gpu, &[&cols, b], &[y.buf])?);
+                Ok(PreparedStep { dispatches, plan: Some(self.describe(x.shape, w.shape, &s)) })
+            }
+        }
     }
 
-    fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
+    fn plan(
+        &self,
+        inputs: &[Option<&[u64]>],
+        caps: &DeviceCaps,
+        options: &ExecOptions,
+    ) -> Result<Option<StepPlan>, String> {
         let out = self.infer(inputs)?.remove(0);
         let get = |i: usize| inputs.get(i).copied().flatten().unwrap_or_default();
         let bias = if self.has_bias { inputs.get(2).copied().flatten() } else { None };
         let what = format!("ConvTranspose '{}'", self.name);
-        let planned = self.dispatch(get(0), get(1), bias, caps).map_err(|e| format!("{what}: {e}"))?;
+        let schedule = self.schedule(get(0), get(1), bias, caps, options).map_err(|e| format!("{what}: {e}"))?;
         let line = format!("{what}: X {:?} W {:?} -> {out:?}", get(0), get(1));
-        Ok(Some(step_plan(line, "direct gather, one invocation per output element", &[planned])))
+        Ok(Some(match schedule {
+            Schedule::Direct(planned) => {
+                step_plan(line, "direct gather, one invocation per output element", &[planned])
+            }
+            Schedule::Gemm(s) => {
+                let mut dispatches: Vec<_> = s.gemm.steps.iter().map(|st| (st.shader().name(), st.grid)).collect();
+                dispatches.push(s.col2im.entry());
+                StepPlan { line: self.describe(get(0), get(1), &s), tiling: format!("{:?}", s.gemm.tiling), dispatches }
+            }
+        }))
     }
 }
 
+/// How one ConvTranspose runs at its shapes.
+enum Schedule {
+    Direct(OpDispatch),
+    Gemm(Box<gemm::GemmSchedule>),
+}
+
 impl ConvTransposeKernel {
-    /// The direct kernel at these shapes: what `prepare` binds and `plan` reports.
-    fn dispatch(&self, x: &[u64], w: &[u64], bias: Option<&[u64]>, caps: &DeviceCaps) -> Result<OpDispatch, GpuError> {
+    /// The schedule at these shapes: what `prepare` binds and `plan` reports.
+    fn schedule(
+        &self,
+        x: &[u64],
+        w: &[u64],
+        bias: Option<&[u64]>,
+        caps: &DeviceCaps,
+        options: &ExecOptions,
+    ) -> Result<Schedule, GpuError> {
         let g = self.geometry(x, w, bias).map_err(GpuError::Invalid)?;
         let count: u64 = g.out_shape.iter().product();
         let params = ConvTransposeParams {
@@ -250,8 +293,34 @@ impl ConvTransposeKernel {
             y_dims: [g.y_dims[0], g.y_dims[1], g.y_dims[2], 0],
             geometry: [g.kernel, g.stride, g.dilation, g.pad],
         };
-        let variant = ShaderVariant::Op(OpShader::new(ConvTransposeSource { ty: self.ty }));
-        Ok(OpDispatch::new(variant, &params, grid_for(count, caps)?))
+        let grid = grid_for(count, caps)?;
+        let col2im = wants_gemm(x, w, self.group, self.ty, options.conv_algo, caps);
+        let variant = ShaderVariant::Op(OpShader::new(ConvTransposeSource { ty: self.ty, col2im }));
+        let planned = OpDispatch::new(variant, &params, grid);
+        if !col2im {
+            return Ok(Schedule::Direct(planned));
+        }
+        let s = gemm::schedule(x, w, self.group, self.ty, planned, caps, &options.gemm)?;
+        Ok(Schedule::Gemm(Box::new(s)))
+    }
+
+    /// The plan log's line of the GEMM schedule.
+    fn describe(&self, x: &[u64], w: &[u64], s: &gemm::GemmSchedule) -> String {
+        let p = &s.problem;
+        let fallbacks = if s.gemm.fallbacks.is_empty() {
+            String::new()
+        } else {
+            format!(" (fell back: {})", s.gemm.fallbacks.join("; "))
+        };
+        format!(
+            "ConvTranspose '{}': X {x:?} W {w:?}: GEMM M={} N={} K={} batch={} {:?} + col2im{fallbacks}",
+            self.name,
+            p.m,
+            p.n,
+            p.k,
+            p.batch_count(),
+            s.gemm.tiling
+        )
     }
 }
 
@@ -264,20 +333,22 @@ struct ConvTransposeParams {
     geometry: [[u32; 2]; 4],
 }
 
-/// The direct ConvTranspose kernel of one element type.
+/// A ConvTranspose kernel of one element type: the direct one, or the gather after the GEMM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConvTransposeSource {
     pub ty: ElemType,
+    pub col2im: bool,
 }
 
 impl OpSource for ConvTransposeSource {
     fn name(&self) -> String {
-        format!("convtranspose_direct_{}", self.ty.name())
+        let kind = if self.col2im { "col2im" } else { "direct" };
+        format!("convtranspose_{kind}_{}", self.ty.name())
     }
 
     fn emit(&self) -> Result<String, String> {
         let context = minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16 };
-        render("convtranspose_direct.wgsl.j2", context)
+        render(if self.col2im { "convtranspose_col2im.wgsl.j2" } else { "convtranspose_direct.wgsl.j2" }, context)
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
