@@ -3,6 +3,9 @@
 //! Each group == 1 case also runs the implicit GEMM (im2col gathered on load) forced, so the
 //! explicit and implicit paths are measured side by side. Every conv plan first runs once on a
 //! NaN-poisoned output and is checked against a float64 reference on sampled outputs.
+//! The layout question (issue 17: NCHW or NHWC for the tensor-core path) is measured by a third
+//! product per group == 1 case: the GEMM an NHWC conv would run, `[N·OH·OW, C·kh·kw]·[C·kh·kw, M]`
+//! written NHWC, timed without any gather, so a lower bound on an NHWC conv's time.
 
 use ep_kernels::conv::{
     plan_conv, plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvPlan, ConvProblem,
@@ -43,6 +46,24 @@ const CASES: &[Case] = &[
         strides: &[],
         group: 1,
     },
+    Case { label: "resnet 1x1 64>256", x: &[1, 64, 56, 56], w: &[256, 64, 1, 1], pads: &[], strides: &[], group: 1 },
+    Case {
+        label: "resnet 1x1 1024>256",
+        x: &[1, 1024, 14, 14],
+        w: &[256, 1024, 1, 1],
+        pads: &[],
+        strides: &[],
+        group: 1,
+    },
+    Case { label: "resnet 1x1 b32", x: &[32, 256, 56, 56], w: &[64, 256, 1, 1], pads: &[], strides: &[], group: 1 },
+    Case {
+        label: "resnet 3x3 b32",
+        x: &[32, 128, 28, 28],
+        w: &[128, 128, 3, 3],
+        pads: &[1, 1, 1, 1],
+        strides: &[],
+        group: 1,
+    },
     Case {
         label: "depthwise 3x3 256",
         x: &[8, 256, 56, 56],
@@ -67,6 +88,8 @@ pub struct ConvRecord {
     /// The same MACs as one plain GEMM.
     pub gemm_us: f64,
     pub gemm_tflops: f64,
+    /// The GEMM an NHWC conv runs, `[pixels, K]·[K, M]`, without its gather (group == 1 only).
+    pub nhwc_gemm_us: Option<f64>,
     /// The implicit GEMM forced (group == 1 cases only).
     pub implicit_plan: Option<String>,
     pub implicit_us: Option<f64>,
@@ -176,6 +199,21 @@ pub fn run(gpu: &Gpu, timer: &GpuTimer, options: &GemmOptions, json: Option<&str
             };
             line("auto", conv, conv_err, &plan);
             if p.group == 1 {
+                let nhwc = GemmProblem::simple(dtype, n, m, k, false, false);
+                let nplan = plan_gemm(&nhwc, gpu.caps(), options).map_err(|e| e.to_string())?;
+                let bind = GemmBindings { a: &bb, b: &a, bias: None, out: &cc };
+                let secs = time(&gpu.prepare_gemm(&nplan, bind).map_err(|e| e.to_string())?)?;
+                println!(
+                    "{:<18} {:<4} {:<8} {:>10.1} {:>9.2} {:>31.0}%  NHWC GEMM [{n}, {k}]·[{k}, {m}], no gather: {:?}",
+                    c.label,
+                    dtype,
+                    "nhwc",
+                    secs * 1e6,
+                    gemm_flops / secs * 1e-12,
+                    100.0 * conv / secs,
+                    nplan.tiling
+                );
+                rec.nhwc_gemm_us = Some(secs * 1e6);
                 let iplan = plan_conv_with(&p, gpu.caps(), options, ConvAlgo::Implicit).map_err(|e| e.to_string())?;
                 let dispatches = gpu.prepare_conv(&iplan, io).map_err(|e| e.to_string())?;
                 let err = check(gpu, &p, &out, &dispatches, &elements, &want)?;
