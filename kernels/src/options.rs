@@ -73,6 +73,9 @@ impl EpOptions {
     }
 }
 
+/// The session config entry that disables the CPU EP's fallback.
+pub const NO_CPU_FALLBACK: &str = "session.disable_cpu_ep_fallback";
+
 /// `offload=auto`: partitions the CPU EP runs faster (host traffic outweighing the work on a
 /// discrete GPU) stay on it; `offload=all`: every node this EP can run is claimed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,6 +113,11 @@ impl EpOptions {
     /// errors that name the key.
     pub fn from_config(entries: &BTreeMap<String, String>) -> Result<EpOptions, String> {
         let mut o = EpOptions { enable_f16: true, conv1d_as_conv2d: true, ..EpOptions::default() };
+        // With the CPU EP's fallback disabled, a partition the cost rule left to it would fail the
+        // session: every node this EP can run is then claimed, unless `offload` says otherwise.
+        if entries.get(NO_CPU_FALLBACK).is_some_and(|v| v.trim() == "1") {
+            o.offload = Offload::All;
+        }
         for (full_key, value) in entries {
             let Some(key) = full_key.strip_prefix(PREFIX) else { continue };
             let v = value.trim();
@@ -248,5 +256,16 @@ mod tests {
             .is_ok_and(|o| !o.placement_options(DeviceCaps::default()).enable_f16));
         let other: BTreeMap<String, String> = [("session.x".to_string(), "1".to_string())].into();
         assert!(EpOptions::from_config(&other).is_ok());
+    }
+
+    #[test]
+    fn no_cpu_fallback_claims_every_node_unless_offload_is_set() {
+        let config = |pairs: &[(&str, &str)]| {
+            let map: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            EpOptions::from_config(&map).unwrap().offload
+        };
+        assert_eq!(config(&[(NO_CPU_FALLBACK, "1")]), Offload::All);
+        assert_eq!(config(&[(NO_CPU_FALLBACK, "0")]), Offload::Auto);
+        assert_eq!(config(&[(NO_CPU_FALLBACK, "1"), ("ep.wgpuexecutionprovider.offload", "auto")]), Offload::Auto);
     }
 }
