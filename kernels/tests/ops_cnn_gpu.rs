@@ -74,62 +74,6 @@ fn check(test: &str, op: &str, ty: ElemType, shape: &[u64], attrs: Vec<(&str, At
     }
 }
 
-/// The kernel the pool node `op` plans for X of `shape`.
-fn planned(op: &str, shape: &[u64], attrs: Vec<(&str, Attr)>) -> String {
-    let n = node(op, 19, vec![Some(val("x", ElemType::F32, shape))], vec![val("y", ElemType::F32, &[])], attrs);
-    let kernel = ep_kernels::ops::lookup(&n).unwrap().build(&n).unwrap();
-    let caps = common::gpu().caps().clone();
-    let plan = kernel.plan(&[Some(shape)], &caps, &Default::default()).unwrap().unwrap();
-    plan.dispatches[0].0.clone()
-}
-
-/// Overlapping 2-D windows run the tiled kernel: outputs over several 8×32 tiles with ragged
-/// edges, padding on every side, dilations, ceil_mode, both averages; non-overlapping windows
-/// and 1-D pools keep the per-output kernel.
-#[test]
-fn tiled_pools_span_tiles() {
-    let k3s2 = || vec![("kernel_shape", ints(&[3, 3])), ("strides", ints(&[2, 2])), ("pads", ints(&[1, 1, 1, 1]))];
-    assert_eq!(planned("MaxPool", &[1, 2, 40, 70], k3s2()), "pool_tiled_max_f32");
-    assert_eq!(
-        planned("MaxPool", &[1, 2, 40, 70], vec![("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2]))]),
-        "pool_max_f32"
-    );
-    assert_eq!(
-        planned("MaxPool", &[1, 2, 40], vec![("kernel_shape", ints(&[3])), ("pads", ints(&[1, 1]))]),
-        "pool_max_f32"
-    );
-    // A window too wide for workgroup memory keeps the per-output kernel.
-    assert_eq!(
-        planned("MaxPool", &[1, 1, 64, 400], vec![("kernel_shape", ints(&[9, 9])), ("strides", ints(&[3, 3]))]),
-        "pool_max_f32"
-    );
-    for ty in [ElemType::F32, ElemType::F16] {
-        check("tiled_max", "MaxPool", ty, &[2, 3, 37, 75], k3s2());
-        let k2s2 = vec![("kernel_shape", ints(&[2, 2])), ("strides", ints(&[2, 2])), ("ceil_mode", Attr::Int(1))];
-        check("untiled_max", "MaxPool", ty, &[1, 2, 9, 11], k2s2);
-    }
-    let dil = vec![
-        ("kernel_shape", ints(&[3, 2])),
-        ("dilations", ints(&[2, 3])),
-        ("pads", ints(&[2, 0, 1, 3])),
-        ("ceil_mode", Attr::Int(1)),
-        ("strides", ints(&[1, 2])),
-    ];
-    assert_eq!(planned("MaxPool", &[1, 3, 21, 83], dil.clone()), "pool_tiled_max_f32");
-    check("tiled_max_dil", "MaxPool", ElemType::F32, &[1, 3, 21, 83], dil);
-    for include in [0, 1] {
-        let attrs = vec![
-            ("kernel_shape", ints(&[3, 3])),
-            ("pads", ints(&[1, 2, 1, 0])),
-            ("count_include_pad", Attr::Int(include)),
-        ];
-        assert_eq!(planned("AveragePool", &[1, 2, 19, 45], attrs.clone()), "pool_tiled_avg_f32");
-        for ty in [ElemType::F32, ElemType::F16] {
-            check("tiled_avg", "AveragePool", ty, &[1, 2, 19, 45], attrs.clone());
-        }
-    }
-}
-
 fn ints(v: &[i64]) -> Attr {
     Attr::Ints(v.to_vec())
 }

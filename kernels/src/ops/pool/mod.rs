@@ -2,10 +2,7 @@
 //! 1 to 3 spatial axes, in f32 and f16. One generated kernel (`wgsl/pool.wgsl.j2`) visits each
 //! output's window; a global pool is the same kernel with a window of the whole input, or,
 //! over planes of at least [`GLOBAL_ROW_MIN`] elements, one workgroup per plane
-//! (`wgsl/pool_global.wgsl.j2`). A 2-D pool whose windows overlap (ResNet's 3×3 / 2 MaxPool
-//! after the stem conv) runs tiled (`wgsl/pool_tiled.wgsl.j2`): a workgroup loads the input under
-//! its output tile once into workgroup memory, so the conv's output is read once, not once per
-//! window that covers it.
+//! (`wgsl/pool_global.wgsl.j2`).
 //! MaxPool's optional Indices output is declined.
 
 pub mod geometry;
@@ -31,11 +28,6 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 pub const GLOBAL_ROW_MIN: u64 = 128;
 /// Invocations per plane of the shared global pool.
 pub const GLOBAL_THREADS: u32 = 64;
-
-/// Output rows and columns of one tile of the tiled pool (256 invocations).
-pub const TILE: [u32; 2] = [8, 32];
-/// Input elements a tile may load into workgroup memory (f32).
-pub const TILE_SHARED: u32 = 2048;
 
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&PoolDef];
@@ -86,8 +78,8 @@ impl OpDef for PoolDef {
         let mut out = Vec::new();
         for ty in float_types(caps) {
             for max in [true, false] {
-                for (threads, tiled) in [(None, false), (Some(GLOBAL_THREADS), false), (None, true)] {
-                    out.push(ShaderVariant::Op(OpShader::new(PoolSource { max, ty, threads, tiled })));
+                for threads in [None, Some(GLOBAL_THREADS)] {
+                    out.push(ShaderVariant::Op(OpShader::new(PoolSource { max, ty, threads })));
                 }
             }
         }
@@ -153,65 +145,33 @@ impl Kernel for PoolKernel {
         let x = inputs.first().copied().flatten().unwrap_or_default();
         let what = format!("{} '{}'", self.op(), self.name);
         let (planned, rows) = self.dispatch(x, caps).map_err(|e| format!("{what}: {e}"))?;
-        let tiling = match rows {
-            Layout::Rows => "one workgroup per plane",
-            Layout::Tiled => "8×32 output tiles, input staged in workgroup memory",
-            Layout::Elements => "one invocation per output",
-        };
+        let tiling = if rows { "one workgroup per plane" } else { "one invocation per output" };
         Ok(Some(step_plan(format!("{what}: {x:?} -> {out:?}"), tiling, &[planned])))
     }
 }
 
 impl PoolKernel {
-    /// The kernel pooling X of `shape` and how it spreads the work: what `prepare` binds and
-    /// `plan` reports.
-    fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, Layout), GpuError> {
+    /// The kernel pooling X of `shape` and whether it runs a workgroup per plane (a global
+    /// pool over large planes): what `prepare` binds and `plan` reports.
+    fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
         let g = self.geometry(shape).map_err(GpuError::Invalid)?;
         to_u32("pool input elements", shape.iter().product())?;
         let count = g.out_elems();
         let plane = g.window();
         if self.attrs.global && plane >= GLOBAL_ROW_MIN {
             let params = [to_u32("pool planes", g.planes)?, to_u32("pool plane", plane)?, 0, 0];
-            let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS), tiled: false };
+            let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS) };
             let variant = ShaderVariant::Op(OpShader::new(source));
-            return Ok((OpDispatch::new(variant, &params, grid(g.planes, caps)?), Layout::Rows));
+            return Ok((OpDispatch::new(variant, &params, grid(g.planes, caps)?), true));
         }
         let v4 = |a: [u32; 3]| [a[0], a[1], a[2], 0];
-        let mut params = PoolParams {
+        let params = PoolParams {
             head: [to_u32("pool output elements", count)?, u32::from(self.include_pad), 0, 0],
             axes: [v4(g.input), v4(g.out), v4(g.kernel), v4(g.stride), v4(g.dilation), v4(g.pad_begin), v4(g.pad_end)],
         };
-        let tiled = !self.attrs.global && tiled(&g);
-        let variant = ShaderVariant::Op(OpShader::new(PoolSource { max: self.max, ty: self.ty, threads: None, tiled }));
-        if !tiled {
-            return Ok((OpDispatch::new(variant, &params, grid_for(count, caps)?), Layout::Elements));
-        }
-        let tiles_w = g.out[2].div_ceil(TILE[1]);
-        let tiles = g.out[1].div_ceil(TILE[0]) as u64 * tiles_w as u64;
-        params.head[2] = tiles_w;
-        params.head[3] = to_u32("pool tiles per plane", tiles)?;
-        Ok((OpDispatch::new(variant, &params, grid(g.planes * tiles, caps)?), Layout::Tiled))
+        let variant = ShaderVariant::Op(OpShader::new(PoolSource { max: self.max, ty: self.ty, threads: None }));
+        Ok((OpDispatch::new(variant, &params, grid_for(count, caps)?), false))
     }
-}
-
-/// How a pool's dispatch spreads the work.
-enum Layout {
-    /// One invocation per output element.
-    Elements,
-    /// One workgroup per plane (a global pool over large planes).
-    Rows,
-    /// One workgroup per output tile, its input staged in workgroup memory.
-    Tiled,
-}
-
-/// Whether the tiled kernel runs this pool: 2-D, windows overlapping along an axis (otherwise
-/// every input is read once anyway), and the input under a tile fits [`TILE_SHARED`].
-pub fn tiled(g: &PoolGeometry) -> bool {
-    let extent = |axis: usize| (g.kernel[axis] as u64 - 1) * g.dilation[axis] as u64 + 1;
-    let span = |axis: usize, outputs: u32| (outputs as u64 - 1) * g.stride[axis] as u64 + extent(axis);
-    let overlap = (1..3).any(|a| extent(a) > g.stride[a] as u64);
-    let flat = g.input[0] == 1 && g.kernel[0] == 1 && g.out[1] > 1;
-    flat && overlap && span(1, TILE[0]) * span(2, TILE[1]) <= TILE_SHARED as u64
 }
 
 /// The uniforms of `pool.wgsl.j2`.
@@ -229,15 +189,12 @@ pub struct PoolSource {
     pub ty: ElemType,
     /// `Some(invocations per plane)`: the shared global pool.
     pub threads: Option<u32>,
-    /// The tiled 2-D pool (`pool_tiled.wgsl.j2`).
-    pub tiled: bool,
 }
 
 impl OpSource for PoolSource {
     fn name(&self) -> String {
         let op = if self.max { "max" } else { "avg" };
         match self.threads {
-            None if self.tiled => format!("pool_tiled_{op}_{}", self.ty.name()),
             None => format!("pool_{op}_{}", self.ty.name()),
             Some(t) => format!("pool_global_{op}_{}_t{t}", self.ty.name()),
         }
@@ -245,11 +202,7 @@ impl OpSource for PoolSource {
 
     fn emit(&self) -> Result<String, String> {
         let (t, f16, max) = (self.ty.name(), self.ty == ElemType::F16, self.max);
-        let [tile_h, tile_w] = TILE;
         match self.threads {
-            None if self.tiled => {
-                render("pool_tiled.wgsl.j2", minijinja::context! { t, f16, max, tile_h, tile_w, shared => TILE_SHARED })
-            }
             None => render("pool.wgsl.j2", minijinja::context! { t, f16, max }),
             Some(threads) => render("pool_global.wgsl.j2", minijinja::context! { t, f16, max, threads }),
         }
