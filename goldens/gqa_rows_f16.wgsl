@@ -24,12 +24,12 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> src: array<f16>;
-@group(0) @binding(1) var<storage, read> past: array<f16>;
+@group(0) @binding(1) var<storage, read> past: array<vec4<f16>>;
 @group(0) @binding(2) var<storage, read> seqlens: array<i32>;
 @group(0) @binding(3) var<storage, read> cos_cache: array<f16>;
 @group(0) @binding(4) var<storage, read> sin_cache: array<f16>;
 @group(0) @binding(5) var<storage, read> norm: array<f16>;
-@group(0) @binding(6) var<storage, read_write> y: array<f16>;
+@group(0) @binding(6) var<storage, read_write> y: array<vec4<f16>>;
 @group(0) @binding(7) var<storage, read_write> status: array<u32>;
 @group(0) @binding(8) var<uniform> p: Params;
 
@@ -74,13 +74,20 @@ fn new_element(b: u32, s: u32, h: u32, i: u32, position: u32) -> f16 {
     return f16(x * f32(cos_cache[k]) + sign * load(base, j, inv) * f32(sin_cache[k]));
 }
 
+// Elements i..i+3 of head h of new token s of batch b, rotated to `position`.
+fn new_quad(b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f16> {
+    return vec4<f16>(new_element(b, s, h, i, position), new_element(b, s, h, i + 1u, position),
+        new_element(b, s, h, i + 2u, position), new_element(b, s, h, i + 3u, position));
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-    let e = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
-    if (e >= p.total) {
+    let quad = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    if (quad >= p.total / 4u) {
         return;
     }
+    let e = quad * 4u;
     let i = e % p.d;
     let query = (p.flags & 8u) != 0u;
     var b: u32;
@@ -101,16 +108,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         || (p.half > 0u && past_b + p.seq > p.max_seq);
     if (bad) {
         status[0] = p.code;
-        y[e] = f16(0.0);
+        y[quad] = vec4<f16>();
         return;
     }
     if (query) {
-        y[e] = new_element(b, r, h, i, past_b + r);
+        y[quad] = new_quad(b, r, h, i, past_b + r);
     } else if (r < past_b) {
-        y[e] = past[((b * p.heads + h) * p.past + r) * p.d + i];
+        y[quad] = past[(((b * p.heads + h) * p.past + r) * p.d + i) / 4u];
     } else if (r < past_b + p.seq) {
-        y[e] = new_element(b, r - past_b, h, i, r);
+        y[quad] = new_quad(b, r - past_b, h, i, r);
     } else {
-        y[e] = f16(0.0);
+        y[quad] = vec4<f16>();
     }
 }

@@ -377,7 +377,11 @@ impl GqaKernel {
                     params.flags |= 16;
                     params.eps = eps;
                 }
-                Ok(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total), caps)?))
+                // Four elements per invocation: every supported head size is a multiple of 4.
+                if g.d % 4 != 0 {
+                    return Err(GpuError::Internal(self.err(format!("head size {} is not a multiple of 4", g.d))));
+                }
+                Ok(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total) / 4, caps)?))
             };
         let words = (g.batch * g.seq * g.present).div_ceil(4);
         let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
