@@ -21,7 +21,7 @@ struct Params {
     pad: u32,
 }
 
-@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> past: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> seqlens: array<i32>;
 @group(0) @binding(3) var<storage, read> cos_cache: array<f32>;
@@ -32,25 +32,30 @@ struct Params {
 @group(0) @binding(8) var<uniform> p: Params;
 
 // Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
+// Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
 fn load(base: u32, i: u32, inv: f32) -> f32 {
+    let v = f32(src[(base + i) / 4u][(base + i) % 4u]);
     if ((p.flags & 16u) == 0u) {
-        return f32(src[base + i]);
+        return v;
     }
-    return f32(f32(f32(src[base + i]) * inv * f32(norm[i])));
+    return f32(f32(v * inv * f32(norm[i])));
 }
 
-// Element i of head h of new token s of batch b, rotated to `position` when half > 0.
-fn new_element(b: u32, s: u32, h: u32, i: u32, position: u32) -> f32 {
-    let base = (b * p.seq + s) * p.row + p.offset + h * p.d;
-    var inv = 1.0;
-    if ((p.flags & 16u) != 0u) {
-        var sum = 0.0;
-        for (var k = 0u; k < p.d; k++) {
-            let v = f32(src[base + k]);
-            sum += v * v;
-        }
-        inv = inverseSqrt(sum / f32(p.d) + p.eps);
+// 1 / RMS of the head row at `base` of the source when flags bit 4 asks for the norm, else 1.
+fn head_inv(base: u32) -> f32 {
+    if ((p.flags & 16u) == 0u) {
+        return 1.0;
     }
+    var sum = 0.0;
+    for (var k = 0u; k < p.d; k += 4u) {
+        let v = vec4<f32>(src[(base + k) / 4u]);
+        sum += dot(v, v);
+    }
+    return inverseSqrt(sum / f32(p.d) + p.eps);
+}
+
+// Element i of the head row at `base` (normalised by `inv`), rotated to `position` when half > 0.
+fn new_element(base: u32, i: u32, inv: f32, position: u32) -> f32 {
     let x = load(base, i, inv);
     let rot = 2u * p.half;
     if (i >= rot) {
@@ -72,10 +77,12 @@ fn new_element(b: u32, s: u32, h: u32, i: u32, position: u32) -> f32 {
     return f32(x * f32(cos_cache[k]) + sign * load(base, j, inv) * f32(sin_cache[k]));
 }
 
-// Elements i..i+3 of head h of new token s of batch b, rotated to `position`.
+// Elements i..i+3 of head h of new token s of batch b, rotated to `position`: the head's norm once.
 fn new_quad(b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f32> {
-    return vec4<f32>(new_element(b, s, h, i, position), new_element(b, s, h, i + 1u, position),
-        new_element(b, s, h, i + 2u, position), new_element(b, s, h, i + 3u, position));
+    let base = (b * p.seq + s) * p.row + p.offset + h * p.d;
+    let inv = head_inv(base);
+    return vec4<f32>(new_element(base, i, inv, position), new_element(base, i + 1u, inv, position),
+        new_element(base, i + 2u, inv, position), new_element(base, i + 3u, inv, position));
 }
 
 @compute @workgroup_size(256)
