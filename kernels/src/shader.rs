@@ -242,7 +242,7 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
         GemmVariant::GemvVec(g) => {
             let out_t = if g.split_k { "f32" } else { g.dtype.wgsl() };
             let ctx = context! {
-                rows => g.rows, ct => GemvVec::COLUMN_LANES, kt => GemvVec::K_LANES, vec => g.vec(),
+                rows => g.rows, ct => g.column_lanes(), kt => g.k_lanes(), vec => g.vec(),
                 groups => g.vec() / 4, unroll => GemvVec::UNROLL, split_k => g.split_k, out_t,
             };
             ("gemv_vec.wgsl.j2", context! { ..dtype_context(g.dtype), ..ctx })

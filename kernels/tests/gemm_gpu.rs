@@ -93,7 +93,8 @@ fn gemv_matches_reference() {
 }
 
 /// The bandwidth GEMV (B rows contiguous and 16-byte aligned): one and four rows per
-/// workgroup, with and without K split across workgroups, batched B, bias and activations.
+/// workgroup, wide and narrow bands, with and without K split across workgroups, batched B,
+/// bias and activations.
 #[test]
 fn gemv_vec_matches_reference() {
     use ep_kernels::gemm::GemmVariant;
@@ -108,6 +109,9 @@ fn gemv_vec_matches_reference() {
         (&[2, 3000], &[3000, 40]),
         (&[2, 1, 33], &[2, 33, 24]),
         (&[1, 0], &[0, 16]),
+        // Narrow bands, one row and four, a ragged last band.
+        (&[1, 700], &[700, 520]),
+        (&[5, 1200], &[1200, 72]),
     ];
     for dtype in [DType::F32, DType::F16] {
         if dtype == DType::F16 && !gpu.caps().shader_f16 {
@@ -123,10 +127,15 @@ fn gemv_vec_matches_reference() {
             let GemmVariant::GemvVec(v) = plan.steps[0].variant else {
                 panic!("{a_shape:?}x{b_shape:?} planned {:?}", plan.steps[0].variant);
             };
-            seen.insert((v.rows, v.split_k));
+            seen.insert((v.rows, v.split_k, v.narrow));
         }
     }
-    assert_eq!(seen.len(), 4, "not every form ran: {seen:?}");
+    // (rows, split_k, narrow): every wide form, and narrow with one row and four.
+    for form in
+        [(1, false, false), (1, true, false), (4, false, false), (4, true, false), (1, false, true), (4, false, true)]
+    {
+        assert!(seen.contains(&form), "{form:?} did not run: {seen:?}");
+    }
 }
 
 #[test]
@@ -198,9 +207,10 @@ fn f16_matches_reference() {
 
 #[test]
 fn new_shapes_reuse_pipelines() {
-    let gpu = gpu();
+    // A device of its own: tests running beside this one compile pipelines on the shared one.
+    let gpu = common::open_gpu();
     let mut rng = rng("reuse");
-    let p = GemmProblem::simple(DType::F32, 300, 200, 100, false, false);
+    let p = GemmProblem::simple(DType::F32, 300, 211, 77, false, true);
     check(&gpu, &p, TilingChoice::Tile64, &mut rng, "first");
     let before = gpu.pipeline_count();
     for m in [1u32, 17, 301] {

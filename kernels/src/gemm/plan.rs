@@ -373,26 +373,35 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
 /// K splits across workgroups (then a reduce) when the bands alone cannot fill the device.
 /// The steps and the bytes of their split-K workspace.
 fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>, u64)>, String> {
-    let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false };
+    let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false, narrow: false };
     let aligned = q.b.col_stride == 1 && wide_b_ok(q, probe.vec());
     if !aligned || q.m > 8 || GemmVariant::GemvVec(probe).fits(caps).is_err() {
         return Ok(None);
     }
     let rows = if q.m == 1 { 1 } else { 4 };
-    let (tiles_n, tiles_m) = (q.n.div_ceil(probe.band()), q.m.div_ceil(rows));
-    let bands = tiles_n as u64 * tiles_m as u64 * q.batch_count();
+    let bands_of = |g: GemvVec| q.n.div_ceil(g.band()) as u64 * q.m.div_ceil(rows) as u64 * q.batch_count();
     // Enough workgroups for several per compute unit, each lane at least UNROLL loads deep.
-    let lanes_deep = GemvVec::K_LANES * GemvVec::UNROLL;
-    let want =
-        (4 * caps.parallelism as u64).div_ceil(bands.max(1)).min(u64::from(q.k / lanes_deep).max(1)).min(256) as u32;
-    let mut splits = want.max(1);
-    let k_chunk = q.k.div_ceil(splits).next_multiple_of(GemvVec::K_LANES).max(GemvVec::K_LANES);
+    let want = |g: GemvVec| -> u32 {
+        let deep = u64::from(q.k / (g.k_lanes() * GemvVec::UNROLL)).max(1);
+        (4 * caps.parallelism as u64).div_ceil(bands_of(g).max(1)).min(deep).min(256) as u32
+    };
+    // Where the wide bands would split K, narrow bands that reach a quarter of the device's
+    // parallelism with every lane UNROLL loads deep run unsplit: one dispatch, no reduce.
+    let narrow = GemvVec { narrow: true, ..probe };
+    let use_narrow = want(probe) > 1
+        && bands_of(narrow) >= u64::from(caps.parallelism / 4).max(1)
+        && q.k >= narrow.k_lanes() * GemvVec::UNROLL;
+    let shape = if use_narrow { narrow } else { probe };
+    let mut splits = if use_narrow { 1 } else { want(shape).max(1) };
+    let lanes = shape.k_lanes();
+    let k_chunk = q.k.div_ceil(splits).next_multiple_of(lanes).max(lanes);
     if q.k > 0 {
         splits = q.k.div_ceil(k_chunk);
     }
-    let variant = GemmVariant::GemvVec(GemvVec { dtype: q.dtype, rows, split_k: splits > 1 });
+    let variant = GemmVariant::GemvVec(GemvVec { rows, split_k: splits > 1, ..shape });
     variant.fits(caps)?;
-    let total = bands * splits as u64;
+    let (tiles_n, tiles_m) = (q.n.div_ceil(shape.band()), q.m.div_ceil(rows));
+    let total = bands_of(shape) * splits as u64;
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
     let mut params = base_params(q, grid, total);
     params.tiles_n = tiles_n;

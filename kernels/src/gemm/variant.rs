@@ -67,21 +67,36 @@ impl CoopVariant {
 
 /// The bandwidth GEMV: B is `[K, N]` with N contiguous and every row, batch and band start a
 /// multiple of [`GemvVec::vec`] elements, so each invocation loads 16 bytes of a B row at once.
-/// A workgroup covers [`GemvVec::COLUMN_LANES`] × `vec` columns with [`GemvVec::K_LANES`] lanes
-/// along K; `rows` output rows share each B load.
+/// A workgroup covers [`GemvVec::column_lanes`] × `vec` columns with [`GemvVec::k_lanes`] lanes
+/// along K; `rows` output rows share each B load. The narrow form (2 column lanes, 128 along K:
+/// 32-byte row segments, a whole sector) has 8× the workgroups of the wide one (16 × 16), so
+/// products with few column bands fill the device without splitting K.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemvVec {
     pub dtype: DType,
     pub rows: u32,
     pub split_k: bool,
+    pub narrow: bool,
 }
 
 impl GemvVec {
-    pub const COLUMN_LANES: u32 = 16;
-    pub const K_LANES: u32 = 16;
-    pub const INVOCATIONS: u32 = Self::COLUMN_LANES * Self::K_LANES;
+    pub const INVOCATIONS: u32 = 256;
     /// Loads issued back to back before their multiply-adds.
     pub const UNROLL: u32 = 4;
+
+    /// Invocations side by side along N.
+    pub fn column_lanes(self) -> u32 {
+        if self.narrow {
+            2
+        } else {
+            16
+        }
+    }
+
+    /// Invocations along K.
+    pub fn k_lanes(self) -> u32 {
+        Self::INVOCATIONS / self.column_lanes()
+    }
 
     /// Elements per 16-byte load.
     pub fn vec(self) -> u32 {
@@ -90,12 +105,17 @@ impl GemvVec {
 
     /// Columns one workgroup covers.
     pub fn band(self) -> u32 {
-        Self::COLUMN_LANES * self.vec()
+        self.column_lanes() * self.vec()
     }
 
-    /// The vec4<f32> partial sums of every invocation, for one row at a time.
+    /// The vec4<f32> partial sums of every invocation, for one row at a time (and of the
+    /// first summing stage of the narrow form).
     pub fn storage_bytes(self) -> u32 {
-        Self::INVOCATIONS * self.vec() / 4 * 16
+        let partial = Self::INVOCATIONS * self.vec() / 4 * 16;
+        // Lanes beyond 16 along K are summed in two stages (8 at a time first).
+        let parts =
+            if self.k_lanes() > 16 { self.column_lanes() * self.vec() / 4 * self.k_lanes() / 8 * 16 } else { 0 };
+        partial + parts
     }
 }
 
@@ -220,7 +240,8 @@ impl GemmVariant {
             }
             GemmVariant::GemvVec(g) => {
                 let split = if g.split_k { "_splitk" } else { "" };
-                format!("gemv_{}_vec_r{}{split}", g.dtype, g.rows)
+                let narrow = if g.narrow { "_narrow" } else { "" };
+                format!("gemv_{}_vec_r{}{narrow}{split}", g.dtype, g.rows)
             }
             GemmVariant::SplitKReduce { dtype, threads } => {
                 format!("splitk_reduce_{dtype}_t{threads}")
