@@ -372,9 +372,6 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
 /// The bandwidth GEMV where B's rows are contiguous and 16-byte aligned: `None` otherwise.
 /// K splits across workgroups (then a reduce) when the bands alone cannot fill the device.
 /// The steps and the bytes of their split-K workspace.
-/// Most rounds of loads per lane the narrow GEMV takes unsplit.
-const NARROW_ROUNDS: u32 = 4;
-
 fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>, u64)>, String> {
     let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false, narrow: false };
     let aligned = q.b.col_stride == 1 && wide_b_ok(q, probe.vec());
@@ -389,14 +386,11 @@ fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>,
         (4 * caps.parallelism as u64).div_ceil(bands_of(g).max(1)).min(deep).min(256) as u32
     };
     // Where the wide bands would split K, narrow bands that reach a quarter of the device's
-    // parallelism run unsplit (one dispatch, no reduce) when each lane has one to NARROW_ROUNDS
-    // rounds of UNROLL loads: deeper, the few workgroups keep too few loads in flight (H200:
-    // Llama's K = 8192 down projection ran slower unsplit).
+    // parallelism with every lane UNROLL loads deep run unsplit: one dispatch, no reduce.
     let narrow = GemvVec { narrow: true, ..probe };
-    let round = narrow.k_lanes() * GemvVec::UNROLL;
     let use_narrow = want(probe) > 1
         && bands_of(narrow) >= u64::from(caps.parallelism / 4).max(1)
-        && (round..=round * NARROW_ROUNDS).contains(&q.k);
+        && q.k >= narrow.k_lanes() * GemvVec::UNROLL;
     let shape = if use_narrow { narrow } else { probe };
     let mut splits = if use_narrow { 1 } else { want(shape).max(1) };
     let lanes = shape.k_lanes();
