@@ -12,7 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
 
 
-def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=384, vocab=300, max_seq=256, seed=0):
+def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=384, vocab=300, max_seq=256, seed=0,
+              packed_qkv=False):
     rng = np.random.default_rng(seed)
     d = hidden // heads
     elem = ELEM[dtype]
@@ -53,9 +54,15 @@ def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=3
             h, residual = f"h{i}", f"res{i}"
             node("SkipSimplifiedLayerNormalization", [x, residual_prev, ln], [h, "", "", residual],
                  domain="com.microsoft", epsilon=1e-5)
-        q = node("MatMul", [h, w(f"wq{i}", (hidden, hidden))], [f"q{i}"])
-        k = node("MatMul", [h, w(f"wk{i}", (hidden, kv_heads * d))], [f"k{i}"])
-        v = node("MatMul", [h, w(f"wv{i}", (hidden, kv_heads * d))], [f"v{i}"])
+        if packed_qkv:  # one projection, then Split (Qwen3 as genai's builder emits it)
+            qkv = node("MatMul", [h, w(f"wqkv{i}", (hidden, hidden + 2 * kv_heads * d))], [f"qkv{i}"])
+            inits.append(numpy_helper.from_array(np.array([hidden, kv_heads * d, kv_heads * d], np.int64), f"sz{i}"))
+            q, k, v = f"q{i}", f"k{i}", f"v{i}"
+            node("Split", [qkv, f"sz{i}"], [q, k, v], axis=-1)
+        else:
+            q = node("MatMul", [h, w(f"wq{i}", (hidden, hidden))], [f"q{i}"])
+            k = node("MatMul", [h, w(f"wk{i}", (hidden, kv_heads * d))], [f"k{i}"])
+            v = node("MatMul", [h, w(f"wv{i}", (hidden, kv_heads * d))], [f"v{i}"])
         past_k, past_v = f"past_key_values.{i}.key", f"past_key_values.{i}.value"
         for name in (past_k, past_v):
             inputs.append(helper.make_tensor_value_info(name, elem, ["batch", kv_heads, "past", d]))

@@ -4,7 +4,9 @@
 mod common;
 
 use common::graph::{const_val, node, val, T};
+use ep_kernels::graph::Attr;
 use ep_kernels::graph::{build_program, Node, Program};
+use ep_kernels::ElemType;
 use ep_kernels::ElemType::F32;
 
 fn mm(name: &str, a: &str, b: &str, out: &str, shape: &[u64]) -> Node {
@@ -258,4 +260,62 @@ fn a_mask_over_some_batch_dims_is_not_a_bias() {
     add.name = "mask".into();
     let p = program(&[qk, add], &["q", "k", "m"], &["y"]);
     assert_eq!(step_ops(&p), ["MatMul", "Add"]);
+}
+
+/// `Split(qkv) → GroupQueryAttention(q, k, v, …)` as genai's builder emits it for Qwen3: the
+/// attention reads the packed projection and the Split disappears; with another reader of `q`
+/// (or widths that are not heads·d, kv·d, kv·d) the Split stays.
+#[test]
+fn a_qkv_split_feeding_group_query_attention_is_absorbed() {
+    let (heads, kv, d) = (4u64, 2u64, 64u64);
+    let widths = [heads * d, kv * d, kv * d];
+    let gqa_step = |extra_reader: bool, sizes: [u64; 3]| -> Vec<String> {
+        let sz = T::i64(&[3], &sizes.map(|s| s as i64));
+        let outs: Vec<_> = ["q", "k", "v"].iter().zip(sizes).map(|(n, w)| val(n, F32, &[1, 1, w])).collect();
+        let split = node(
+            "Split",
+            13,
+            vec![Some(val("qkv", F32, &[1, 1, widths.iter().sum()])), Some(const_val("sz", &sz))],
+            outs.clone(),
+            vec![("axis", Attr::Int(-1))],
+        );
+        let cache = |n: &str| Some(val(n, F32, &[1, kv, 7, d]));
+        let mut gqa = node(
+            "GroupQueryAttention",
+            1,
+            vec![
+                Some(outs[0].clone()),
+                Some(outs[1].clone()),
+                Some(outs[2].clone()),
+                cache("past_k"),
+                cache("past_v"),
+                Some(val("seqlens_k", ElemType::I32, &[1])),
+                Some(val("total", ElemType::I32, &[])),
+            ],
+            vec![val("out", F32, &[1, 1, heads * d]), val("pk", F32, &[1, kv, 8, d]), val("pv", F32, &[1, kv, 8, d])],
+            vec![("num_heads", Attr::Int(heads as i64)), ("kv_num_heads", Attr::Int(kv as i64))],
+        );
+        gqa.domain = "com.microsoft".into();
+        let mut nodes = vec![split, gqa];
+        let mut outputs = vec!["out", "pk", "pv"];
+        if extra_reader {
+            nodes.push(unary("Relu", "q", "rq"));
+            outputs.push("rq");
+        }
+        let consts = vec![ep_kernels::graph::Constant {
+            name: "sz".into(),
+            dtype: sz.ty,
+            shape: sz.shape.clone(),
+            data: sz.data.clone(),
+        }];
+        let inputs: Vec<String> =
+            ["qkv", "past_k", "past_v", "seqlens_k", "total"].iter().map(|s| s.to_string()).collect();
+        let outputs: Vec<String> = outputs.iter().map(|s| s.to_string()).collect();
+        let p = build_program(&nodes, &inputs, &outputs, consts).unwrap_or_else(|e| panic!("{e}"));
+        step_ops(&p)
+    };
+    assert_eq!(gqa_step(false, widths), ["GroupQueryAttention(fused)"]);
+    assert!(gqa_step(true, widths).contains(&"Split".to_string()));
+    let (a, b) = (heads * d - d, kv * d + d);
+    assert!(gqa_step(false, [a, b, kv * d]).contains(&"Split".to_string()));
 }

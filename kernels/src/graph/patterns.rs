@@ -7,7 +7,9 @@
 //!   `Mul(x, ·)`), then optionally `Mul(·, γ)` — `RMSNormalization`.
 //!
 //! - attention: `MatMul(Q, Kᵀ) → [Mul/Div scale] → [Add mask] → Softmax → MatMul(·, V)` —
-//!   the EP's `FlashAttention` (`graph/attention.rs`).
+//!   the EP's `FlashAttention` (`graph/attention.rs`);
+//! - packed QKV: `Split(qkv) → GroupQueryAttention(q, k, v, …)` — the attention on `qkv` in its
+//!   packed form (`graph/packed_qkv.rs`).
 //!
 //! The reductions must cover trailing axes; every intermediate must be read only inside the
 //! pattern, so nothing another node reads disappears.
@@ -58,6 +60,14 @@ impl<'a> Ctx<'a> {
 
     pub(super) fn input_name(&self, i: usize, k: usize) -> Option<&'a str> {
         self.nodes[i].input(k).map(|v| v.name.as_str())
+    }
+
+    /// The one node reading `value`, when it has exactly one and the value stays inside.
+    pub(super) fn only_reader(&self, value: &str) -> Option<usize> {
+        match self.readers.get(value).map(Vec::as_slice) {
+            Some(&[r]) if !self.outputs.iter().any(|n| n == value) => Some(r),
+            _ => None,
+        }
     }
 
     pub(super) fn out(&self, i: usize) -> Option<&'a str> {
@@ -180,6 +190,8 @@ pub fn find(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
             layer_norm(&ctx, i).or_else(|| rms_norm(&ctx, i))
         } else if flash_attention != super::FlashMode::Off && ctx.op(i, "Softmax") {
             super::attention::flash(&ctx, i, flash_attention)
+        } else if ctx.op(i, "Split") {
+            super::packed_qkv::gqa_reads_packed(&ctx, i)
         } else {
             None
         };
