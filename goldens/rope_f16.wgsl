@@ -8,7 +8,7 @@ struct Params {
     // rot / 2 (the caches' row length), the caches' rows.
     half: u32,
     max_seq: u32,
-    // Bit 0: interleaved; bit 1: X is [B, N, S, D]; bit 2: one start position.
+    // Bit 0: interleaved; bit 1: X is [B, N, S, D]; bit 2: one start position; bit 3: a cache row per token.
     flags: u32,
     code: u32,
 }
@@ -45,7 +45,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     var id: vec2<u32>;
     var position: u32;
-    if ((p.flags & 4u) != 0u) {
+    if ((p.flags & 8u) != 0u) {
+        id = vec2<u32>(b * p.seq + s, 0u);
+        position = id.x;
+    } else if ((p.flags & 4u) != 0u) {
         id = pos[0];
         position = id.x + s;
     } else {

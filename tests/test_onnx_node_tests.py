@@ -43,7 +43,7 @@ FAMILIES = {
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
-    "attention": ["Attention"],
+    "attention": ["Attention", "RotaryEmbedding"],
 }
 OPS = {op for ops in FAMILIES.values() for op in ops}
 # Element types our kernels hold; a case with any other tensor type (or a sequence/optional) cannot be ours.
