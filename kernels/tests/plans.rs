@@ -249,6 +249,14 @@ fn llm() -> Vec<Case> {
         vec![val("y", F32, &[2, 5, 96])],
         vec![("num_heads", Attr::Int(3)), ("rotary_embedding_dim", Attr::Int(24))],
     ));
+    // ONNX's op: X [B, N, S, D], caches per token (no position ids).
+    let onnx_rotary = node(
+        "RotaryEmbedding",
+        23,
+        vec![v("x", &[2, 3, 5, 32]), v("cos", &[2, 5, 16]), v("sin", &[2, 5, 16])],
+        vec![val("y", F32, &[2, 3, 5, 32])],
+        vec![],
+    );
     let i32v = |name: &str, shape: &[u64]| Some(val(name, ElemType::I32, shape));
     let gqa = ms(node(
         "GroupQueryAttention",
@@ -287,6 +295,7 @@ fn llm() -> Vec<Case> {
         case(nbits, &[nbits_shapes]),
         case(gbq, &[gbq_prefill]),
         case(rotary, &[]),
+        case(onnx_rotary, &[]),
         case(gqa, &[]),
     ]
 }
