@@ -5,7 +5,7 @@ use ep_kernels::DType;
 
 pub const USAGE: &str = "\
 kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--paths coop,simt,auto]
-             [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--json FILE]
+             [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--only A,B] [--json FILE]
              [--unchecked] [--conv]
 
   --caps FILE   write the adapter's DeviceCaps as JSON (then run the cases, if any)
@@ -14,6 +14,7 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
   --paths       coop: cooperative matrices (fp32 runs f32_via_f16); simt: plain FMA kernels;
                 auto: whatever the planner picks
   --sweep       instead of the planner's shapes, every candidate shape of the coop or SIMT kernels
+  --only        with --sweep: only the candidates whose label contains one of these (comma-separated)
   --iters       timed passes per case (median reported); each pass repeats the dispatches
                 until it exceeds ~5 ms
   --unchecked   compile the GEMM kernels without wgpu's injected runtime checks (as the EP does)
@@ -76,6 +77,8 @@ pub struct Args {
     pub tiling: TilingChoice,
     pub iters: usize,
     pub sweep: Option<Path>,
+    /// Sweep candidates kept (label substrings); empty keeps all.
+    pub only: Vec<String>,
     pub json: Option<String>,
     /// Compile the kernels without wgpu's runtime checks.
     pub unchecked: bool,
@@ -124,6 +127,7 @@ impl Args {
             tiling: TilingChoice::Auto,
             iters: 10,
             sweep: None,
+            only: Vec::new(),
             json: None,
             unchecked: false,
             conv: false,
@@ -145,6 +149,7 @@ impl Args {
                 "--tiling" => args.tiling = value()?.parse()?,
                 "--iters" => args.iters = value()?.parse::<usize>().map_err(|e| format!("--iters: {e}"))?.max(1),
                 "--sweep" => args.sweep = Some(path(&value()?)?),
+                "--only" => args.only = list(&value()?, |s| Ok(s.to_string()))?,
                 "--json" => args.json = Some(value()?),
                 "--unchecked" => args.unchecked = true,
                 "--conv" => args.conv = true,

@@ -14,6 +14,7 @@ pub mod memory;
 pub mod options;
 pub mod ort;
 mod profile;
+pub mod vkstats;
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};

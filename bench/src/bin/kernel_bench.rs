@@ -79,6 +79,7 @@ fn run(args: &Args) -> Result<bool, String> {
                     let candidates = if which == Path::Coop { coop_candidates() } else { simt_candidates() };
                     candidates
                         .into_iter()
+                        .filter(|c| args.only.is_empty() || args.only.iter().any(|o| c.label.contains(o.as_str())))
                         .map(|c| {
                             let opts = ep_bench::cases::options(which, dtype, c.tiling);
                             (c.label, plan_gemm_tuned(p, gpu.caps(), &opts, &c.tuning))
@@ -87,6 +88,9 @@ fn run(args: &Args) -> Result<bool, String> {
                 }
             };
             for (label, plan) in cases {
+                if let (Ok(plan), Some(dir)) = (&plan, std::env::var_os("KERNEL_BENCH_WGSL")) {
+                    dump_wgsl(std::path::Path::new(&dir), plan);
+                }
                 let rec = match plan {
                     Ok(plan) => measure::run(&gpu, &timer, &inputs, &plan, &label, args.iters),
                     Err(e) => Record::failed(shape, dtype, &label, e.to_string()),
@@ -102,6 +106,17 @@ fn run(args: &Args) -> Result<bool, String> {
         std::fs::write(path, json + "\n").map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(records.iter().all(|r| r.pass))
+}
+
+/// Writes each planned kernel's WGSL into `dir` (`KERNEL_BENCH_WGSL`), for `pipeline_stats`.
+fn dump_wgsl(dir: &std::path::Path, plan: &ep_kernels::gemm::GemmPlan) {
+    for shader in plan.shaders() {
+        let file = dir.join(format!("{}.wgsl", shader.name()));
+        let written = shader.emit().and_then(|src| std::fs::write(&file, src).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            eprintln!("{}: {e}", file.display());
+        }
+    }
 }
 
 fn row(r: &Record) -> String {
