@@ -33,6 +33,15 @@ pub fn coop_candidates() -> Vec<Candidate> {
         kst(p2(CoopShape { bk: 16, ..COOP_128 })),
         kst(CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 }),
         kst(p2(CoopShape { bn: 64, sg_m: 2, sg_n: 2, ..COOP_128 })),
+        // 512 invocations: the driver must then fit 128 registers per invocation (2×2 or 2×4
+        // fragments per subgroup), so 16 warps share an SM where COOP_128's 189 allow 8.
+        CoopShape { sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
+        CoopShape { bn: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
+        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
+        CoopShape { bk: 16, sg_m: 4, sg_n: 4, ..COOP_128 },
+        CoopShape { bn: 256, bk: 16, sg_m: 4, sg_n: 4, ..COOP_128 },
+        CoopShape { bn: 256, bk: 16, sg_m: 4, sg_n: 4, depth: 2, ..COOP_128 },
+        CoopShape { bn: 256, bk: 16, sg_m: 2, sg_n: 8, depth: 2, ..COOP_128 },
         COOP_64,
         kst(COOP_64),
         kst(p2(COOP_64)),

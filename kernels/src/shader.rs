@@ -316,8 +316,12 @@ fn coop_context(c: CoopVariant) -> Value {
         a_gk => c.a == Contig::K, b_gn => c.b == Contig::Mn,
         a_cpr, b_cpr,
         sets => if s.depth == 2 { vec!["", "x"] } else { vec![""] },
-        a_loads => s.bm * s.bk / vw / threads,
-        b_loads => s.bn * s.bk / vw / threads,
+        // Chunks per invocation; a slice with fewer chunks than invocations is loaded by the
+        // first `*_part` of them (0: every invocation loads).
+        a_loads => (s.bm * s.bk / vw / threads).max(1),
+        b_loads => (s.bn * s.bk / vw / threads).max(1),
+        a_part => if s.bm * s.bk / vw < threads { s.bm * s.bk / vw } else { 0 },
+        b_part => if s.bn * s.bk / vw < threads { s.bn * s.bk / vw } else { 0 },
         in_elem, zero_reg,
     }
 }

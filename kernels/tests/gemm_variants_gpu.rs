@@ -103,7 +103,7 @@ fn emulated_plan(p: &GemmProblem, shape: CoopShape, choice: TilingChoice, f32_vi
 }
 
 /// Coop shapes that fit 32 KB of workgroup storage: the tuned 64×64, 128×128 variants, and
-/// each staging and prefetch option.
+/// each staging, prefetch and partial-load option.
 fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
     vec![
         (COOP_64, TilingChoice::Tile64),
@@ -113,6 +113,9 @@ fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
         // Both operands staged K-contiguous (transposing stores), two register sets in flight.
         (CoopShape { stage_k: true, depth: 2, ..COOP_64 }, TilingChoice::SplitK),
         (CoopShape { stage_k: true, stages: 1, ..COOP_128 }, TilingChoice::Tile128),
+        // 8 subgroups over a 64×64 tile 16 deep: 128 chunks of A per slice for 256 invocations,
+        // so only the first half load A (the partial loaders of the 512-invocation kernels).
+        (CoopShape { bk: 16, sg_m: 2, sg_n: 4, ..COOP_64 }, TilingChoice::Tile64),
     ]
 }
 

@@ -167,7 +167,8 @@ fn h200_takes_tensor_cores_for_f16() {
     let plan = auto(&f16(4096, 4096, 4096), &caps);
     assert_eq!(plan.tiling, Tiling::Coop128);
     assert!(plan.uses_coop() && plan.fallbacks.is_empty(), "{:?}", plan.fallbacks);
-    assert_eq!(plan.steps[0].variant.name(), "gemm_f16_coop_128x128");
+    // 16-byte loads and a wave of 128×256 tiles: the 512-invocation kernel.
+    assert_eq!(plan.steps[0].variant.name(), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
     // Whisper's projections have too few 128×128 tiles to fill the device.
     assert_eq!(auto(&f16(1500, 384, 384), &caps).tiling, Tiling::Coop64);
     assert_eq!(auto(&f16(1500, 384, 384), &caps).steps[0].variant.name(), "gemm_f16_coop_64x64");
@@ -176,11 +177,33 @@ fn h200_takes_tensor_cores_for_f16() {
     assert!(matches!(plan.tiling, Tiling::CoopSplitK { splits } if splits >= 2), "{:?}", plan.tiling);
     let names: Vec<String> = plan.variants().map(|v| v.name()).collect();
     assert_eq!(names, ["gemm_f16_coop_64x64_splitk", "splitk_reduce_f16_t256"]);
-    // Transposed operands stage the other way round and load fragments column-major.
+    // Transposed operands stage the other way round and load fragments column-major. A
+    // transposed A still fits the 128×256 tile; a K-contiguous B staged for it would not fit
+    // 48 KB, so the 128×128 kernel takes it.
+    let p = GemmProblem::simple(DType::F16, 4096, 4096, 4096, true, false);
+    assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x256_at_k16_w4x4_s2_p2");
     let p = GemmProblem::simple(DType::F16, 4096, 4096, 4096, true, true);
     assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_at_bt");
-    // Unaligned K: scalar loads, still tensor cores.
+    // N = 384 in 256-wide tiles would compute a third more: the 128×128 kernel.
+    assert_eq!(auto(&f16(16384, 384, 1024), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128");
+    // Unaligned K: scalar loads, still tensor cores, on the 128×128 kernel (narrow loads need
+    // more prefetch registers than the 512-invocation kernel has).
     assert_eq!(auto(&f16(4096, 4096, 4093), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_scalar");
+}
+
+/// The tile classes by problem size on the H200 profile, as measured (docs/PERFORMANCE.md,
+/// "Occupancy"): 64×64 below a third of `parallelism` in 128×128 tiles, the 128×256 kernel
+/// above a quarter of it in its own tiles, 128×128 between, and never a tile that pads M = 64.
+#[test]
+fn h200_tile_classes_follow_the_measurements() {
+    let caps = h200();
+    let name = |m, n, k| auto(&f16(m, n, k), &caps).steps[0].variant.name();
+    assert_eq!(name(512, 2048, 2048), "gemm_f16_coop_64x64");
+    assert_eq!(name(512, 3072, 1024), "gemm_f16_coop_128x128");
+    assert_eq!(name(1024, 2048, 2048), "gemm_f16_coop_128x128");
+    assert_eq!(name(1500, 1536, 384), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
+    assert_eq!(name(512, 8192, 2048), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
+    assert_eq!(name(64, 65536, 576), "gemm_f16_coop_64x64");
 }
 
 #[test]
@@ -201,7 +224,7 @@ fn f32_stays_exact_unless_opted_in() {
     assert!(coop_reason(&plan).contains("f32_via_f16"), "{:?}", plan.fallbacks);
     let opt_in = GemmOptions { f32_via_f16: true, ..Default::default() };
     let plan = plan_gemm(&square(4096), &caps, &opt_in).unwrap();
-    assert_eq!(plan.steps[0].variant.name(), "gemm_f32_coop_128x128");
+    assert_eq!(plan.steps[0].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2");
 }
 
 #[test]

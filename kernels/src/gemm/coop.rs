@@ -41,7 +41,13 @@ pub(crate) fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoic
         TilingChoice::SplitK => vec![split, Tiling::Coop64],
         TilingChoice::Gemv => Vec::new(),
         TilingChoice::Auto => {
-            if tiles(p, 128, 128) >= caps.parallelism as u64 {
+            // Measured on the H200 (docs/PERFORMANCE.md, "Occupancy"): the 128×128-class
+            // kernels beat 64×64 from about a third of `parallelism` in 128×128 tiles up
+            // (512×3072×1024: 79 against 56 TFLOP/s; 512×2048×2048 at a quarter: 63 against 81).
+            let big = tiles(p, 128, 128);
+            // ... unless 128-row or -column tiles pad much more than 64×64 ones (M = 64).
+            let padded = big * 128 * 128 * 8 > tiles(p, 64, 64) * 64 * 64 * 9;
+            if big * 3 >= caps.parallelism as u64 && !padded {
                 vec![Tiling::Coop128, Tiling::Coop64]
             } else if matches!(split, Tiling::CoopSplitK { splits } if splits >= 2) {
                 vec![split, Tiling::Coop64]
@@ -50,6 +56,22 @@ pub(crate) fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoic
             }
         }
     }
+}
+
+/// Tiles larger than 128×128 (the 512-invocation kernels) only where they pay: 16-byte loads
+/// (narrower ones need more prefetch registers than the 128 such a kernel gets), more than a
+/// quarter of `parallelism` in tiles (measured: 72 tiles of 1500×1536×384 run at 56 against
+/// 41 TFLOP/s, 64 of 1024×2048×2048 at 82 against 124), and at most 1/8 more padded work than
+/// 128×128 tiles (N = 384 would compute 512 columns).
+fn suits_wide(p: &GemmProblem, caps: &DeviceCaps, shape: CoopShape, width: u32) -> bool {
+    let area = u64::from(shape.bm * shape.bn);
+    if area <= 128 * 128 {
+        return true;
+    }
+    let wide = tiles(p, shape.bm, shape.bn);
+    width == CoopVariant::widths(p.dtype)[0]
+        && wide * 4 > caps.parallelism as u64
+        && wide * area * 8 <= tiles(p, 128, 128) * 128 * 128 * 9
 }
 
 /// The first of `shapes` the device can run, as a product step (split-K partial with `splits`).
@@ -62,7 +84,9 @@ pub(crate) fn step(
     // The widest load the operands' alignment allows.
     let width = CoopVariant::widths(p.dtype).iter().copied().find(|&w| w == 1 || wide_loads_ok(p, w)).unwrap_or(1);
     let mut last = "no cooperative-matrix shape in the tuning table".to_string();
-    for &shape in shapes {
+    // A one-shape table (a kernel sweep's candidate) runs its shape wherever it fits.
+    let choosing = shapes.len() > 1;
+    for &shape in shapes.iter().filter(|s| !choosing || suits_wide(p, caps, **s, width)) {
         let variant = CoopVariant {
             dtype: p.dtype,
             shape,

@@ -213,6 +213,12 @@ impl CoopShape {
         self.stages * (ea + eb) * 2 + self.subgroups() * FRAG * FRAG * 4
     }
 
+    /// Whether `chunks` loads of a slice spread evenly: a whole number per invocation, or one
+    /// each for the first `chunks` invocations.
+    const fn loads_split(chunks: u32, threads: u32) -> bool {
+        chunks > 0 && (chunks % threads == 0 || threads % chunks == 0)
+    }
+
     /// Whether the numbers describe a kernel the template can emit with `vw`-wide loads.
     pub const fn is_consistent(self, vw: u32) -> bool {
         let [fm, fn_] = self.frags();
@@ -225,8 +231,8 @@ impl CoopShape {
             && self.bk > 0
             && (self.stages == 1 || self.stages == 2)
             && (self.depth == 1 || (self.depth == 2 && self.stages == 2))
-            && (self.bm * self.bk / vw) % threads == 0
-            && (self.bn * self.bk / vw) % threads == 0
+            && Self::loads_split(self.bm * self.bk / vw, threads)
+            && Self::loads_split(self.bn * self.bk / vw, threads)
     }
 }
 

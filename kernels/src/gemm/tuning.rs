@@ -10,7 +10,15 @@
 
 use super::tiling::{CoopShape, TileShape};
 
-/// The coop kernel for large problems: 128×128 tile, 2×4 subgroups of 4×2 fragments (64×32
+/// The coop kernel for large problems where the device runs 512 invocations and 45.5 KB of
+/// workgroup storage: 128×256 tile, 4×4 subgroups of 2×4 fragments, double-buffered 16-deep K
+/// slices with two register sets in flight. 512 invocations make the driver fit 128 registers
+/// per invocation (COOP_128 compiles to 189 on the H200, one workgroup of 8 warps per SM), so
+/// 16 warps share an SM and hide the global loads: 170–178 TFLOP/s at 2048–8192 against
+/// COOP_128's 107–112 (docs/PERFORMANCE.md, "Occupancy").
+pub const COOP_WIDE: CoopShape =
+    CoopShape { bm: 128, bn: 256, bk: 16, sg_m: 4, sg_n: 4, stages: 2, depth: 2, stage_k: false };
+/// The coop kernel for large problems on smaller devices: 128×128 tile, 2×4 subgroups of 4×2 fragments (64×32
 /// outputs each), double-buffered 32-deep K slices: 46 KB of workgroup storage.
 pub const COOP_128: CoopShape =
     CoopShape { bm: 128, bn: 128, bk: 32, sg_m: 2, sg_n: 4, stages: 2, depth: 1, stage_k: false };
@@ -42,6 +50,7 @@ impl Tuning {
     pub fn for_caps(_caps: &crate::caps::DeviceCaps) -> Tuning {
         Tuning {
             coop_128: vec![
+                COOP_WIDE,
                 COOP_128,
                 // 35 KB: single-buffered, for 32–44 KB of workgroup storage.
                 CoopShape { stages: 1, ..COOP_128 },
