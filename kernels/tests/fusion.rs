@@ -78,27 +78,29 @@ fn an_add_that_broadcasts_the_output_is_not_a_bias() {
     assert_eq!(step_ops(&p), ["MatMul", "Add"]);
 }
 
-#[test]
-fn erf_gelu_is_one_kernel() {
+/// torch's erf GELU of `x` ([4, 8] f32) as `y`: `Div(√2) → Erf → Add(1) → Mul(x) → Mul(0.5)`,
+/// or with the 0.5 applied to x first (`half_first`); its constants.
+fn erf_gelu(x: &str, half_first: bool) -> (Vec<Node>, Vec<ep_kernels::graph::Constant>) {
     let c = |name: &str, v: f32| const_val(name, &T::f32(&[], &[v]));
-    let mut div = node(
-        "Div",
-        14,
-        vec![Some(val("x", F32, &[4, 8])), Some(c("sqrt2", std::f32::consts::SQRT_2))],
-        vec![val("d", F32, &[4, 8])],
-        vec![],
+    let v = |name: &str| Some(val(name, F32, &[4, 8]));
+    let named = |mut n: Node, name: &str| {
+        n.name = name.into();
+        n
+    };
+    let div = named(
+        node("Div", 14, vec![v(x), Some(c("sqrt2", std::f32::consts::SQRT_2))], vec![val("d", F32, &[4, 8])], vec![]),
+        "div",
     );
-    div.name = "div".into();
     let erf = unary("Erf", "d", "e");
-    let mut add =
-        node("Add", 14, vec![Some(val("e", F32, &[4, 8])), Some(c("one", 1.0))], vec![val("a", F32, &[4, 8])], vec![]);
-    add.name = "add".into();
-    let mul = binary("Mul", "x", "a", &[4, 8], "m");
-    let mut half =
-        node("Mul", 14, vec![Some(val("m", F32, &[4, 8])), Some(c("half", 0.5))], vec![val("y", F32, &[4, 8])], vec![]);
-    half.name = "half".into();
-    let nodes = [div, erf, add, mul, half];
-    let inputs: Vec<String> = ["x"].iter().map(|s| s.to_string()).collect();
+    let add = named(node("Add", 14, vec![v("e"), Some(c("one", 1.0))], vec![val("a", F32, &[4, 8])], vec![]), "add");
+    let half = |input: &str, out: &str| {
+        named(node("Mul", 14, vec![v(input), Some(c("half", 0.5))], vec![val(out, F32, &[4, 8])], vec![]), "half")
+    };
+    let nodes = if half_first {
+        vec![div, erf, add, half(x, "h"), binary("Mul", "a", "h", &[4, 8], "y")]
+    } else {
+        vec![div, erf, add, binary("Mul", x, "a", &[4, 8], "m"), half("m", "y")]
+    };
     let consts = ["sqrt2", "one", "half"]
         .iter()
         .zip([std::f32::consts::SQRT_2, 1.0, 0.5])
@@ -109,8 +111,31 @@ fn erf_gelu_is_one_kernel() {
             data: v.to_le_bytes().to_vec(),
         })
         .collect();
-    let p = build_program(&nodes, &inputs, &["y".to_string()], consts).unwrap();
+    (nodes, consts)
+}
+
+#[test]
+fn erf_gelu_is_one_kernel() {
+    let (nodes, consts) = erf_gelu("x", false);
+    let p = build_program(&nodes, &["x".to_string()], &["y".to_string()], consts).unwrap();
     assert_eq!(step_ops(&p), ["Div+Erf+Add+Mul+Mul"]);
+}
+
+#[test]
+fn erf_gelu_after_a_product_runs_in_its_store() {
+    for half_first in [false, true] {
+        let (gelu, consts) = erf_gelu("x", half_first);
+        let nodes: Vec<Node> = [mm("mm", "i", "w", "x", &[4, 8])].into_iter().chain(gelu).collect();
+        let inputs = ["i".to_string(), "w".to_string()];
+        let p = build_program(&nodes, &inputs, &["y".to_string()], consts).unwrap();
+        assert_eq!(step_ops(&p), ["MatMul+Div+Erf+Add+Mul+Mul"], "half first: {half_first}");
+    }
+    // The product's output also leaves the partition: the GELU stays its own kernel.
+    let (gelu, consts) = erf_gelu("x", false);
+    let nodes: Vec<Node> = [mm("mm", "i", "w", "x", &[4, 8])].into_iter().chain(gelu).collect();
+    let inputs = ["i".to_string(), "w".to_string()];
+    let p = build_program(&nodes, &inputs, &["y".to_string(), "x".to_string()], consts).unwrap();
+    assert_eq!(step_ops(&p), ["MatMul", "Div+Erf+Add+Mul+Mul"]);
 }
 
 /// `x` normalised over its last axis the way exporters decompose LayerNorm (opset 17 ReduceMean

@@ -121,7 +121,11 @@ fn gemv_vec_matches_reference() {
             let (mut p, out) = matmul_problem(a_shape, b_shape, dtype).unwrap();
             if i % 2 == 0 {
                 p.epilogue.bias = Some(broadcast_layout(&[p.n as u64], &out, &p).unwrap());
-                p.epilogue.activation = if i % 4 == 0 { Activation::Relu } else { Activation::Silu };
+                p.epilogue.activation = match i % 6 {
+                    0 => Activation::Relu,
+                    2 => Activation::Silu,
+                    _ => Activation::Gelu,
+                };
             }
             let plan = check(&gpu, &p, TilingChoice::Auto, &mut rng, &format!("{dtype} {a_shape:?}x{b_shape:?}"));
             let GemmVariant::GemvVec(v) = plan.steps[0].variant else {
@@ -149,7 +153,7 @@ fn epilogue_variants() {
     let mut rng = rng("epilogue");
     let (m, n, k) = (67u32, 45u32, 33u32);
     let bias_shapes: &[&[u64]] = &[&[], &[1], &[45], &[1, 45], &[67, 1], &[67, 45]];
-    let acts = [Activation::None, Activation::Relu, Activation::Clip { min: -0.25, max: 0.5 }];
+    let acts = [Activation::None, Activation::Relu, Activation::Clip { min: -0.25, max: 0.5 }, Activation::Gelu];
     for (i, shape) in bias_shapes.iter().enumerate() {
         for choice in [TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv] {
             let mut p = GemmProblem::simple(DType::F32, m, n, k, i % 2 == 0, i % 3 == 0);
@@ -157,9 +161,9 @@ fn epilogue_variants() {
                 alpha: 1.25,
                 beta: 0.75,
                 bias: Some(broadcast_layout(shape, &[m as u64, n as u64], &p).unwrap()),
-                activation: acts[i % 3],
+                activation: acts[i % 4],
             };
-            check(&gpu, &p, choice, &mut rng, &format!("bias {shape:?} {:?}", acts[i % 3]));
+            check(&gpu, &p, choice, &mut rng, &format!("bias {shape:?} {:?}", acts[i % 4]));
         }
     }
 }

@@ -65,6 +65,36 @@ pub enum Activation {
     LeakyRelu {
         alpha: f32,
     },
+    /// `x · Φ(x) = x/2 · (1 + erf(x/√2))`, the exact (erf) GELU; MatMul and Gemm stores only.
+    Gelu,
+}
+
+/// erf in float64 (the activations' reference): its Taylor series below 2.5, else 1 − erfc by
+/// the continued fraction.
+pub fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    let r = if a < 2.5 {
+        let (mut term, mut sum, mut n) = (a, a, 0.0);
+        while term.abs() > 1e-18 * sum.abs() {
+            n += 1.0;
+            term *= -a * a / n;
+            sum += term / (2.0 * n + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else if a.is_infinite() {
+        1.0
+    } else {
+        // erfc(a) = exp(-a²)/√π · 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + ...)))).
+        let mut k = a;
+        for j in (1..80).rev() {
+            k = a + (j as f64 / 2.0) / k;
+        }
+        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / k
+    };
+    r.copysign(x)
 }
 
 /// The extended activations' code sits in bits 4–7 of the epilogue flags; only the variants
@@ -92,6 +122,7 @@ impl Activation {
             Activation::HardSigmoid { alpha, beta } => hard_sigmoid(alpha, beta),
             Activation::HardSwish => x * hard_sigmoid(1.0 / 6.0, 0.5),
             Activation::Silu => x / (1.0 + (-x).exp()),
+            Activation::Gelu => 0.5 * x * (1.0 + erf(x * std::f64::consts::FRAC_1_SQRT_2)),
             Activation::LeakyRelu { alpha } => {
                 if x < 0.0 {
                     alpha as f64 * x
@@ -114,6 +145,7 @@ impl Activation {
             Activation::HardSwish => ext(2, 1.0 / 6.0, 0.5),
             Activation::Silu => ext(3, 0.0, 0.0),
             Activation::LeakyRelu { alpha } => ext(4, alpha, 0.0),
+            Activation::Gelu => ext(5, 0.0, 0.0),
         }
     }
 }

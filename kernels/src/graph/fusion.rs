@@ -20,6 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::model::{Dim, Node, ValueInfo};
 use super::support::clip_bounds;
+use crate::dtype::ElemType;
 use crate::gemm::Activation;
 use crate::ops::{lookup, ElemNode};
 
@@ -125,6 +126,19 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     let mut through_reshape = false;
     let is_conv = product.op_type == "Conv";
     loop {
+        if epilogue.activation.is_none() && !through_reshape && !is_conv {
+            if let Some(members) = gelu_erf(nodes, &tail, sole_reader, readers(&tail)) {
+                let last = members[members.len() - 1];
+                for &n in &members {
+                    if let Some(o) = out_name(&nodes[n]) {
+                        fusion.renames.insert(o.to_string(), tail.clone());
+                    }
+                    fusion.absorbed.insert(n);
+                }
+                epilogue.activation = Some((last, Activation::Gelu));
+                break;
+            }
+        }
         if epilogue.activation.is_none() && !through_reshape {
             if let Some((sigmoid, mul)) = silu_pair(nodes, &tail, sole_reader, readers(&tail)) {
                 for n in [sigmoid, mul] {
@@ -280,6 +294,77 @@ fn silu_pair(
         && sole_reader(s_out) == Some(mul)
         && m.output(0).zip(s.input(0)).is_some_and(|(o, i)| o.elem_type == i.elem_type && o.shape == i.shape);
     ok.then_some((sigmoid, mul))
+}
+
+/// The erf GELU torch exports after `tail`: `Div(x, √2) → Erf → Add(1) → Mul(x, ·) → Mul(0.5)`
+/// (either operand order of each Add and Mul, `Mul(x, 1/√2)` for the Div, and the 0.5 applied
+/// to `x` before the product instead of after it). Returns its members, the last one's output
+/// being the GELU; every intermediate value has one reader and the output keeps x's type and
+/// shape.
+fn gelu_erf(
+    nodes: &[Node],
+    tail: &str,
+    sole_reader: &dyn Fn(&str) -> Option<usize>,
+    readers: Vec<usize>,
+) -> Option<Vec<usize>> {
+    let [a, b] = readers.as_slice() else { return None };
+    // The constants as stored: √2 in f16 is 1.4140625.
+    let f16 = nodes[*a].inputs.iter().flatten().any(|v| v.name == tail && v.elem_type == ElemType::F16.onnx());
+    let tolerance = if f16 { 1e-3 } else { 1e-6 };
+    let near = |f: f32, want: f64| (f64::from(f) - want).abs() <= tolerance * want;
+    let is_scale = |n: usize, want: f64| scalar_factor(&nodes[n], tail).is_some_and(|f| near(f, want));
+    // The branch into erf: x/√2, and the other reader: x·(…) or x·0.5.
+    let (div, other) = if is_scale(*a, std::f64::consts::FRAC_1_SQRT_2) { (*a, *b) } else { (*b, *a) };
+    if !is_scale(div, std::f64::consts::FRAC_1_SQRT_2) || !nodes[other].is_onnx() || nodes[other].op_type != "Mul" {
+        return None;
+    }
+    let erf = only_onnx_reader(nodes, sole_reader, div, "Erf")?;
+    let add = only_onnx_reader(nodes, sole_reader, erf, "Add")?;
+    let one = other_operand(&nodes[add], out_name(&nodes[erf])?)?;
+    if one.scalar_f32() != Some(1.0) || !one.constant {
+        return None;
+    }
+    let add_out = out_name(&nodes[add])?;
+    let members = if is_scale(other, 0.5) {
+        // 0.5·x first, then (0.5·x)·(1 + erf).
+        let last = sole_reader(out_name(&nodes[other])?)?;
+        let operands = mul_operands(&nodes[last])?;
+        let half_out = out_name(&nodes[other])?;
+        (sole_reader(add_out) == Some(last) && (operands == [half_out, add_out] || operands == [add_out, half_out]))
+            .then(|| vec![div, erf, add, other, last])?
+    } else {
+        let operands = mul_operands(&nodes[other])?;
+        if sole_reader(add_out) != Some(other) || !(operands == [tail, add_out] || operands == [add_out, tail]) {
+            return None;
+        }
+        let last = sole_reader(out_name(&nodes[other])?)?;
+        let product_out = out_name(&nodes[other])?;
+        scalar_factor(&nodes[last], product_out).filter(|&f| near(f, 0.5))?;
+        vec![div, erf, add, other, last]
+    };
+    let (x, y) = (nodes[div].input(0)?, nodes[*members.last()?].output(0)?);
+    (x.elem_type == y.elem_type && x.shape == y.shape).then_some(members)
+}
+
+/// The sole reader of node `n`'s output, when it is an ONNX `op`.
+fn only_onnx_reader(nodes: &[Node], sole_reader: &dyn Fn(&str) -> Option<usize>, n: usize, op: &str) -> Option<usize> {
+    let r = sole_reader(out_name(&nodes[n])?)?;
+    (nodes[r].is_onnx() && nodes[r].op_type == op).then_some(r)
+}
+
+/// A binary node's operand that is not `value`.
+fn other_operand<'a>(node: &'a Node, value: &str) -> Option<&'a ValueInfo> {
+    let (a, b) = (node.input(0)?, node.input(1)?);
+    match (a.name == value, b.name == value) {
+        (true, false) => Some(b),
+        (false, true) => Some(a),
+        _ => None,
+    }
+}
+
+/// The operand names of a Mul.
+fn mul_operands(node: &Node) -> Option<[&str; 2]> {
+    (node.is_onnx() && node.op_type == "Mul").then_some([node.input(0)?.name.as_str(), node.input(1)?.name.as_str()])
 }
 
 /// The factor of `Mul(tail, c)`, `Mul(c, tail)` or `Div(tail, c)` with `c` a constant scalar.

@@ -274,10 +274,15 @@ fn node_step(
         None => Arc::from(def.build(node)?),
         Some(epilogue) => {
             let activation = epilogue.activation.map(|(a, act)| {
-                // The exported SiLU is recorded by its Mul.
+                // The exported SiLU and GELU are recorded by their last Mul.
                 let silu = act == crate::gemm::Activation::Silu && nodes[a].op_type == "Mul";
-                ops.push_str(if silu { "+Sigmoid+Mul" } else { "+" });
-                if !silu {
+                let gelu = act == crate::gemm::Activation::Gelu;
+                ops.push_str(match (silu, gelu) {
+                    (true, _) => "+Sigmoid+Mul",
+                    (_, true) => "+Div+Erf+Add+Mul+Mul",
+                    _ => "+",
+                });
+                if !silu && !gelu {
                     ops.push_str(&nodes[a].op_type);
                 }
                 act

@@ -76,32 +76,7 @@ pub fn i64s(t: &T) -> Vec<i64> {
     t.data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
-/// erf in float64: its Taylor series below 2.5, else 1 - erfc by the continued fraction.
-pub fn erf(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
-    }
-    let a = x.abs();
-    let r = if a < 2.5 {
-        let (mut term, mut sum, mut n) = (a, a, 0.0);
-        while term.abs() > 1e-18 * sum.abs() {
-            n += 1.0;
-            term *= -a * a / n;
-            sum += term / (2.0 * n + 1.0);
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
-    } else if a.is_infinite() {
-        1.0
-    } else {
-        // erfc(a) = exp(-a²)/√π · 1/(a + (1/2)/(a + 1/(a + (3/2)/(a + ...)))).
-        let mut k = a;
-        for j in (1..80).rev() {
-            k = a + (j as f64 / 2.0) / k;
-        }
-        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / k
-    };
-    r.copysign(x)
-}
+pub use ep_kernels::gemm::erf;
 
 /// Values worth testing an op on beyond its random range.
 pub fn specials(op: &str) -> Vec<f32> {
