@@ -130,6 +130,21 @@ fn erf_gelu_after_a_product_runs_in_its_store() {
         let p = build_program(&nodes, &inputs, &["y".to_string()], consts).unwrap();
         assert_eq!(step_ops(&p), ["MatMul+Div+Erf+Add+Mul+Mul"], "half first: {half_first}");
     }
+    // Through a Reshape, as ORT's MatMulAddFusion leaves a 3-D Linear (the Reshape stays a
+    // view of the product's output).
+    let (gelu, consts) = erf_gelu("x", false);
+    let mut reshape = node(
+        "Reshape",
+        14,
+        vec![Some(val("r", F32, &[32])), Some(const_val("shape", &T::i64(&[2], &[4, 8])))],
+        vec![val("x", F32, &[4, 8])],
+        vec![],
+    );
+    reshape.name = "reshape".into();
+    let nodes: Vec<Node> = [mm("mm", "i", "w", "r", &[32]), reshape].into_iter().chain(gelu).collect();
+    let inputs = ["i".to_string(), "w".to_string()];
+    let p = build_program(&nodes, &inputs, &["y".to_string()], consts).unwrap();
+    assert!(step_ops(&p).iter().any(|s| s == "MatMul+Div+Erf+Add+Mul+Mul"), "{:?}", step_ops(&p));
     // The product's output also leaves the partition: the GELU stays its own kernel.
     let (gelu, consts) = erf_gelu("x", false);
     let nodes: Vec<Node> = [mm("mm", "i", "w", "x", &[4, 8])].into_iter().chain(gelu).collect();

@@ -7,7 +7,8 @@
 //!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
 //!   (Relu, or Clip with constant bounds), which may also follow through Reshapes (an
 //!   activation commutes with a reshape), or HardSigmoid, HardSwish, LeakyRelu, Swish or the
-//!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply. A Conv also
+//!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply, or (MatMul and
+//!   Gemm, also through Reshapes) the exported erf GELU `Div → Erf → Add → Mul → Mul`. A Conv also
 //!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
 //!   activation, which its `_res` programs read.
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
@@ -126,7 +127,9 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     let mut through_reshape = false;
     let is_conv = product.op_type == "Conv";
     loop {
-        if epilogue.activation.is_none() && !through_reshape && !is_conv {
+        // Like Relu and Clip, the GELU may follow through Reshapes: ORT's MatMulAddFusion
+        // turns a 3-D Linear into Reshape → Gemm → Reshape before the activation.
+        if epilogue.activation.is_none() && !is_conv {
             if let Some(members) = gelu_erf(nodes, &tail, sole_reader, readers(&tail)) {
                 let last = members[members.len() - 1];
                 for &n in &members {
