@@ -68,6 +68,15 @@ impl GemmPlan {
         self.steps.iter().map(GemmStep::shader)
     }
 
+    /// `" (fell back: …)"` with the recorded fallbacks, or nothing: the tail of a step's description.
+    pub fn fallback_note(&self) -> String {
+        if self.fallbacks.is_empty() {
+            String::new()
+        } else {
+            format!(" (fell back: {})", self.fallbacks.join("; "))
+        }
+    }
+
     /// Whether the product runs on cooperative matrices (tensor cores).
     pub fn uses_coop(&self) -> bool {
         self.tiling.is_coop()

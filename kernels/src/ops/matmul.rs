@@ -202,8 +202,7 @@ impl Kernel for ProductKernel {
 /// One log line: the op, its problem and the chosen plan (with any fallbacks).
 fn describe(op: &ProductKernel, problem: &GemmProblem, plan: &GemmPlan) -> String {
     let variants: Vec<String> = plan.shaders().map(|v| v.name()).collect();
-    let fallbacks =
-        if plan.fallbacks.is_empty() { String::new() } else { format!(" (fell back: {})", plan.fallbacks.join("; ")) };
+    let fallbacks = plan.fallback_note();
     format!(
         "{} '{}': M={} N={} K={} batch={} {:?} [{}]{fallbacks}",
         op.kind.name(),

@@ -33,13 +33,13 @@ pub fn col_bytes(x: &[u64], w: &[u64], group: u64, ty: ElemType) -> u64 {
 
 /// Whether this ConvTranspose runs as GEMM + gather: forced by `conv_algorithm` (`im2col` or
 /// `implicit`; `direct` forces the direct kernel), else from [`GEMM_MIN_CHANNELS`] channels per
-/// group. Never when `cols` would not fit one binding.
-pub fn wants_gemm(x: &[u64], w: &[u64], group: u64, ty: ElemType, algo: ConvAlgo, caps: &DeviceCaps) -> bool {
-    let fits = col_bytes(x, w, group, ty) <= caps.binding_limit();
+/// group. Never when `cols` (`cols` bytes, [`col_bytes`]) would not fit one binding.
+pub fn gemm_suits(channels_per_group: u64, cols: u64, algo: ConvAlgo, caps: &DeviceCaps) -> bool {
+    let fits = cols <= caps.binding_limit();
     let chosen = match algo {
         ConvAlgo::Direct => false,
         ConvAlgo::Gemm | ConvAlgo::Implicit => true,
-        ConvAlgo::Auto => x[1] / group >= GEMM_MIN_CHANNELS,
+        ConvAlgo::Auto => channels_per_group >= GEMM_MIN_CHANNELS,
     };
     fits && chosen
 }
@@ -86,5 +86,7 @@ pub fn schedule(
     let dtype = ty.float().ok_or_else(|| PlanError::Invalid(format!("ConvTranspose of {}", ty.name())))?;
     let problem = problem(x, w, group, dtype)?;
     let gemm = plan_gemm(&problem, caps, options)?;
-    Ok(GemmSchedule { problem, gemm, col_bytes: col_bytes(x, w, group, ty), col2im })
+    // `cols` is the GEMM's output.
+    let col_bytes = problem.output_len() * ty.size();
+    Ok(GemmSchedule { problem, gemm, col_bytes, col2im })
 }

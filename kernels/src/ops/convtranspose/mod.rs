@@ -7,7 +7,7 @@
 
 mod gemm;
 
-pub use gemm::{col_bytes, wants_gemm, GEMM_MIN_CHANNELS};
+pub use gemm::{col_bytes, gemm_suits, GEMM_MIN_CHANNELS};
 
 use bytemuck::{Pod, Zeroable};
 
@@ -294,7 +294,8 @@ impl ConvTransposeKernel {
             geometry: [g.kernel, g.stride, g.dilation, g.pad],
         };
         let grid = grid_for(count, caps)?;
-        let col2im = wants_gemm(x, w, self.group, self.ty, options.conv_algo, caps);
+        let cols = col_bytes(x, w, self.group, self.ty);
+        let col2im = gemm_suits(x[1] / self.group, cols, options.conv_algo, caps);
         let variant = ShaderVariant::Op(OpShader::new(ConvTransposeSource { ty: self.ty, col2im }));
         let planned = OpDispatch::new(variant, &params, grid);
         if !col2im {
@@ -307,11 +308,7 @@ impl ConvTransposeKernel {
     /// The plan log's line of the GEMM schedule.
     fn describe(&self, x: &[u64], w: &[u64], s: &gemm::GemmSchedule) -> String {
         let p = &s.problem;
-        let fallbacks = if s.gemm.fallbacks.is_empty() {
-            String::new()
-        } else {
-            format!(" (fell back: {})", s.gemm.fallbacks.join("; "))
-        };
+        let fallbacks = s.gemm.fallback_note();
         format!(
             "ConvTranspose '{}': X {x:?} W {w:?}: GEMM M={} N={} K={} batch={} {:?} + col2im{fallbacks}",
             self.name,
