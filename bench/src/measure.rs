@@ -133,7 +133,7 @@ pub fn poison(dtype: DType, len: u64) -> Vec<u8> {
 /// Keeps the GPU busy until its clocks have settled: at least ~150 ms and three passes, then
 /// on while each pass still beats the fastest before it by over 3% (at most ~3 s). After the
 /// host's float64 reference the H200 idles at 345–660 MHz for seconds, and a fixed warm-up let
-/// an 8192³ case run at a quarter of its speed (`docs/PERFORMANCE.md`, "Occupancy").
+/// an 8192³ case run at a quarter of its speed (`docs/PERFORMANCE.md`, "GEMM occupancy").
 fn warm_up(gpu: &Gpu, timer: &GpuTimer, refs: &[&Dispatch], repeat: u32) -> Result<(), GpuError> {
     let (mut spent, mut best, mut passes) = (0.0f64, f64::INFINITY, 0);
     loop {

@@ -15,7 +15,7 @@ use super::tiling::{CoopShape, TileShape};
 /// slices with two register sets in flight. 512 invocations make the driver fit 128 registers
 /// per invocation (COOP_128 compiles to 189 on the H200, one workgroup of 8 warps per SM), so
 /// 16 warps share an SM and hide the global loads: 170–178 TFLOP/s at 2048–8192 against
-/// COOP_128's 107–112 (docs/PERFORMANCE.md, "Occupancy").
+/// COOP_128's 107–112 (docs/PERFORMANCE.md, "GEMM occupancy").
 pub const COOP_WIDE: CoopShape =
     CoopShape { bm: 128, bn: 256, bk: 16, sg_m: 4, sg_n: 4, stages: 2, depth: 2, stage_k: false };
 /// The coop kernel for large problems on smaller devices: 128×128 tile, 2×4 subgroups of 4×2 fragments (64×32
