@@ -192,20 +192,16 @@ fn h200_takes_tensor_cores_for_f16() {
 }
 
 /// The tile classes by problem size on the H200 profile, as measured (docs/PERFORMANCE.md,
-/// "GEMM occupancy"): 64×64 below a third of `parallelism` in 128×128 tiles (and below a wave
-/// for less than 4 GFLOP), the 128×256 kernel above a quarter of it in its own tiles, 128×128
-/// between, and never a tile that pads M = 64.
+/// "GEMM occupancy"): 64×64 below a third of `parallelism` in 128×128 tiles, the 128×256 kernel
+/// above a quarter of it in its own tiles, 128×128 between, and never a tile that pads M = 64.
 #[test]
 fn h200_tile_classes_follow_the_measurements() {
     let caps = h200();
     let name = |m, n, k| auto(&f16(m, n, k), &caps).steps[0].variant.name();
     assert_eq!(name(512, 2048, 2048), "gemm_f16_coop_64x64");
-    // 96 tiles of 128×128 run faster (79 against 56 TFLOP/s), but 3.2 GFLOP save ~17 µs a run.
-    assert_eq!(name(512, 3072, 1024), "gemm_f16_coop_64x64");
+    assert_eq!(name(512, 3072, 1024), "gemm_f16_coop_128x128");
     assert_eq!(name(1024, 2048, 2048), "gemm_f16_coop_128x128");
-    // Whisper-tiny's fc1: a third of a wave, but too little work to pay the larger kernel's
-    // cold compile.
-    assert_eq!(name(1500, 1536, 384), "gemm_f16_coop_64x64");
+    assert_eq!(name(1500, 1536, 384), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
     assert_eq!(name(512, 8192, 2048), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
     assert_eq!(name(64, 65536, 576), "gemm_f16_coop_64x64");
 }

@@ -32,11 +32,6 @@ pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions
     coop_device_check(caps)
 }
 
-/// FLOPs from which a product below a wave of 128×128 tiles takes the 128×128 class: at ~60
-/// against ~90 TFLOP/s it then saves ≥ 20 µs a run (Whisper-tiny's 1.8 GFLOP projections
-/// would save ~12 µs for 0.3–0.5 s more of cold driver compile, issue 15).
-const LARGE_FLOPS: f64 = 4e9;
-
 /// Coop tilings to try, best first (the SIMT ones follow them).
 pub(crate) fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
     let split = Tiling::CoopSplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK, COOP_64.bk) };
@@ -47,13 +42,12 @@ pub(crate) fn candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoic
         TilingChoice::Gemv => Vec::new(),
         TilingChoice::Auto => {
             // Measured on the H200 (docs/PERFORMANCE.md, "GEMM occupancy"): the 128×128-class
-            // kernels beat 64×64 from a wave of 128×128 tiles up, and from about a third of one
-            // (512×3072×1024: 79 against 56 TFLOP/s; 512×2048×2048 at a quarter: 63 against 81)
-            // where the product is big enough that the run saves more than the cold compile of
-            // the larger kernel costs once (0.7–0.9 s against 0.4 s for 64×64).
+            // kernels beat 64×64 from about a third of `parallelism` in 128×128 tiles up
+            // (512×3072×1024: 79 against 56 TFLOP/s; 512×2048×2048 at a quarter: 63 against 81).
+            // Their cold compile costs more (0.7–0.9 s against 0.4 s): Whisper-tiny's fc1 pays it
+            // once per machine and saves 16 µs every run.
             let big = tiles(p, 128, 128);
-            let enough =
-                big >= caps.parallelism as u64 || (big * 3 >= caps.parallelism as u64 && p.flops() >= LARGE_FLOPS);
+            let enough = big * 3 >= caps.parallelism as u64;
             // ... unless 128-row or -column tiles pad much more than 64×64 ones (M = 64).
             let padded = big * 128 * 128 * 8 > tiles(p, 64, 64) * 64 * 64 * 9;
             if enough && !padded {
