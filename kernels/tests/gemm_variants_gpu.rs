@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use ep_kernels::caps::profiles;
-use ep_kernels::gemm::tuning::{COOP_128, COOP_64, SIMT_VEC_128, SIMT_VEC_64};
+use ep_kernels::gemm::tuning::{COOP_128, COOP_64, COOP_WIDE, SIMT_VEC_128, SIMT_VEC_64};
 use ep_kernels::gemm::{
     broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopShape, GemmOptions, GemmPlan, GemmProblem,
     GemmVariant, Tiling, TilingChoice, Tuning,
@@ -116,6 +116,9 @@ fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
         // 8 subgroups over a 64×64 tile 16 deep: 128 chunks of A per slice for 256 invocations,
         // so only the first half load A (the partial loaders of the 512-invocation kernels).
         (CoopShape { bk: 16, sg_m: 2, sg_n: 4, ..COOP_64 }, TilingChoice::Tile64),
+        // COOP_WIDE's code paths at a size that fits 32 KB: 512 invocations, two register sets,
+        // both operands loaded by part of the invocations.
+        (CoopShape { bm: 64, bn: 64, sg_m: 4, sg_n: 4, ..COOP_WIDE }, TilingChoice::Tile128),
     ]
 }
 
