@@ -127,32 +127,20 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     let mut through_reshape = false;
     let is_conv = product.op_type == "Conv";
     loop {
-        // Like Relu and Clip, the GELU may follow through Reshapes: ORT's MatMulAddFusion
-        // turns a 3-D Linear into Reshape → Gemm → Reshape before the activation.
-        if epilogue.activation.is_none() && !is_conv {
-            if let Some(members) = gelu_erf(nodes, &tail, sole_reader, readers(&tail)) {
-                let last = members[members.len() - 1];
-                for &n in &members {
-                    if let Some(o) = out_name(&nodes[n]) {
-                        fusion.renames.insert(o.to_string(), tail.clone());
-                    }
-                    fusion.absorbed.insert(n);
+        let pattern = match epilogue.activation {
+            None => activation_pattern(nodes, &tail, (sole_reader, readers), is_conv, through_reshape),
+            Some(_) => None,
+        };
+        if let Some((members, act)) = pattern {
+            for &n in &members {
+                if let Some(o) = out_name(&nodes[n]) {
+                    fusion.renames.insert(o.to_string(), tail.clone());
                 }
-                epilogue.activation = Some((last, Activation::Gelu));
-                break;
+                fusion.absorbed.insert(n);
             }
-        }
-        if epilogue.activation.is_none() && !through_reshape {
-            if let Some((sigmoid, mul)) = silu_pair(nodes, &tail, sole_reader, readers(&tail)) {
-                for n in [sigmoid, mul] {
-                    if let Some(o) = out_name(&nodes[n]) {
-                        fusion.renames.insert(o.to_string(), tail.clone());
-                    }
-                    fusion.absorbed.insert(n);
-                }
-                epilogue.activation = Some((mul, Activation::Silu));
-                break;
-            }
+            // Recorded by its last node.
+            epilogue.activation = members.last().map(|&last| (last, act));
+            break;
         }
         let Some(r) = sole_reader(&tail) else { break };
         let reader = &nodes[r];
@@ -299,6 +287,26 @@ fn silu_pair(
     ok.then_some((sigmoid, mul))
 }
 
+/// A multi-node activation reading `tail` and the nodes it spans: the exported erf GELU (MatMul
+/// and Gemm only; like Relu and Clip also through Reshapes, since ORT's MatMulAddFusion turns a
+/// 3-D Linear into Reshape → Gemm → Reshape before it), or the exported SiLU pair.
+fn activation_pattern(
+    nodes: &[Node],
+    tail: &str,
+    (sole_reader, readers): Readers<'_>,
+    conv: bool,
+    through_reshape: bool,
+) -> Option<(Vec<usize>, Activation)> {
+    if let Some(members) = (!conv).then(|| gelu_erf(nodes, tail, sole_reader, readers(tail))).flatten() {
+        return Some((members, Activation::Gelu));
+    }
+    if through_reshape {
+        return None;
+    }
+    let (sigmoid, mul) = silu_pair(nodes, tail, sole_reader, readers(tail))?;
+    Some((vec![sigmoid, mul], Activation::Silu))
+}
+
 /// The erf GELU torch exports after `tail`: `Div(x, √2) → Erf → Add(1) → Mul(x, ·) → Mul(0.5)`
 /// (either operand order of each Add and Mul, `Mul(x, 1/√2)` for the Div, and the 0.5 applied
 /// to `x` before the product instead of after it). Returns its members, the last one's output
@@ -327,24 +335,19 @@ fn gelu_erf(
     if one.scalar_f32() != Some(1.0) || !one.constant {
         return None;
     }
-    let add_out = out_name(&nodes[add])?;
-    let members = if is_scale(other, 0.5) {
+    let (add_out, other_out) = (out_name(&nodes[add])?, out_name(&nodes[other])?);
+    let last = sole_reader(other_out)?;
+    let joined = |m: usize, a: &str, b: &str| mul_operands(&nodes[m]).is_some_and(|o| o == [a, b] || o == [b, a]);
+    let ok = if is_scale(other, 0.5) {
         // 0.5·x first, then (0.5·x)·(1 + erf).
-        let last = sole_reader(out_name(&nodes[other])?)?;
-        let operands = mul_operands(&nodes[last])?;
-        let half_out = out_name(&nodes[other])?;
-        (sole_reader(add_out) == Some(last) && (operands == [half_out, add_out] || operands == [add_out, half_out]))
-            .then(|| vec![div, erf, add, other, last])?
+        sole_reader(add_out) == Some(last) && joined(last, other_out, add_out)
     } else {
-        let operands = mul_operands(&nodes[other])?;
-        if sole_reader(add_out) != Some(other) || !(operands == [tail, add_out] || operands == [add_out, tail]) {
-            return None;
-        }
-        let last = sole_reader(out_name(&nodes[other])?)?;
-        let product_out = out_name(&nodes[other])?;
-        scalar_factor(&nodes[last], product_out).filter(|&f| near(f, 0.5))?;
-        vec![div, erf, add, other, last]
+        // x·(1 + erf), then ·0.5.
+        sole_reader(add_out) == Some(other)
+            && joined(other, tail, add_out)
+            && scalar_factor(&nodes[last], other_out).is_some_and(|f| near(f, 0.5))
     };
+    let members = ok.then(|| vec![div, erf, add, other, last])?;
     let (x, y) = (nodes[div].input(0)?, nodes[*members.last()?].output(0)?);
     (x.elem_type == y.elem_type && x.shape == y.shape).then_some(members)
 }

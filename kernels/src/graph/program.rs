@@ -275,16 +275,13 @@ fn node_step(
         Some(epilogue) => {
             let activation = epilogue.activation.map(|(a, act)| {
                 // The exported SiLU and GELU are recorded by their last Mul.
-                let silu = act == crate::gemm::Activation::Silu && nodes[a].op_type == "Mul";
-                let gelu = act == crate::gemm::Activation::Gelu;
-                ops.push_str(match (silu, gelu) {
-                    (true, _) => "+Sigmoid+Mul",
-                    (_, true) => "+Div+Erf+Add+Mul+Mul",
-                    _ => "+",
+                let op = nodes[a].op_type.as_str();
+                ops.push('+');
+                ops.push_str(match act {
+                    crate::gemm::Activation::Silu if op == "Mul" => "Sigmoid+Mul",
+                    crate::gemm::Activation::Gelu => "Div+Erf+Add+Mul+Mul",
+                    _ => op,
                 });
-                if !silu && !gelu {
-                    ops.push_str(&nodes[a].op_type);
-                }
                 act
             });
             if node.op_type == "Conv" {
