@@ -25,7 +25,12 @@ pub fn options(path: Path, dtype: DType, tiling: ep_kernels::gemm::TilingChoice)
         Path::Simt => CoopMode::Off,
         Path::Auto => CoopMode::Auto,
     };
-    GemmOptions { tiling, cooperative_matrix, f32_via_f16: path == Path::Coop && dtype == DType::F32 }
+    GemmOptions {
+        tiling,
+        cooperative_matrix,
+        f32_via_f16: path == Path::Coop && dtype == DType::F32,
+        ..Default::default()
+    }
 }
 
 /// Operand values (uniform in [-1, 1), exactly representable in the storage type) and their

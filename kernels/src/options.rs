@@ -35,6 +35,8 @@ pub struct EpOptions {
     pub cooperative_matrix: CoopMode,
     /// `f32_via_f16`: let fp32 products run on the f16 tensor-core path (opt-in precision).
     pub f32_via_f16: bool,
+    /// `f32_split`: large fp32 products as three f16 tensor-core products of split operands.
+    pub f32_split: CoopMode,
     pub conv1d_as_conv2d: bool,
     /// `conv_algorithm`: how a Conv runs; `Auto` lets the planner choose.
     pub conv_algorithm: ConvAlgo,
@@ -92,6 +94,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("enable_f16", "1 | 0: run float16 nodes"),
     ("cooperative_matrix", "auto | 0 | 1: tensor-core kernels"),
     ("f32_via_f16", "0 | 1: run float32 products on the f16 tensor-core path (operands rounded to f16)"),
+    (
+        "f32_split",
+        "auto | 0 | 1: large float32 products on tensor cores as three f16 products of split operands (0: SIMT only)",
+    ),
     ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
     ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
@@ -129,6 +135,7 @@ impl EpOptions {
                     o.cooperative_matrix = v.parse().map_err(|e| format!("option 'cooperative_matrix': {e}"))?
                 }
                 "f32_via_f16" => o.f32_via_f16 = parse_bool(key, v)?,
+                "f32_split" => o.f32_split = v.parse().map_err(|e| format!("option 'f32_split': {e}"))?,
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "conv_algorithm" => {
                     o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
@@ -169,7 +176,12 @@ impl EpOptions {
 
     /// What the GEMM planner (and the conv GEMMs) take from these options.
     pub fn gemm_options(&self) -> GemmOptions {
-        GemmOptions { tiling: self.tiling, cooperative_matrix: self.cooperative_matrix, f32_via_f16: self.f32_via_f16 }
+        GemmOptions {
+            tiling: self.tiling,
+            cooperative_matrix: self.cooperative_matrix,
+            f32_via_f16: self.f32_via_f16,
+            f32_split: self.f32_split,
+        }
     }
 
     /// How compiled partitions plan their ops; placement checks claims with the same choices.
@@ -229,6 +241,9 @@ mod tests {
         assert_eq!(o.cooperative_matrix, CoopMode::On);
         assert!(!o.f32_via_f16 && parse(&[("f32_via_f16", "1")]).unwrap().gemm_options().f32_via_f16);
         assert_eq!(parse(&[("cooperative_matrix", "0")]).unwrap().gemm_options().cooperative_matrix, CoopMode::Off);
+        assert_eq!(parse(&[]).unwrap().gemm_options().f32_split, CoopMode::Auto);
+        assert_eq!(parse(&[("f32_split", "0")]).unwrap().gemm_options().f32_split, CoopMode::Off);
+        assert!(parse(&[("f32_split", "maybe")]).unwrap_err().contains("f32_split"));
         assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));
         assert_eq!(parse(&[]).unwrap().conv_algorithm, ConvAlgo::Auto);
         for (v, algo) in [

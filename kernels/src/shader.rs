@@ -123,6 +123,7 @@ impl ShaderVariant {
                     | GemmVariant::Gemv { .. }
                     | GemmVariant::GemvVec(_)
                     | GemmVariant::SplitKReduce { .. }
+                    | GemmVariant::AbsMax
             )
         )
     }
@@ -250,6 +251,7 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
         GemmVariant::SplitKReduce { dtype, threads } => {
             ("splitk_reduce.wgsl.j2", context! { ..dtype_context(dtype), ..context! { threads } })
         }
+        GemmVariant::AbsMax => ("absmax.wgsl.j2", context! { threads => GemmVariant::ABSMAX_THREADS }),
     }
 }
 
@@ -308,6 +310,7 @@ fn coop_context(c: CoopVariant) -> Value {
         out_t => if c.split_k { "f32" } else { c.dtype.wgsl() },
         split_k => c.split_k,
         emulate => c.emulate,
+        split => c.split,
         bm => s.bm, bn => s.bn, bk => s.bk, sg_m => s.sg_m, sg_n => s.sg_n, stages => s.stages, depth => s.depth,
         subgroups => s.subgroups(), threads, fm, fn => fn_, vw,
         sa, sb, a_stage => sa * rows_a, b_stage => sb * rows_b,

@@ -10,8 +10,8 @@ use common::*;
 use ep_kernels::caps::profiles;
 use ep_kernels::gemm::tuning::{COOP_128, COOP_64, COOP_WIDE, SIMT_VEC_128, SIMT_VEC_64};
 use ep_kernels::gemm::{
-    broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopShape, GemmOptions, GemmPlan, GemmProblem,
-    GemmVariant, Tiling, TilingChoice, Tuning,
+    broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopMode, CoopShape, GemmOptions, GemmPlan, GemmProblem,
+    GemmVariant, StepIo, Tiling, TilingChoice, Tuning,
 };
 use ep_kernels::{DType, DeviceCaps};
 use rand::Rng;
@@ -88,9 +88,14 @@ fn coop_caps() -> DeviceCaps {
 
 /// Plans `p` on coop caps with one coop shape, then swaps every coop step for its emulation.
 fn emulated_plan(p: &GemmProblem, shape: CoopShape, choice: TilingChoice, f32_via_f16: bool) -> Option<GemmPlan> {
+    // f32 stays on the SIMT kernels unless it opts in to f16 here (the split path has its own test).
+    let f32_split = CoopMode::Off;
+    emulated_plan_with(p, shape, &GemmOptions { tiling: choice, f32_via_f16, f32_split, ..Default::default() })
+}
+
+fn emulated_plan_with(p: &GemmProblem, shape: CoopShape, options: &GemmOptions) -> Option<GemmPlan> {
     let tuning = Tuning::single(shape, shape, SIMT_VEC_128, SIMT_VEC_64);
-    let options = GemmOptions { tiling: choice, f32_via_f16, ..Default::default() };
-    let mut plan = plan_gemm_tuned(p, &coop_caps(), &options, &tuning).ok()?;
+    let mut plan = plan_gemm_tuned(p, &coop_caps(), options, &tuning).ok()?;
     if !plan.uses_coop() {
         return None;
     }
@@ -176,5 +181,73 @@ fn f32_via_f16_emulated_matches_reference() {
         let GemmVariant::Coop(c) = plan.steps[0].variant else { unreachable!() };
         assert_eq!((c.dtype, c.width), (DType::F32, if i == 0 { 4 } else { 1 }));
         check_plan(&p, &plan, &mut rng, &format!("f32 via f16 {m}x{n}x{k}"));
+    }
+}
+
+/// f32 products split into f16 high and low parts on the (emulated) coop kernel, against
+/// float64: errors within 1e-6 of Σ|a||b| (a few fp32 roundings) where rounding the operands to f16
+/// (`f32_via_f16`) errs by ~1e-3 of it, with operand magnitudes far outside f16's range (1e6,
+/// 1e-6: the scales bring them in), K not a multiple of the slice depth, transposed operands,
+/// bias, alpha and an activation. A NaN in A reaches exactly its row.
+#[test]
+fn f32_split_emulated_matches_reference() {
+    let gpu = gpu();
+    if !gpu.caps().shader_f16 {
+        return;
+    }
+    let mut rng = rng("f32_split");
+    let options = GemmOptions { f32_split: CoopMode::On, ..Default::default() };
+    let cases: &[(u32, u32, u32, f32, f32)] =
+        &[(72, 40, 36, 1.0, 1.0), (64, 48, 100, 1e6, 1e-6), (40, 72, 20, 3e-5, 7e4), (136, 72, 104, 1.0, 0.02)];
+    let shapes = [COOP_64, CoopShape { bm: 64, bn: 64, sg_m: 4, sg_n: 4, ..COOP_WIDE }];
+    for (i, &(m, n, k, sa, sb)) in cases.iter().enumerate() {
+        let (ta, tb) = TRANSPOSES[i % 4];
+        let mut p = GemmProblem::simple(DType::F32, m, n, k, ta, tb);
+        if i % 2 == 1 {
+            p = with_bias(p);
+            p.epilogue.activation = Activation::None;
+        }
+        let shape = shapes[i % 2];
+        let plan = emulated_plan_with(&p, shape, &options).expect("split plan");
+        let ios: Vec<StepIo> = plan.steps.iter().map(|s| s.io).collect();
+        assert_eq!(
+            ios,
+            [StepIo::AbsMax { last: false }, StepIo::AbsMax { last: true }, StepIo::Product { to_workspace: false }]
+        );
+        assert!(plan.steps[2].variant.reads_scales() && plan.steps[2].variant.name().contains("_x3"));
+        let a: Vec<f32> = random_vec(&mut rng, extent(&p.a, m, k, &p.batch)).iter().map(|v| v * sa).collect();
+        let b: Vec<f32> = random_vec(&mut rng, extent(&p.b, k, n, &p.batch)).iter().map(|v| v * sb).collect();
+        let bias = p.epilogue.bias.map(|l| random_vec(&mut rng, extent(&l, m, n, &p.batch)));
+        let got = run_plan(&gpu, &p, &plan, &a, &b, bias.as_deref());
+        let want = reference(&p, &a, &b, bias.as_deref());
+        // Σ|a||b| scales the error bound (the bias adds at most |β·bias| ≤ 1 in magnitude).
+        let mut q = p;
+        q.epilogue = Default::default();
+        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+        let size = reference(&q, &abs(&a), &abs(&b), None);
+        for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
+            let err = (g as f64 - w).abs();
+            let bound = 1e-6 * s + 1e-30;
+            assert!(err <= bound, "case {i} element {j}: {g} against {w} (|err| {err:.3e}, bound {bound:.3e})");
+        }
+    }
+    // A NaN in A poisons exactly its output row and an infinity in B its column, as in f32; the
+    // scales come from the finite values.
+    let p = GemmProblem::simple(DType::F32, 40, 40, 32, false, false);
+    let plan = emulated_plan_with(&p, COOP_64, &options).expect("split plan");
+    let mut a: Vec<f32> = random_vec(&mut rng, 40 * 32).iter().map(|v| v * 1e6).collect();
+    let mut b = random_vec(&mut rng, 32 * 40);
+    a[5 * 32 + 7] = f32::NAN;
+    b[3 * 40 + 9] = f32::INFINITY;
+    let got = run_plan(&gpu, &p, &plan, &a, &b, None);
+    let want = reference(&p, &a, &b, None);
+    for (j, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        if w.is_nan() || w.is_infinite() {
+            assert!(g.is_nan() == w.is_nan() && (w.is_nan() || g as f64 == w), "element {j}: {g}, expected {w}");
+            assert!(j / 40 == 5 || j % 40 == 9, "element {j}: {w}");
+        } else {
+            // Σ|a||b| ≈ 32 · 5e5 · 0.5 = 8e6: within 2e-6 of it (dropping the low parts errs by ~4000).
+            assert!((g as f64 - w).abs() <= 16.0, "element {j}: {g} against {w}");
+        }
     }
 }

@@ -144,7 +144,16 @@ fn tuning_candidates_validate_and_compile() {
         for (a, b) in [(Contig::K, Contig::Mn), (Contig::Mn, Contig::K)] {
             for (dtype, width) in [(DType::F16, 8), (DType::F16, 4), (DType::F16, 1), (DType::F32, 4)] {
                 for split_k in [false, true] {
-                    let v = GemmVariant::Coop(CoopVariant { dtype, shape, split_k, a, b, width, emulate: false });
+                    let v = GemmVariant::Coop(CoopVariant {
+                        dtype,
+                        shape,
+                        split_k,
+                        a,
+                        b,
+                        width,
+                        emulate: false,
+                        split: false,
+                    });
                     let variant = ShaderVariant::Gemm(v);
                     let name = variant.name();
                     let source = variant.emit().unwrap_or_else(|e| panic!("{name}: {e}"));

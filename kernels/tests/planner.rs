@@ -29,7 +29,7 @@ fn tiling(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Tiling {
 
 #[test]
 fn large_problems_take_128_tiles() {
-    assert_eq!(tiling(&square(4096), &h200(), TilingChoice::Auto), Tiling::Tile128);
+    assert_eq!(plan_gemm(&square(4096), &h200(), &off()).unwrap().tiling, Tiling::Tile128);
     let mlp = GemmProblem::simple(DType::F16, 2048, 4096, 4096, false, false);
     assert_eq!(tiling(&mlp, &h200(), TilingChoice::Auto), Tiling::Coop128);
     assert_eq!(plan_gemm(&mlp, &h200(), &off()).unwrap().tiling, Tiling::Tile128);
@@ -76,7 +76,8 @@ fn invocation_limit_falls_back_to_gemv() {
     caps.max_invocations_per_workgroup = 128;
     let plan = plan_gemm(&square(4096), &caps, &GemmOptions::tiling(TilingChoice::Tile128)).unwrap();
     assert_eq!(plan.tiling, Tiling::Gemv);
-    let tilings_tried: Vec<_> = plan.fallbacks.iter().filter(|f| !f.starts_with("coop: ")).collect();
+    let tilings_tried: Vec<_> =
+        plan.fallbacks.iter().filter(|f| !f.starts_with("coop: ") && !f.starts_with("split: ")).collect();
     assert_eq!(tilings_tried.len(), 2, "{:?}", plan.fallbacks);
     assert_eq!(plan.steps[0].variant.invocations(), 128);
 }
@@ -217,14 +218,56 @@ fn thin_products_keep_gemv_unless_coop_is_forced() {
 }
 
 #[test]
-fn f32_stays_exact_unless_opted_in() {
+fn f32_splits_large_products_and_stays_exact_elsewhere() {
     let caps = h200();
+    let split_reason = |plan: &GemmPlan| plan.fallbacks.iter().find(|f| f.starts_with("split")).cloned();
+    // Large: three f16 products of split operands after the two max passes.
     let plan = auto(&square(4096), &caps);
+    assert!(plan.uses_coop());
+    let names: Vec<String> = plan.steps.iter().map(|s| s.variant.name()).collect();
+    assert_eq!(names, ["absmax_t256", "absmax_t256", "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3"]);
+    assert_eq!(plan.steps[2].params.k, 4096);
+    assert_eq!(plan.steps[2].params.k_chunk, 3 * 4096);
+    // The first pass reads both operands' 2^22 vec4s, the second its 2 × 1024 maxima (256 vec4s each).
+    assert_eq!((plan.steps[0].params.m, plan.steps[0].params.tiles_n, plan.workspace_bytes), (1 << 22, 1024, 8192));
+    assert_eq!((plan.steps[1].params.m, plan.steps[1].params.k, plan.steps[1].params.total_workgroups), (256, 256, 2));
+    // Small: the SIMT kernels, with the reason.
+    let plan = auto(&square(256), &caps);
     assert!(!plan.uses_coop());
+    assert!(split_reason(&plan).unwrap().contains("third"), "{:?}", plan.fallbacks);
+    // Short K (attention scores): the SIMT kernels.
+    let mut scores = GemmProblem::simple(DType::F32, 1500, 1500, 64, false, true);
+    scores.batch = [1, 1, 1, 6];
+    scores.a.batch_strides[3] = 1500 * 64;
+    scores.b.batch_strides[3] = 1500 * 64;
+    let plan = auto(&scores, &caps);
+    assert!(!plan.uses_coop() && split_reason(&plan).unwrap().contains("K < 256"), "{:?}", plan.fallbacks);
+    // Narrow (a conv's 128 output channels over its pixels): the SIMT kernels.
+    let plan = auto(&GemmProblem::simple(DType::F32, 128, 25088, 1152, false, false), &caps);
+    assert!(!plan.uses_coop() && split_reason(&plan).unwrap().contains("N < 512"), "{:?}", plan.fallbacks);
+    assert!(auto(&GemmProblem::simple(DType::F32, 1500, 1536, 384, false, false), &caps).steps[2]
+        .variant
+        .reads_scales());
+    // Off by option, or with the coop path off: exact SIMT.
+    let off_split = GemmOptions { f32_split: CoopMode::Off, ..Default::default() };
+    let plan = plan_gemm(&square(4096), &caps, &off_split).unwrap();
+    assert!(!plan.uses_coop());
+    assert!(split_reason(&plan).unwrap().contains("f32_split=0"), "{:?}", plan.fallbacks);
     assert!(coop_reason(&plan).contains("f32_via_f16"), "{:?}", plan.fallbacks);
+    let plan = plan_gemm(&square(4096), &caps, &off()).unwrap();
+    assert!(split_reason(&plan).unwrap().contains("cooperative_matrix=0"), "{:?}", plan.fallbacks);
+    // Forced on, a product the coop kernels can compute splits whatever its size; unaligned rows cannot.
+    let on = GemmOptions { f32_split: CoopMode::On, ..Default::default() };
+    assert!(plan_gemm(&square(256), &caps, &on).unwrap().steps[2].variant.reads_scales());
+    let plan = plan_gemm(&GemmProblem::simple(DType::F32, 4096, 4096, 4095, false, false), &caps, &on).unwrap();
+    assert!(split_reason(&plan).unwrap().contains("16-byte"), "{:?}", plan.fallbacks);
+    // The opt-in f16 precision takes precedence: one product, operands rounded to f16.
     let opt_in = GemmOptions { f32_via_f16: true, ..Default::default() };
     let plan = plan_gemm(&square(4096), &caps, &opt_in).unwrap();
     assert_eq!(plan.steps[0].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2");
+    // Without tensor cores nothing changes.
+    let plan = auto(&square(4096), &profiles::get("llvmpipe").unwrap());
+    assert!(!plan.uses_coop() && split_reason(&plan).unwrap().contains("cooperative-matrix"));
 }
 
 #[test]
@@ -379,8 +422,10 @@ fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
 }
 
 fn arb_options() -> impl Strategy<Value = GemmOptions> {
-    (arb_choice(), prop_oneof![Just(CoopMode::Auto), Just(CoopMode::Off), Just(CoopMode::On)], any::<bool>())
-        .prop_map(|(tiling, cooperative_matrix, f32_via_f16)| GemmOptions { tiling, cooperative_matrix, f32_via_f16 })
+    let mode = || prop_oneof![Just(CoopMode::Auto), Just(CoopMode::Off), Just(CoopMode::On)];
+    (arb_choice(), mode(), any::<bool>(), mode()).prop_map(|(tiling, cooperative_matrix, f32_via_f16, f32_split)| {
+        GemmOptions { tiling, cooperative_matrix, f32_via_f16, f32_split }
+    })
 }
 
 fn arb_problem() -> impl Strategy<Value = GemmProblem> {
@@ -409,7 +454,9 @@ proptest! {
                 prop_assert!(!plan.steps.is_empty());
                 if plan.uses_coop() {
                     prop_assert!(options.cooperative_matrix != CoopMode::Off);
-                    prop_assert!(p.dtype == DType::F16 || options.f32_via_f16);
+                    let split = plan.steps.iter().any(|s| s.variant.reads_scales());
+                    prop_assert!(p.dtype == DType::F16 || options.f32_via_f16 || split);
+                    prop_assert!(!split || (options.f32_split != CoopMode::Off && p.dtype == DType::F32));
                     prop_assert!(coop_device_check(&caps).is_ok());
                 } else if options.cooperative_matrix != CoopMode::Off {
                     // Declining the coop path always says why.
@@ -422,7 +469,7 @@ proptest! {
                     prop_assert!(caps.allows_workgroup(x, y, z), "{v:?} workgroup");
                     prop_assert!(v.storage_bytes() <= caps.max_workgroup_storage_bytes, "{v:?} storage");
                     prop_assert!(v.dtype() == DType::F32 || caps.shader_f16);
-                    prop_assert_eq!(v.is_coop(), plan.uses_coop() && step.io != StepIo::Reduce);
+                    prop_assert_eq!(v.is_coop(), plan.uses_coop() && matches!(step.io, StepIo::Product { .. }));
                     if let GemmVariant::Coop(c) = v {
                         prop_assert!(!c.emulate);
                         prop_assert!(v.fits(&caps).is_ok());

@@ -20,7 +20,7 @@ use crate::dtype::DType;
 use crate::error::PlanError;
 use crate::gemm::layout::check_binding;
 use crate::gemm::{
-    fold_grid, plan_gemm, plan_gemm_implicit, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout, StepIo,
+    fold_grid, plan_gemm, plan_gemm_implicit, Epilogue, GemmOptions, GemmPlan, GemmProblem, MatrixLayout,
 };
 
 /// A group with at most this many output channels makes a GEMM whose tile rows mostly idle
@@ -91,7 +91,7 @@ impl ConvSchedule {
             ConvSchedule::Pointwise { gemm }
             | ConvSchedule::Im2colGemm { gemm, .. }
             | ConvSchedule::Implicit { gemm, .. } => {
-                for step in gemm.steps.iter_mut().filter(|s| s.io != StepIo::Product { to_workspace: true }) {
+                for step in gemm.steps.iter_mut().filter(|s| s.io.writes_output()) {
                     step.params.flags |= flags;
                 }
             }

@@ -21,7 +21,9 @@ pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions
         return Err("disabled by option cooperative_matrix=0".into());
     }
     if p.dtype == DType::F32 && !options.f32_via_f16 {
-        return Err("f32 stays exact: the coop path rounds operands to f16 (opt in with f32_via_f16)".into());
+        return Err(
+            "f32 runs there only split into f16 pairs (f32_split) or rounded to f16 (opt in with f32_via_f16)".into()
+        );
     }
     if options.tiling == TilingChoice::Gemv {
         return Err("tiling=gemv forced".into());
@@ -77,12 +79,14 @@ fn suits_wide(p: &GemmProblem, caps: &DeviceCaps, shape: CoopShape, width: u32) 
         && wide * area * 8 <= tiles(p, 128, 128) * 128 * 128 * 9
 }
 
-/// The first of `shapes` the device can run, as a product step (split-K partial with `splits`).
+/// The first of `shapes` the device can run, as a product step (split-K partial with `splits`;
+/// f32 operands split into f16 pairs with `split`, see `gemm::split`).
 pub(crate) fn step(
     p: &GemmProblem,
     caps: &DeviceCaps,
     shapes: &[CoopShape],
     splits: Option<u32>,
+    split: bool,
 ) -> Result<GemmStep, String> {
     // The widest load the operands' alignment allows.
     let width = CoopVariant::widths(p.dtype).iter().copied().find(|&w| w == 1 || wide_loads_ok(p, w)).unwrap_or(1);
@@ -98,6 +102,7 @@ pub(crate) fn step(
             b: b_contig(p),
             width,
             emulate: false,
+            split,
         };
         match GemmVariant::Coop(variant).fits(caps) {
             Ok(()) => {

@@ -6,6 +6,7 @@ pub mod options;
 pub mod params;
 pub mod plan;
 pub mod problem;
+pub(crate) mod split;
 pub mod tiling;
 pub mod tuning;
 pub mod variant;

@@ -1,5 +1,5 @@
 //! User-facing knobs of the GEMM planner (session options `tiling`, `cooperative_matrix`,
-//! `f32_via_f16`).
+//! `f32_via_f16`, `f32_split`).
 
 use super::tiling::TilingChoice;
 
@@ -35,8 +35,13 @@ pub struct GemmOptions {
     pub tiling: TilingChoice,
     pub cooperative_matrix: CoopMode,
     /// Opt-in precision trade: f32 problems may run on the f16 tensor-core path (operands
-    /// rounded to f16, f32 accumulation and output). Off by default: f32 stays exact.
+    /// rounded to f16, f32 accumulation and output). Off by default.
     pub f32_via_f16: bool,
+    /// Large f32 products on the tensor cores as three f16 products of operands split into
+    /// high and low halves (`gemm::split`): about fp32's accuracy. `Auto`: where the coop
+    /// kernels' 128-wide tiles fill the device; `On`: every product they can compute; `Off`:
+    /// the SIMT kernels. Needs the coop path (`cooperative_matrix` not off).
+    pub f32_split: CoopMode,
 }
 
 impl GemmOptions {

@@ -10,6 +10,7 @@ use super::layout::{
 use super::options::GemmOptions;
 use super::params::{base_params, fold_grid, GemmParams, FLAG_GEMV_N_WIDE};
 use super::problem::GemmProblem;
+use super::split;
 use super::tiling::Contig;
 use super::tiling::{GemvShape, TileShape, Tiling, TilingChoice};
 use super::tuning::Tuning;
@@ -25,6 +26,16 @@ pub enum StepIo {
     Product { to_workspace: bool },
     /// `workspace, bias, out`.
     Reduce,
+    /// A max pass of a split f32 product: `a, b → workspace` (the per-workgroup maxima), or with
+    /// `last` `workspace, workspace → scales` (the product reads them at binding 5).
+    AbsMax { last: bool },
+}
+
+impl StepIo {
+    /// Whether the step writes the plan's output (the epilogue runs there).
+    pub fn writes_output(self) -> bool {
+        matches!(self, StepIo::Product { to_workspace: false } | StepIo::Reduce)
+    }
 }
 
 /// One dispatch of a plan.
@@ -39,6 +50,9 @@ pub struct GemmStep {
 impl GemmStep {
     /// The program this step runs.
     pub fn shader(&self) -> crate::shader::ShaderVariant {
+        if self.variant == GemmVariant::AbsMax {
+            return self.variant.into();
+        }
         crate::shader::ShaderVariant::with_epilogue(self.variant.into(), self.params.flags)
     }
 }
@@ -50,7 +64,8 @@ pub struct GemmPlan {
     pub steps: Vec<GemmStep>,
     /// A binds to B's buffer and B to A's (the planner computed Cᵀ = Bᵀ·Aᵀ).
     pub swap_operands: bool,
-    /// Bytes of f32 scratch the split-K partial sums need.
+    /// Bytes of f32 scratch the split-K partial sums need (of u32 maxima for a split f32
+    /// product, which also binds an 8-byte scales buffer).
     pub workspace_bytes: u64,
     /// Why paths preferred over the chosen one were rejected (the cooperative-matrix path as
     /// `coop: …`, tilings as `<tiling>: …`).
@@ -103,6 +118,14 @@ pub fn plan_gemm_tuned(
     check_bindings(problem, caps)?;
     let problem = fold_batch_into_rows(problem);
     let mut fallbacks = Vec::new();
+    match split::eligible(&problem, caps, options) {
+        Ok(false) => {}
+        Ok(true) => match split::plan(&problem, caps, options, tuning) {
+            Ok(plan) => return Ok(plan),
+            Err(reason) => fallbacks.push(format!("split: {reason}")),
+        },
+        Err(reason) => fallbacks.push(format!("split: {reason}")),
+    }
     let mut tilings = Vec::new();
     match coop::eligible(&problem, caps, options) {
         Ok(()) => tilings.extend(coop::candidates(&problem, caps, options.tiling)),
@@ -263,10 +286,10 @@ fn build(
             split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws))
         }
         Tiling::Gemv => gemv(p, caps),
-        Tiling::Coop128 => coop::step(p, caps, &tuning.coop_128, None).map(single),
-        Tiling::Coop64 => coop::step(p, caps, &tuning.coop_64, None).map(single),
+        Tiling::Coop128 => coop::step(p, caps, &tuning.coop_128, None, false).map(single),
+        Tiling::Coop64 => coop::step(p, caps, &tuning.coop_64, None, false).map(single),
         Tiling::CoopSplitK { splits } => {
-            let partial = coop::step(p, caps, &tuning.coop_64, Some(splits))?;
+            let partial = coop::step(p, caps, &tuning.coop_64, Some(splits), false)?;
             split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::CoopSplitK { splits: s }, steps, false, ws))
         }
     }

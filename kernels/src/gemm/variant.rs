@@ -31,6 +31,10 @@ pub struct CoopVariant {
     /// invocation computes its subgroup's whole fragment), so the staging, indexing and epilogue
     /// of a coop kernel can be tested on adapters without tensor cores. Never planned.
     pub emulate: bool,
+    /// f32 operands split into f16 high and low parts, multiplied as three f16 products over a
+    /// K three times as long (`gemm::split`); the scales come from the [`GemmVariant::AbsMax`]
+    /// steps before it. Only f32 with 16-byte loads.
+    pub split: bool,
 }
 
 impl CoopVariant {
@@ -157,6 +161,9 @@ pub enum GemmVariant {
         dtype: DType,
         threads: u32,
     },
+    /// The largest magnitude of each operand of a split product, as f32 bits: one pass of
+    /// per-workgroup maxima, then one over those (the same program twice).
+    AbsMax,
 }
 
 fn layout_suffix(a: Contig, b: Contig) -> String {
@@ -179,11 +186,17 @@ impl GemmVariant {
             | GemmVariant::GemvVec(GemvVec { dtype, .. })
             | GemmVariant::SplitKReduce { dtype, .. } => dtype,
             GemmVariant::Coop(c) => c.dtype,
+            GemmVariant::AbsMax => DType::F32,
         }
     }
 
     pub fn is_coop(self) -> bool {
         matches!(self, GemmVariant::Coop(_))
+    }
+
+    /// Whether the kernel reads the operands' scales at binding 5 (a split f32 product).
+    pub fn reads_scales(self) -> bool {
+        matches!(self, GemmVariant::Coop(CoopVariant { split: true, .. }))
     }
 
     /// Whether the kernel gathers B from a conv input (and binds the conv geometry uniform).
@@ -227,8 +240,9 @@ impl GemmVariant {
                     w => format!("_w{w}"),
                 };
                 let emu = if c.emulate { "_emu" } else { "" };
+                let x3 = if c.split { "_x3" } else { "" };
                 format!(
-                    "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{emu}",
+                    "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{x3}{emu}",
                     c.dtype,
                     s.bm,
                     s.bn,
@@ -246,8 +260,12 @@ impl GemmVariant {
             GemmVariant::SplitKReduce { dtype, threads } => {
                 format!("splitk_reduce_{dtype}_t{threads}")
             }
+            GemmVariant::AbsMax => format!("absmax_t{}", Self::ABSMAX_THREADS),
         }
     }
+
+    /// Invocations of the [`GemmVariant::AbsMax`] program.
+    pub const ABSMAX_THREADS: u32 = 256;
 
     /// Invocations per workgroup.
     pub fn invocations(self) -> u32 {
@@ -264,6 +282,7 @@ impl GemmVariant {
             GemmVariant::Gemv { shape, .. } => shape.storage_bytes(),
             GemmVariant::GemvVec(g) => g.storage_bytes(),
             GemmVariant::SplitKReduce { .. } => 0,
+            GemmVariant::AbsMax => Self::ABSMAX_THREADS * 4,
         }
     }
 
@@ -278,6 +297,7 @@ impl GemmVariant {
             GemmVariant::Gemv { shape, .. } => [shape.threads, 1, 1],
             GemmVariant::GemvVec(_) => [GemvVec::INVOCATIONS, 1, 1],
             GemmVariant::SplitKReduce { threads, .. } => [threads, 1, 1],
+            GemmVariant::AbsMax => [Self::ABSMAX_THREADS, 1, 1],
         }
     }
 
@@ -314,6 +334,9 @@ impl GemmVariant {
 fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
     if !c.shape.is_consistent(c.width) {
         return Err(format!("inconsistent cooperative-matrix shape {:?}", c.shape));
+    }
+    if c.split && (c.dtype != DType::F32 || c.width != 4 || c.split_k) {
+        return Err("the split f32 kernel loads f32 16 bytes at a time and does not split K".into());
     }
     if c.emulate {
         return Ok(());

@@ -7,7 +7,7 @@ use crate::caps::DeviceCaps;
 use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvSchedule, Residual};
 use crate::dtype::DType;
 use crate::error::GpuError;
-use crate::gemm::{Activation, GemmOptions};
+use crate::gemm::{Activation, CoopMode, GemmOptions};
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
 use crate::graph::ExecOptions;
@@ -213,8 +213,12 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                 problem.residual = residual;
                 for &algo in ALGOS {
                     for &choice in CHOICES {
-                        if let Ok(plan) = plan_conv_with(&problem, caps, &GemmOptions::tiling(choice), algo) {
-                            out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
+                        // `f32_split=1` splits the f32 products the automatic rule leaves to SIMT.
+                        let split = GemmOptions { f32_split: CoopMode::On, ..GemmOptions::tiling(choice) };
+                        for options in [GemmOptions::tiling(choice), split] {
+                            if let Ok(plan) = plan_conv_with(&problem, caps, &options, algo) {
+                                out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
+                            }
                         }
                     }
                 }

@@ -228,8 +228,18 @@ const TRANSPOSES: &[(bool, bool)] = &[(false, false), (true, false), (false, tru
 fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     let mut out = BTreeMap::new();
     let options = CHOICES.iter().flat_map(|&tiling| {
-        [(CoopMode::Auto, false), (CoopMode::Off, false), (CoopMode::Auto, true)]
-            .map(move |(cooperative_matrix, f32_via_f16)| GemmOptions { tiling, cooperative_matrix, f32_via_f16 })
+        [
+            (CoopMode::Auto, false, CoopMode::Auto),
+            (CoopMode::Off, false, CoopMode::Auto),
+            (CoopMode::Auto, true, CoopMode::Auto),
+            (CoopMode::Auto, false, CoopMode::On),
+        ]
+        .map(move |(cooperative_matrix, f32_via_f16, f32_split)| GemmOptions {
+            tiling,
+            cooperative_matrix,
+            f32_via_f16,
+            f32_split,
+        })
     });
     for options in options {
         for dtype in [DType::F32, DType::F16] {

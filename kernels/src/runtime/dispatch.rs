@@ -153,6 +153,12 @@ impl Gpu {
         } else {
             None
         };
+        // A split f32 product: the max passes write the operands' scales here; the product reads them.
+        let scales = if plan.steps.iter().any(|s| matches!(s.io, StepIo::AbsMax { .. })) {
+            Some(self.storage_buffer(16, "split scales")?)
+        } else {
+            None
+        };
         let mut out = Vec::with_capacity(plan.steps.len());
         for step in &plan.steps {
             let variant = step.shader();
@@ -168,6 +174,19 @@ impl Gpu {
                 }
             };
             let product = |target: &GpuBuffer| -> Result<Dispatch, GpuError> {
+                if step.variant.reads_scales() {
+                    let Some(scales) = &scales else {
+                        return Err(GpuError::Internal(format!("{} reads scales but none are bound", variant.name())));
+                    };
+                    let buffers: Vec<_> =
+                        [(0, a), (1, b), (2, bias), (3, target), (5, scales)].into_iter().chain(residual).collect();
+                    let layout = if residual.is_some() {
+                        BindingLayout::PRODUCT_SPLIT_RESIDUAL
+                    } else {
+                        BindingLayout::PRODUCT_SPLIT
+                    };
+                    return self.prepare(variant.clone(), layout, params, &buffers, step.grid);
+                }
                 if !step.variant.is_implicit() {
                     let buffers: Vec<_> =
                         [(0, a), (1, b), (2, bias), (3, target)].into_iter().chain(residual).collect();
@@ -196,7 +215,15 @@ impl Gpu {
                         if residual.is_some() { BindingLayout::REDUCE_RESIDUAL } else { BindingLayout::REDUCE };
                     self.prepare(variant, layout, params, &buffers, step.grid)?
                 }
-                (_, None) => return Err(GpuError::Invalid("split-K step without a workspace".into())),
+                (StepIo::AbsMax { last }, Some(ws)) => {
+                    let Some(scales) = &scales else {
+                        return Err(GpuError::Internal("a max pass without its scales buffer".into()));
+                    };
+                    let buffers: Vec<_> =
+                        if last { vec![(0, ws), (1, ws), (3, scales)] } else { vec![(0, a), (1, b), (3, ws)] };
+                    self.prepare(variant, BindingLayout::ABSMAX, params, &buffers, step.grid)?
+                }
+                (_, None) => return Err(GpuError::Internal("split-K step without a workspace".into())),
             };
             out.push(dispatch);
         }

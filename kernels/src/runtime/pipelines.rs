@@ -63,6 +63,28 @@ impl BindingLayout {
         (4, Access::Uniform),
         (5, Access::Uniform),
     ]);
+    /// [`Self::PRODUCT`] plus the operands' scales: split f32 products.
+    pub const PRODUCT_SPLIT: BindingLayout = BindingLayout::Fixed(&[
+        (0, Access::Read),
+        (1, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+        (5, Access::Read),
+    ]);
+    /// [`Self::PRODUCT_SPLIT`] plus a residual operand.
+    pub const PRODUCT_SPLIT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
+        (0, Access::Read),
+        (1, Access::Read),
+        (2, Access::Read),
+        (3, Access::ReadWrite),
+        (4, Access::Uniform),
+        (5, Access::Read),
+        (6, Access::Read),
+    ]);
+    /// `a, b → out`: the max passes of a split f32 product.
+    pub const ABSMAX: BindingLayout =
+        BindingLayout::Fixed(&[(0, Access::Read), (1, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
     /// `partials, bias → out`: the split-K reduction.
     pub const REDUCE: BindingLayout =
         BindingLayout::Fixed(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);

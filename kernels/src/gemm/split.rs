@@ -1,0 +1,152 @@
+//! f32 products on the tensor cores at about fp32's accuracy: each operand x is scaled by a
+//! power of two 2^s that brings its largest magnitude into [2^14, 2^15), then split into f16
+//! parts: `hi`, the leading 11 significant bits of x·2^s (truncated, so f16 holds it exactly),
+//! and `lo = f16(x·2^s − hi)` (together about 22 significant bits). The coop
+//! kernel multiplies `A_hi·B_lo + A_lo·B_hi + A_hi·B_hi` as one f16 product over a K three
+//! times as long (the small terms first), with f32 accumulation, and scales the result back by
+//! 2^−(s_A + s_B) before the epilogue. Only `A_lo·B_lo` (≤ 2^−20 relative) is left out.
+//!
+//! The scales depend on the data, so two [`GemmVariant::AbsMax`] steps run first: per-workgroup
+//! maxima of both operands' magnitudes, then the maximum of those, which the product reads.
+//! The maxima skip infinities and NaNs, which pass through the product as in f32; an operand
+//! of zeros gets s = 0.
+
+use super::coop;
+use super::layout::wide_loads_ok;
+use super::options::{CoopMode, GemmOptions};
+use super::params::{fold_grid, GemmParams};
+use super::plan::{tiles, GemmPlan, GemmStep, StepIo};
+use super::problem::GemmProblem;
+use super::tiling::{Tiling, TilingChoice};
+use super::tuning::Tuning;
+use super::variant::{coop_device_check, GemmVariant};
+use crate::caps::DeviceCaps;
+use crate::dtype::DType;
+
+/// vec4s each invocation of the first max pass reads at least, before more workgroups join.
+const PER_INVOCATION: u64 = 16;
+/// Shortest K, and smallest M and N, the automatic choice splits.
+const MIN_AUTO_K: u32 = 256;
+const MIN_AUTO_MN: u32 = 512;
+/// Workgroups per operand of the first max pass, at most (the second pass reads them all).
+const MAX_GROUPS: u64 = 1024;
+
+/// Whether an f32 problem takes the split path: `Ok(None)` when the question does not arise
+/// (f16 problems, or the opt-in `f32_via_f16`, which takes precedence), `Err` with the
+/// recorded reason when it declines.
+pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Result<bool, String> {
+    if p.dtype != DType::F32 || options.f32_via_f16 {
+        return Ok(false);
+    }
+    if options.f32_split == CoopMode::Off {
+        return Err("disabled by option f32_split=0".into());
+    }
+    if options.cooperative_matrix == CoopMode::Off {
+        return Err("runs on the coop kernels, disabled by cooperative_matrix=0".into());
+    }
+    if options.tiling == TilingChoice::Gemv || options.tiling == TilingChoice::SplitK {
+        return Err(format!("tiling={:?} forced", options.tiling).to_lowercase());
+    }
+    coop_device_check(caps)?;
+    if !wide_loads_ok(p, 4) {
+        return Err("needs rows of a multiple of 4 elements (16-byte loads)".into());
+    }
+    if p.m.min(p.n) <= 8 || p.k < 16 {
+        return Err("M or N ≤ 8 or K < 16: too thin for tensor cores".into());
+    }
+    // Measured on the H200 (docs/PERFORMANCE.md, "fp32 on tensor cores"): three f16 products
+    // beat the SIMT kernel on products large in M, N and K that fill the device in 128×128
+    // tiles (4096³: 57.7 against 31.4 TFLOP/s; 1500×1536×384: 20.8 against 15.9) and lose on
+    // short K (six 1500×1500×64: 8.9 against 13.6) and on the narrow, batched products of
+    // convs (32 × 128×784×512: 15.5 against 21.5; 64×100352×576: 12.7 against 16.6).
+    let auto = options.f32_split == CoopMode::Auto;
+    if auto && tiles(p, 128, 128) * 3 < caps.parallelism as u64 {
+        return Err("fewer than a third of the device's parallelism in 128×128 tiles: SIMT is faster".into());
+    }
+    if auto && (p.k < MIN_AUTO_K || p.m.min(p.n) < MIN_AUTO_MN) {
+        return Err(format!("K < {MIN_AUTO_K} or M or N < {MIN_AUTO_MN}: SIMT is as fast"));
+    }
+    if virtual_k(p.k, 64) > u32::MAX as u64 / 2 {
+        return Err("K too long for three segments".into());
+    }
+    Ok(true)
+}
+
+/// Three K segments, each rounded up to whole slices of `bk`.
+fn virtual_k(k: u32, bk: u32) -> u64 {
+    3 * u64::from(k.next_multiple_of(bk))
+}
+
+/// The two max passes and the product; the first coop tiling (without K splits) that builds.
+pub(crate) fn plan(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    options: &GemmOptions,
+    tuning: &Tuning,
+) -> Result<GemmPlan, String> {
+    // The tile classes are chosen for the product as the kernel runs it: K three times as long.
+    let mut q = *p;
+    q.k = virtual_k(p.k, 64) as u32;
+    let mut last = String::from("no coop tiling without K splits");
+    for tiling in coop::candidates(&q, caps, options.tiling) {
+        let shapes = match tiling {
+            Tiling::Coop128 => &tuning.coop_128,
+            Tiling::Coop64 => &tuning.coop_64,
+            _ => continue,
+        };
+        let mut product = match coop::step(&q, caps, shapes, None, true) {
+            Ok(step) => step,
+            Err(e) => {
+                last = format!("{}: {e}", tiling.name());
+                continue;
+            }
+        };
+        let GemmVariant::Coop(c) = product.variant else { continue };
+        // The kernel reads the real K and walks three segments of it rounded to its slices.
+        product.params.k = p.k;
+        product.params.k_chunk = virtual_k(p.k, c.shape.bk) as u32;
+        let (mut steps, workspace) = max_steps(p, caps)?;
+        steps.push(product);
+        return Ok(GemmPlan { tiling, steps, swap_operands: false, workspace_bytes: workspace, fallbacks: Vec::new() });
+    }
+    Err(last)
+}
+
+/// The max passes: per-workgroup maxima of A and B into the workspace, then both maxima into
+/// the scales buffer. Both read 16 bytes at a time. Returns the steps and the workspace bytes.
+fn max_steps(p: &GemmProblem, caps: &DeviceCaps) -> Result<(Vec<GemmStep>, u64), String> {
+    let len_a = p.a.extent(p.m, p.k, &p.batch);
+    let len_b = p.b.extent(p.k, p.n, &p.batch);
+    if len_a % 4 != 0 || len_b % 4 != 0 {
+        return Err("an operand's extent is not a multiple of 4 elements".into());
+    }
+    let (vec_a, vec_b) = (len_a / 4, len_b / 4);
+    if vec_a.max(vec_b) > u32::MAX as u64 {
+        return Err("an operand has more than 2^34 elements".into());
+    }
+    let threads = u64::from(GemmVariant::ABSMAX_THREADS);
+    GemmVariant::AbsMax.fits(caps)?;
+    // Whole vec4s of maxima for the second pass: a multiple of 4 workgroups per operand.
+    let groups = vec_a.max(vec_b).div_ceil(threads * PER_INVOCATION).next_multiple_of(4).min(MAX_GROUPS) as u32;
+    let first = max_step(caps, [vec_a as u32, vec_b as u32], 0, groups, false)?;
+    let second = max_step(caps, [groups / 4, groups / 4], groups / 4, 1, true)?;
+    Ok((vec![first, second], u64::from(2 * groups) * 4))
+}
+
+/// One max pass over two operands of `lens` vec4s (the second starting `b_start` vec4s into its
+/// binding), `groups` workgroups each. The program reads `m`, `n`, `k` and `tiles_n`.
+fn max_step(caps: &DeviceCaps, lens: [u32; 2], b_start: u32, groups: u32, last: bool) -> Result<GemmStep, String> {
+    let total = 2 * u64::from(groups);
+    let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
+    let params = GemmParams {
+        m: lens[0],
+        n: lens[1],
+        k: b_start,
+        tiles_n: groups,
+        grid_x: grid[0],
+        grid_y: grid[1],
+        total_workgroups: total as u32,
+        ..bytemuck::Zeroable::zeroed()
+    };
+    Ok(GemmStep { variant: GemmVariant::AbsMax, params, grid, io: StepIo::AbsMax { last } })
+}
