@@ -164,7 +164,7 @@ impl Gpu {
             let variant = step.shader();
             let params = bytes_of(&step.params);
             // A product writes the output, or its split's partial sums to the workspace; an
-            // implicit-GEMM product also binds the conv geometry.
+            // implicit-GEMM product also binds the conv geometry, a split f32 product its scales.
             // A `_res` program also reads the residual operand.
             let residual = match (variant.reads_residual(), residual) {
                 (false, _) => None,
@@ -173,37 +173,14 @@ impl Gpu {
                     return Err(GpuError::Internal(format!("{} reads a residual but none is bound", variant.name())))
                 }
             };
+            let (fifth, layouts) = fifth_binding(step.variant, &variant, scales.as_ref(), geometry.as_ref())?;
             let product = |target: &GpuBuffer| -> Result<Dispatch, GpuError> {
-                if step.variant.reads_scales() {
-                    let Some(scales) = &scales else {
-                        return Err(GpuError::Internal(format!("{} reads scales but none are bound", variant.name())));
-                    };
-                    let buffers: Vec<_> =
-                        [(0, a), (1, b), (2, bias), (3, target), (5, scales)].into_iter().chain(residual).collect();
-                    let layout = if residual.is_some() {
-                        BindingLayout::PRODUCT_SPLIT_RESIDUAL
-                    } else {
-                        BindingLayout::PRODUCT_SPLIT
-                    };
-                    return self.prepare(variant.clone(), layout, params, &buffers, step.grid);
-                }
-                if !step.variant.is_implicit() {
-                    let buffers: Vec<_> =
-                        [(0, a), (1, b), (2, bias), (3, target)].into_iter().chain(residual).collect();
-                    let layout =
-                        if residual.is_some() { BindingLayout::PRODUCT_RESIDUAL } else { BindingLayout::PRODUCT };
-                    return self.prepare(variant.clone(), layout, params, &buffers, step.grid);
-                }
-                let Some(geometry) = &geometry else {
-                    return Err(GpuError::Invalid(format!("{} gathers B but has no conv geometry", variant.name())));
-                };
-                let buffers: Vec<_> =
-                    [(0, a), (1, b), (2, bias), (3, target), (5, geometry)].into_iter().chain(residual).collect();
-                let layout = if residual.is_some() {
-                    BindingLayout::PRODUCT_IMPLICIT_RESIDUAL
-                } else {
-                    BindingLayout::PRODUCT_IMPLICIT
-                };
+                let buffers: Vec<_> = [(0, a), (1, b), (2, bias), (3, target)]
+                    .into_iter()
+                    .chain(fifth.map(|f| (5, f)))
+                    .chain(residual)
+                    .collect();
+                let layout = layouts[usize::from(residual.is_some())];
                 self.prepare(variant.clone(), layout, params, &buffers, step.grid)
             };
             let dispatch = match (step.io, &workspace) {
@@ -252,4 +229,24 @@ impl Gpu {
         })?;
         self.wait()
     }
+}
+
+/// What a product step binds at 5 (the conv geometry of an implicit-GEMM product, the scales of
+/// a split f32 product, or nothing) and its binding layouts without and with a residual.
+fn fifth_binding<'b>(
+    v: crate::gemm::GemmVariant,
+    shader: &ShaderVariant,
+    scales: Option<&'b GpuBuffer>,
+    geometry: Option<&'b GpuBuffer>,
+) -> Result<(Option<&'b GpuBuffer>, [BindingLayout; 2]), GpuError> {
+    let missing = |what: &str| GpuError::Internal(format!("{} needs {what}, which is not bound", shader.name()));
+    if v.reads_scales() {
+        let layouts = [BindingLayout::PRODUCT_SPLIT, BindingLayout::PRODUCT_SPLIT_RESIDUAL];
+        return Ok((Some(scales.ok_or_else(|| missing("its scales"))?), layouts));
+    }
+    if v.is_implicit() {
+        let layouts = [BindingLayout::PRODUCT_IMPLICIT, BindingLayout::PRODUCT_IMPLICIT_RESIDUAL];
+        return Ok((Some(geometry.ok_or_else(|| missing("the conv geometry"))?), layouts));
+    }
+    Ok((None, [BindingLayout::PRODUCT, BindingLayout::PRODUCT_RESIDUAL]))
 }
