@@ -47,77 +47,53 @@ impl BindingLayout {
     }
 
     /// `a, b, bias → out`: GEMM products (the split-K partial kernel leaves bias unused).
-    pub const PRODUCT: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (1, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-    ]);
+    pub const PRODUCT: BindingLayout = BindingLayout::Fixed(&PRODUCT_ENTRIES);
     /// `a, b, bias → out` plus the conv geometry: implicit-GEMM conv products.
-    pub const PRODUCT_IMPLICIT: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (1, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-        (5, Access::Uniform),
-    ]);
+    pub const PRODUCT_IMPLICIT: BindingLayout = BindingLayout::Fixed(&join::<6>(&PRODUCT_ENTRIES, &[GEOMETRY]));
     /// [`Self::PRODUCT`] plus the operands' scales: split f32 products.
-    pub const PRODUCT_SPLIT: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (1, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-        (5, Access::Read),
-    ]);
+    pub const PRODUCT_SPLIT: BindingLayout = BindingLayout::Fixed(&join::<6>(&PRODUCT_ENTRIES, &[SCALES]));
     /// [`Self::PRODUCT_SPLIT`] plus a residual operand.
-    pub const PRODUCT_SPLIT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (1, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-        (5, Access::Read),
-        (6, Access::Read),
-    ]);
+    pub const PRODUCT_SPLIT_RESIDUAL: BindingLayout =
+        BindingLayout::Fixed(&join::<7>(&PRODUCT_ENTRIES, &[SCALES, RESIDUAL]));
     /// `a, b → out`: the max passes of a split f32 product.
     pub const ABSMAX: BindingLayout =
         BindingLayout::Fixed(&[(0, Access::Read), (1, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
     /// `partials, bias → out`: the split-K reduction.
-    pub const REDUCE: BindingLayout =
-        BindingLayout::Fixed(&[(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
+    pub const REDUCE: BindingLayout = BindingLayout::Fixed(&REDUCE_ENTRIES);
     /// [`Self::PRODUCT`] plus a residual operand (`_res` programs).
-    pub const PRODUCT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (1, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-        (6, Access::Read),
-    ]);
+    pub const PRODUCT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&join::<6>(&PRODUCT_ENTRIES, &[RESIDUAL]));
     /// [`Self::PRODUCT_IMPLICIT`] plus a residual operand.
-    pub const PRODUCT_IMPLICIT_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (1, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-        (5, Access::Uniform),
-        (6, Access::Read),
-    ]);
+    pub const PRODUCT_IMPLICIT_RESIDUAL: BindingLayout =
+        BindingLayout::Fixed(&join::<7>(&PRODUCT_ENTRIES, &[GEOMETRY, RESIDUAL]));
     /// [`Self::REDUCE`] plus a residual operand.
-    pub const REDUCE_RESIDUAL: BindingLayout = BindingLayout::Fixed(&[
-        (0, Access::Read),
-        (2, Access::Read),
-        (3, Access::ReadWrite),
-        (4, Access::Uniform),
-        (6, Access::Read),
-    ]);
+    pub const REDUCE_RESIDUAL: BindingLayout = BindingLayout::Fixed(&join::<5>(&REDUCE_ENTRIES, &[RESIDUAL]));
     /// `input → out`: data movement such as im2col.
     pub const UNARY: BindingLayout =
         BindingLayout::Fixed(&[(0, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)]);
+}
+
+/// `a, b, bias → out` and the uniforms: every GEMM product's bindings.
+const PRODUCT_ENTRIES: [(u32, Access); 5] =
+    [(0, Access::Read), (1, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)];
+/// `partials, bias → out` and the uniforms.
+const REDUCE_ENTRIES: [(u32, Access); 4] =
+    [(0, Access::Read), (2, Access::Read), (3, Access::ReadWrite), (4, Access::Uniform)];
+/// Binding 5 of an implicit-GEMM product (the conv geometry) or of a split f32 product (its scales).
+const GEOMETRY: (u32, Access) = (5, Access::Uniform);
+const SCALES: (u32, Access) = (5, Access::Read);
+/// Binding 6: the residual operand of a `_res` program.
+const RESIDUAL: (u32, Access) = (6, Access::Read);
+
+/// `base` followed by `extra`, as an array of `N` entries (`N` must be their total length).
+const fn join<const N: usize>(base: &[(u32, Access)], extra: &[(u32, Access)]) -> [(u32, Access); N] {
+    assert!(base.len() + extra.len() == N, "join: N is not the combined length");
+    let mut out = [(0, Access::Read); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < base.len() { base[i] } else { extra[i - base.len()] };
+        i += 1;
+    }
+    out
 }
 
 pub(super) struct PipelineCache {
