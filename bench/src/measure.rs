@@ -81,8 +81,7 @@ pub fn inputs(gpu: &Gpu, shape: &Shape, dtype: DType) -> Result<Inputs, GpuError
 /// the split f32 product; f16 outputs are rounded to f16; f32 through the f16 path rounds its
 /// operands.
 fn tolerance(dtype: DType, plan: &GemmPlan) -> f64 {
-    let split = plan.steps.iter().any(|s| s.variant.reads_scales());
-    match (dtype, plan.uses_coop() && !split) {
+    match (dtype, plan.uses_coop() && !plan.splits_f32()) {
         (DType::F32, false) => 1e-4,
         (DType::F16, _) => 1e-2,
         (DType::F32, true) => 2e-2,

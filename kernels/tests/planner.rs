@@ -454,7 +454,7 @@ proptest! {
                 prop_assert!(!plan.steps.is_empty());
                 if plan.uses_coop() {
                     prop_assert!(options.cooperative_matrix != CoopMode::Off);
-                    let split = plan.steps.iter().any(|s| s.variant.reads_scales());
+                    let split = plan.splits_f32();
                     prop_assert!(p.dtype == DType::F16 || options.f32_via_f16 || split);
                     prop_assert!(!split || (options.f32_split != CoopMode::Off && p.dtype == DType::F32));
                     prop_assert!(coop_device_check(&caps).is_ok());

@@ -96,6 +96,12 @@ impl GemmPlan {
     pub fn uses_coop(&self) -> bool {
         self.tiling.is_coop()
     }
+
+    /// Whether this is a split f32 product (`gemm::split`): max passes, then a product reading
+    /// their scales.
+    pub fn splits_f32(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s.io, StepIo::AbsMax { .. }))
+    }
 }
 
 /// Plans `problem` on `caps` with the tuned shapes for that device.

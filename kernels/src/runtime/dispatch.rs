@@ -154,11 +154,7 @@ impl Gpu {
             None
         };
         // A split f32 product: the max passes write the operands' scales here; the product reads them.
-        let scales = if plan.steps.iter().any(|s| matches!(s.io, StepIo::AbsMax { .. })) {
-            Some(self.storage_buffer(16, "split scales")?)
-        } else {
-            None
-        };
+        let scales = if plan.splits_f32() { Some(self.storage_buffer(16, "split scales")?) } else { None };
         let mut out = Vec::with_capacity(plan.steps.len());
         for step in &plan.steps {
             let variant = step.shader();
