@@ -3,8 +3,8 @@
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-// The leading fields of `GemmParams` (kernels/src/gemm/params.rs): m and n are the operands'
-// lengths in vec4s, k where b's start, tiles_n the workgroups per operand.
+// `GemmParams`: m and n are the operands' lengths in vec4s, k where b's start, tiles_n the
+// workgroups per operand.
 struct Params {
     m: u32,
     n: u32,
@@ -25,6 +25,16 @@ struct Params {
     grid_x: u32,
     grid_y: u32,
     total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
 }
 
 var<workgroup> part: array<u32, 256>;
