@@ -116,6 +116,9 @@ def test_phases_are_reported(lib_path, model_path, tmp_path):
     for phase in ("enumerate", "device", "placement", "program", "upload", "module", "pipeline", "prepare",
                   "first_run"):
         assert s[phase]["count"] >= 1, (phase, s)
+    # The two runs' feed and fetch copies go through our data transfer, and are timed.
+    for phase in ("copy_in", "copy_out_wait", "copy_out"):
+        assert s[phase]["count"] >= 2 and s[phase]["ms"] > 0, (phase, s)
     assert s["cache_load"]["count"] == 0 and s["cache_save"]["count"] == 0, "pipeline_cache=off reads and writes nothing"
 
 

@@ -72,6 +72,9 @@ STARTUP_PHASES = (
     "run_values",
     "run_record",
     "run_wait",
+    "copy_in",
+    "copy_out_wait",
+    "copy_out",
 )
 
 _EP_NAME = "WgpuExecutionProvider"
@@ -141,8 +144,10 @@ def startup_stats(library_path: str | None = None) -> dict[str, dict[str, float]
     bind groups: at Compile when the shapes are static), ``first_run`` (each partition's first run, whole), ``cache_load``/``cache_save`` (the
     persistent pipeline cache; count = bytes). Each run adds to ``run`` (count = runs), split into ``run_values``
     (reading value inputs such as ``total_sequence_length`` on the host), ``run_record`` (recording and submitting
-    the dispatches; count = dispatches) and ``run_wait`` (waiting for the GPU: run-time checks and read-backs). ``render``, ``module`` and ``pipeline`` run on parallel workers: their
-    totals add the threads' times.
+    the dispatches; count = dispatches) and ``run_wait`` (waiting for the GPU: run-time checks and read-backs).
+    ONNX Runtime's copies through our data transfer add to ``copy_in`` (host bytes into staging memory),
+    ``copy_out_wait`` (waiting for the GPU and the mapping) and ``copy_out`` (mapped bytes into host memory); count =
+    copies. ``render``, ``module`` and ``pipeline`` run on parallel workers: their totals add the threads' times.
     """
     flat = _stats("onnxruntime_ep_wgpu_startup_stats", tuple(f"{p}.{k}" for p in STARTUP_PHASES for k in ("ns", "n")),
                   library_path)

@@ -50,11 +50,17 @@ pub enum Phase {
     RunRecord,
     /// Waiting for the GPU: run-time checks, read-backs, outputs the encoder could not copy.
     RunWait,
+    /// Data transfer host → device: copying the bytes into staging memory (count: copies).
+    CopyIn,
+    /// Data transfer device → host: waiting for the GPU and the mapping (count: copies).
+    CopyOutWait,
+    /// Data transfer device → host: copying the mapped bytes into host memory (count: copies).
+    CopyOut,
 }
 
 impl Phase {
     /// Every phase, in the order of the exported values.
-    pub const ALL: [Phase; 17] = [
+    pub const ALL: [Phase; 20] = [
         Phase::Enumerate,
         Phase::Device,
         Phase::Placement,
@@ -72,6 +78,9 @@ impl Phase {
         Phase::RunValues,
         Phase::RunRecord,
         Phase::RunWait,
+        Phase::CopyIn,
+        Phase::CopyOutWait,
+        Phase::CopyOut,
     ];
 
     /// The phase's name in logs, the locator's dict and the bench's JSON.
@@ -94,6 +103,9 @@ impl Phase {
             Phase::RunValues => "run_values",
             Phase::RunRecord => "run_record",
             Phase::RunWait => "run_wait",
+            Phase::CopyIn => "copy_in",
+            Phase::CopyOutWait => "copy_out_wait",
+            Phase::CopyOut => "copy_out",
         }
     }
 }

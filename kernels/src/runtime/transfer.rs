@@ -12,11 +12,13 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::buffers::{padded, request_maps};
 use super::memory::{bucket, DeviceSlice};
+use super::startup::{self, Phase};
 use super::Gpu;
 use crate::error::GpuError;
 
@@ -292,6 +294,7 @@ impl Gpu {
             return Err(GpuError::Internal(format!("unaligned upload of {len} bytes at {offset}")));
         }
         let size = bucket(len);
+        let started = Instant::now();
         let staging = self.pooled_staging(true, size)?;
         // Large uploads are copied by several threads, each through its own mapped view.
         let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
@@ -303,6 +306,7 @@ impl Gpu {
             Ok(())
         });
         staging.unmap();
+        startup::record(Phase::CopyIn, started.elapsed(), 1);
         written?;
         // Recorded now, submitted with the next submission on this device (every submission and
         // every wait goes through `Gpu::submit`), so queue order is kept.
@@ -384,15 +388,20 @@ impl Gpu {
             self.submit([encoder.finish()]);
             Ok(())
         })?;
+        let waited = Instant::now();
         let rx = request_maps([&staging], wgpu::MapMode::Read);
         let mut outcome = self.wait();
-        match self.collect_maps(&rx, 1).pop().flatten() {
+        let mapped = self.collect_maps(&rx, 1).pop().flatten();
+        startup::record(Phase::CopyOutWait, waited.elapsed(), 1);
+        match mapped {
             Some(Ok(())) => {
                 if outcome.is_ok() {
+                    let copied = Instant::now();
                     match staging.slice(..padded(len)).get_mapped_range() {
                         Ok(view) => crate::hostcopy::copy(out, &view[..out.len()]),
                         Err(e) => outcome = Err(GpuError::Readback(e.to_string())),
                     }
+                    startup::record(Phase::CopyOut, copied.elapsed(), 1);
                 }
                 staging.unmap();
                 if outcome.is_ok() {
