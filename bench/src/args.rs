@@ -6,7 +6,7 @@ use ep_kernels::DType;
 pub const USAGE: &str = "\
 kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--paths coop,simt,auto]
              [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--only A,B] [--json FILE]
-             [--unchecked] [--conv]
+             [--unchecked] [--conv] [--parallelism N,...]
 
   --caps FILE   write the adapter's DeviceCaps as JSON (then run the cases, if any)
   --shapes      GEMMs: M×N×K, optional batch (b6) and transposes (:tn = A transposed, B not);
@@ -18,6 +18,8 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
   --iters       timed passes per case (median reported); each pass repeats the dispatches
                 until it exceeds ~5 ms
   --unchecked   compile the GEMM kernels without wgpu's injected runtime checks (as the EP does)
+  --parallelism plan as if the device's parallelism were each of these (one case each; a forced split-K
+                count follows it: ceil(parallelism / 64×64 tiles))
   --conv        time the conv plans (Whisper, ResNet, depthwise) against GEMMs of the same M·N·K, and the
                 implicit GEMM forced for group == 1 (--json FILE writes the records)";
 
@@ -84,6 +86,9 @@ pub struct Args {
     pub unchecked: bool,
     /// Time conv plans against GEMMs of the same M·N·K instead of GEMM shapes.
     pub conv: bool,
+    /// Plan as if the device's `parallelism` were each of these (one case per value; the
+    /// forced split-K count follows it); empty: the device's.
+    pub parallelism: Vec<u32>,
 }
 
 fn parse_shape(s: &str) -> Result<Shape, String> {
@@ -131,6 +136,7 @@ impl Args {
             json: None,
             unchecked: false,
             conv: false,
+            parallelism: Vec::new(),
         };
         let mut it = argv.into_iter();
         while let Some(flag) = it.next() {
@@ -153,6 +159,9 @@ impl Args {
                 "--json" => args.json = Some(value()?),
                 "--unchecked" => args.unchecked = true,
                 "--conv" => args.conv = true,
+                "--parallelism" => {
+                    args.parallelism = list(&value()?, |s| s.parse::<u32>().map_err(|e| format!("--parallelism: {e}")))?
+                }
                 "-h" | "--help" => return Err(USAGE.to_string()),
                 other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
             }

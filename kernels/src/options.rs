@@ -181,6 +181,7 @@ impl EpOptions {
             cooperative_matrix: self.cooperative_matrix,
             f32_via_f16: self.f32_via_f16,
             f32_split: self.f32_split,
+            unsplit_short_k: false,
         }
     }
 

@@ -502,3 +502,14 @@ proptest! {
         }
     }
 }
+
+/// The short-K split-K rule of plain products (`gemm::plan::split_count`) leaves convs alone: a
+/// 1×1 conv whose product is 768×128×768 (the shape BERT's projections split) stays unsplit.
+#[test]
+fn convs_keep_short_k_products_unsplit() {
+    let caps = profiles::get("h200").unwrap();
+    let p = problem(&[1, 768, 8, 16], &[768, 768, 1, 1], &ConvAttrs::new()).unwrap();
+    let plan = plan_conv(&p, &caps, &GemmOptions::default()).unwrap();
+    let tiling = plan.gemm().unwrap().tiling;
+    assert!(!matches!(tiling, Tiling::SplitK { .. } | Tiling::CoopSplitK { .. }), "{tiling:?}");
+}

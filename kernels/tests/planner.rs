@@ -44,6 +44,30 @@ fn few_tiles_and_long_k_split() {
     assert_eq!(tiling(&p, &h200(), TilingChoice::Auto), Tiling::Tile64);
 }
 
+/// The split-K counts of `docs/PERFORMANCE.md` "Split-K for short K" on the H200 profile.
+#[test]
+fn short_k_splits_only_the_thinnest_products() {
+    let caps = h200();
+    let splits =
+        |dtype, m, n, k| match tiling(&GemmProblem::simple(dtype, m, n, k, false, false), &caps, TilingChoice::Auto) {
+            Tiling::SplitK { splits } | Tiling::CoopSplitK { splits } => splits,
+            _ => 1,
+        };
+    // BERT-base at 128 tokens: 24 tiles, K = 768 → 7 splits, whole 32-deep slices each for the
+    // tensor cores, so 6 of 128 (13 against 20 µs; f32 17 against 41).
+    assert_eq!(splits(DType::F16, 128, 768, 768), 6);
+    assert_eq!(splits(DType::F32, 128, 768, 768), 7);
+    // ViT-base's 197 rows: 48 tiles split on the SIMT path only (f32 23 against 41 µs); the
+    // tensor-core kernel's split lost end to end.
+    assert_eq!(splits(DType::F32, 197, 768, 768), 4);
+    assert_eq!(splits(DType::F16, 197, 768, 768), 1);
+    // Long K keeps filling the whole device (11 splits: 17 µs, 7: 20 µs).
+    assert_eq!(splits(DType::F16, 128, 768, 3072), 11);
+    // Whisper's projections have enough tiles, and K below 512 never splits.
+    assert_eq!(splits(DType::F32, 1500, 384, 384), 1);
+    assert_eq!(splits(DType::F32, 128, 768, 384), 1);
+}
+
 #[test]
 fn thin_problems_take_gemv_and_swap_when_n_is_small() {
     let p = GemmProblem::simple(DType::F32, 1, 4096, 4096, false, false);
@@ -424,7 +448,7 @@ fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
 fn arb_options() -> impl Strategy<Value = GemmOptions> {
     let mode = || prop_oneof![Just(CoopMode::Auto), Just(CoopMode::Off), Just(CoopMode::On)];
     (arb_choice(), mode(), any::<bool>(), mode()).prop_map(|(tiling, cooperative_matrix, f32_via_f16, f32_split)| {
-        GemmOptions { tiling, cooperative_matrix, f32_via_f16, f32_split }
+        GemmOptions { tiling, cooperative_matrix, f32_via_f16, f32_split, unsplit_short_k: false }
     })
 }
 

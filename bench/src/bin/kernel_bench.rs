@@ -67,12 +67,22 @@ fn run(args: &Args) -> Result<bool, String> {
             };
             let p = &inputs.problem;
             let cases: Vec<(String, Result<_, _>)> = match args.sweep {
-                None => args
+                None if args.parallelism.is_empty() => args
                     .paths
                     .iter()
                     .map(|&path| {
                         let opts = ep_bench::cases::options(path, dtype, args.tiling);
                         (path.name().to_string(), plan_gemm(p, gpu.caps(), &opts))
+                    })
+                    .collect(),
+                None => args
+                    .paths
+                    .iter()
+                    .flat_map(|&path| args.parallelism.iter().map(move |&n| (path, n)))
+                    .map(|(path, n)| {
+                        let opts = ep_bench::cases::options(path, dtype, args.tiling);
+                        let caps = ep_kernels::caps::DeviceCaps { parallelism: n, ..gpu.caps().clone() };
+                        (format!("{} p{n}", path.name()), plan_gemm(p, &caps, &opts))
                     })
                     .collect(),
                 Some(which) => {

@@ -196,6 +196,8 @@ pub fn plan_conv_with(
         return Err(PlanError::F16Unsupported);
     }
     check_bindings(problem, caps)?;
+    // The short-K split-K rule was measured on plain products; convs keep their products unsplit.
+    let gemm = &GemmOptions { unsplit_short_k: true, ..*gemm };
     let mut fallbacks = Vec::new();
     let candidates = match algo {
         ConvAlgo::Auto if prefers_direct(problem) => vec![ConvAlgo::Direct, ConvAlgo::Gemm],

@@ -42,6 +42,9 @@ pub struct GemmOptions {
     /// kernels' 128-wide tiles fill the device; `On`: every product they can compute; `Off`:
     /// the SIMT kernels. Needs the coop path (`cooperative_matrix` not off).
     pub f32_split: CoopMode,
+    /// Keep products with K below 1024 unsplit (the convs' products: the short-K split-K rule
+    /// was measured on plain products only).
+    pub unsplit_short_k: bool,
 }
 
 impl GemmOptions {

@@ -134,10 +134,10 @@ pub fn plan_gemm_tuned(
     }
     let mut tilings = Vec::new();
     match coop::eligible(&problem, caps, options) {
-        Ok(()) => tilings.extend(coop::candidates(&problem, caps, options.tiling)),
+        Ok(()) => tilings.extend(coop::candidates(&problem, caps, options)),
         Err(reason) => fallbacks.push(format!("coop: {reason}")),
     }
-    tilings.extend(simt_candidates(&problem, caps, options.tiling));
+    tilings.extend(simt_candidates(&problem, caps, options));
     first_fit(tilings, fallbacks, |t| build(&problem, caps, t, tuning, simt_step)).map_err(|mut fallbacks| {
         fallbacks
             .pop()
@@ -182,7 +182,7 @@ pub fn plan_gemm_implicit(
     check_operand_bindings(problem, caps, false)?;
     let tuning = Tuning::for_caps(caps);
     let mut tilings: Vec<Tiling> = Vec::new();
-    for t in simt_candidates(problem, caps, options.tiling) {
+    for t in simt_candidates(problem, caps, options) {
         let t = if t == Tiling::Gemv { Tiling::Tile64 } else { t };
         if !tilings.contains(&t) {
             tilings.push(t);
@@ -230,8 +230,11 @@ fn implicit_step(
 }
 
 /// SIMT tilings to try, best first.
-fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, choice: TilingChoice) -> Vec<Tiling> {
-    let split = Tiling::SplitK { splits: split_count(p, caps, choice == TilingChoice::SplitK, TileShape::T64.bk) };
+fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Vec<Tiling> {
+    let choice = options.tiling;
+    let forced = choice == TilingChoice::SplitK;
+    let short_k = if options.unsplit_short_k { 0 } else { caps.parallelism as u64 / 2 };
+    let split = Tiling::SplitK { splits: split_count(p, caps, forced, TileShape::T64.bk, short_k) };
     match choice {
         TilingChoice::Tile128 => vec![Tiling::Tile128, Tiling::Tile64, Tiling::Gemv],
         TilingChoice::Tile64 => vec![Tiling::Tile64, Tiling::Gemv],
@@ -257,19 +260,33 @@ pub(crate) fn tiles(p: &GemmProblem, bm: u32, bn: u32) -> u64 {
     p.m.div_ceil(bm) as u64 * p.n.div_ceil(bn) as u64 * p.batch_count()
 }
 
-/// Split-K pays when 64×64 tiles cannot fill the device and K is long; a forced split-K always
-/// splits where K allows (slices of `bk`).
-pub(crate) fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool, bk: u32) -> u32 {
+/// Split-K pays when 64×64 tiles cannot fill the device and K is not short. From K = 1024 the
+/// splits bring the workgroups to `parallelism`, each split at least 256 deep; below (K from
+/// 512), for problems of at most `short_k_tiles` tiles, to about 5/8 of it, each split at least
+/// 96 deep. Measured on the H200 (`kernel_bench --parallelism …`, docs/PERFORMANCE.md "Split-K
+/// for short K"): 128×768×768 runs in 13 µs with 7 splits against 20 µs unsplit (SIMT f32: 17
+/// against 41) and 197×768×768 in SIMT f32 in 23 µs with 4 against 41; the tensor-core kernel
+/// there (48 tiles: 14 against 20 µs alone) lost end to end in ViT-base, so the coop planner
+/// passes a smaller `short_k_tiles`. With K ≥ 1024 the fuller split stays ahead (128×768×3072:
+/// 17 µs with 11 splits, 20 with 7). A forced split-K always splits where K allows (slices of
+/// `bk`).
+pub(crate) fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool, bk: u32, short_k_tiles: u64) -> u32 {
     let t = tiles(p, 64, 64).max(1);
-    let max_by_k = p.k.div_ceil(bk).max(1);
-    let want = (caps.parallelism as u64).div_ceil(t).clamp(2, 16) as u32;
+    let parallelism = caps.parallelism as u64;
+    let fill = |workgroups: u64| workgroups.div_ceil(t).clamp(2, 16) as u32;
     if forced {
-        return want.min(max_by_k);
+        return fill(parallelism).min(p.k.div_ceil(bk).max(1));
     }
-    if t * 2 > caps.parallelism as u64 || p.k < 1024 {
+    if t * 2 > parallelism || p.k < 512 {
         return 1;
     }
-    want.min(p.k / 256)
+    if p.k >= 1024 {
+        fill(parallelism).min(p.k / 256)
+    } else if t <= short_k_tiles {
+        fill((parallelism * 5).div_ceil(8)).min(p.k / 96)
+    } else {
+        1
+    }
 }
 
 /// Makes a SIMT product step from the vec4 shapes to try, the scalar fallback shape and the

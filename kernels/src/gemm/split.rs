@@ -88,7 +88,7 @@ pub(crate) fn plan(
     let mut q = *p;
     q.k = virtual_k(p.k, 64) as u32;
     let mut last = String::from("no coop tiling without K splits");
-    for tiling in coop::candidates(&q, caps, options.tiling) {
+    for tiling in coop::candidates(&q, caps, options) {
         let shapes = match tiling {
             Tiling::Coop128 => &tuning.coop_128,
             Tiling::Coop64 => &tuning.coop_64,

@@ -239,6 +239,7 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
             cooperative_matrix,
             f32_via_f16,
             f32_split,
+            unsplit_short_k: false,
         })
     });
     for options in options {

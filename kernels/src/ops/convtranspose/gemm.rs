@@ -85,7 +85,8 @@ pub fn schedule(
 ) -> Result<GemmSchedule, PlanError> {
     let dtype = ty.float().ok_or_else(|| PlanError::Invalid(format!("ConvTranspose of {}", ty.name())))?;
     let problem = problem(x, w, group, dtype)?;
-    let gemm = plan_gemm(&problem, caps, options)?;
+    // Like the convs' products, kept out of the short-K split-K rule (measured on plain products).
+    let gemm = plan_gemm(&problem, caps, &GemmOptions { unsplit_short_k: true, ..*options })?;
     // `cols` is the GEMM's output.
     let col_bytes = problem.output_len() * ty.size();
     Ok(GemmSchedule { problem, gemm, col_bytes, col2im })
