@@ -50,11 +50,12 @@ pub enum Phase {
     RunRecord,
     /// Waiting for the GPU: run-time checks, read-backs, outputs the encoder could not copy.
     RunWait,
-    /// Data transfer host → device: copying the bytes into staging memory (count: copies).
+    /// Host → device copies of `runtime::transfer` (ONNX Runtime's data transfer; a device input
+    /// a run cannot copy on the GPU): the bytes into staging memory (count: copies).
     CopyIn,
-    /// Data transfer device → host: waiting for the GPU and the mapping (count: copies).
+    /// Device → host copies of `runtime::transfer`: waiting for the GPU and the mapping.
     CopyOutWait,
-    /// Data transfer device → host: copying the mapped bytes into host memory (count: copies).
+    /// Device → host copies of `runtime::transfer`: the mapped bytes into host memory.
     CopyOut,
 }
 
