@@ -55,6 +55,9 @@ fn run(args: &Args) -> Result<bool, String> {
         return Ok(true);
     }
     let timer = GpuTimer::new(&gpu).ok_or("the adapter has no timestamp queries")?;
+    // The device's own parallelism (`None`), or each one `--parallelism` gives.
+    let parallelism: Vec<Option<u32>> =
+        if args.parallelism.is_empty() { vec![None] } else { args.parallelism.iter().copied().map(Some).collect() };
     let mut records = Vec::new();
     for shape in &args.shapes {
         for &dtype in &args.dtypes {
@@ -67,20 +70,13 @@ fn run(args: &Args) -> Result<bool, String> {
             };
             let p = &inputs.problem;
             let cases: Vec<(String, Result<_, _>)> = match args.sweep {
-                None if args.parallelism.is_empty() => args
-                    .paths
-                    .iter()
-                    .map(|&path| {
-                        let opts = ep_bench::cases::options(path, dtype, args.tiling);
-                        (path.name().to_string(), plan_gemm(p, gpu.caps(), &opts))
-                    })
-                    .collect(),
                 None => args
                     .paths
                     .iter()
-                    .flat_map(|&path| args.parallelism.iter().map(move |&n| (path, n)))
+                    .flat_map(|&path| parallelism.iter().map(move |&n| (path, n)))
                     .map(|(path, n)| {
                         let opts = ep_bench::cases::options(path, dtype, args.tiling);
+                        let Some(n) = n else { return (path.name().to_string(), plan_gemm(p, gpu.caps(), &opts)) };
                         let caps = ep_kernels::caps::DeviceCaps { parallelism: n, ..gpu.caps().clone() };
                         (format!("{} p{n}", path.name()), plan_gemm(p, &caps, &opts))
                     })

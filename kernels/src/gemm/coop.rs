@@ -36,13 +36,10 @@ pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions
 
 /// Coop tilings to try, best first (the SIMT ones follow them).
 pub(crate) fn candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Vec<Tiling> {
-    let choice = options.tiling;
     // Short-K splits only for the thinnest problems (an eighth of `parallelism` in tiles): the
     // 48 tiles of ViT-base's 197×768×768 ran faster alone split but slower end to end.
-    let forced = choice == TilingChoice::SplitK;
-    let short_k = if options.unsplit_short_k { 0 } else { caps.parallelism as u64 / 8 };
-    let split = Tiling::CoopSplitK { splits: split_count(p, caps, forced, COOP_64.bk, short_k) };
-    match choice {
+    let split = Tiling::CoopSplitK { splits: split_count(p, caps, options, COOP_64.bk, 8) };
+    match options.tiling {
         TilingChoice::Tile128 => vec![Tiling::Coop128, Tiling::Coop64],
         TilingChoice::Tile64 => vec![Tiling::Coop64],
         TilingChoice::SplitK => vec![split, Tiling::Coop64],

@@ -231,11 +231,8 @@ fn implicit_step(
 
 /// SIMT tilings to try, best first.
 fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Vec<Tiling> {
-    let choice = options.tiling;
-    let forced = choice == TilingChoice::SplitK;
-    let short_k = if options.unsplit_short_k { 0 } else { caps.parallelism as u64 / 2 };
-    let split = Tiling::SplitK { splits: split_count(p, caps, forced, TileShape::T64.bk, short_k) };
-    match choice {
+    let split = Tiling::SplitK { splits: split_count(p, caps, options, TileShape::T64.bk, 2) };
+    match options.tiling {
         TilingChoice::Tile128 => vec![Tiling::Tile128, Tiling::Tile64, Tiling::Gemv],
         TilingChoice::Tile64 => vec![Tiling::Tile64, Tiling::Gemv],
         TilingChoice::SplitK => vec![split, Tiling::Tile64, Tiling::Gemv],
@@ -262,19 +259,26 @@ pub(crate) fn tiles(p: &GemmProblem, bm: u32, bn: u32) -> u64 {
 
 /// Split-K pays when 64×64 tiles cannot fill the device and K is not short. From K = 1024 the
 /// splits bring the workgroups to `parallelism`, each split at least 256 deep; below (K from
-/// 512), for problems of at most `short_k_tiles` tiles, to about 5/8 of it, each split at least
+/// 512), for problems of at most `parallelism / short_k_share` tiles, to about 5/8 of it, each split at least
 /// 96 deep. Measured on the H200 (`kernel_bench --parallelism …`, docs/PERFORMANCE.md "Split-K
 /// for short K"): 128×768×768 runs in 13 µs with 7 splits against 20 µs unsplit (SIMT f32: 17
 /// against 41) and 197×768×768 in SIMT f32 in 23 µs with 4 against 41; the tensor-core kernel
 /// there (48 tiles: 14 against 20 µs alone) lost end to end in ViT-base, so the coop planner
-/// passes a smaller `short_k_tiles`. With K ≥ 1024 the fuller split stays ahead (128×768×3072:
-/// 17 µs with 11 splits, 20 with 7). A forced split-K always splits where K allows (slices of
-/// `bk`).
-pub(crate) fn split_count(p: &GemmProblem, caps: &DeviceCaps, forced: bool, bk: u32, short_k_tiles: u64) -> u32 {
+/// passes a smaller share. With K ≥ 1024 the fuller split stays ahead (128×768×3072: 17 µs
+/// with 11 splits, 20 with 7). `options.unsplit_short_k` (the convs') keeps short K unsplit. A
+/// forced split-K always splits where K allows (slices of `bk`).
+pub(crate) fn split_count(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    options: &GemmOptions,
+    bk: u32,
+    short_k_share: u64,
+) -> u32 {
     let t = tiles(p, 64, 64).max(1);
     let parallelism = caps.parallelism as u64;
+    let short_k_tiles = if options.unsplit_short_k { 0 } else { parallelism / short_k_share };
     let fill = |workgroups: u64| workgroups.div_ceil(t).clamp(2, 16) as u32;
-    if forced {
+    if options.tiling == TilingChoice::SplitK {
         return fill(parallelism).min(p.k.div_ceil(bk).max(1));
     }
     if t * 2 > parallelism || p.k < 512 {

@@ -12,7 +12,6 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use parking_lot::Mutex;
 
@@ -294,20 +293,20 @@ impl Gpu {
             return Err(GpuError::Internal(format!("unaligned upload of {len} bytes at {offset}")));
         }
         let size = bucket(len);
-        let started = Instant::now();
         let staging = self.pooled_staging(true, size)?;
         // Large uploads are copied by several threads, each through its own mapped view.
-        let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
-            let mut view = staging
-                .slice(r.start as u64..r.end as u64)
-                .get_mapped_range_mut()
-                .map_err(|e| GpuError::OutOfMemory(format!("upload staging: {e}")))?;
-            view.slice(..).copy_from_slice(&data[r]);
-            Ok(())
-        });
-        staging.unmap();
-        startup::record(Phase::CopyIn, started.elapsed(), 1);
-        written?;
+        startup::time(Phase::CopyIn, || {
+            let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
+                let mut view = staging
+                    .slice(r.start as u64..r.end as u64)
+                    .get_mapped_range_mut()
+                    .map_err(|e| GpuError::OutOfMemory(format!("upload staging: {e}")))?;
+                view.slice(..).copy_from_slice(&data[r]);
+                Ok(())
+            });
+            staging.unmap();
+            written
+        })?;
         // Recorded now, submitted with the next submission on this device (every submission and
         // every wait goes through `Gpu::submit`), so queue order is kept.
         let flush = {
@@ -388,20 +387,21 @@ impl Gpu {
             self.submit([encoder.finish()]);
             Ok(())
         })?;
-        let waited = Instant::now();
-        let rx = request_maps([&staging], wgpu::MapMode::Read);
-        let mut outcome = self.wait();
-        let mapped = self.collect_maps(&rx, 1).pop().flatten();
-        startup::record(Phase::CopyOutWait, waited.elapsed(), 1);
+        let (mut outcome, mapped) = startup::time(Phase::CopyOutWait, || {
+            let rx = request_maps([&staging], wgpu::MapMode::Read);
+            let outcome = self.wait();
+            (outcome, self.collect_maps(&rx, 1).pop().flatten())
+        });
         match mapped {
             Some(Ok(())) => {
                 if outcome.is_ok() {
-                    let copied = Instant::now();
-                    match staging.slice(..padded(len)).get_mapped_range() {
-                        Ok(view) => crate::hostcopy::copy(out, &view[..out.len()]),
-                        Err(e) => outcome = Err(GpuError::Readback(e.to_string())),
-                    }
-                    startup::record(Phase::CopyOut, copied.elapsed(), 1);
+                    outcome = startup::time(Phase::CopyOut, || match staging.slice(..padded(len)).get_mapped_range() {
+                        Ok(view) => {
+                            crate::hostcopy::copy(out, &view[..out.len()]);
+                            Ok(())
+                        }
+                        Err(e) => Err(GpuError::Readback(e.to_string())),
+                    });
                 }
                 staging.unmap();
                 if outcome.is_ok() {
