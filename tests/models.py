@@ -169,11 +169,12 @@ class Builder:
         return self.op("Transpose", [r], perm=list(perm))
 
     def attention(self, x, prefix, batch, seq, d, heads, *, scale="scores_mul", k_bias=True, k_direct=False, mask=None,
-                  softmax_fp32=False):
+                  softmax_fp32=False, softmax_roundtrip=False):
         """Self-attention: q/k/v projections, view + permute to heads, scores = q·kᵀ scaled, + `mask`, Softmax(-1),
         · v, permute back, view, out projection. `scale`: "scores_mul" (Mul by 1/√D on the scores), "scores_div"
         (Div by √D, as BERT/ViT), or "q" (q multiplied after its projection, as HF Whisper's eager attention).
-        `k_direct`: k permuted straight to [B, H, D, T] (else permuted to [B, H, T, D] then transposed)."""
+        `k_direct`: k permuted straight to [B, H, D, T] (else permuted to [B, H, T, D] then transposed).
+        `softmax_roundtrip`: the probabilities Cast to float32 and back after the Softmax (transformers' ViT export)."""
         hd = d // heads
         q = self.linear(x, f"{prefix}.q_proj", d, d)
         k = self.linear(x, f"{prefix}.k_proj", d, d, bias=k_bias)
@@ -196,6 +197,8 @@ class Builder:
         probs = self.op("Softmax", [scores], axis=-1)
         if softmax_fp32:
             probs = self.op("Cast", [probs], to=elem(self.dtype))
+        if softmax_roundtrip:
+            probs = self.op("Cast", [self.op("Cast", [probs], to=TensorProto.FLOAT)], to=elem(self.dtype))
         ctx = self.op("MatMul", [probs, self.heads(v, batch, seq, heads, hd)])
         ctx = self.op("Reshape", [self.op("Transpose", [ctx], perm=[0, 2, 1, 3]), self.ints([batch, seq, d])])
         return self.linear(ctx, f"{prefix}.out_proj", d, d)
@@ -269,7 +272,8 @@ def bert_encoder(params: Params, dtype=np.float32, batch=2, seq=13, d=64, heads=
     return b.model(ids, [tensor("last_hidden_state", dtype, [batch, seq, d]), tensor("pooler_output", dtype, [batch, d])])
 
 
-def vit_encoder(params: Params, dtype=np.float32, batch=2, channels=3, image=32, patch=8, d=64, heads=4, ffn=128, layers=2):
+def vit_encoder(params: Params, dtype=np.float32, batch=2, channels=3, image=32, patch=8, d=64, heads=4, ffn=128, layers=2,
+                softmax_roundtrip=False):
     """ViTModel: patch Conv (stride = kernel), flatten(2) (Reshape) and transpose(1, 2), a cls token expanded to the
     batch and concatenated in front, + position embeddings, `layers` pre-LN layers, final LayerNorm, token 0
     (Gather). Input pixel_values [B, C, H, W]; outputs last_hidden_state [B, N + 1, d] and cls [B, d]."""
@@ -283,7 +287,8 @@ def vit_encoder(params: Params, dtype=np.float32, batch=2, channels=3, image=32,
     h = b.op("Add", [b.op("Concat", [cls, x], axis=1), b.weight("position_embeddings", (1, n + 1, d), "embedding")])
     for i in range(layers):
         p = f"encoder.layer.{i}"
-        a = b.attention(b.layer_norm(h, f"{p}.layernorm_before", d, eps=1e-12), f"{p}.attention", batch, n + 1, d, heads, scale="scores_div")
+        a = b.attention(b.layer_norm(h, f"{p}.layernorm_before", d, eps=1e-12), f"{p}.attention", batch, n + 1, d, heads,
+                        scale="scores_div", softmax_roundtrip=softmax_roundtrip)
         h = b.op("Add", [a, h])
         h = b.op("Add", [b.mlp(b.layer_norm(h, f"{p}.layernorm_after", d, eps=1e-12), p, d, ffn), h])
     h = b.layer_norm(h, "layernorm", d, eps=1e-12, out="last_hidden_state")

@@ -49,12 +49,19 @@ def profiled_ops(sess, feeds, tmp_path) -> tuple[list, list[str]]:
     return got, [json.loads(line)["ops"] for line in lines]
 
 
+# Q, K and V projections packed into one product (graph/packed_proj.rs): its step's ops.
+PACKED = "MatMul+Add(Q/K/V)"
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_whisper_encoder_attention_is_fused(make_session, run_cpu, dtype, tmp_path):
+@pytest.mark.parametrize("hf_eager", [False, True], ids=["k_bias", "hf_eager"])
+def test_whisper_encoder_attention_is_fused(make_session, run_cpu, dtype, hf_eager, tmp_path):
     seed = new_seed()
     rng = np.random.default_rng(seed)
-    # Head size 64 (d 128, 2 heads); 33 frames → 17 positions.
-    model = models.whisper_encoder(models.Params(rng), dtype, batch=2, frames=33, d=128, heads=2, ffn=128, layers=1)
+    # Head size 64 (d 128, 2 heads); 33 frames → 17 positions. hf_eager: Q scaled after its bias (the factor moves
+    # into the attention's scale), K without a bias (zeros in the packed bias).
+    model = models.whisper_encoder(models.Params(rng), dtype, batch=2, frames=33, d=128, heads=2, ffn=128, layers=1,
+                                   hf_eager=hf_eager)
     feeds = {"input_features": rng.uniform(-1, 1, size=(2, 80, 33)).astype(dtype)}
     sess = make_session(model, FLASH)
     assert sess.get_providers() == [EP, "CPUExecutionProvider"]
@@ -64,6 +71,11 @@ def test_whisper_encoder_attention_is_fused(make_session, run_cpu, dtype, tmp_pa
     # The test adapter (llvmpipe) has timestamp queries, so the step profile is written.
     assert "FlashAttention(fused)" in ops, ops
     assert not any("Softmax" in o for o in ops), ops
+    # One product for the three projections, the output projection and the two MLP products (MatMul + Add is a
+    # Gemm after ONNX Runtime's fusion).
+    assert ops.count(PACKED) == 1 and sum(o.startswith(("MatMul", "Gemm")) for o in ops) == 4, ops
+    # The frontend's Transpose; the one after the attention is the kernel's store.
+    assert ops.count("Transpose") == 1, ops
 
 
 def test_bert_encoder_attention_with_mask_is_fused(make_session, run_cpu, tmp_path):
@@ -81,6 +93,24 @@ def test_bert_encoder_attention_with_mask_is_fused(make_session, run_cpu, tmp_pa
         assert rel_err(g, w) <= TOL[np.float32], f"seed {seed}"
     assert "FlashAttention(fused)" in ops, ops
     assert not any("Softmax" in o for o in ops), ops
+    # 160 f32 columns per projection: K and V start at 256-byte boundaries (columns 192 and 384), zeros between.
+    assert PACKED in ops, ops
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_vit_encoder_attention_is_fused(make_session, run_cpu, dtype, tmp_path):
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    # transformers' ViT export: the Softmax's probabilities Cast to float32 and back; 17 tokens, head size 64.
+    model = models.vit_encoder(models.Params(rng), dtype, batch=2, image=32, patch=8, d=128, heads=2, ffn=64, layers=2,
+                               softmax_roundtrip=True)
+    feeds = {"pixel_values": rng.uniform(-1, 1, size=(2, 3, 32, 32)).astype(dtype)}
+    sess = make_session(model, FLASH)
+    got, ops = profiled_ops(sess, feeds, tmp_path)
+    for g, w in zip(got, run_cpu(model, feeds)):
+        assert rel_err(g, w) <= TOL[dtype], f"seed {seed}"
+    assert ops.count("FlashAttention(fused)") == 2 and ops.count(PACKED) == 2, ops
+    assert not any("Softmax" in o or "Cast" in o for o in ops), ops
 
 
 def attention_model(dtype, q_shape, k_shape, mask_shape=None, mask_type=None, **attrs):

@@ -153,7 +153,7 @@ fn warm_up(gpu: &Gpu, timer: &GpuTimer, refs: &[&Dispatch], repeat: u32) -> Resu
 fn measure(gpu: &Gpu, timer: &GpuTimer, inp: &Inputs, plan: &GemmPlan, iters: usize) -> Result<(f64, f64), GpuError> {
     let p = &inp.problem;
     let out_bytes = p.output_len() * p.dtype.size();
-    let out = GpuBuffer { buffer: inp.out.buffer.clone(), len: out_bytes };
+    let out = GpuBuffer::new(inp.out.buffer.clone(), out_bytes);
     gpu.write(&out, &poison(p.dtype, p.output_len()))?;
     let dispatches = gpu.prepare_gemm(plan, GemmBindings { a: &inp.a, b: &inp.b, bias: None, out: &out })?;
     let refs: Vec<&Dispatch> = dispatches.iter().collect();

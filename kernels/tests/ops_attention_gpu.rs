@@ -5,6 +5,8 @@
 mod common;
 #[path = "ops_attention_gpu/coop.rs"]
 mod coop;
+#[path = "ops_attention_gpu/packed.rs"]
+mod packed;
 
 use common::graph::{const_val, node, val, T};
 use ep_kernels::graph::{build_program_with, Attr, Constant, ExecOptions, Executable, FlashMode, HostTensor, Node};

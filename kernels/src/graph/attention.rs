@@ -1,13 +1,14 @@
 //! The exported attention pattern, rewritten into the EP's `FlashAttention` node:
 //!
 //! `MatMul(Q, Kᵀ) → [Mul(·, c) | Div(·, c)] → [Add(·, mask)] → [Cast f32] → Softmax(last axis) →
-//! [Cast back] → MatMul(·, V)`
+//! [Cast back, or Cast f32 → Cast f16] → MatMul(·, V)`
 //!
 //! with Q, Kᵀ, V of rank 3 or 4, equal batch dims and a head size the kernel has (else the ops run
 //! unfused). A Transpose feeding Q, Kᵀ or V that only the pattern reads is absorbed into that
 //! operand's strides, so both layouts of K (`Kᵀ` computed by the graph, or `Transpose(K)`) and the
-//! usual `[B, S, H, D] → [B, H, S, D]` transposes cost nothing. As for every rewrite, each
-//! intermediate must be read only inside the pattern.
+//! usual `[B, S, H, D] → [B, H, S, D]` transposes cost nothing, and so does the `Transpose(0, 2,
+//! 1, 3)` back to `[B, S, H, D]` after it (the kernel stores that layout). As for every rewrite,
+//! each intermediate must be read only inside the pattern.
 
 use super::model::{Attr, Dim, Node, ValueInfo};
 use super::patterns::{scalar, Ctx, Rewrite};
@@ -24,10 +25,14 @@ pub(super) fn flash(ctx: &Ctx<'_>, s: usize, mode: super::FlashMode) -> Option<R
         return None;
     }
     let mut members = vec![s];
-    // After: an optional Cast back, then MatMul(P, V).
+    // After: up to two Casts between float types (back to the input's type, or the exported
+    // f16 → f32 → f16 round trip), then MatMul(P, V).
     let mut p = s;
     let mut mm2 = ctx.next(p)?;
-    if ctx.op(mm2, "Cast") {
+    for _ in 0..2 {
+        if !ctx.op(mm2, "Cast") || !float_cast(&ctx.nodes[mm2]) {
+            break;
+        }
         members.push(mm2);
         p = mm2;
         mm2 = ctx.next(p)?;
@@ -77,6 +82,12 @@ pub(super) fn flash(ctx: &Ctx<'_>, s: usize, mode: super::FlashMode) -> Option<R
     // Only the element types the mode fuses (f16 by default, on the tensor-core kernel).
     mode.allows(crate::dtype::ElemType::from_onnx(ctx.nodes[mm1].input(0)?.elem_type)?).ok()?;
     finish(ctx, members, mm1, mm2, mask, scale, rank)
+}
+
+/// Whether a Cast goes to f16 or f32.
+fn float_cast(cast: &Node) -> bool {
+    let to = cast.int("to").and_then(|t| i32::try_from(t).ok()).and_then(crate::dtype::ElemType::from_onnx);
+    matches!(to, Some(crate::dtype::ElemType::F16 | crate::dtype::ElemType::F32))
 }
 
 /// An operand of the pattern: its source (through the Transposes feeding it that only the pattern
@@ -159,10 +170,16 @@ fn finish(
     let (vs, vmap) = operand(ctx, mm2, 1, &mut members)?;
     // Logical K (b, h, s, d) is Kᵀ's view dims (0, 1, 3, 2).
     let kmap = [ktmap[0], ktmap[1], ktmap[3], ktmap[2]];
+    // The exported `Transpose(0, 2, 1, 3)` back to [B, S, H, D]: the kernel stores that layout.
+    let heads_out = ctx
+        .next(mm2)
+        .filter(|&t| rank == 4 && ctx.op(t, "Transpose") && ctx.nodes[t].ints("perm") == Some(&[0, 2, 1, 3][..]));
+    let tail = heads_out.unwrap_or(mm2);
+    members.extend(heads_out);
     members.sort_unstable();
     members.dedup();
     let last = *members.last()?;
-    if last != mm2 || !members.iter().filter(|&&m| m != last).all(|&m| ctx.private(m, &members)) {
+    if last != tail || !members.iter().filter(|&&m| m != last).all(|&m| ctx.private(m, &members)) {
         return None;
     }
     let perm = |m: [usize; 4]| Attr::Ints(m.iter().map(|&x| x as i64).collect());
@@ -172,7 +189,7 @@ fn finish(
         domain: INTERNAL_DOMAIN.into(),
         since_version: 1,
         inputs: vec![Some(qs), Some(ks), Some(vs), mask],
-        outputs: vec![Some(ctx.nodes[mm2].output(0)?.clone())],
+        outputs: vec![Some(ctx.nodes[tail].output(0)?.clone())],
         attrs: [
             ("q_perm".to_string(), perm(qmap)),
             ("k_perm".to_string(), perm(kmap)),
@@ -181,6 +198,7 @@ fn finish(
             ("out_rank".to_string(), Attr::Int(rank as i64)),
         ]
         .into_iter()
+        .chain(heads_out.map(|_| ("out_heads".to_string(), Attr::Int(1))))
         .collect(),
         assigned_ep: None,
     };

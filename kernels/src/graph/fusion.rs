@@ -49,6 +49,8 @@ pub struct Epilogue {
 pub struct Fusion {
     /// Decomposed patterns rewritten into one op: the last member → the op replacing them.
     pub rewrites: HashMap<usize, Node>,
+    /// Every member of each rewrite (the key is its last member).
+    pub rewrite_members: HashMap<usize, Vec<usize>>,
     /// Product node → what it absorbed.
     pub epilogues: HashMap<usize, Epilogue>,
     /// Elementwise chains, members in topological order; the last is the root.
@@ -89,6 +91,7 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
         if let (true, Some(&last)) = (buildable, r.members.last()) {
             fusion.absorbed.extend(r.members.iter().copied().filter(|&m| m != last));
             fusion.rewrites.insert(last, r.node);
+            fusion.rewrite_members.insert(last, r.members);
         }
     }
     // Every reader of `value`, when it stays inside.
@@ -374,7 +377,7 @@ fn mul_operands(node: &Node) -> Option<[&str; 2]> {
 }
 
 /// The factor of `Mul(tail, c)`, `Mul(c, tail)` or `Div(tail, c)` with `c` a constant scalar.
-fn scalar_factor(node: &Node, tail: &str) -> Option<f32> {
+pub(super) fn scalar_factor(node: &Node, tail: &str) -> Option<f32> {
     let (a, b) = (node.input(0)?, node.input(1)?);
     let constant =
         |v: &ValueInfo| if v.constant && v.fixed_shape()?.iter().product::<u64>() == 1 { v.scalar_f32() } else { None };

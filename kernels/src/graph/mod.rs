@@ -7,6 +7,7 @@ pub mod fold;
 pub mod fusion;
 pub mod model;
 pub mod offload;
+pub mod packed_proj;
 pub mod packed_qkv;
 pub mod patterns;
 pub mod placement;

@@ -34,7 +34,7 @@ pub(super) struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(nodes: &'a [Node], outputs: &'a [String]) -> Ctx<'a> {
+    pub(super) fn new(nodes: &'a [Node], outputs: &'a [String]) -> Ctx<'a> {
         let mut producer = HashMap::new();
         let mut readers: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, n) in nodes.iter().enumerate() {
@@ -56,6 +56,11 @@ impl<'a> Ctx<'a> {
     pub(super) fn input_node(&self, i: usize, k: usize) -> Option<usize> {
         let v = self.nodes[i].input(k)?;
         self.producer.get(v.name.as_str()).copied()
+    }
+
+    /// The node producing `value`, if it is in the partition.
+    pub(super) fn producer(&self, value: &str) -> Option<usize> {
+        self.producer.get(value).copied()
     }
 
     pub(super) fn input_name(&self, i: usize, k: usize) -> Option<&'a str> {

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::fusion::{self, Fusion};
-use super::model::Node;
+use super::model::{Node, ValueInfo};
+use super::packed_proj::{self, Pack};
 use crate::conv::Residual;
 use crate::dtype::ElemType;
 use crate::ops::conv::ConvKernel;
@@ -102,8 +103,13 @@ impl Scope<'_> {
     /// A new value named `name` (with its element type).
     fn define(&mut self, node: &Node, out: usize) -> Result<(usize, ElemType), String> {
         let v = node.output(out).ok_or_else(|| format!("'{}' has no output {out}", node.name))?;
+        self.define_value(v, &node.name)
+    }
+
+    /// A new value `v`, written by `writer`.
+    fn define_value(&mut self, v: &ValueInfo, writer: &str) -> Result<(usize, ElemType), String> {
         let ty = ElemType::from_onnx(v.elem_type)
-            .ok_or_else(|| format!("output '{}' of '{}' has element type {}", v.name, node.name, v.elem_type))?;
+            .ok_or_else(|| format!("output '{}' of '{writer}' has element type {}", v.name, v.elem_type))?;
         let id = self.values;
         self.values += 1;
         self.names.insert(v.name.clone(), Operand::Temp(id));
@@ -131,13 +137,21 @@ pub fn build_program_with(
     mut constants: Vec<Constant>,
     flash_attention: super::FlashMode,
 ) -> Result<Program, String> {
-    let fusion = fusion::plan(nodes, outputs, flash_attention);
+    let mut fusion = fusion::plan(nodes, outputs, flash_attention);
     for node in fusion.rewrites.values() {
         constants.extend(synthesised_constant(node)?);
     }
+    // Q, K and V projections of a fused attention → one product.
+    let packs = packed_proj::find(nodes, outputs, &fusion, &constants);
+    packed_proj::apply(&packs, &mut fusion);
+    let mut displaced = Vec::new();
+    for p in &packs {
+        constants.extend([p.weights.clone(), p.bias.clone()]);
+        displaced.extend(p.replaced.iter().cloned());
+    }
+    let packs: HashMap<usize, &Pack> = packs.iter().map(|p| (p.product, p)).collect();
     // Conv → weights and bias with a BatchNormalization folded in.
     let mut folds: HashMap<usize, (String, String)> = HashMap::new();
-    let mut displaced = Vec::new();
     for (&p, epilogue) in &fusion.epilogues {
         if let Some(bn) = epilogue.batch_norm {
             let (w, b) = super::fold::fold(&nodes[p], &nodes[bn], &constants)?;
@@ -164,17 +178,21 @@ pub fn build_program_with(
         if fusion.absorbed.contains(&i) {
             continue;
         }
-        let outs = (0..node.outputs.len())
-            .filter(|&k| node.output(k).is_some_and(|o| !o.name.is_empty()))
-            .map(|k| scope.define(node, k))
-            .collect::<Result<Vec<_>, _>>()?;
+        let outs = match packs.get(&i) {
+            Some(p) => vec![scope.define_value(&p.value, &node.name)?],
+            None => (0..node.outputs.len())
+                .filter(|&k| node.output(k).is_some_and(|o| !o.name.is_empty()))
+                .map(|k| scope.define(node, k))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         pending.push((i, outs));
     }
     let mut steps = Vec::with_capacity(pending.len());
     for (i, outs) in pending {
-        let step = match chain_of_root.get(&i) {
-            Some(chain) => chain_step(nodes, chain, &mut scope, outs)?,
-            None => node_step(nodes, i, (&fusion, &folds), &mut scope, outs)?,
+        let step = match (chain_of_root.get(&i), packs.get(&i)) {
+            (Some(chain), _) => chain_step(nodes, chain, &mut scope, outs)?,
+            (None, Some(pack)) => packed_step(&nodes[i], pack, &mut scope, outs)?,
+            (None, None) => node_step(nodes, i, (&fusion, &folds), &mut scope, outs)?,
         };
         steps.push(step);
     }
@@ -235,6 +253,34 @@ fn drop_unread_constants(program: &mut Program, candidates: &[String]) {
     program.outputs.iter_mut().for_each(remap);
     let mut k = keep.into_iter();
     program.constants.retain(|_| k.next().unwrap_or(true));
+}
+
+/// The product of a [`Pack`]: X by the packed weights (named after Q's product `node`), with the
+/// packed bias.
+fn packed_step(
+    node: &Node,
+    pack: &Pack,
+    scope: &mut Scope<'_>,
+    outputs: Vec<(usize, ElemType)>,
+) -> Result<Step, String> {
+    let product = Node {
+        name: node.name.clone(),
+        op_type: "MatMul".into(),
+        domain: String::new(),
+        since_version: 13,
+        inputs: vec![Some(pack.input.clone())],
+        outputs: vec![Some(pack.value.clone())],
+        attrs: Default::default(),
+        assigned_ep: None,
+    };
+    let mut kernel = ProductKernel::of(&product, ProductKind::MatMul)?;
+    kernel.add_bias();
+    let constant = |c: &Constant| {
+        scope.names.get(&c.name).copied().ok_or_else(|| format!("the packed constant '{}' is missing", c.name))
+    };
+    let (w, b) = (constant(&pack.weights)?, constant(&pack.bias)?);
+    let inputs = vec![scope.operand(&product, 0)?, Some(w), Some(b)];
+    Ok(Step { name: node.name.clone(), ops: "MatMul+Add(Q/K/V)".into(), inputs, outputs, kernel: Arc::new(kernel) })
 }
 
 /// The all-ones scale a rewritten norm without γ reads.

@@ -12,13 +12,40 @@ use crate::error::GpuError;
 pub struct GpuBuffer {
     pub buffer: wgpu::Buffer,
     pub len: u64,
+    /// Where a binding of it starts (0 but for the views of [`GpuBuffer::from_offset`]).
+    pub offset: u64,
 }
 
 impl GpuBuffer {
+    /// A whole buffer of `len` bytes.
+    pub fn new(buffer: wgpu::Buffer, len: u64) -> GpuBuffer {
+        GpuBuffer { buffer, len, offset: 0 }
+    }
+
     pub fn binding(&self) -> wgpu::BindingResource<'_> {
-        self.buffer.as_entire_binding()
+        if self.offset == 0 {
+            return self.buffer.as_entire_binding();
+        }
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.buffer, offset: self.offset, size: None })
+    }
+
+    /// The same buffer bound from byte `offset` on (a multiple of the device's storage offset
+    /// alignment, which is at most [`STORAGE_OFFSET_ALIGN`]), for kernels that read one operand
+    /// out of a wider tensor.
+    pub fn from_offset(&self, offset: u64) -> Result<GpuBuffer, GpuError> {
+        if offset % STORAGE_OFFSET_ALIGN != 0 || offset >= self.len {
+            return Err(GpuError::Internal(format!(
+                "a binding at byte {offset} of a {}-byte tensor is not aligned or out of range",
+                self.len
+            )));
+        }
+        Ok(GpuBuffer { buffer: self.buffer.clone(), len: self.len - offset, offset: self.offset + offset })
     }
 }
+
+/// The largest `min_storage_buffer_offset_alignment` WebGPU allows: a storage binding at a
+/// multiple of it is valid on every device.
+pub const STORAGE_OFFSET_ALIGN: u64 = 256;
 
 pub(super) const fn padded(len: u64) -> u64 {
     let l = if len < 4 { 4 } else { len };
@@ -113,7 +140,7 @@ impl Gpu {
             }
             other => other?,
         };
-        Ok(GpuBuffer { buffer, len })
+        Ok(GpuBuffer::new(buffer, len))
     }
 
     /// A storage buffer holding `data`.

@@ -125,7 +125,7 @@ impl Gpu {
             buffer.unmap();
             Ok(buffer)
         })?;
-        Ok(GpuBuffer { buffer, len: params.len() as u64 })
+        Ok(GpuBuffer::new(buffer, params.len() as u64))
     }
 
     /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.

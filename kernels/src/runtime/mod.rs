@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 pub use adapter::{adapter_caps, list_adapters, AdapterSelector, AdapterSummary};
-pub use buffers::{GpuBuffer, Readback, Staged};
+pub use buffers::{GpuBuffer, Readback, Staged, STORAGE_OFFSET_ALIGN};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};

@@ -52,7 +52,7 @@ impl GpuTimer {
             }
             encoder.resolve_query_set(&self.queries, 0..2, &self.resolve, 0);
             let rb = gpu.readback(16)?;
-            gpu.copy_to_readback(&mut encoder, &super::GpuBuffer { buffer: self.resolve.clone(), len: 16 }, &rb);
+            gpu.copy_to_readback(&mut encoder, &super::GpuBuffer::new(self.resolve.clone(), 16), &rb);
             gpu.submit([encoder.finish()]);
             Ok(rb)
         })?;

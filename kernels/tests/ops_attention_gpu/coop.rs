@@ -55,7 +55,7 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
     kernel.splits = splits;
     // The kernel reads K through its layout; what it is handed is K stored transposed.
     let k_stored = if kt {
-        kernel.k = Layout { perm: [0, 1, 3, 2], packed_heads: None };
+        kernel.k = Layout { perm: [0, 1, 3, 2], packed_heads: None, columns: None };
         let kv = k.values();
         let (h, s, d) = (c.hkv, c.skv, c.d);
         let mut t = vec![0f32; kv.len()];

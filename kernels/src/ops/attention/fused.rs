@@ -1,7 +1,8 @@
 //! `FlashAttention` (domain [`super::INTERNAL_DOMAIN`]): the node the exported attention pattern
 //! is rewritten into (`graph/attention.rs`). Inputs Q, K, V and an optional mask (additive, or
 //! boolean); attributes `q_perm`, `k_perm`, `v_perm` (each operand's logical (batch, head, seq,
-//! dim) as dims of its stored tensor, leading 1s added up to rank 4), `scale` and `out_rank`.
+//! dim) as dims of its stored tensor, leading 1s added up to rank 4), `scale` and `out_rank`, or
+//! `out_heads` = 1 for an output stored `[B, S, H, D]`.
 
 use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
 use super::{unsupported, INTERNAL_DOMAIN};
@@ -29,6 +30,19 @@ fn perm(node: &Node, name: &str) -> Result<[usize; 4], String> {
     (p.len() == 4 && seen == [0, 1, 2, 3]).then_some(out).ok_or_else(|| format!("{OP}: bad {name} {p:?}"))
 }
 
+/// With `qkv_heads`, `qkv_offsets` and `qkv_widths` (three each): Q, K and V are column ranges
+/// of one `[B, S, row]` input (`graph/packed_proj.rs`), read in its `[B, S, H, D]` view.
+fn packed(node: &Node) -> Result<Option<[Layout; 3]>, String> {
+    let get = |name| node.ints(name).filter(|v| v.len() == 3 && v.iter().all(|&x| x >= 0));
+    match (get("qkv_heads"), get("qkv_offsets"), get("qkv_widths")) {
+        (Some(h), Some(o), Some(w)) => {
+            Ok(Some([0, 1, 2].map(|j| Layout::columns(h[j] as u64, o[j] as u64, w[j] as u64))))
+        }
+        (None, None, None) => Ok(None),
+        _ => Err(format!("{OP} '{}': bad packed Q/K/V attributes", node.name)),
+    }
+}
+
 /// The step of a `FlashAttention` node.
 pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
     let ty = input_type(node, 0, "Q")?;
@@ -38,7 +52,11 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         Some(m) if m.elem_type == ty.onnx() => MaskKind::Add,
         Some(m) => return Err(format!("{OP} '{}': mask of element type {}", node.name, m.elem_type)),
     };
-    let layout = |name| perm(node, name).map(|perm| Layout { perm, packed_heads: None });
+    let layout = |name| perm(node, name).map(|perm| Layout { perm, packed_heads: None, columns: None });
+    let [q, k, v] = match packed(node)? {
+        Some(columns) => columns,
+        None => [layout("q_perm")?, layout("k_perm")?, layout("v_perm")?],
+    };
     let rank = node.int("out_rank").and_then(|r| usize::try_from(r).ok()).unwrap_or(4);
     Ok(FlashKernel {
         name: node.name.clone(),
@@ -47,10 +65,10 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         scale: node.float("scale"),
         causal: Causal::None,
         mask,
-        q: layout("q_perm")?,
-        k: layout("k_perm")?,
-        v: layout("v_perm")?,
-        out: OutLayout::Plain(rank),
+        q,
+        k,
+        v,
+        out: if node.int("out_heads") == Some(1) { OutLayout::Heads } else { OutLayout::Plain(rank) },
         tiles: None,
         engine: Engine::Auto,
         splits: None,
@@ -90,10 +108,9 @@ impl OpDef for FlashAttentionDef {
     }
 
     fn flops(&self, node: &Node) -> Option<f64> {
-        let q: u64 = node.input(0)?.fixed_shape()?.iter().product();
-        let kv = node.input(1)?.fixed_shape()?;
-        let skv = kv.get(kernel(node).ok()?.k.perm[2].checked_sub(4usize.checked_sub(kv.len())?)?)?;
-        Some(4.0 * q as f64 * *skv as f64)
+        let shape = |i: usize| node.input(i).and_then(|v| v.fixed_shape());
+        let g = kernel(node).ok()?.geometry(&shape(0)?, &shape(1)?, &shape(2)?).ok()?;
+        Some(4.0 * (g.batch * g.heads * g.sq * g.skv * g.d) as f64)
     }
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {

@@ -13,6 +13,7 @@ use crate::graph::ExecOptions;
 use crate::ops::norm::{broadcast_strides, broadcasts_onto, check_bindings};
 use crate::ops::planned::{required, step_plan, OpDispatch};
 use crate::ops::{grid, to_u32, Kernel, KernelIo, PrepareCx, PreparedStep, StepPlan};
+use crate::runtime::GpuBuffer;
 use crate::shader::{OpShader, ShaderVariant};
 
 /// The mask operand: none, added to the scaled scores, or boolean (false excludes the key).
@@ -50,28 +51,57 @@ pub struct Layout {
     /// `Some(h)`: a rank-3 `[B, S, h·D]` tensor viewed as `[B, S, h, D]`; else a rank-2..4 tensor
     /// with leading 1s added up to rank 4.
     pub packed_heads: Option<u64>,
+    /// With `packed_heads`: the operand is `width` columns from column `offset` of wider rows (one
+    /// projection of several packed into one product, `graph/packed_proj.rs`); the kernel binds
+    /// the tensor from that column on.
+    pub columns: Option<Columns>,
+}
+
+/// A column range of a `[B, S, row]` tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Columns {
+    pub offset: u64,
+    pub width: u64,
 }
 
 impl Layout {
-    pub const BHSD: Layout = Layout { perm: [0, 1, 2, 3], packed_heads: None };
+    pub const BHSD: Layout = Layout { perm: [0, 1, 2, 3], packed_heads: None, columns: None };
 
     /// `[B, S, h·D]` with `h` heads.
     pub fn packed(heads: u64) -> Layout {
-        Layout { perm: [0, 2, 1, 3], packed_heads: Some(heads) }
+        Layout { perm: [0, 2, 1, 3], packed_heads: Some(heads), columns: None }
     }
 
-    /// Logical dims and strides (elements) of a tensor stored with `shape`.
+    /// `h` heads in `width` columns from column `offset` of `[B, S, row]` rows.
+    pub fn columns(heads: u64, offset: u64, width: u64) -> Layout {
+        Layout { columns: Some(Columns { offset, width }), ..Layout::packed(heads) }
+    }
+
+    /// The element offset the operand's binding starts at (its first column).
+    pub fn offset(&self) -> u64 {
+        self.columns.map_or(0, |c| c.offset)
+    }
+
+    /// Logical dims and strides (elements) of a tensor stored with `shape`, counted from
+    /// [`Layout::offset`].
     pub fn view(&self, shape: &[u64]) -> Result<([u64; 4], [u64; 4]), String> {
         let mut four = [1u64; 4];
+        let mut row = None;
         match self.packed_heads {
             Some(h) => {
-                let &[b, s, hd] = shape else {
+                let &[b, s, width] = shape else {
                     return Err(format!("expected a rank-3 [B, S, H·D] tensor, got {shape:?}"));
+                };
+                let hd = match self.columns {
+                    Some(c) if c.offset + c.width <= width => c.width,
+                    Some(c) => return Err(format!("columns {}..{} of {shape:?}", c.offset, c.offset + c.width)),
+                    None => width,
                 };
                 if h == 0 || hd % h != 0 {
                     return Err(format!("the last dimension {hd} of {shape:?} is not a multiple of {h} heads"));
                 }
                 four = [b, s, h, hd / h];
+                row = Some(width);
             }
             None => {
                 if !(2..=4).contains(&shape.len()) {
@@ -84,6 +114,11 @@ impl Layout {
         for i in (0..3).rev() {
             strides[i] = strides[i + 1] * four[i + 1];
         }
+        if let Some(row) = row {
+            // [B, S, h, D] inside rows of `row` elements.
+            strides[1] = row;
+            strides[0] = four[1] * row;
+        }
         let mut dims = [0u64; 4];
         let mut out = [0u64; 4];
         for i in 0..4 {
@@ -94,11 +129,13 @@ impl Layout {
     }
 }
 
-/// How the output is stored: `[B, H, S, D]` with leading 1s dropped to `rank`, or packed `[B, S, H·D]`.
+/// How the output is stored: `[B, H, S, D]` with leading 1s dropped to `rank`, packed
+/// `[B, S, H·D]`, or `[B, S, H, D]` (`Heads`: the same bytes as packed, in 4-D).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutLayout {
     Plain(usize),
     Packed,
+    Heads,
 }
 
 /// One attention node's step.
@@ -186,6 +223,7 @@ impl FlashKernel {
         let (b, h, s, d) = (g.batch, g.heads, g.sq, g.d);
         Ok(match self.out {
             OutLayout::Packed => (vec![b, s, h * d], [s * h * d, d, h * d, 1]),
+            OutLayout::Heads => (vec![b, s, h, d], [s * h * d, d, h * d, 1]),
             OutLayout::Plain(rank) => {
                 let full = [b, h, s, d];
                 if !(2..=4).contains(&rank) || full[..4 - rank].iter().any(|&x| x != 1) {
@@ -286,7 +324,16 @@ impl Kernel for FlashKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (q, k, v, o) = (io.input(0)?, io.input(1)?, io.input(2)?, io.output(0)?);
         let mut bound = vec![q, k, v, o];
-        let mut reads = vec![q.buf, k.buf, v.buf];
+        // Operands packed into one tensor are bound from their first column.
+        let mut views = Vec::with_capacity(3);
+        for (t, layout) in [(q, self.q), (k, self.k), (v, self.v)] {
+            views.push(match layout.offset() {
+                0 => None,
+                o => Some(t.buf.from_offset(o * self.ty.size())?),
+            });
+        }
+        let mut reads: Vec<&GpuBuffer> =
+            [q, k, v].iter().zip(&views).map(|(t, view)| view.as_ref().unwrap_or(t.buf)).collect();
         let mask = if self.mask != MaskKind::None { Some(io.input(3)?) } else { None };
         if let Some(m) = mask {
             reads.push(m.buf);
@@ -421,9 +468,14 @@ mod tests {
         // [B, S, H·D] with 2 heads of 4.
         assert_eq!(Layout::packed(2).view(&[2, 5, 8]).unwrap(), ([2, 2, 5, 4], [40, 4, 8, 1]));
         // Kᵀ stored [B, H, D, S].
-        let kt = Layout { perm: [0, 1, 3, 2], packed_heads: None };
+        let kt = Layout { perm: [0, 1, 3, 2], packed_heads: None, columns: None };
         assert_eq!(kt.view(&[1, 2, 8, 5]).unwrap(), ([1, 2, 5, 8], [80, 40, 1, 5]));
         assert!(Layout::packed(3).view(&[2, 5, 8]).is_err());
         assert!(Layout::BHSD.view(&[8]).is_err());
+        // K as 2 heads of 4 in columns 16..24 of rows of 32 (Q, K and V packed, padded).
+        let k = Layout::columns(2, 16, 8);
+        assert_eq!(k.view(&[2, 5, 32]).unwrap(), ([2, 2, 5, 4], [160, 4, 32, 1]));
+        assert_eq!(k.offset(), 16);
+        assert!(Layout::columns(2, 28, 8).view(&[2, 5, 32]).is_err());
     }
 }
