@@ -74,8 +74,9 @@ def test_whisper_encoder_attention_is_fused(make_session, run_cpu, dtype, hf_eag
     # One product for the three projections, the output projection and the two MLP products (MatMul + Add is a
     # Gemm after ONNX Runtime's fusion).
     assert ops.count(PACKED) == 1 and sum(o.startswith(("MatMul", "Gemm")) for o in ops) == 4, ops
-    # The frontend's Transpose; the one after the attention is the kernel's store.
-    assert ops.count("Transpose") == 1, ops
+    # The frontend's Transpose; the one after the attention is the kernel's store. Both residual Adds run in the
+    # stores of the output projection and fc2 (the frontend's positional Add stays).
+    assert ops.count("Transpose") == 1 and ops.count("Add") == 1 and ops.count("Gemm+Add") == 2, ops
 
 
 def test_bert_encoder_attention_with_mask_is_fused(make_session, run_cpu, tmp_path):

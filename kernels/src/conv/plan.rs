@@ -90,11 +90,7 @@ impl ConvSchedule {
             ConvSchedule::Direct { step } => step.params.flags |= flags,
             ConvSchedule::Pointwise { gemm }
             | ConvSchedule::Im2colGemm { gemm, .. }
-            | ConvSchedule::Implicit { gemm, .. } => {
-                for step in gemm.steps.iter_mut().filter(|s| s.io.writes_output()) {
-                    step.params.flags |= flags;
-                }
-            }
+            | ConvSchedule::Implicit { gemm, .. } => gemm.add_output_flags(flags),
         }
     }
 }

@@ -73,6 +73,14 @@ pub struct GemmPlan {
 }
 
 impl GemmPlan {
+    /// Sets epilogue flag bits (a residual's) on the steps that store the result (the products
+    /// writing the output, the split-K reduction), not on split-K partials.
+    pub fn add_output_flags(&mut self, flags: u32) {
+        for step in self.steps.iter_mut().filter(|s| s.io.writes_output()) {
+            step.params.flags |= flags;
+        }
+    }
+
     /// Pipelines this plan needs.
     pub fn variants(&self) -> impl Iterator<Item = GemmVariant> + '_ {
         self.steps.iter().map(|s| s.variant)

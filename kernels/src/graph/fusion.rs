@@ -10,7 +10,8 @@
 //!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply, or (MatMul and
 //!   Gemm, also through Reshapes) the exported erf GELU `Div → Erf → Add → Mul → Mul`. A Conv also
 //!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
-//!   activation, which its `_res` programs read.
+//!   activation, which its `_res` programs read; a MatMul or untransposed Gemm with a bias (or
+//!   followed by a Reshape) and no activation absorbs a residual Add after its epilogue.
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
 //!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
 //!
@@ -39,8 +40,8 @@ pub struct Epilogue {
     /// A constant scalar factor: (node, factor, whether it came after the bias).
     pub scale: Option<(usize, f32, bool)>,
     pub activation: Option<(usize, Activation)>,
-    /// A Conv's residual Add: the node, the index of its other operand (of the conv output's
-    /// shape) and whether it came after the activation.
+    /// A residual Add: the node, the index of its other operand (of the output's shape) and
+    /// whether it came after the activation (always, for a MatMul or Gemm: after the epilogue).
     pub residual: Option<(usize, usize, bool)>,
 }
 
@@ -172,6 +173,17 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
                 epilogue.add = Some((r, k));
                 has_bias = true;
             }
+            // A transformer's residual after its biased projection (also through the Reshape that
+            // ORT's MatMul+Add fusion leaves after a Gemm): added after the whole epilogue.
+            "Add"
+                if !is_conv
+                    && epilogue.residual.is_none()
+                    && epilogue.activation.is_none()
+                    && (has_bias || through_reshape) =>
+            {
+                let Some(k) = product_residual(product, reader, &tail) else { break };
+                epilogue.residual = Some((r, k, true));
+            }
             "Mul" | "Div"
                 if product.op_type != "Conv"
                     && !through_reshape
@@ -213,8 +225,10 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
         fusion.renames.insert(o.to_string(), tail.clone());
         fusion.absorbed.insert(r);
         tail = o.to_string();
-        // A Conv's residual Add may still follow its activation.
-        if epilogue.activation.is_some() && !(is_conv && epilogue.residual.is_none()) {
+        // A Conv's residual Add may still follow its activation; nothing follows a product's.
+        if (epilogue.activation.is_some() && !(is_conv && epilogue.residual.is_none()))
+            || (!is_conv && epilogue.residual.is_some())
+        {
             break;
         }
     }
@@ -264,6 +278,21 @@ fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
     let shape = out.fixed_shape()?;
     let same = |v: &ValueInfo| v.elem_type == out.elem_type && v.fixed_shape().as_ref() == Some(&shape);
     (same(other) && same(add.output(0)?)).then_some(k)
+}
+
+/// The index of the Add's operand that a product (MatMul, or Gemm without transposes) can read
+/// as its residual: the other operand, of the Add output's known shape and type, holding as many
+/// elements as the product's output (the Add may follow a Reshape of it).
+fn product_residual(product: &Node, add: &Node, tail: &str) -> Option<usize> {
+    let plain = product.op_type == "MatMul"
+        || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
+    let out = add.output(0)?;
+    let count = |v: &ValueInfo| v.fixed_shape().map(|s| s.iter().product::<u64>());
+    if !plain || count(product.output(0)?)? != count(out)? {
+        return None;
+    }
+    // The other operand has the Add output's shape and type.
+    residual_input(add, add, tail)
 }
 
 /// The exported SiLU after `tail`: `Sigmoid(tail)` and `Mul(tail, sigmoid)` (either operand

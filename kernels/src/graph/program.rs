@@ -356,6 +356,13 @@ fn node_step(
                 fused.sort_unstable();
                 let names: String = fused.iter().map(|&f| format!("+{}", nodes[f].op_type)).collect();
                 ops.insert_str(node.op_type.len(), &names);
+                if let Some((add, k, _)) = epilogue.residual {
+                    // A, B, the bias (omitted without one), then the residual.
+                    product.residual = true;
+                    inputs.resize(3, None);
+                    inputs.push(scope.operand(&nodes[add], k)?);
+                    ops.push_str("+Add");
+                }
                 Arc::new(product)
             }
         }

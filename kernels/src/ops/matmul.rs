@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{
     broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, Activation, CoopMode, GemmOptions, GemmPlan,
-    GemmProblem, TilingChoice,
+    GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
 };
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
@@ -88,8 +88,8 @@ impl OpDef for GemmDef {
     }
 }
 
-/// One product (MatMul or Gemm) with its fused epilogue. Inputs: A, B and the bias (Gemm's C
-/// or a fused Add's other operand) when `has_bias`.
+/// One product (MatMul or Gemm) with its fused epilogue. Inputs: A, B, the bias (Gemm's C or a
+/// fused Add's other operand) when `has_bias`, and at index 3 the residual when `residual`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProductKernel {
     pub name: String,
@@ -98,6 +98,8 @@ pub struct ProductKernel {
     pub dtype: DType,
     pub has_bias: bool,
     pub activation: Activation,
+    /// A residual operand of the output's element count, added after the epilogue.
+    pub residual: bool,
 }
 
 impl ProductKernel {
@@ -112,6 +114,7 @@ impl ProductKernel {
             dtype,
             has_bias,
             activation: Activation::None,
+            residual: false,
         })
     }
 
@@ -150,6 +153,27 @@ impl ProductKernel {
         problem.epilogue.activation = self.activation;
         Ok((problem, out_shape))
     }
+
+    /// The plan at these shapes (its output steps reading the residual when there is one).
+    fn planned(
+        &self,
+        inputs: &[Option<&[u64]>],
+        caps: &DeviceCaps,
+        options: &GemmOptions,
+    ) -> Result<(GemmProblem, GemmPlan), String> {
+        let (a, b, bias) = shapes(inputs, self.has_bias)?;
+        let err = |e: String| format!("{} '{}': {e}", self.kind.name(), self.name);
+        let (problem, out) = self.problem(a, b, bias).map_err(err)?;
+        let mut plan = plan_gemm(&problem, caps, options).map_err(|e| err(e.to_string()))?;
+        if self.residual {
+            let r = inputs.get(3).copied().flatten().ok_or_else(|| err("the residual is missing".into()))?;
+            if r.iter().product::<u64>() != out.iter().product::<u64>() {
+                return Err(err(format!("the fused residual {r:?} does not match the output {out:?}")));
+            }
+            plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT);
+        }
+        Ok((problem, plan))
+    }
 }
 
 /// A, B and the optional bias shape of a product.
@@ -169,15 +193,15 @@ impl Kernel for ProductKernel {
     }
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
-        let (a, b) = (io.input(0)?, io.input(1)?);
-        let bias = if self.has_bias { Some(io.input(2)?) } else { None };
-        let (problem, _) = self
-            .problem(a.shape, b.shape, bias.map(|t| t.shape))
-            .map_err(|e| GpuError::Invalid(format!("{} '{}': {e}", self.kind.name(), self.name)))?;
-        let plan = plan_gemm(&problem, cx.caps(), &cx.options.gemm)?;
-        let out = io.output(0)?;
-        let dispatches =
-            cx.gpu.prepare_gemm(&plan, GemmBindings { a: a.buf, b: b.buf, bias: bias.map(|t| t.buf), out: out.buf })?;
+        let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
+        let (problem, plan) = self.planned(&shapes, cx.caps(), &cx.options.gemm).map_err(GpuError::Invalid)?;
+        let (a, b, out) = (io.input(0)?, io.input(1)?, io.output(0)?);
+        let bias = if self.has_bias { Some(io.input(2)?.buf) } else { None };
+        let bindings = GemmBindings { a: a.buf, b: b.buf, bias, out: out.buf };
+        let dispatches = match self.residual {
+            true => cx.gpu.prepare_gemm_residual(&plan, bindings, io.input(3)?.buf)?,
+            false => cx.gpu.prepare_gemm(&plan, bindings)?,
+        };
         Ok(PreparedStep { dispatches, plan: Some(describe(self, &problem, &plan)) })
     }
 
@@ -187,10 +211,7 @@ impl Kernel for ProductKernel {
         caps: &DeviceCaps,
         options: &ExecOptions,
     ) -> Result<Option<StepPlan>, String> {
-        let (a, b, bias) = shapes(inputs, self.has_bias)?;
-        let (problem, _) =
-            self.problem(a, b, bias).map_err(|e| format!("{} '{}': {e}", self.kind.name(), self.name))?;
-        let plan = plan_gemm(&problem, caps, &options.gemm).map_err(|e| e.to_string())?;
+        let (problem, plan) = self.planned(inputs, caps, &options.gemm)?;
         Ok(Some(StepPlan {
             line: describe(self, &problem, &plan),
             tiling: format!("{:?}", plan.tiling),
@@ -199,7 +220,6 @@ impl Kernel for ProductKernel {
     }
 }
 
-/// One log line: the op, its problem and the chosen plan (with any fallbacks).
 fn describe(op: &ProductKernel, problem: &GemmProblem, plan: &GemmPlan) -> String {
     let variants: Vec<String> = plan.shaders().map(|v| v.name()).collect();
     let fallbacks = plan.fallback_note();
@@ -252,8 +272,13 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                             // Relu and Clip are uniforms of the base programs; the others need `_xact`.
                             for activation in [Activation::None, Activation::Silu] {
                                 p.epilogue.activation = activation;
-                                if let Ok(plan) = plan_gemm(&p, caps, &options) {
+                                if let Ok(mut plan) = plan_gemm(&p, caps, &options) {
                                     out.extend(plan.shaders().map(|v| (v.name(), v)));
+                                    // A fused residual: untransposed products without an activation.
+                                    if !ta && !tb && activation == Activation::None {
+                                        plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT);
+                                        out.extend(plan.shaders().map(|v| (v.name(), v)));
+                                    }
                                 }
                             }
                         }

@@ -133,6 +133,16 @@ impl Gpu {
         self.prepare_gemm_with(plan, io, None, None)
     }
 
+    /// [`Gpu::prepare_gemm`] for a plan whose `_res` steps read `residual` (binding 6).
+    pub fn prepare_gemm_residual(
+        &self,
+        plan: &GemmPlan,
+        io: GemmBindings<'_>,
+        residual: &GpuBuffer,
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        self.prepare_gemm_with(plan, io, None, Some(residual))
+    }
+
     /// [`Gpu::prepare_gemm`]; `geometry` is the second uniform (binding 5) of the product steps
     /// whose variant gathers B implicitly (an implicit-GEMM conv), required by them.
     pub(super) fn prepare_gemm_with(
