@@ -12,7 +12,6 @@ use ep_kernels::graph::{Attr, Node};
 use ep_kernels::ElemType;
 
 const B: u64 = 2;
-const S: u64 = 19;
 const KD: u64 = 40;
 const H: u64 = 2;
 const D: u64 = 80;
@@ -28,7 +27,7 @@ fn scalar(ty: ElemType, x: f32) -> T {
 
 /// `x [B·S, KD] · w` for `w` stored `[KD, W]` (or `[W, KD]` when `transposed`), plus `bias`, times `f`.
 fn project(x: &[f64], w: &[f64], transposed: bool, bias: Option<&[f64]>, f: f64) -> Vec<f64> {
-    let (m, k, n) = ((B * S) as usize, KD as usize, W as usize);
+    let (m, k, n) = (x.len() / KD as usize, KD as usize, W as usize);
     let mut out = vec![0.0; m * n];
     for r in 0..m {
         for c in 0..n {
@@ -40,10 +39,10 @@ fn project(x: &[f64], w: &[f64], transposed: bool, bias: Option<&[f64]>, f: f64)
 }
 
 /// The attention graph over projections of `x`; `v_factor` scales V after its Gemm.
-fn graph(ty: ElemType, v_factor: Option<f32>) -> Vec<Node> {
-    let (bs, bshd) = (&[B * S, W][..], &[B, S, H, D][..]);
-    let shape4 = T::i64(&[4], &[B as i64, S as i64, H as i64, D as i64]);
-    let flat = T::i64(&[2], &[(B * S) as i64, KD as i64]);
+fn graph(ty: ElemType, v_factor: Option<f32>, s: u64) -> Vec<Node> {
+    let (bs, bshd) = (&[B * s, W][..], &[B, s, H, D][..]);
+    let shape4 = T::i64(&[4], &[B as i64, s as i64, H as i64, D as i64]);
+    let flat = T::i64(&[2], &[(B * s) as i64, KD as i64]);
     let v = |n: &str, s: &[u64]| val(n, ty, s);
     let reshape = |from: ValueInfoArg, to: &str, shape: &T, out: &[u64]| {
         node("Reshape", 14, vec![Some(from), Some(const_val(&format!("{to}_shape"), shape))], vec![v(to, out)], vec![])
@@ -52,38 +51,38 @@ fn graph(ty: ElemType, v_factor: Option<f32>) -> Vec<Node> {
         node("Transpose", 13, vec![Some(v(from, bshd))], vec![v(to, out)], vec![("perm", Attr::Ints(perm.to_vec()))])
     };
     let gemm = |x: &str, w: &str, w_shape: &[u64], c: Option<&str>, attrs: Vec<(&str, Attr)>, out: &str| {
-        let mut inputs = vec![Some(v(x, &[B * S, KD])), Some(const_val(w, &random_const(ty, w_shape)))];
+        let mut inputs = vec![Some(v(x, &[B * s, KD])), Some(const_val(w, &random_const(ty, w_shape)))];
         inputs.extend(c.map(|c| Some(const_val(c, &random_const(ty, &[W])))));
         node("Gemm", 13, inputs, vec![v(out, bs)], attrs)
     };
-    let (bhsd, bhds, scores) = (&[B, H, S, D][..], &[B, H, D, S][..], &[B, H, S, S][..]);
+    let (bhsd, bhds, scores) = (&[B, H, s, D][..], &[B, H, D, s][..], &[B, H, s, s][..]);
     let mut nodes = vec![
         // Q: MatMul → Add(bias) → Mul(0.5) → Reshape → Transpose.
         node(
             "MatMul",
             13,
-            vec![Some(v("x", &[B, S, KD])), Some(const_val("wq", &random_const(ty, &[KD, W])))],
-            vec![v("qm", &[B, S, W])],
+            vec![Some(v("x", &[B, s, KD])), Some(const_val("wq", &random_const(ty, &[KD, W])))],
+            vec![v("qm", &[B, s, W])],
             vec![],
         ),
         node(
             "Add",
             14,
-            vec![Some(v("qm", &[B, S, W])), Some(const_val("bq", &random_const(ty, &[W])))],
-            vec![v("qa", &[B, S, W])],
+            vec![Some(v("qm", &[B, s, W])), Some(const_val("bq", &random_const(ty, &[W])))],
+            vec![v("qa", &[B, s, W])],
             vec![],
         ),
         node(
             "Mul",
             14,
-            vec![Some(v("qa", &[B, S, W])), Some(const_val("half", &scalar(ty, 0.5)))],
-            vec![v("qs", &[B, S, W])],
+            vec![Some(v("qa", &[B, s, W])), Some(const_val("half", &scalar(ty, 0.5)))],
+            vec![v("qs", &[B, s, W])],
             vec![],
         ),
-        reshape(v("qs", &[B, S, W]), "q4", &shape4, bshd),
+        reshape(v("qs", &[B, s, W]), "q4", &shape4, bshd),
         transpose("q4", "qt", [0, 2, 1, 3], bhsd),
         // K: Reshape(x) → Gemm(transB, alpha = beta = 3) → Reshape → Transpose to Kᵀ.
-        reshape(v("x", &[B, S, KD]), "xk", &flat, &[B * S, KD]),
+        reshape(v("x", &[B, s, KD]), "xk", &flat, &[B * s, KD]),
         gemm(
             "xk",
             "wk",
@@ -95,7 +94,7 @@ fn graph(ty: ElemType, v_factor: Option<f32>) -> Vec<Node> {
         reshape(v("kg", bs), "k4", &shape4, bshd),
         transpose("k4", "kt", [0, 2, 3, 1], bhds),
         // V: Reshape(x) → Gemm without C → [Mul] → Reshape → Transpose.
-        reshape(v("x", &[B, S, KD]), "xv", &flat, &[B * S, KD]),
+        reshape(v("x", &[B, s, KD]), "xv", &flat, &[B * s, KD]),
         gemm("xv", "wv", &[KD, W], None, vec![], "vg"),
     ];
     let mut v_out = "vg";
@@ -136,7 +135,7 @@ fn graph(ty: ElemType, v_factor: Option<f32>) -> Vec<Node> {
     }
     nodes.extend([
         node("MatMul", 13, vec![Some(v("p", scores)), Some(v("vt", bhsd))], vec![v("y", bhsd)], vec![]),
-        // Back to [B, S, H, D]: the attention stores that layout itself.
+        // Back to [B, s, H, D]: the attention stores that layout itself.
         node(
             "Transpose",
             13,
@@ -176,11 +175,11 @@ fn constants(nodes: &[Node]) -> Vec<(String, T)> {
     out
 }
 
-fn check(ty: ElemType, v_factor: Option<f32>) {
-    let nodes = graph(ty, v_factor);
+fn check(ty: ElemType, v_factor: Option<f32>, s: u64) {
+    let nodes = graph(ty, v_factor, s);
     let consts = constants(&nodes);
     let get = |name: &str| consts.iter().find(|(n, _)| n == name).unwrap().1.values();
-    let x = random(&mut rand::rng(), ty, &[B, S, KD]);
+    let x = random(&mut rand::rng(), ty, &[B, s, KD]);
     let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let (y, ops, _) = run_with(&nodes, &[("x", &x)], &refs, "yt", ty);
     let packed = v_factor.is_none();
@@ -193,13 +192,13 @@ fn check(ty: ElemType, v_factor: Option<f32>) {
     let q = project(&xs, &get("wq"), false, Some(&get("bq")), 0.5);
     let k = project(&xs, &get("wk"), true, Some(&get("bk")), 3.0);
     let v = project(&xs, &get("wv"), false, None, f64::from(v_factor.unwrap_or(1.0)));
-    let bhsd = |t: &[f64]| bshd_to_bhsd(t, B as usize, S as usize, H as usize, D as usize);
+    let bhsd = |t: &[f64]| bshd_to_bhsd(t, B as usize, s as usize, H as usize, D as usize);
     let c = Case {
         b: B as usize,
         hq: H as usize,
         hkv: H as usize,
-        sq: S as usize,
-        skv: S as usize,
+        sq: s as usize,
+        skv: s as usize,
         d: D as usize,
         // No factor on the scores: the attention scale is 1 (times the Q and K factors).
         scale: 1.0,
@@ -207,22 +206,25 @@ fn check(ty: ElemType, v_factor: Option<f32>) {
     };
     let want = c.reference(&bhsd(&q), &bhsd(&k), &bhsd(&v), &|_, _, _, _| 0.0);
     // [B, H, S, D] → [B, S, H, D].
-    let (s, h, d) = (S as usize, H as usize, D as usize);
+    let (s, h, d) = (s as usize, H as usize, D as usize);
     let want: Vec<f64> = (0..want.len())
         .map(|i| (i / (s * h * d), i / (h * d) % s, i / d % h, i % d))
         .map(|(bi, si, hi, c)| want[((bi * h + hi) * s + si) * d + c])
         .collect();
-    assert_close(&format!("packed {ty} v_factor {v_factor:?}"), &y.values(), &want, ty);
+    assert_close(&format!("packed {ty} v_factor {v_factor:?} S {s}"), &y.values(), &want, ty);
 }
 
 #[test]
 fn packed_projections_against_f64() {
     for ty in [ElemType::F32, ElemType::F16] {
-        check(ty, None);
+        // 19 tokens: the flash kernel; 3: the split-KV kernel for a few query rows.
+        for s in [19, 3] {
+            check(ty, None, s);
+        }
     }
 }
 
 #[test]
 fn a_factor_on_v_keeps_three_products() {
-    check(ElemType::F32, Some(0.5));
+    check(ElemType::F32, Some(0.5), 19);
 }
