@@ -105,6 +105,9 @@ fn a_residual_after_a_linear_runs_in_its_store() {
         }
         // Thin with a long K: split-K partial products, the reduction adds bias and residual.
         check(ty, (1, 5, 3000, 136), true, false);
+        // One and three rows: the GEMV kernels.
+        check(ty, (1, 1, 256, 136), false, false);
+        check(ty, (1, 3, 96, 264), true, true);
     }
 }
 
@@ -128,6 +131,11 @@ fn only_a_product_without_activation_takes_a_residual() {
         node("Relu", 14, vec![Some(v("y"))], vec![v("z")], vec![]),
     ];
     assert_eq!(ops(&nodes, &["x", "w", "c", "r"], &["z"]), ["MatMul+Add+Add", "Relu"]);
+    // An Add that broadcasts the sum to a higher rank ([4, 8] + [1, 4, 8]) changes the shape: its own kernel.
+    let mut wide = add("l", "r", "y");
+    wide.inputs[1] = Some(val("r", ty, &[1, 4, 8]));
+    wide.outputs[0] = Some(val("y", ty, &[1, 4, 8]));
+    assert_eq!(ops(&[mm.clone(), add("m", "c", "l"), wide], &["x", "w", "c", "r"], &["y"]), ["MatMul+Add", "Add"]);
     // A transposed Gemm keeps the Add separate.
     let g = node(
         "Gemm",

@@ -220,6 +220,19 @@ pub fn contiguous_layout(batch: &[u32; MAX_BATCH_DIMS], rows: u32, cols: u32) ->
 
 /// ONNX `MatMul` (numpy `matmul`) of a contiguous A and B: the problem and the output shape.
 pub fn matmul_problem(a_shape: &[u64], b_shape: &[u64], dtype: DType) -> Result<(GemmProblem, Vec<u64>), PlanError> {
+    matmul_problem_with_bias(a_shape, b_shape, None, dtype)
+}
+
+/// [`matmul_problem`] with a fused bias of `bias` shape broadcast over the output (A and B of
+/// rank ≥ 2): the batch dims merge over A, B and the bias together, so the bias's batch strides
+/// follow the product's (merged separately, a bias constant over a batch dim that B broadcasts
+/// would group the dims differently).
+pub fn matmul_problem_with_bias(
+    a_shape: &[u64],
+    b_shape: &[u64],
+    bias: Option<&[u64]>,
+    dtype: DType,
+) -> Result<(GemmProblem, Vec<u64>), PlanError> {
     if a_shape.is_empty() || b_shape.is_empty() {
         return Err(PlanError::Invalid("MatMul operands must have rank ≥ 1".into()));
     }
@@ -237,10 +250,28 @@ pub fn matmul_problem(a_shape: &[u64], b_shape: &[u64], dtype: DType) -> Result<
         PlanError::Invalid(format!("MatMul batch dimensions do not broadcast: A {a_shape:?}, B {b_shape:?}"))
     })?;
     let (m32, n32, k32) = (to_u32("M", m)?, to_u32("N", n)?, to_u32("K", k)?);
-    let dims = merge_batch_dims(&out_batch, &[a_batch, b_batch])?;
+    let mut full = out_batch.clone();
+    full.extend([m, n]);
+    let bias = match bias {
+        Some(_) if a_vec || b_vec => return Err(PlanError::Invalid("a bias after a MatMul with a 1-D operand".into())),
+        Some(shape) => Some(padded_strides(shape, &full)?),
+        None => None,
+    };
+    let rank = full.len();
+    let mut operands = vec![a_batch, b_batch];
+    operands.extend(bias.as_ref().map(|(padded, _)| &padded[..rank - 2]));
+    let dims = merge_batch_dims(&out_batch, &operands)?;
     let a = MatrixLayout { batch_strides: dims.strides(0, m * k)?, ..MatrixLayout::row_major(k32) };
     let b = MatrixLayout { batch_strides: dims.strides(1, k * n)?, ..MatrixLayout::row_major(n32) };
-    let problem = GemmProblem { dtype, m: m32, n: n32, k: k32, batch: dims.out, a, b, epilogue: Epilogue::default() };
+    let mut problem =
+        GemmProblem { dtype, m: m32, n: n32, k: k32, batch: dims.out, a, b, epilogue: Epilogue::default() };
+    if let Some((_, strides)) = bias {
+        problem.epilogue.bias = Some(MatrixLayout {
+            row_stride: to_u32("bias stride", strides[rank - 2])?,
+            col_stride: to_u32("bias stride", strides[rank - 1])?,
+            batch_strides: dims.strides_from(&strides[..rank - 2])?,
+        });
+    }
     let mut out_shape = out_batch;
     if !a_vec {
         out_shape.push(m);
@@ -256,18 +287,7 @@ pub fn matmul_problem(a_shape: &[u64], b_shape: &[u64], dtype: DType) -> Result<
 /// and for fused Add biases.
 pub fn broadcast_layout(shape: &[u64], full_shape: &[u64], problem: &GemmProblem) -> Result<MatrixLayout, PlanError> {
     let rank = full_shape.len();
-    if rank < 2 || shape.len() > rank || broadcast_shapes(shape, full_shape).as_deref() != Some(full_shape) {
-        return Err(PlanError::Invalid(format!("bias shape {shape:?} does not broadcast to {full_shape:?}")));
-    }
-    // Right-align the bias against the output; contiguous strides, 0 where it broadcasts.
-    let mut padded = vec![1u64; rank - shape.len()];
-    padded.extend_from_slice(shape);
-    let mut strides = vec![0u64; rank];
-    let mut step = 1u64;
-    for i in (0..rank).rev() {
-        strides[i] = if padded[i] == 1 { 0 } else { step };
-        step *= padded[i];
-    }
+    let (padded, strides) = padded_strides(shape, full_shape)?;
     let dims = merge_batch_dims(&full_shape[..rank - 2], &[&padded[..rank - 2]])?;
     if dims.out != problem.batch {
         return Err(PlanError::Invalid(format!("bias {shape:?}: batch dims differ from the product's")));
@@ -277,6 +297,24 @@ pub fn broadcast_layout(shape: &[u64], full_shape: &[u64], problem: &GemmProblem
         col_stride: to_u32("bias stride", strides[rank - 1])?,
         batch_strides: dims.strides_from(&strides[..rank - 2])?,
     })
+}
+
+/// `shape` right-aligned against `full_shape` (padded with 1s) and its contiguous strides, 0
+/// where it broadcasts; an error when it does not broadcast to `full_shape` (rank ≥ 2).
+fn padded_strides(shape: &[u64], full_shape: &[u64]) -> Result<(Vec<u64>, Vec<u64>), PlanError> {
+    let rank = full_shape.len();
+    if rank < 2 || shape.len() > rank || broadcast_shapes(shape, full_shape).as_deref() != Some(full_shape) {
+        return Err(PlanError::Invalid(format!("bias shape {shape:?} does not broadcast to {full_shape:?}")));
+    }
+    let mut padded = vec![1u64; rank - shape.len()];
+    padded.extend_from_slice(shape);
+    let mut strides = vec![0u64; rank];
+    let mut step = 1u64;
+    for i in (0..rank).rev() {
+        strides[i] = if padded[i] == 1 { 0 } else { step };
+        step *= padded[i];
+    }
+    Ok((padded, strides))
 }
 
 /// Numpy broadcasting of two shapes; `None` when they are incompatible.

@@ -281,14 +281,15 @@ fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
 }
 
 /// The index of the Add's operand that a product (MatMul, or Gemm without transposes) can read
-/// as its residual: the other operand, of the Add output's known shape and type, holding as many
-/// elements as the product's output (the Add may follow a Reshape of it).
+/// as its residual: the other operand, of the Add output's known shape and type, which must also
+/// be the shape of `tail` (the product's output, or a Reshape of it): an Add that broadcasts the
+/// result to another shape stays a kernel of its own.
 fn product_residual(product: &Node, add: &Node, tail: &str) -> Option<usize> {
     let plain = product.op_type == "MatMul"
         || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
-    let out = add.output(0)?;
-    let count = |v: &ValueInfo| v.fixed_shape().map(|s| s.iter().product::<u64>());
-    if !plain || count(product.output(0)?)? != count(out)? {
+    let out = add.output(0)?.fixed_shape()?;
+    let read = add.inputs.iter().flatten().find(|v| v.name == tail)?.fixed_shape()?;
+    if !plain || read != out {
         return None;
     }
     // The other operand has the Add output's shape and type.

@@ -7,8 +7,8 @@ use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{
-    broadcast_layout, broadcast_shapes, matmul_problem, plan_gemm, Activation, CoopMode, GemmOptions, GemmPlan,
-    GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
+    broadcast_layout, broadcast_shapes, matmul_problem, matmul_problem_with_bias, plan_gemm, Activation, CoopMode,
+    GemmOptions, GemmPlan, GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
 };
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
@@ -129,10 +129,7 @@ impl ProductKernel {
     pub fn problem(&self, a: &[u64], b: &[u64], bias: Option<&[u64]>) -> Result<(GemmProblem, Vec<u64>), String> {
         let (mut problem, out_shape) = match self.kind {
             ProductKind::MatMul => {
-                let (mut p, out) = matmul_problem(a, b, self.dtype).map_err(|e| e.to_string())?;
-                // A folded scalar factor scales the product (alpha) and a bias before it (beta).
-                p.epilogue.alpha = self.gemm.alpha;
-                p.epilogue.beta = self.gemm.beta;
+                let (_, out) = matmul_problem(a, b, self.dtype).map_err(|e| e.to_string())?;
                 if let Some(bias) = bias {
                     if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
                         return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
@@ -140,8 +137,11 @@ impl ProductKernel {
                     if a.len() < 2 || b.len() < 2 {
                         return Err("Add fused after a MatMul with a 1-D operand".into());
                     }
-                    p.epilogue.bias = Some(broadcast_layout(bias, &out, &p).map_err(|e| e.to_string())?);
                 }
+                let (mut p, out) = matmul_problem_with_bias(a, b, bias, self.dtype).map_err(|e| e.to_string())?;
+                // A folded scalar factor scales the product (alpha) and a bias before it (beta).
+                p.epilogue.alpha = self.gemm.alpha;
+                p.epilogue.beta = self.gemm.beta;
                 (p, out)
             }
             ProductKind::Gemm => {
