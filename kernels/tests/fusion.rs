@@ -302,6 +302,36 @@ fn a_mask_over_some_batch_dims_is_not_a_bias() {
     assert_eq!(step_ops(&p), ["MatMul", "Add"]);
 }
 
+#[test]
+fn a_scalar_bias_follows_a_batch_that_b_broadcasts() {
+    // A [3, 4, 5, 8] · B [4, 8, 6]: B broadcasts over the first batch dim, so the product keeps
+    // two batch dims; a scalar Add fused as its bias must follow them (it ran "bias []: batch
+    // dims differ from the product's" when merged on its own; Python fuzzer seed 7005933).
+    let (a_shape, b_shape, out) = ([3u64, 4, 5, 8], [4u64, 8, 6], [3u64, 4, 5, 6]);
+    let mm = node(
+        "MatMul",
+        13,
+        vec![Some(val("a", F32, &a_shape)), Some(val("b", F32, &b_shape))],
+        vec![val("m", F32, &out)],
+        vec![],
+    );
+    let add =
+        node("Add", 14, vec![Some(val("c", F32, &[])), Some(val("m", F32, &out))], vec![val("y", F32, &out)], vec![]);
+    let nodes = [mm, add];
+    assert_eq!(step_ops(&program(&nodes, &["a", "b", "c"], &["y"])), ["MatMul+Add"]);
+    let a = T::f32(&a_shape, &(0..480).map(|i| ((i * 7) % 11) as f32 - 5.0).collect::<Vec<_>>());
+    let b = T::f32(&b_shape, &(0..192).map(|i| ((i * 5) % 7) as f32 - 3.0).collect::<Vec<_>>());
+    let c = T::f32(&[], &[0.5]);
+    let got = common::graph::run_graph(&nodes, &[("a", &a), ("b", &b), ("c", &c)], &[], &["y"]).unwrap();
+    let (av, bv, g) = (a.values(), b.values(), got[0].values());
+    for (i, &gi) in g.iter().enumerate() {
+        let (b0, b1, r, col) = (i / 120, i / 30 % 4, i / 6 % 5, i % 6);
+        let want: f64 =
+            (0..8).map(|k| av[((b0 * 4 + b1) * 5 + r) * 8 + k] * bv[(b1 * 8 + k) * 6 + col]).sum::<f64>() + 0.5;
+        assert!((gi - want).abs() < 1e-4, "[{i}] {gi} vs {want}");
+    }
+}
+
 /// `Split(qkv) → GroupQueryAttention(q, k, v, …)` as genai's builder emits it for Qwen3: the
 /// attention reads the packed projection and the Split disappears; with another reader of `q`
 /// (or widths that are not heads·d, kv·d, kv·d) the Split stays.
