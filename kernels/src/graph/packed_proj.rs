@@ -28,7 +28,8 @@ pub struct Pack {
     pub product: usize,
     /// The attention (its rewrite's last member).
     pub attention: usize,
-    /// The nodes that no longer run: K's and V's products and the three Reshapes.
+    /// The nodes that no longer run: K's and V's products and every projection's chain (its
+    /// Reshapes and scalar factors, a Gemm's input Reshape).
     pub absorbed: Vec<usize>,
     /// X, the input the three products share.
     pub input: ValueInfo,
