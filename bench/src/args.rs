@@ -4,7 +4,7 @@ use ep_kernels::gemm::TilingChoice;
 use ep_kernels::DType;
 
 pub const USAGE: &str = "\
-kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--paths coop,simt,auto]
+kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--paths coop,simt,auto,split,fused]
              [--tiling auto|128x128|64x64|splitk|gemv] [--iters N] [--sweep coop|simt] [--only A,B] [--json FILE]
              [--unchecked] [--conv] [--parallelism N,...]
 
@@ -12,7 +12,8 @@ kernel_bench [--caps FILE] [--shapes MxNxK[bB][:tt],...] [--dtypes f32,f16] [--p
   --shapes      GEMMs: M×N×K, optional batch (b6) and transposes (:tn = A transposed, B not);
                 without --shapes and --caps: the target shapes (4096³, 8192³, the MLP and Whisper GEMMs)
   --paths       coop: cooperative matrices (fp32 runs f32_via_f16); simt: plain FMA kernels;
-                auto: whatever the planner picks
+                auto: whatever the planner picks; split / fused: f32 as three f16 products of split
+                operands, K three times (serial) or once with both parts staged (fused)
   --sweep       instead of the planner's shapes, every candidate shape of the coop or SIMT kernels
   --only        with --sweep: only the candidates whose label contains one of these (comma-separated)
   --iters       timed passes per case (median reported); each pass repeats the dispatches
@@ -34,6 +35,8 @@ pub enum Path {
     Coop,
     Simt,
     Auto,
+    Split,
+    Fused,
 }
 
 impl Path {
@@ -42,6 +45,8 @@ impl Path {
             Path::Coop => "coop",
             Path::Simt => "simt",
             Path::Auto => "auto",
+            Path::Split => "split",
+            Path::Fused => "fused",
         }
     }
 }
@@ -118,7 +123,9 @@ fn path(s: &str) -> Result<Path, String> {
         "coop" => Ok(Path::Coop),
         "simt" => Ok(Path::Simt),
         "auto" => Ok(Path::Auto),
-        _ => Err(format!("unknown path '{s}' (coop, simt, auto)")),
+        "split" => Ok(Path::Split),
+        "fused" => Ok(Path::Fused),
+        _ => Err(format!("unknown path '{s}' (coop, simt, auto, split, fused)")),
     }
 }
 

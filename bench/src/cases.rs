@@ -21,14 +21,21 @@ pub fn problem(shape: &Shape, dtype: DType) -> GemmProblem {
 /// Planner options of a path: the coop path of an f32 problem is the opt-in f16 precision.
 pub fn options(path: Path, dtype: DType, tiling: ep_kernels::gemm::TilingChoice) -> GemmOptions {
     let cooperative_matrix = match path {
-        Path::Coop => CoopMode::On,
+        Path::Coop | Path::Split | Path::Fused => CoopMode::On,
         Path::Simt => CoopMode::Off,
         Path::Auto => CoopMode::Auto,
+    };
+    let (f32_split, f32_split_fused) = match path {
+        Path::Split => (CoopMode::On, CoopMode::Off),
+        Path::Fused => (CoopMode::On, CoopMode::On),
+        _ => (CoopMode::Auto, CoopMode::Auto),
     };
     GemmOptions {
         tiling,
         cooperative_matrix,
         f32_via_f16: path == Path::Coop && dtype == DType::F32,
+        f32_split,
+        f32_split_fused,
         ..Default::default()
     }
 }

@@ -37,6 +37,8 @@ pub struct EpOptions {
     pub f32_via_f16: bool,
     /// `f32_split`: large fp32 products as three f16 tensor-core products of split operands.
     pub f32_split: CoopMode,
+    /// `f32_split_fused`: run a split product's three parts in one pass over K.
+    pub f32_split_fused: CoopMode,
     pub conv1d_as_conv2d: bool,
     /// `conv_algorithm`: how a Conv runs; `Auto` lets the planner choose.
     pub conv_algorithm: ConvAlgo,
@@ -98,6 +100,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "f32_split",
         "auto | 0 | 1: large float32 products on tensor cores as three f16 products of split operands (0: SIMT only)",
     ),
+    (
+        "f32_split_fused",
+        "auto | 0 | 1: a split product's three parts in one pass over K (faster on large products, ~3x the error)",
+    ),
     ("conv1d_as_conv2d", "1 | 0: run 1-D Conv as 2-D with height 1"),
     ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
@@ -136,6 +142,9 @@ impl EpOptions {
                 }
                 "f32_via_f16" => o.f32_via_f16 = parse_bool(key, v)?,
                 "f32_split" => o.f32_split = v.parse().map_err(|e| format!("option 'f32_split': {e}"))?,
+                "f32_split_fused" => {
+                    o.f32_split_fused = v.parse().map_err(|e| format!("option 'f32_split_fused': {e}"))?
+                }
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "conv_algorithm" => {
                     o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
@@ -181,6 +190,7 @@ impl EpOptions {
             cooperative_matrix: self.cooperative_matrix,
             f32_via_f16: self.f32_via_f16,
             f32_split: self.f32_split,
+            f32_split_fused: self.f32_split_fused,
             unsplit_short_k: false,
         }
     }
@@ -245,6 +255,8 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().gemm_options().f32_split, CoopMode::Auto);
         assert_eq!(parse(&[("f32_split", "0")]).unwrap().gemm_options().f32_split, CoopMode::Off);
         assert!(parse(&[("f32_split", "maybe")]).unwrap_err().contains("f32_split"));
+        assert_eq!(parse(&[("f32_split_fused", "1")]).unwrap().gemm_options().f32_split_fused, CoopMode::On);
+        assert!(parse(&[("f32_split_fused", "x")]).unwrap_err().contains("f32_split_fused"));
         assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));
         assert_eq!(parse(&[]).unwrap().conv_algorithm, ConvAlgo::Auto);
         for (v, algo) in [

@@ -311,6 +311,7 @@ fn coop_context(c: CoopVariant) -> Value {
         split_k => c.split_k,
         emulate => c.emulate,
         split => c.split,
+        fused => c.split && c.fused,
         bm => s.bm, bn => s.bn, bk => s.bk, sg_m => s.sg_m, sg_n => s.sg_n, stages => s.stages, depth => s.depth,
         subgroups => s.subgroups(), threads, fm, fn => fn_, vw,
         sa, sb, a_stage => sa * rows_a, b_stage => sb * rows_b,

@@ -191,15 +191,27 @@ fn f32_via_f16_emulated_matches_reference() {
 /// bias, alpha and an activation. A NaN in A reaches exactly its row.
 #[test]
 fn f32_split_emulated_matches_reference() {
+    let shapes = [COOP_64, CoopShape { bm: 64, bn: 64, sg_m: 4, sg_n: 4, ..COOP_WIDE }];
+    check_f32_split(CoopMode::Off, shapes, "_x3", "f32_split");
+}
+
+/// The same checks on the fused form (K once, high and low parts staged side by side): two
+/// register sets in flight, and one stage, in shapes whose doubled staging fits llvmpipe's 32 KB.
+#[test]
+fn f32_split_fused_emulated_matches_reference() {
+    let shapes = [CoopShape { bk: 16, depth: 2, ..COOP_64 }, CoopShape { stages: 1, ..COOP_64 }];
+    check_f32_split(CoopMode::On, shapes, "_x3f", "f32_split_fused");
+}
+
+fn check_f32_split(fused: CoopMode, shapes: [CoopShape; 2], suffix: &str, seed: &str) {
     let gpu = gpu();
     if !gpu.caps().shader_f16 {
         return;
     }
-    let mut rng = rng("f32_split");
-    let options = GemmOptions { f32_split: CoopMode::On, ..Default::default() };
+    let mut rng = rng(seed);
+    let options = GemmOptions { f32_split: CoopMode::On, f32_split_fused: fused, ..Default::default() };
     let cases: &[(u32, u32, u32, f32, f32)] =
         &[(72, 40, 36, 1.0, 1.0), (64, 48, 100, 1e6, 1e-6), (40, 72, 20, 3e-5, 7e4), (136, 72, 104, 1.0, 0.02)];
-    let shapes = [COOP_64, CoopShape { bm: 64, bn: 64, sg_m: 4, sg_n: 4, ..COOP_WIDE }];
     for (i, &(m, n, k, sa, sb)) in cases.iter().enumerate() {
         let (ta, tb) = TRANSPOSES[i % 4];
         let mut p = GemmProblem::simple(DType::F32, m, n, k, ta, tb);
@@ -214,7 +226,8 @@ fn f32_split_emulated_matches_reference() {
             ios,
             [StepIo::AbsMax { last: false }, StepIo::AbsMax { last: true }, StepIo::Product { to_workspace: false }]
         );
-        assert!(plan.steps[2].variant.reads_scales() && plan.steps[2].variant.name().contains("_x3"));
+        let name = plan.steps[2].variant.name();
+        assert!(plan.steps[2].variant.reads_scales() && name.ends_with(&format!("{suffix}_emu")), "{name}");
         let a: Vec<f32> = random_vec(&mut rng, extent(&p.a, m, k, &p.batch)).iter().map(|v| v * sa).collect();
         let b: Vec<f32> = random_vec(&mut rng, extent(&p.b, k, n, &p.batch)).iter().map(|v| v * sb).collect();
         let bias = p.epilogue.bias.map(|l| random_vec(&mut rng, extent(&l, m, n, &p.batch)));
@@ -234,7 +247,7 @@ fn f32_split_emulated_matches_reference() {
     // A NaN in A poisons exactly its output row and an infinity in B its column, as in f32; the
     // scales come from the finite values.
     let p = GemmProblem::simple(DType::F32, 40, 40, 32, false, false);
-    let plan = emulated_plan_with(&p, COOP_64, &options).expect("split plan");
+    let plan = emulated_plan_with(&p, shapes[1], &options).expect("split plan");
     let mut a: Vec<f32> = random_vec(&mut rng, 40 * 32).iter().map(|v| v * 1e6).collect();
     let mut b = random_vec(&mut rng, 32 * 40);
     a[5 * 32 + 7] = f32::NAN;

@@ -153,6 +153,7 @@ fn tuning_candidates_validate_and_compile() {
                         width,
                         emulate: false,
                         split: false,
+                        fused: false,
                     });
                     let variant = ShaderVariant::Gemm(v);
                     let name = variant.name();

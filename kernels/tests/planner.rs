@@ -447,9 +447,13 @@ fn arb_caps() -> impl Strategy<Value = DeviceCaps> {
 
 fn arb_options() -> impl Strategy<Value = GemmOptions> {
     let mode = || prop_oneof![Just(CoopMode::Auto), Just(CoopMode::Off), Just(CoopMode::On)];
-    (arb_choice(), mode(), any::<bool>(), mode()).prop_map(|(tiling, cooperative_matrix, f32_via_f16, f32_split)| {
-        GemmOptions { tiling, cooperative_matrix, f32_via_f16, f32_split, unsplit_short_k: false }
-    })
+    (arb_choice(), mode(), any::<bool>(), mode(), mode()).prop_map(
+        |(tiling, cooperative_matrix, f32_via_f16, f32_split, f32_split_fused)| {
+            let modes =
+                GemmOptions { cooperative_matrix, f32_via_f16, f32_split, f32_split_fused, ..Default::default() };
+            GemmOptions { tiling, ..modes }
+        },
+    )
 }
 
 fn arb_problem() -> impl Strategy<Value = GemmProblem> {

@@ -82,13 +82,13 @@ fn suits_wide(p: &GemmProblem, caps: &DeviceCaps, shape: CoopShape, width: u32) 
 }
 
 /// The first of `shapes` the device can run, as a product step (split-K partial with `splits`;
-/// f32 operands split into f16 pairs with `split`, see `gemm::split`).
+/// f32 operands split into f16 pairs with `split`, `Some(fused)`, see `gemm::split`).
 pub(crate) fn step(
     p: &GemmProblem,
     caps: &DeviceCaps,
     shapes: &[CoopShape],
     splits: Option<u32>,
-    split: bool,
+    split: Option<bool>,
 ) -> Result<GemmStep, String> {
     // The widest load the operands' alignment allows.
     let width = CoopVariant::widths(p.dtype).iter().copied().find(|&w| w == 1 || wide_loads_ok(p, w)).unwrap_or(1);
@@ -104,7 +104,8 @@ pub(crate) fn step(
             b: b_contig(p),
             width,
             emulate: false,
-            split,
+            split: split.is_some(),
+            fused: split == Some(true),
         };
         match GemmVariant::Coop(variant).fits(caps) {
             Ok(()) => {

@@ -42,6 +42,10 @@ pub struct GemmOptions {
     /// kernels' 128-wide tiles fill the device; `On`: every product they can compute; `Off`:
     /// the SIMT kernels. Needs the coop path (`cooperative_matrix` not off).
     pub f32_split: CoopMode,
+    /// How a split product runs: `On` fused (K once, the high and low parts staged side by side,
+    /// three fragment products per step) wherever its staging fits, else serial (K three
+    /// times); `Off` and `Auto` serial (`gemm::split::plan` says why).
+    pub f32_split_fused: CoopMode,
     /// Keep products with K below 1024 unsplit (the convs' products: the short-K split-K rule
     /// was measured on plain products only).
     pub unsplit_short_k: bool,

@@ -321,10 +321,10 @@ fn build(
             split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws))
         }
         Tiling::Gemv => gemv(p, caps),
-        Tiling::Coop128 => coop::step(p, caps, &tuning.coop_128, None, false).map(single),
-        Tiling::Coop64 => coop::step(p, caps, &tuning.coop_64, None, false).map(single),
+        Tiling::Coop128 => coop::step(p, caps, &tuning.coop_128, None, None).map(single),
+        Tiling::Coop64 => coop::step(p, caps, &tuning.coop_64, None, None).map(single),
         Tiling::CoopSplitK { splits } => {
-            let partial = coop::step(p, caps, &tuning.coop_64, Some(splits), false)?;
+            let partial = coop::step(p, caps, &tuning.coop_64, Some(splits), None)?;
             split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::CoopSplitK { splits: s }, steps, false, ws))
         }
     }

@@ -77,37 +77,58 @@ fn virtual_k(k: u32, bk: u32) -> u64 {
     3 * u64::from(k.next_multiple_of(bk))
 }
 
-/// The two max passes and the product; the first coop tiling (without K splits) that builds.
+/// The two max passes and the product; the first coop tiling (without K splits) that builds,
+/// fused where that pays and fits, else serial.
 pub(crate) fn plan(
     p: &GemmProblem,
     caps: &DeviceCaps,
     options: &GemmOptions,
     tuning: &Tuning,
 ) -> Result<GemmPlan, String> {
-    // The tile classes are chosen for the product as the kernel runs it: K three times as long.
-    let mut q = *p;
-    q.k = virtual_k(p.k, 64) as u32;
     let mut last = String::from("no coop tiling without K splits");
-    for tiling in coop::candidates(&q, caps, options) {
-        let shapes = match tiling {
-            Tiling::Coop128 => &tuning.coop_128,
-            Tiling::Coop64 => &tuning.coop_64,
-            _ => continue,
-        };
-        let mut product = match coop::step(&q, caps, shapes, None, true) {
-            Ok(step) => step,
-            Err(e) => {
-                last = format!("{}: {e}", tiling.name());
-                continue;
-            }
-        };
-        let GemmVariant::Coop(c) = product.variant else { continue };
-        // The kernel reads the real K and walks three segments of it rounded to its slices.
-        product.params.k = p.k;
-        product.params.k_chunk = virtual_k(p.k, c.shape.bk) as u32;
-        let (mut steps, workspace) = max_steps(p, caps)?;
-        steps.push(product);
-        return Ok(GemmPlan { tiling, steps, swap_operands: false, workspace_bytes: workspace, fallbacks: Vec::new() });
+    // `Auto` is serial: on the H200 the fused form ran 4096³ at 57.7 against 47.8 TFLOP/s but
+    // erred 3× as much (7.9e-5 of the output's RMS against 2.6e-5: every step adds the small
+    // parts' products to the large running sum), and lost or tied on Whisper-sized products
+    // (docs/PERFORMANCE.md, "The fused split"). It is an opt-in trade.
+    let forms: &[bool] = match options.f32_split_fused {
+        CoopMode::On => &[true, false],
+        CoopMode::Off | CoopMode::Auto => &[false],
+    };
+    for &fused in forms {
+        // The tile classes are chosen for the product as the kernel runs it: a serial one
+        // walks K three times.
+        let mut q = *p;
+        if !fused {
+            q.k = virtual_k(p.k, 64) as u32;
+        }
+        for tiling in coop::candidates(&q, caps, options) {
+            let shapes = match tiling {
+                Tiling::Coop128 => &tuning.coop_128,
+                Tiling::Coop64 => &tuning.coop_64,
+                _ => continue,
+            };
+            let mut product = match coop::step(&q, caps, shapes, None, Some(fused)) {
+                Ok(step) => step,
+                Err(e) => {
+                    last = format!("{}: {e}", tiling.name());
+                    continue;
+                }
+            };
+            let GemmVariant::Coop(c) = product.variant else { continue };
+            // The kernel reads the real K (a serial one walks three segments of it, rounded to
+            // its slices).
+            product.params.k = p.k;
+            product.params.k_chunk = if fused { p.k } else { virtual_k(p.k, c.shape.bk) as u32 };
+            let (mut steps, workspace) = max_steps(p, caps)?;
+            steps.push(product);
+            return Ok(GemmPlan {
+                tiling,
+                steps,
+                swap_operands: false,
+                workspace_bytes: workspace,
+                fallbacks: Vec::new(),
+            });
+        }
     }
     Err(last)
 }

@@ -209,8 +209,13 @@ impl CoopShape {
     /// Workgroup memory: `stages` f16 slices of A and B plus one 16×16 f32 scratch fragment
     /// per subgroup for the epilogue.
     pub const fn storage_bytes(self, a: Contig, b: Contig) -> u32 {
+        self.staging_bytes(a, b) + self.subgroups() * FRAG * FRAG * 4
+    }
+
+    /// Workgroup memory of the `stages` f16 slices of A and B alone.
+    pub const fn staging_bytes(self, a: Contig, b: Contig) -> u32 {
         let (ea, eb) = self.stage_elems(a, b);
-        self.stages * (ea + eb) * 2 + self.subgroups() * FRAG * FRAG * 4
+        self.stages * (ea + eb) * 2
     }
 
     /// Whether `chunks` loads of a slice spread evenly: a whole number per invocation, or one

@@ -35,6 +35,9 @@ pub struct CoopVariant {
     /// K three times as long (`gemm::split`); the scales come from the [`GemmVariant::AbsMax`]
     /// steps before it. Only f32 with 16-byte loads.
     pub split: bool,
+    /// With `split`: K runs once; each slice stages the high and the low parts side by side
+    /// (twice the staging memory) and every fragment pair takes its three products in turn.
+    pub fused: bool,
 }
 
 impl CoopVariant {
@@ -65,7 +68,9 @@ impl CoopVariant {
     }
 
     pub fn storage_bytes(self) -> u32 {
-        self.shape.storage_bytes(self.a_staged(), self.b_staged())
+        let (a, b) = (self.a_staged(), self.b_staged());
+        let low_parts = if self.split && self.fused { self.shape.staging_bytes(a, b) } else { 0 };
+        self.shape.storage_bytes(a, b) + low_parts
     }
 }
 
@@ -240,7 +245,11 @@ impl GemmVariant {
                     w => format!("_w{w}"),
                 };
                 let emu = if c.emulate { "_emu" } else { "" };
-                let x3 = if c.split { "_x3" } else { "" };
+                let x3 = match (c.split, c.fused) {
+                    (true, true) => "_x3f",
+                    (true, false) => "_x3",
+                    _ => "",
+                };
                 format!(
                     "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{x3}{emu}",
                     c.dtype,
@@ -337,6 +346,9 @@ fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
     }
     if c.split && (c.dtype != DType::F32 || c.width != 4 || c.split_k) {
         return Err("the split f32 kernel loads f32 16 bytes at a time and does not split K".into());
+    }
+    if c.fused && !c.split {
+        return Err("only a split kernel stages fused low parts".into());
     }
     if c.emulate {
         return Ok(());

@@ -249,16 +249,18 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     let mut out = BTreeMap::new();
     let options = CHOICES.iter().flat_map(|&tiling| {
         [
-            (CoopMode::Auto, false, CoopMode::Auto),
-            (CoopMode::Off, false, CoopMode::Auto),
-            (CoopMode::Auto, true, CoopMode::Auto),
-            (CoopMode::Auto, false, CoopMode::On),
+            (CoopMode::Auto, false, CoopMode::Auto, CoopMode::Auto),
+            (CoopMode::Off, false, CoopMode::Auto, CoopMode::Auto),
+            (CoopMode::Auto, true, CoopMode::Auto, CoopMode::Auto),
+            (CoopMode::Auto, false, CoopMode::On, CoopMode::Off),
+            (CoopMode::Auto, false, CoopMode::On, CoopMode::On),
         ]
-        .map(move |(cooperative_matrix, f32_via_f16, f32_split)| GemmOptions {
+        .map(move |(cooperative_matrix, f32_via_f16, f32_split, f32_split_fused)| GemmOptions {
             tiling,
             cooperative_matrix,
             f32_via_f16,
             f32_split,
+            f32_split_fused,
             unsplit_short_k: false,
         })
     });
