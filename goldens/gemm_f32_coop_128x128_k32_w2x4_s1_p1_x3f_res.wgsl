@@ -134,17 +134,26 @@ var<workgroup> c_tile: array<f32, 2048>;
 
 // Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
 // columns col.. of the output; each invocation writes 8 of its elements.
-fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32) {
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, small: array<f32, 8>) {
     for (var q = 0u; q < 8u; q = q + 1u) {
         let e = lane + q * 32u;
         let r = row + e / 16u;
         let c = col + e % 16u;
         if (r < p.m && c < p.n) {
-            let v = ldexp(ldexp(c_tile[c0 + e], -shift_a), -shift_b);
+            let v = ldexp(ldexp(c_tile[c0 + e] + small[q], -shift_a), -shift_b);
             let o = c_base + r * p.c_rs + c * p.c_cs;
             out[o] = f32(epilogue_at(v, bias_base + r * p.bias_rs + c * p.bias_cs, o));
         }
     }
+}
+
+// The 8 elements of a fragment's small parts this invocation writes (as write_frag reads them).
+fn small_parts(c0: u32, lane: u32) -> array<f32, 8> {
+    var s: array<f32, 8>;
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        s[q] = c_tile[c0 + lane + q * 32u];
+    }
+    return s;
 }
 
 @compute @workgroup_size(256, 1, 1)
@@ -243,13 +252,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var rb3: vec4<f32>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
+    var sm0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
+    var sm0_1 = coop_mat16x16<f32, C>();
     var acc1_0 = coop_mat16x16<f32, C>();
+    var sm1_0 = coop_mat16x16<f32, C>();
     var acc1_1 = coop_mat16x16<f32, C>();
+    var sm1_1 = coop_mat16x16<f32, C>();
     var acc2_0 = coop_mat16x16<f32, C>();
+    var sm2_0 = coop_mat16x16<f32, C>();
     var acc2_1 = coop_mat16x16<f32, C>();
+    var sm2_1 = coop_mat16x16<f32, C>();
     var acc3_0 = coop_mat16x16<f32, C>();
+    var sm3_0 = coop_mat16x16<f32, C>();
     var acc3_1 = coop_mat16x16<f32, C>();
+    var sm3_1 = coop_mat16x16<f32, C>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
     if (n_slices > 0u) {
@@ -397,29 +414,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1c = eb0_1 / VW;
         let fb0_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
         let fbl0_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_lo_tile[eb0_1c][0], SB);
-        acc0_0 = coopMultiplyAdd(fa0_0, fbl0_0, acc0_0);
-        acc0_0 = coopMultiplyAdd(fal0_0, fb0_0, acc0_0);
+        sm0_0 = coopMultiplyAdd(fa0_0, fbl0_0, sm0_0);
+        sm0_0 = coopMultiplyAdd(fal0_0, fb0_0, sm0_0);
         acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
-        acc0_1 = coopMultiplyAdd(fa0_0, fbl0_1, acc0_1);
-        acc0_1 = coopMultiplyAdd(fal0_0, fb0_1, acc0_1);
+        sm0_1 = coopMultiplyAdd(fa0_0, fbl0_1, sm0_1);
+        sm0_1 = coopMultiplyAdd(fal0_0, fb0_1, sm0_1);
         acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
-        acc1_0 = coopMultiplyAdd(fa0_1, fbl0_0, acc1_0);
-        acc1_0 = coopMultiplyAdd(fal0_1, fb0_0, acc1_0);
+        sm1_0 = coopMultiplyAdd(fa0_1, fbl0_0, sm1_0);
+        sm1_0 = coopMultiplyAdd(fal0_1, fb0_0, sm1_0);
         acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
-        acc1_1 = coopMultiplyAdd(fa0_1, fbl0_1, acc1_1);
-        acc1_1 = coopMultiplyAdd(fal0_1, fb0_1, acc1_1);
+        sm1_1 = coopMultiplyAdd(fa0_1, fbl0_1, sm1_1);
+        sm1_1 = coopMultiplyAdd(fal0_1, fb0_1, sm1_1);
         acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
-        acc2_0 = coopMultiplyAdd(fa0_2, fbl0_0, acc2_0);
-        acc2_0 = coopMultiplyAdd(fal0_2, fb0_0, acc2_0);
+        sm2_0 = coopMultiplyAdd(fa0_2, fbl0_0, sm2_0);
+        sm2_0 = coopMultiplyAdd(fal0_2, fb0_0, sm2_0);
         acc2_0 = coopMultiplyAdd(fa0_2, fb0_0, acc2_0);
-        acc2_1 = coopMultiplyAdd(fa0_2, fbl0_1, acc2_1);
-        acc2_1 = coopMultiplyAdd(fal0_2, fb0_1, acc2_1);
+        sm2_1 = coopMultiplyAdd(fa0_2, fbl0_1, sm2_1);
+        sm2_1 = coopMultiplyAdd(fal0_2, fb0_1, sm2_1);
         acc2_1 = coopMultiplyAdd(fa0_2, fb0_1, acc2_1);
-        acc3_0 = coopMultiplyAdd(fa0_3, fbl0_0, acc3_0);
-        acc3_0 = coopMultiplyAdd(fal0_3, fb0_0, acc3_0);
+        sm3_0 = coopMultiplyAdd(fa0_3, fbl0_0, sm3_0);
+        sm3_0 = coopMultiplyAdd(fal0_3, fb0_0, sm3_0);
         acc3_0 = coopMultiplyAdd(fa0_3, fb0_0, acc3_0);
-        acc3_1 = coopMultiplyAdd(fa0_3, fbl0_1, acc3_1);
-        acc3_1 = coopMultiplyAdd(fal0_3, fb0_1, acc3_1);
+        sm3_1 = coopMultiplyAdd(fa0_3, fbl0_1, sm3_1);
+        sm3_1 = coopMultiplyAdd(fal0_3, fb0_1, sm3_1);
         acc3_1 = coopMultiplyAdd(fa0_3, fb0_1, acc3_1);
         let ea1_0 = a_cur + 16u;
         let ea1_0c = ea1_0 / VW;
@@ -445,29 +462,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1c = eb1_1 / VW;
         let fb1_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
         let fbl1_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_lo_tile[eb1_1c][0], SB);
-        acc0_0 = coopMultiplyAdd(fa1_0, fbl1_0, acc0_0);
-        acc0_0 = coopMultiplyAdd(fal1_0, fb1_0, acc0_0);
+        sm0_0 = coopMultiplyAdd(fa1_0, fbl1_0, sm0_0);
+        sm0_0 = coopMultiplyAdd(fal1_0, fb1_0, sm0_0);
         acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
-        acc0_1 = coopMultiplyAdd(fa1_0, fbl1_1, acc0_1);
-        acc0_1 = coopMultiplyAdd(fal1_0, fb1_1, acc0_1);
+        sm0_1 = coopMultiplyAdd(fa1_0, fbl1_1, sm0_1);
+        sm0_1 = coopMultiplyAdd(fal1_0, fb1_1, sm0_1);
         acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
-        acc1_0 = coopMultiplyAdd(fa1_1, fbl1_0, acc1_0);
-        acc1_0 = coopMultiplyAdd(fal1_1, fb1_0, acc1_0);
+        sm1_0 = coopMultiplyAdd(fa1_1, fbl1_0, sm1_0);
+        sm1_0 = coopMultiplyAdd(fal1_1, fb1_0, sm1_0);
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
-        acc1_1 = coopMultiplyAdd(fa1_1, fbl1_1, acc1_1);
-        acc1_1 = coopMultiplyAdd(fal1_1, fb1_1, acc1_1);
+        sm1_1 = coopMultiplyAdd(fa1_1, fbl1_1, sm1_1);
+        sm1_1 = coopMultiplyAdd(fal1_1, fb1_1, sm1_1);
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
-        acc2_0 = coopMultiplyAdd(fa1_2, fbl1_0, acc2_0);
-        acc2_0 = coopMultiplyAdd(fal1_2, fb1_0, acc2_0);
+        sm2_0 = coopMultiplyAdd(fa1_2, fbl1_0, sm2_0);
+        sm2_0 = coopMultiplyAdd(fal1_2, fb1_0, sm2_0);
         acc2_0 = coopMultiplyAdd(fa1_2, fb1_0, acc2_0);
-        acc2_1 = coopMultiplyAdd(fa1_2, fbl1_1, acc2_1);
-        acc2_1 = coopMultiplyAdd(fal1_2, fb1_1, acc2_1);
+        sm2_1 = coopMultiplyAdd(fa1_2, fbl1_1, sm2_1);
+        sm2_1 = coopMultiplyAdd(fal1_2, fb1_1, sm2_1);
         acc2_1 = coopMultiplyAdd(fa1_2, fb1_1, acc2_1);
-        acc3_0 = coopMultiplyAdd(fa1_3, fbl1_0, acc3_0);
-        acc3_0 = coopMultiplyAdd(fal1_3, fb1_0, acc3_0);
+        sm3_0 = coopMultiplyAdd(fa1_3, fbl1_0, sm3_0);
+        sm3_0 = coopMultiplyAdd(fal1_3, fb1_0, sm3_0);
         acc3_0 = coopMultiplyAdd(fa1_3, fb1_0, acc3_0);
-        acc3_1 = coopMultiplyAdd(fa1_3, fbl1_1, acc3_1);
-        acc3_1 = coopMultiplyAdd(fal1_3, fb1_1, acc3_1);
+        sm3_1 = coopMultiplyAdd(fa1_3, fbl1_1, sm3_1);
+        sm3_1 = coopMultiplyAdd(fal1_3, fb1_1, sm3_1);
         acc3_1 = coopMultiplyAdd(fa1_3, fb1_1, acc3_1);
         workgroupBarrier();
     }
@@ -475,51 +492,83 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let c_base = batch_offset(batch, p.c_bs);
     let bias_base = batch_offset(batch, p.bias_bs);
     let c_sg = sg * 256u;
+    coopStoreT(sm0_0, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small0_0 = small_parts(c_sg, lane);
+    workgroupBarrier();
     coopStoreT(acc0_0, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 0u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 0u, c_base, bias_base, small0_0);
     }
+    workgroupBarrier();
+    coopStoreT(sm0_1, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small0_1 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc0_1, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 16u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 16u, c_base, bias_base, small0_1);
     }
+    workgroupBarrier();
+    coopStoreT(sm1_0, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small1_0 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc1_0, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 0u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 0u, c_base, bias_base, small1_0);
     }
+    workgroupBarrier();
+    coopStoreT(sm1_1, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small1_1 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc1_1, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 16u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 16u, c_base, bias_base, small1_1);
     }
+    workgroupBarrier();
+    coopStoreT(sm2_0, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small2_0 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc2_0, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 32u, col0 + wn0 + 0u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 32u, col0 + wn0 + 0u, c_base, bias_base, small2_0);
     }
+    workgroupBarrier();
+    coopStoreT(sm2_1, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small2_1 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc2_1, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 32u, col0 + wn0 + 16u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 32u, col0 + wn0 + 16u, c_base, bias_base, small2_1);
     }
+    workgroupBarrier();
+    coopStoreT(sm3_0, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small3_0 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc3_0, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 48u, col0 + wn0 + 0u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 48u, col0 + wn0 + 0u, c_base, bias_base, small3_0);
     }
+    workgroupBarrier();
+    coopStoreT(sm3_1, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small3_1 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc3_1, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 48u, col0 + wn0 + 16u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 48u, col0 + wn0 + 16u, c_base, bias_base, small3_1);
     }
 }

@@ -122,16 +122,25 @@ var<workgroup> c_tile: array<f32, 1024>;
 
 // Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
 // columns col.. of the output; each invocation writes 8 of its elements.
-fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32) {
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, small: array<f32, 8>) {
     for (var q = 0u; q < 8u; q = q + 1u) {
         let e = lane + q * 32u;
         let r = row + e / 16u;
         let c = col + e % 16u;
         if (r < p.m && c < p.n) {
-            let v = ldexp(ldexp(c_tile[c0 + e], -shift_a), -shift_b);
+            let v = ldexp(ldexp(c_tile[c0 + e] + small[q], -shift_a), -shift_b);
             out[c_base + r * p.c_rs + c * p.c_cs] = f32(epilogue(v, bias_base + r * p.bias_rs + c * p.bias_cs));
         }
     }
+}
+
+// The 8 elements of a fragment's small parts this invocation writes (as write_frag reads them).
+fn small_parts(c0: u32, lane: u32) -> array<f32, 8> {
+    var s: array<f32, 8>;
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        s[q] = c_tile[c0 + lane + q * 32u];
+    }
+    return s;
 }
 
 @compute @workgroup_size(128, 1, 1)
@@ -230,9 +239,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var rb3: vec4<f32>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
+    var sm0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
+    var sm0_1 = coop_mat16x16<f32, C>();
     var acc1_0 = coop_mat16x16<f32, C>();
+    var sm1_0 = coop_mat16x16<f32, C>();
     var acc1_1 = coop_mat16x16<f32, C>();
+    var sm1_1 = coop_mat16x16<f32, C>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
     if (n_slices > 0u) {
@@ -374,17 +387,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1c = eb0_1 / VW;
         let fb0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
         let fbl0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_lo_tile[eb0_1c][0], SB);
-        acc0_0 = coopMultiplyAdd(fa0_0, fbl0_0, acc0_0);
-        acc0_0 = coopMultiplyAdd(fal0_0, fb0_0, acc0_0);
+        sm0_0 = coopMultiplyAdd(fa0_0, fbl0_0, sm0_0);
+        sm0_0 = coopMultiplyAdd(fal0_0, fb0_0, sm0_0);
         acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
-        acc0_1 = coopMultiplyAdd(fa0_0, fbl0_1, acc0_1);
-        acc0_1 = coopMultiplyAdd(fal0_0, fb0_1, acc0_1);
+        sm0_1 = coopMultiplyAdd(fa0_0, fbl0_1, sm0_1);
+        sm0_1 = coopMultiplyAdd(fal0_0, fb0_1, sm0_1);
         acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
-        acc1_0 = coopMultiplyAdd(fa0_1, fbl0_0, acc1_0);
-        acc1_0 = coopMultiplyAdd(fal0_1, fb0_0, acc1_0);
+        sm1_0 = coopMultiplyAdd(fa0_1, fbl0_0, sm1_0);
+        sm1_0 = coopMultiplyAdd(fal0_1, fb0_0, sm1_0);
         acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
-        acc1_1 = coopMultiplyAdd(fa0_1, fbl0_1, acc1_1);
-        acc1_1 = coopMultiplyAdd(fal0_1, fb0_1, acc1_1);
+        sm1_1 = coopMultiplyAdd(fa0_1, fbl0_1, sm1_1);
+        sm1_1 = coopMultiplyAdd(fal0_1, fb0_1, sm1_1);
         acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
         let ea1_0 = a_cur + 1152u;
         let ea1_0c = ea1_0 / VW;
@@ -402,17 +415,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1c = eb1_1 / VW;
         let fb1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
         let fbl1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_lo_tile[eb1_1c][0], SB);
-        acc0_0 = coopMultiplyAdd(fa1_0, fbl1_0, acc0_0);
-        acc0_0 = coopMultiplyAdd(fal1_0, fb1_0, acc0_0);
+        sm0_0 = coopMultiplyAdd(fa1_0, fbl1_0, sm0_0);
+        sm0_0 = coopMultiplyAdd(fal1_0, fb1_0, sm0_0);
         acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
-        acc0_1 = coopMultiplyAdd(fa1_0, fbl1_1, acc0_1);
-        acc0_1 = coopMultiplyAdd(fal1_0, fb1_1, acc0_1);
+        sm0_1 = coopMultiplyAdd(fa1_0, fbl1_1, sm0_1);
+        sm0_1 = coopMultiplyAdd(fal1_0, fb1_1, sm0_1);
         acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
-        acc1_0 = coopMultiplyAdd(fa1_1, fbl1_0, acc1_0);
-        acc1_0 = coopMultiplyAdd(fal1_1, fb1_0, acc1_0);
+        sm1_0 = coopMultiplyAdd(fa1_1, fbl1_0, sm1_0);
+        sm1_0 = coopMultiplyAdd(fal1_1, fb1_0, sm1_0);
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
-        acc1_1 = coopMultiplyAdd(fa1_1, fbl1_1, acc1_1);
-        acc1_1 = coopMultiplyAdd(fal1_1, fb1_1, acc1_1);
+        sm1_1 = coopMultiplyAdd(fa1_1, fbl1_1, sm1_1);
+        sm1_1 = coopMultiplyAdd(fal1_1, fb1_1, sm1_1);
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
         if (has_next) {
         {
@@ -470,27 +483,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let c_base = batch_offset(batch, p.c_bs);
     let bias_base = batch_offset(batch, p.bias_bs);
     let c_sg = sg * 256u;
+    coopStoreT(sm0_0, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small0_0 = small_parts(c_sg, lane);
+    workgroupBarrier();
     coopStoreT(acc0_0, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 0u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 0u, c_base, bias_base, small0_0);
     }
+    workgroupBarrier();
+    coopStoreT(sm0_1, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small0_1 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc0_1, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 16u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 16u, c_base, bias_base, small0_1);
     }
+    workgroupBarrier();
+    coopStoreT(sm1_0, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small1_0 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc1_0, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 0u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 0u, c_base, bias_base, small1_0);
     }
+    workgroupBarrier();
+    coopStoreT(sm1_1, &c_tile[c_sg], 16u);
+    workgroupBarrier();
+    let small1_1 = small_parts(c_sg, lane);
     workgroupBarrier();
     coopStoreT(acc1_1, &c_tile[c_sg], 16u);
     workgroupBarrier();
     if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 16u, c_base, bias_base);
+        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 16u, c_base, bias_base, small1_1);
     }
 }

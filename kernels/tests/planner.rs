@@ -245,13 +245,22 @@ fn thin_products_keep_gemv_unless_coop_is_forced() {
 fn f32_splits_large_products_and_stays_exact_elsewhere() {
     let caps = h200();
     let split_reason = |plan: &GemmPlan| plan.fallbacks.iter().find(|f| f.starts_with("split")).cloned();
-    // Large: three f16 products of split operands after the two max passes.
+    // Large: three f16 products of split operands after the two max passes, fused (K once, the
+    // single-stage 128×128 tile whose doubled staging fits)...
     let plan = auto(&square(4096), &caps);
     assert!(plan.uses_coop());
     let names: Vec<String> = plan.steps.iter().map(|s| s.variant.name()).collect();
-    assert_eq!(names, ["absmax_t256", "absmax_t256", "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3"]);
-    assert_eq!(plan.steps[2].params.k, 4096);
-    assert_eq!(plan.steps[2].params.k_chunk, 3 * 4096);
+    assert_eq!(names, ["absmax_t256", "absmax_t256", "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f"]);
+    assert_eq!((plan.steps[2].params.k, plan.steps[2].params.k_chunk), (4096, 4096));
+    // ... or serial (K three times), by option or where a short K lets it take 128×256 tiles.
+    let serial = GemmOptions { f32_split_fused: CoopMode::Off, ..Default::default() };
+    let plan = plan_gemm(&square(4096), &caps, &serial).unwrap();
+    assert_eq!(plan.steps[2].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3");
+    assert_eq!((plan.steps[2].params.k, plan.steps[2].params.k_chunk), (4096, 3 * 4096));
+    let name = |m, n, k| auto(&GemmProblem::simple(DType::F32, m, n, k, false, false), &caps).steps[2].variant.name();
+    assert_eq!(name(1500, 1536, 384), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3");
+    assert_eq!(name(1500, 1152, 384), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f");
+    assert_eq!(name(512, 3072, 1024), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f");
     // The first pass reads both operands' 2^22 vec4s, the second its 2 × 1024 maxima (256 vec4s each).
     assert_eq!((plan.steps[0].params.m, plan.steps[0].params.tiles_n, plan.workspace_bytes), (1 << 22, 1024, 8192));
     assert_eq!((plan.steps[1].params.m, plan.steps[1].params.k, plan.steps[1].params.total_workgroups), (256, 256, 2));

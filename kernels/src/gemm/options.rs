@@ -44,7 +44,8 @@ pub struct GemmOptions {
     pub f32_split: CoopMode,
     /// How a split product runs: `On` fused (K once, the high and low parts staged side by side,
     /// three fragment products per step) wherever its staging fits, else serial (K three
-    /// times); `Off` and `Auto` serial (`gemm::split::plan` says why).
+    /// times); `Off` serial; `Auto` fused except where `gemm::split::keeps_serial` measured the
+    /// serial form faster.
     pub f32_split_fused: CoopMode,
     /// Keep products with K below 1024 unsplit (the convs' products: the short-K split-K rule
     /// was measured on plain products only).

@@ -77,57 +77,66 @@ fn virtual_k(k: u32, bk: u32) -> u64 {
     3 * u64::from(k.next_multiple_of(bk))
 }
 
-/// The two max passes and the product; the first coop tiling (without K splits) that builds,
-/// fused where that pays and fits, else serial.
+/// The two max passes and the product: fused or serial as `f32_split_fused` and
+/// [`keeps_serial`] decide, each on the first coop tiling (without K splits) that builds.
 pub(crate) fn plan(
     p: &GemmProblem,
     caps: &DeviceCaps,
     options: &GemmOptions,
     tuning: &Tuning,
 ) -> Result<GemmPlan, String> {
-    let mut last = String::from("no coop tiling without K splits");
-    // `Auto` is serial: on the H200 the fused form ran 4096³ at 57.7 against 47.8 TFLOP/s but
-    // erred 3× as much (7.9e-5 of the output's RMS against 2.6e-5: every step adds the small
-    // parts' products to the large running sum), and lost or tied on Whisper-sized products
-    // (docs/PERFORMANCE.md, "The fused split"). It is an opt-in trade.
-    let forms: &[bool] = match options.f32_split_fused {
-        CoopMode::On => &[true, false],
-        CoopMode::Off | CoopMode::Auto => &[false],
+    let form = |fused| product(p, caps, options, tuning, fused);
+    let (tiling, step) = match options.f32_split_fused {
+        CoopMode::Off => form(false)?,
+        CoopMode::On => form(true).or_else(|_| form(false))?,
+        CoopMode::Auto => match form(false) {
+            Ok(serial) if keeps_serial(p, &serial.1) => serial,
+            serial => form(true).or(serial)?,
+        },
     };
-    for &fused in forms {
-        // The tile classes are chosen for the product as the kernel runs it: a serial one
-        // walks K three times.
-        let mut q = *p;
-        if !fused {
-            q.k = virtual_k(p.k, 64) as u32;
-        }
-        for tiling in coop::candidates(&q, caps, options) {
-            let shapes = match tiling {
-                Tiling::Coop128 => &tuning.coop_128,
-                Tiling::Coop64 => &tuning.coop_64,
-                _ => continue,
-            };
-            let mut product = match coop::step(&q, caps, shapes, None, Some(fused)) {
-                Ok(step) => step,
-                Err(e) => {
-                    last = format!("{}: {e}", tiling.name());
-                    continue;
-                }
-            };
-            let GemmVariant::Coop(c) = product.variant else { continue };
-            // The kernel reads the real K (a serial one walks three segments of it, rounded to
-            // its slices).
-            product.params.k = p.k;
-            product.params.k_chunk = if fused { p.k } else { virtual_k(p.k, c.shape.bk) as u32 };
-            let (mut steps, workspace) = max_steps(p, caps)?;
-            steps.push(product);
-            return Ok(GemmPlan {
-                tiling,
-                steps,
-                swap_operands: false,
-                workspace_bytes: workspace,
-                fallbacks: Vec::new(),
-            });
+    let (mut steps, workspace) = max_steps(p, caps)?;
+    steps.push(step);
+    Ok(GemmPlan { tiling, steps, swap_operands: false, workspace_bytes: workspace, fallbacks: Vec::new() })
+}
+
+/// Where the automatic choice keeps the serial form: measured on the H200 (docs/PERFORMANCE.md,
+/// "The fused split"), the fused one runs at the serial one's error and faster (4096³ 55.6
+/// against 48.0 TFLOP/s, 8192³ 59.7 against 47.9, 512×3072×1024 0.099 against 0.174 ms), except
+/// where a short K lets the serial form take 128×256 tiles over its three segments, which the
+/// fused form's doubled staging does not fit (1500×1536×384: 0.087 serial, 0.103 fused).
+fn keeps_serial(p: &GemmProblem, serial: &GemmStep) -> bool {
+    matches!(serial.variant, GemmVariant::Coop(c) if c.shape.bm * c.shape.bn > 128 * 128) && p.k < 1024
+}
+
+/// The split product in one form: the tile classes are chosen for the product as the kernel
+/// runs it (a serial one walks K three times), and the kernel reads the real K.
+fn product(
+    p: &GemmProblem,
+    caps: &DeviceCaps,
+    options: &GemmOptions,
+    tuning: &Tuning,
+    fused: bool,
+) -> Result<(Tiling, GemmStep), String> {
+    let mut q = *p;
+    if !fused {
+        q.k = virtual_k(p.k, 64) as u32;
+    }
+    let mut last = String::from("no coop tiling without K splits");
+    for tiling in coop::candidates(&q, caps, options) {
+        let shapes = match tiling {
+            Tiling::Coop128 => &tuning.coop_128,
+            Tiling::Coop64 => &tuning.coop_64,
+            _ => continue,
+        };
+        match coop::step(&q, caps, shapes, None, Some(fused)) {
+            Ok(mut step) => {
+                let GemmVariant::Coop(c) = step.variant else { continue };
+                step.params.k = p.k;
+                // A serial kernel walks three segments of K, each rounded to its slices.
+                step.params.k_chunk = if fused { p.k } else { virtual_k(p.k, c.shape.bk) as u32 };
+                return Ok((tiling, step));
+            }
+            Err(e) => last = format!("{}: {e}", tiling.name()),
         }
     }
     Err(last)
