@@ -213,9 +213,11 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                 problem.residual = residual;
                 for &algo in ALGOS {
                     for &choice in CHOICES {
-                        // `f32_split=1` splits the f32 products the automatic rule leaves to SIMT.
+                        // `f32_split=1` splits the f32 products the automatic rule leaves to SIMT,
+                        // fused or (`f32_split_fused=0`) serial.
                         let split = GemmOptions { f32_split: CoopMode::On, ..GemmOptions::tiling(choice) };
-                        for options in [GemmOptions::tiling(choice), split] {
+                        let serial = GemmOptions { f32_split_fused: CoopMode::Off, ..split };
+                        for options in [GemmOptions::tiling(choice), split, serial] {
                             if let Ok(plan) = plan_conv_with(&problem, caps, &options, algo) {
                                 out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
                             }
