@@ -61,10 +61,14 @@ fn main(
     }
     let total = workgroup_merge(ms, tid);
     let m = total.x;
-    let sum = total.y;
+    let pairs_sum = total.y;
     let first = tid;
     let step = T;
     let stride = 1u;
+    // A row holding +Inf: its max is +Inf and Inf − Inf makes ONNX Runtime's sum, so every
+    // output, NaN; the online pairs give it 1. (A NaN built from m: WGSL has no NaN literal.)
+    let m_bits = bitcast<u32>(m);
+    let sum = select(pairs_sum, bitcast<f32>(m_bits | 0x7fc00000u), m_bits == 0x7f800000u);
     let log_sum = log(sum);
     for (var j = first; j < len; j = j + step) {
         let i = base + j * stride;

@@ -40,9 +40,13 @@ fn main(
         ms = push(ms, f32(x[base + j * stride]));
     }
     let m = ms.x;
-    let sum = ms.y;
+    let pairs_sum = ms.y;
     let first = 0u;
     let step = 1u;
+    // A row holding +Inf: its max is +Inf and Inf − Inf makes ONNX Runtime's sum, so every
+    // output, NaN; the online pairs give it 1. (A NaN built from m: WGSL has no NaN literal.)
+    let m_bits = bitcast<u32>(m);
+    let sum = select(pairs_sum, bitcast<f32>(m_bits | 0x7fc00000u), m_bits == 0x7f800000u);
     let log_sum = log(sum);
     for (var j = first; j < len; j = j + step) {
         let i = base + j * stride;

@@ -1,5 +1,6 @@
 //! Normalisations on non-finite rows: NaN where ONNX Runtime's CPU EP gives NaN (the fuzzer
-//! found a LayerNorm returning ±Inf for a row holding -Inf, seed 935064387).
+//! found a LayerNorm returning ±Inf for a row holding -Inf, seed 935064387, and a LogSoftmax
+//! returning -Inf for a row holding +Inf, seed 7006213).
 mod common;
 
 use common::graph::{const_val, node, run_graph, val, T};
@@ -29,6 +30,40 @@ fn an_infinite_input_makes_its_row_nan() {
                 assert!(got[..5].iter().all(|v| v.is_nan()), "{op} {ty}: {got:?}");
             }
             assert!(got[5..].iter().all(|v| v.is_finite()), "{op} {ty}: {got:?}");
+        }
+    }
+}
+
+/// Softmax and LogSoftmax of a row holding +Inf are NaN throughout (ONNX Runtime's CPU EP: the
+/// max is +Inf and Inf − Inf poisons the sum); -Inf is an ordinary zero weight. Rows long enough
+/// for the vec4 and workgroup-per-row kernels (16) and one along a strided axis.
+#[test]
+fn a_positive_infinity_makes_its_softmax_row_nan() {
+    for (ty, make) in [(ElemType::F32, T::f32 as fn(&[u64], &[f32]) -> T), (ElemType::F16, T::f16)] {
+        for (op, axis) in [("Softmax", 1), ("LogSoftmax", 1), ("Softmax", 0), ("LogSoftmax", 0)] {
+            let mut v: Vec<f32> = (0..48).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+            v[3] = f32::INFINITY; // row 0 (axis 1), column 3 (axis 0)
+            v[16 + 5] = f32::NEG_INFINITY; // row 1, column 5
+            let x = make(&[3, 16], &v);
+            let n = node(
+                op,
+                13,
+                vec![Some(val("x", ty, &[3, 16]))],
+                vec![val("y", ty, &[3, 16])],
+                vec![("axis", Attr::Int(axis))],
+            );
+            let got = run_graph(&[n], &[("x", &x)], &[], &["y"]).unwrap().remove(0).values();
+            let poisoned: Vec<usize> = if axis == 1 { (0..16).collect() } else { (0..3).map(|r| r * 16 + 3).collect() };
+            for (i, g) in got.iter().enumerate() {
+                if poisoned.contains(&i) {
+                    assert!(g.is_nan(), "{op} axis {axis} {ty}: element {i} is {g}, not NaN");
+                } else if i == 16 + 5 {
+                    let want = if op == "Softmax" { 0.0 } else { f64::NEG_INFINITY };
+                    assert_eq!(*g, want, "{op} axis {axis} {ty}: element {i}");
+                } else {
+                    assert!(g.is_finite(), "{op} axis {axis} {ty}: element {i} is {g}");
+                }
+            }
         }
     }
 }
