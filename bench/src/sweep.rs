@@ -64,7 +64,18 @@ fn simt_label(s: &TileShape) -> String {
 
 /// vec4 SIMT shapes, and the scalar kernel for reference (an empty vec4 list).
 pub fn simt_candidates() -> Vec<Candidate> {
-    let shapes = [SIMT_VEC_128, TileShape { bk: 16, ..SIMT_VEC_128 }, SIMT_VEC_64];
+    let shapes = [
+        SIMT_VEC_128,
+        TileShape { bk: 16, ..SIMT_VEC_128 },
+        SIMT_VEC_64,
+        // Medium problems (M = 1500, N = 384): more outputs per invocation or smaller tiles.
+        TileShape { bm: 64, bn: 64, bk: 16, tm: 8, tn: 4 },
+        TileShape { bm: 64, bn: 64, bk: 16, tm: 8, tn: 8 },
+        TileShape { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4 },
+        TileShape { bm: 64, bn: 32, bk: 16, tm: 4, tn: 4 },
+        TileShape { bm: 128, bn: 64, bk: 8, tm: 8, tn: 8 },
+        TileShape { bm: 64, bn: 128, bk: 16, tm: 8, tn: 8 },
+    ];
     let mut out: Vec<Candidate> = shapes
         .iter()
         .map(|s| Candidate {

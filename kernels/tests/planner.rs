@@ -590,3 +590,21 @@ proptest! {
         }
     }
 }
+
+/// f32 products of at most 3/4 of `parallelism` in 64×64 tiles take the 32×64 SIMT tile
+/// (twice the workgroups: Whisper's 1500×384×384, 144 tiles), fuller ones keep 64×64 (1024³,
+/// 256 tiles), and split-K partials keep 64×64 (their split counts assume it).
+#[test]
+fn thin_f32_products_take_the_32x64_simt_tile() {
+    let caps = h200();
+    let name = |m, n, k| auto(&GemmProblem::simple(DType::F32, m, n, k, false, false), &caps).steps[0].variant.name();
+    assert_eq!(name(1500, 384, 384), "gemm_f32_32x64_v4_k16_r4x4");
+    assert_eq!(name(1500, 384, 1536), "gemm_f32_32x64_v4_k16_r4x4");
+    assert_eq!(name(197, 3072, 768), "gemm_f32_32x64_v4_k16_r4x4");
+    assert_eq!(name(1024, 1024, 1024), "gemm_f32_64x64_v4");
+    // The live estimate of a discrete GPU (256): ViT's 192 tiles are exactly 3/4 of it.
+    let live = DeviceCaps { parallelism: 256, ..caps.clone() };
+    let p = GemmProblem::simple(DType::F32, 197, 3072, 768, false, false);
+    assert_eq!(auto(&p, &live).steps[0].variant.name(), "gemm_f32_32x64_v4_k16_r4x4");
+    assert_eq!(name(128, 768, 3072), "gemm_f32_64x64_v4_splitk");
+}

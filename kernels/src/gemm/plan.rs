@@ -260,6 +260,17 @@ fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) ->
     }
 }
 
+/// The vec4 shapes of the 64×64 SIMT class: the thin ones (32×64 first) for problems of at most
+/// 3/4 of `parallelism` in 64×64 tiles, where twice the workgroups pay (measured on the H200:
+/// `tuning::SIMT_VEC_32X64`).
+fn simt_64_shapes<'a>(p: &GemmProblem, caps: &DeviceCaps, tuning: &'a Tuning) -> &'a [TileShape] {
+    if tiles(p, 64, 64) * 4 <= caps.parallelism as u64 * 3 {
+        &tuning.simt_thin
+    } else {
+        &tuning.simt_64
+    }
+}
+
 /// Output tiles of `bm×bn` over the whole batch.
 pub(crate) fn tiles(p: &GemmProblem, bm: u32, bn: u32) -> u64 {
     p.m.div_ceil(bm) as u64 * p.n.div_ceil(bn) as u64 * p.batch_count()
@@ -315,7 +326,7 @@ fn build(
     let single = |step: GemmStep| plan(tiling, vec![step], false, 0);
     match tiling {
         Tiling::Tile128 => simt(p, caps, &tuning.simt_128, TileShape::T128, None).map(single),
-        Tiling::Tile64 => simt(p, caps, &tuning.simt_64, TileShape::T64, None).map(single),
+        Tiling::Tile64 => simt(p, caps, simt_64_shapes(p, caps, tuning), TileShape::T64, None).map(single),
         Tiling::SplitK { splits } => {
             let partial = simt(p, caps, &tuning.simt_64, TileShape::T64, Some(splits))?;
             split_k(p, caps, partial).map(|(steps, ws, s)| plan(Tiling::SplitK { splits: s }, steps, false, ws))

@@ -31,6 +31,14 @@ pub const COOP_64: CoopShape =
 pub const SIMT_VEC_128: TileShape = TileShape { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 };
 /// The vec4 SIMT kernel for medium problems and split-K: 64×64 tile, 4×4 per invocation.
 pub const SIMT_VEC_64: TileShape = TileShape::T64;
+/// The vec4 SIMT kernel for problems of at most 3/4 of `parallelism` in 64×64 tiles: 32×64
+/// tile, 4×4 per invocation, 128 invocations. Measured on the H200 (`kernel_bench --sweep
+/// simt`, f32): twice the workgroups run Whisper-tiny's 1500×384×384 (144 tiles of 64×64) in
+/// 0.028 against 0.033 ms, its fc2 (K = 1536) 0.095 against 0.112, its attention's
+/// 6 × 1500×64×1500 0.111 against 0.134, ViT's 197×3072×768 (192 tiles) 0.051 against 0.060; but
+/// 1024³ (256 tiles) 0.128 against 0.080 and UNet's convs lose. 8×4 or 8×8 per invocation and
+/// 64×128 or 128×64 tiles lose everywhere.
+pub const SIMT_VEC_32X64: TileShape = TileShape { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4 };
 
 /// Shapes the planner tries, best first, per tiling.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +49,8 @@ pub struct Tuning {
     /// fallback when alignment is not proven or none of these fits.
     pub simt_128: Vec<TileShape>,
     pub simt_64: Vec<TileShape>,
+    /// vec4 SIMT shapes of the 64×64 class for problems of few tiles (`plan::simt_64_shapes`).
+    pub simt_thin: Vec<TileShape>,
 }
 
 impl Tuning {
@@ -60,11 +70,18 @@ impl Tuning {
             coop_64: vec![COOP_64, CoopShape { stages: 1, ..COOP_64 }],
             simt_128: vec![SIMT_VEC_128],
             simt_64: vec![SIMT_VEC_64],
+            simt_thin: vec![SIMT_VEC_32X64, SIMT_VEC_64],
         }
     }
 
     /// A table with exactly one shape per tiling (kernel sweeps).
     pub fn single(coop_128: CoopShape, coop_64: CoopShape, simt_128: TileShape, simt_64: TileShape) -> Tuning {
-        Tuning { coop_128: vec![coop_128], coop_64: vec![coop_64], simt_128: vec![simt_128], simt_64: vec![simt_64] }
+        Tuning {
+            coop_128: vec![coop_128],
+            coop_64: vec![coop_64],
+            simt_128: vec![simt_128],
+            simt_64: vec![simt_64],
+            simt_thin: vec![simt_64],
+        }
     }
 }
