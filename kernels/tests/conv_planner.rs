@@ -276,8 +276,9 @@ fn forced_implicit_gives_the_implicit_schedule() {
     assert_eq!(plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap().path(), ConvPath::Im2colGemm);
     for (tiling, want) in [
         (TilingChoice::Tile128, "gemm_f32_128x128_v4_implicit"),
-        (TilingChoice::Tile64, "gemm_f32_64x64_v4_implicit"),
-        (TilingChoice::Gemv, "gemm_f32_64x64_v4_implicit"),
+        // 100 tiles of 64×64: the 64×64 class takes its thin 32×64 shape.
+        (TilingChoice::Tile64, "gemm_f32_32x64_v4_implicit_k16_r4x4"),
+        (TilingChoice::Gemv, "gemm_f32_32x64_v4_implicit_k16_r4x4"),
     ] {
         let plan = plan_conv_with(&p, &caps, &GemmOptions::tiling(tiling), ConvAlgo::Implicit).unwrap();
         assert_eq!((plan.path(), plan.col_bytes), (ConvPath::Implicit, 0));
@@ -294,7 +295,7 @@ fn forced_implicit_gives_the_implicit_schedule() {
     // An RGB input: K = 27 is no multiple of 4, so A loads as scalars.
     let rgb = conv(&[1, 3, 224, 224], &[64, 3, 7, 7], &[3, 3, 3, 3], &[2, 2], 1, DType::F32);
     let plan = plan_conv_with(&rgb, &caps, &GemmOptions::tiling(TilingChoice::Tile64), ConvAlgo::Implicit).unwrap();
-    assert_eq!(plan.variants()[0].name(), "gemm_f32_64x64_v4_implicit_a1");
+    assert_eq!(plan.variants()[0].name(), "gemm_f32_32x64_v4_implicit_a1_k16_r4x4");
     // Split-K: the partial kernel gathers, the reduction is the ordinary one.
     let thin = conv(&[1, 512, 7, 7], &[64, 512, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
     let plan = plan_conv_with(&thin, &caps, &GemmOptions::tiling(TilingChoice::SplitK), ConvAlgo::Implicit).unwrap();
@@ -338,7 +339,9 @@ fn huge_im2col_chooses_implicit_on_constrained_profiles() {
 fn forced_implicit_falls_back_when_its_kernel_does_not_fit() {
     let mut caps = h200();
     caps.max_invocations_per_workgroup = 128;
-    let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    // 784 tiles of 64×64: too many for the thin 32×64 shape, and the 64×64 one needs 256
+    // invocations.
+    let p = conv(&[1, 64, 224, 224], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
     let plan = plan_conv_with(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto), ConvAlgo::Implicit).unwrap();
     assert_eq!(plan.path(), ConvPath::Im2colGemm);
     assert!(plan.fallbacks[0].starts_with("Implicit: "), "{:?}", plan.fallbacks);
@@ -353,6 +356,11 @@ fn smaller_workgroups_and_grids() {
     caps.max_invocations_per_workgroup = 128;
     let p = conv(&[1, 64, 56, 56], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
     let plan = plan_conv(&p, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
+    let names: Vec<String> = plan.variants().iter().map(|v| v.name()).collect();
+    // 49 tiles of 64×64: the thin 32×64 shape has 128 invocations, and fits.
+    assert_eq!(names, ["im2col_f32_t128", "gemm_f32_32x64_v4_k16_r4x4"], "{:?}", plan.gemm().unwrap().fallbacks);
+    let big = conv(&[1, 64, 224, 224], &[64, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32);
+    let plan = plan_conv(&big, &caps, &GemmOptions::tiling(TilingChoice::Auto)).unwrap();
     let names: Vec<String> = plan.variants().iter().map(|v| v.name()).collect();
     assert_eq!(names, ["im2col_f32_t128", "gemv_f32_r4_t128"], "{:?}", plan.gemm().unwrap().fallbacks);
     caps.max_invocations_per_workgroup = 16;
