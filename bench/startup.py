@@ -231,6 +231,10 @@ def spawn(spec: dict, driver_dir: str, timeout: float) -> dict:
     env.pop("MESA_SHADER_CACHE_DISABLE", None)
     cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    # ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1: the library's line per compiled pipeline, passed on.
+    for ln in (p.stderr or "").splitlines():
+        if ln.startswith("ep-wgpu compile "):
+            print(f"  [{spec.get('config', '?')}] {ln}", file=sys.stderr)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
         tail = (p.stderr or p.stdout).strip().splitlines()[-5:]

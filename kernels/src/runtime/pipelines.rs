@@ -325,6 +325,8 @@ impl Gpu {
         let layouts = self.layout(layout);
         let trusted = self.pipelines.trusted.as_ref().filter(|_| variant.guards_every_access());
         let cache = self.pipelines.disk.as_ref().map(|(c, _)| c);
+        let started = Instant::now();
+        let mut module_done = started;
         let compile = || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
@@ -334,6 +336,7 @@ impl Gpu {
                 Some(t) => t.create(&self.device, desc),
                 None => self.device.create_shader_module(desc),
             });
+            module_done = Instant::now();
             startup::time(Phase::Pipeline, || {
                 self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(&name),
@@ -357,6 +360,15 @@ impl Gpu {
                 other => other,
             })?;
         tracing::debug!(target: "ep_wgpu", "compiled pipeline {name}");
+        if log_compiles() {
+            let (module, total) = (module_done - started, started.elapsed());
+            eprintln!(
+                "ep-wgpu compile {name}: wgsl {} B, module {:.1} ms, pipeline {:.1} ms",
+                source.len(),
+                module.as_secs_f64() * 1e3,
+                (total - module).as_secs_f64() * 1e3
+            );
+        }
         Ok(pipeline)
     }
 
@@ -391,6 +403,13 @@ impl Gpu {
     pub fn pipeline_count(&self) -> usize {
         self.pipelines.pipelines.lock().len()
     }
+}
+
+/// `ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1`: one line on stderr per compiled pipeline (WGSL size,
+/// module and pipeline creation times), to find the pipelines a cold start waits for.
+fn log_compiles() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("ONNXRUNTIME_EP_WGPU_LOG_COMPILES").is_ok_and(|v| v == "1"))
 }
 
 /// The text of a caught panic payload.
