@@ -16,8 +16,9 @@ pub use options::{CoopMode, GemmOptions};
 pub use params::{fold_grid, GemmParams};
 pub use plan::{plan_gemm, plan_gemm_implicit, plan_gemm_tuned, GemmPlan, GemmStep, StepIo};
 pub use problem::{
-    broadcast_layout, broadcast_shapes, contiguous_layout, erf, matmul_problem, matmul_problem_with_bias, Activation,
-    Epilogue, GemmProblem, MatrixLayout, EXT_ACT_SHIFT, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, MAX_BATCH_DIMS,
+    broadcast_layout, broadcast_shapes, contiguous_layout, erf, matmul_problem, matmul_problem_strided,
+    matmul_problem_with_bias, Activation, Epilogue, GemmProblem, MatrixLayout, OperandView, EXT_ACT_SHIFT,
+    FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, MAX_BATCH_DIMS,
 };
 pub use tiling::{Contig, CoopShape, GemvShape, TileShape, Tiling, TilingChoice};
 pub use tuning::Tuning;

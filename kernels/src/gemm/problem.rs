@@ -233,6 +233,20 @@ pub fn matmul_problem_with_bias(
     bias: Option<&[u64]>,
     dtype: DType,
 ) -> Result<(GemmProblem, Vec<u64>), PlanError> {
+    matmul_problem_strided([(a_shape, None), (b_shape, None)], bias, dtype)
+}
+
+/// An operand of [`matmul_problem_strided`]: its shape and, for a view of another tensor (a
+/// Transpose absorbed into the product), its element strides per dimension (rank ≥ 2).
+pub type OperandView<'a> = (&'a [u64], Option<&'a [u64]>);
+
+/// [`matmul_problem_with_bias`] with A and B optionally strided views rather than contiguous
+/// tensors. Batch dims merge only where every view's strides allow it.
+pub fn matmul_problem_strided(
+    [(a_shape, a_strides), (b_shape, b_strides)]: [OperandView<'_>; 2],
+    bias: Option<&[u64]>,
+    dtype: DType,
+) -> Result<(GemmProblem, Vec<u64>), PlanError> {
     if a_shape.is_empty() || b_shape.is_empty() {
         return Err(PlanError::Invalid("MatMul operands must have rank ≥ 1".into()));
     }
@@ -260,9 +274,22 @@ pub fn matmul_problem_with_bias(
     let rank = full.len();
     let mut operands = vec![a_batch, b_batch];
     operands.extend(bias.as_ref().map(|(padded, _)| &padded[..rank - 2]));
-    let dims = merge_batch_dims(&out_batch, &operands)?;
-    let a = MatrixLayout { batch_strides: dims.strides(0, m * k)?, ..MatrixLayout::row_major(k32) };
-    let b = MatrixLayout { batch_strides: dims.strides(1, k * n)?, ..MatrixLayout::row_major(n32) };
+    let views = [view_strides(a_shape, a_strides, rank)?, view_strides(b_shape, b_strides, rank)?];
+    let dims = merge_batch_dims(&out_batch, &operands, &views)?;
+    let layout = |which: usize, rows: u32, cols: u32| -> Result<MatrixLayout, PlanError> {
+        Ok(match &views[which] {
+            None => MatrixLayout {
+                batch_strides: dims.strides(which, rows as u64 * cols as u64)?,
+                ..MatrixLayout::row_major(cols)
+            },
+            Some(st) => MatrixLayout {
+                row_stride: to_u32("operand stride", st[rank - 2])?,
+                col_stride: to_u32("operand stride", st[rank - 1])?,
+                batch_strides: dims.strides_from(&st[..rank - 2])?,
+            },
+        })
+    };
+    let (a, b) = (layout(0, m32, k32)?, layout(1, k32, n32)?);
     let mut problem =
         GemmProblem { dtype, m: m32, n: n32, k: k32, batch: dims.out, a, b, epilogue: Epilogue::default() };
     if let Some((_, strides)) = bias {
@@ -282,13 +309,25 @@ pub fn matmul_problem_with_bias(
     Ok((problem, out_shape))
 }
 
+/// A strided view's strides right-aligned to `rank` dims (0 on padded and size-1 dims), or
+/// `None` for a contiguous operand.
+fn view_strides(shape: &[u64], strides: Option<&[u64]>, rank: usize) -> Result<Option<Vec<u64>>, PlanError> {
+    let Some(st) = strides else { return Ok(None) };
+    if st.len() != shape.len() || shape.len() < 2 {
+        return Err(PlanError::Invalid(format!("strided operand {shape:?}: strides {st:?} of another rank")));
+    }
+    let mut out = vec![0u64; rank - shape.len()];
+    out.extend(shape.iter().zip(st).map(|(&d, &s)| if d == 1 { 0 } else { s }));
+    Ok(Some(out))
+}
+
 /// Layout of a tensor of `shape` broadcast (numpy rules) over the product's full output
 /// `[batch…, M, N]` (`full_shape`: no dimension dropped for 1-D operands). Used for Gemm's C
 /// and for fused Add biases.
 pub fn broadcast_layout(shape: &[u64], full_shape: &[u64], problem: &GemmProblem) -> Result<MatrixLayout, PlanError> {
     let rank = full_shape.len();
     let (padded, strides) = padded_strides(shape, full_shape)?;
-    let dims = merge_batch_dims(&full_shape[..rank - 2], &[&padded[..rank - 2]])?;
+    let dims = merge_batch_dims(&full_shape[..rank - 2], &[&padded[..rank - 2]], &[])?;
     if dims.out != problem.batch {
         return Err(PlanError::Invalid(format!("bias {shape:?}: batch dims differ from the product's")));
     }
@@ -351,8 +390,10 @@ struct MergedBatch {
     rank: usize,
 }
 
-/// Merges adjacent output batch dims when every operand either spans both or broadcasts both.
-fn merge_batch_dims(out: &[u64], operands: &[&[u64]]) -> Result<MergedBatch, PlanError> {
+/// Merges adjacent output batch dims when every operand either spans both or broadcasts both,
+/// and every strided view (`views[i]` of operand i, right-aligned to the full rank) steps over
+/// the pair as one dim.
+fn merge_batch_dims(out: &[u64], operands: &[&[u64]], views: &[Option<Vec<u64>>]) -> Result<MergedBatch, PlanError> {
     let rank = out.len();
     let padded: Vec<Vec<u64>> = operands
         .iter()
@@ -363,13 +404,16 @@ fn merge_batch_dims(out: &[u64], operands: &[&[u64]]) -> Result<MergedBatch, Pla
         })
         .collect();
     let kind = |i: usize| -> Vec<bool> { padded.iter().map(|p| p[i] == out[i]).collect() };
+    // Whether outer dim `o` and the next dim `i` step as one in every strided view.
+    let flat =
+        |o: usize, i: usize| views.iter().flatten().all(|st| st[o] == st[i] * out[i] || (st[o] == 0 && st[i] == 0));
     let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     for (i, &dim) in out.iter().enumerate() {
         if dim == 1 {
             continue;
         }
         match groups.last_mut() {
-            Some(g) if kind(g.start) == kind(i) && g.end == i => g.end = i + 1,
+            Some(g) if kind(g.start) == kind(i) && g.end == i && flat(i - 1, i) => g.end = i + 1,
             _ => groups.push(i..i + 1),
         }
     }

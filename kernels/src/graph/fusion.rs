@@ -103,7 +103,9 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
         readers.get(value).cloned().unwrap_or_default()
     };
     for (i, node) in nodes.iter().enumerate() {
-        if is_product(node) && !fusion.absorbed.contains(&i) && !fusion.rewrites.contains_key(&i) {
+        // A MatMul rewritten to read its operands through strides keeps its epilogue.
+        let product = fusion.rewrites.get(&i).is_none_or(|r| r.op_type == "MatMul");
+        if is_product(node) && product && !fusion.absorbed.contains(&i) {
             fuse_epilogue(nodes, i, (&sole_reader, &inner_readers), &mut fusion);
         }
     }

@@ -205,7 +205,65 @@ pub fn find(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
             found.push(r);
         }
     }
+    // After the patterns above, which absorb their own Transposes.
+    for i in 0..nodes.len() {
+        if !taken[i] && ctx.op(i, "MatMul") {
+            if let Some(r) = transposed_operands(&ctx, i, &taken) {
+                r.members.iter().for_each(|&m| taken[m] = true);
+                found.push(r);
+            }
+        }
+    }
     found
+}
+
+/// MatMul `mm` reading A or B through Transposes that only it reads (a chain composes): the
+/// MatMul reads the first Transpose's input through strides instead (`ops/matmul.rs`,
+/// `OPERAND_PERMS`), where that input's contiguous dim stays one of the operand's two matrix
+/// dims (the kernels step one of them by 1).
+fn transposed_operands(ctx: &Ctx<'_>, mm: usize, taken: &[bool]) -> Option<Rewrite> {
+    let mut node = ctx.nodes[mm].clone();
+    let mut members = Vec::new();
+    for k in 0..2 {
+        let Some(rank) = ctx.nodes[mm].input(k).and_then(ValueInfo::rank).filter(|&r| r >= 2) else { continue };
+        // The operand's dim j is `src`'s dim perm[j].
+        let mut perm: Vec<usize> = (0..rank).collect();
+        let (mut reader, mut slot, mut chain) = (mm, k, Vec::new());
+        let mut src = None;
+        while let Some(t) = ctx.input_node(reader, slot).filter(|&t| !taken[t] && ctx.op(t, "Transpose")) {
+            let (Some(input), Some(p)) = (ctx.nodes[t].input(0), transpose_perm(&ctx.nodes[t], rank)) else { break };
+            if input.rank() != Some(rank) || !ctx.private(t, &[reader]) {
+                break;
+            }
+            perm = perm.iter().map(|&j| p[j]).collect();
+            chain.push(t);
+            src = Some(input);
+            (reader, slot) = (t, 0);
+        }
+        // The contiguous dim must stay a matrix dim; a chain that cannot is left whole.
+        let Some(src) = src.filter(|_| perm[rank - 2..].contains(&(rank - 1))) else { continue };
+        node.inputs[k] = Some(src.clone());
+        let ints = perm.iter().map(|&x| x as i64).collect();
+        node.attrs.insert(crate::ops::matmul::OPERAND_PERMS[k].to_string(), Attr::Ints(ints));
+        members.extend(chain);
+    }
+    if members.is_empty() {
+        return None;
+    }
+    members.push(mm);
+    members.sort_unstable();
+    Some(Rewrite { members, node })
+}
+
+/// A Transpose's permutation over `rank` dims (reversed without `perm`), if valid.
+fn transpose_perm(t: &Node, rank: usize) -> Option<Vec<usize>> {
+    let perm: Vec<usize> = match t.ints("perm") {
+        Some(p) => p.iter().map(|&x| usize::try_from(x).ok()).collect::<Option<_>>()?,
+        None => (0..rank).rev().collect(),
+    };
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    sorted.iter().copied().eq(0..rank).then_some(perm)
 }
 
 fn rank_of(v: &ValueInfo) -> Option<usize> {

@@ -314,7 +314,11 @@ fn node_step(
     let mut ops = node.op_type.clone();
     let mut inputs = def.gpu_inputs(node).into_iter().map(|k| scope.operand(node, k)).collect::<Result<Vec<_>, _>>()?;
     if fusion.rewrites.contains_key(&i) {
-        ops = format!("{}(fused)", node.op_type);
+        // A MatMul that absorbed Transposes of its operands, or a pattern's one op.
+        ops = match node.op_type.as_str() {
+            "MatMul" => "Transpose+MatMul".to_string(),
+            op => format!("{op}(fused)"),
+        };
     }
     let kernel: Arc<dyn Kernel> = match fusion.epilogues.get(&i) {
         None => Arc::from(def.build(node)?),
@@ -355,7 +359,8 @@ fn node_step(
                     epilogue.add.map(|a| a.0).into_iter().chain(epilogue.scale.map(|s| s.0)).collect();
                 fused.sort_unstable();
                 let names: String = fused.iter().map(|&f| format!("+{}", nodes[f].op_type)).collect();
-                ops.insert_str(node.op_type.len(), &names);
+                let at = ops.find(node.op_type.as_str()).map_or(0, |p| p + node.op_type.len());
+                ops.insert_str(at, &names);
                 if let Some((add, k, _)) = epilogue.residual {
                     // A, B, the bias (omitted without one), then the residual.
                     product.residual = true;

@@ -7,7 +7,7 @@ use crate::caps::DeviceCaps;
 use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{
-    broadcast_layout, broadcast_shapes, matmul_problem, matmul_problem_with_bias, plan_gemm, Activation, CoopMode,
+    broadcast_layout, broadcast_shapes, matmul_problem, matmul_problem_strided, plan_gemm, Activation, CoopMode,
     GemmOptions, GemmPlan, GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
 };
 use crate::graph::model::{Node, ValueInfo};
@@ -54,13 +54,53 @@ impl OpDef for MatMulDef {
 
     fn flops(&self, node: &Node) -> Option<f64> {
         let dtype = node.input(0)?.dtype()?;
-        let (a, b) = (node.input(0)?.fixed_shape()?, node.input(1)?.fixed_shape()?);
-        Some(matmul_problem(&a, &b, dtype).ok()?.0.flops())
+        let perms = operand_perms(node).ok()?;
+        let [a, b] = [0, 1].map(|k| {
+            let shape = node.input(k)?.fixed_shape()?;
+            Some(view(&shape, perms[k].as_deref()).ok()?.0)
+        });
+        Some(matmul_problem(&a?, &b?, dtype).ok()?.0.flops())
     }
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
         gemm_variants(caps).into_values().collect()
     }
+}
+
+/// The attributes by which a MatMul reads A or B through an absorbed Transpose
+/// (`graph/patterns.rs`): input k is the Transpose's input, and the operand is its view under
+/// that Transpose's `perm`.
+pub const OPERAND_PERMS: [&str; 2] = ["a_perm", "b_perm"];
+
+/// The absorbed Transposes' permutations of a MatMul node, checked.
+fn operand_perms(node: &Node) -> Result<[Option<Vec<usize>>; 2], String> {
+    let perm = |k: usize| -> Result<Option<Vec<usize>>, String> {
+        let Some(p) = node.ints(OPERAND_PERMS[k]) else { return Ok(None) };
+        let perm: Vec<usize> = p.iter().map(|&x| usize::try_from(x).unwrap_or(usize::MAX)).collect();
+        let mut seen = vec![false; perm.len()];
+        for &x in &perm {
+            match seen.get_mut(x) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(format!("{} {p:?} is no permutation", OPERAND_PERMS[k])),
+            }
+        }
+        Ok(Some(perm))
+    };
+    Ok([perm(0)?, perm(1)?])
+}
+
+/// A tensor of `shape` seen through a Transpose of `perm`: the view's shape and element strides
+/// (`None` without a permutation: the tensor itself, contiguous).
+fn view(shape: &[u64], perm: Option<&[usize]>) -> Result<(Vec<u64>, Option<Vec<u64>>), String> {
+    let Some(perm) = perm else { return Ok((shape.to_vec(), None)) };
+    if perm.len() != shape.len() {
+        return Err(format!("a permutation of rank {} over a tensor of shape {shape:?}", perm.len()));
+    }
+    let mut strides = vec![1u64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1];
+    }
+    Ok((perm.iter().map(|&p| shape[p]).collect(), Some(perm.iter().map(|&p| strides[p]).collect())))
 }
 
 impl OpDef for GemmDef {
@@ -100,6 +140,8 @@ pub struct ProductKernel {
     pub activation: Activation,
     /// A residual operand of the output's element count, added after the epilogue.
     pub residual: bool,
+    /// MatMul only: A and B read through absorbed Transposes of these permutations.
+    pub perms: [Option<Vec<usize>>; 2],
 }
 
 impl ProductKernel {
@@ -107,6 +149,10 @@ impl ProductKernel {
     pub fn of(node: &Node, kind: ProductKind) -> Result<ProductKernel, String> {
         let dtype = node.input(0).and_then(ValueInfo::dtype).ok_or("product input of unsupported type")?;
         let has_bias = kind == ProductKind::Gemm && node.input(2).is_some_and(|v| !v.name.is_empty());
+        let perms = match kind {
+            ProductKind::MatMul => operand_perms(node)?,
+            ProductKind::Gemm => [None, None],
+        };
         Ok(ProductKernel {
             name: node.name.clone(),
             kind,
@@ -115,6 +161,7 @@ impl ProductKernel {
             has_bias,
             activation: Activation::None,
             residual: false,
+            perms,
         })
     }
 
@@ -129,7 +176,10 @@ impl ProductKernel {
     pub fn problem(&self, a: &[u64], b: &[u64], bias: Option<&[u64]>) -> Result<(GemmProblem, Vec<u64>), String> {
         let (mut problem, out_shape) = match self.kind {
             ProductKind::MatMul => {
-                let (_, out) = matmul_problem(a, b, self.dtype).map_err(|e| e.to_string())?;
+                let (a, a_strides) = view(a, self.perms[0].as_deref())?;
+                let (b, b_strides) = view(b, self.perms[1].as_deref())?;
+                let views = [(a.as_slice(), a_strides.as_deref()), (b.as_slice(), b_strides.as_deref())];
+                let (_, out) = matmul_problem_strided(views, None, self.dtype).map_err(|e| e.to_string())?;
                 if let Some(bias) = bias {
                     if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
                         return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
@@ -138,7 +188,7 @@ impl ProductKernel {
                         return Err("Add fused after a MatMul with a 1-D operand".into());
                     }
                 }
-                let (mut p, out) = matmul_problem_with_bias(a, b, bias, self.dtype).map_err(|e| e.to_string())?;
+                let (mut p, out) = matmul_problem_strided(views, bias, self.dtype).map_err(|e| e.to_string())?;
                 // A folded scalar factor scales the product (alpha) and a bias before it (beta).
                 p.epilogue.alpha = self.gemm.alpha;
                 p.epilogue.beta = self.gemm.beta;
