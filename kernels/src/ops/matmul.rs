@@ -179,16 +179,21 @@ impl ProductKernel {
                 let (a, a_strides) = view(a, self.perms[0].as_deref())?;
                 let (b, b_strides) = view(b, self.perms[1].as_deref())?;
                 let views = [(a.as_slice(), a_strides.as_deref()), (b.as_slice(), b_strides.as_deref())];
-                let (_, out) = matmul_problem_strided(views, None, self.dtype).map_err(|e| e.to_string())?;
-                if let Some(bias) = bias {
-                    if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
-                        return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
+                let (mut p, out) = match matmul_problem_strided(views, bias, self.dtype) {
+                    Ok(built) => built,
+                    // Without the bias: the product's own error, else the bias's.
+                    Err(e) => {
+                        let (_, out) = matmul_problem_strided(views, None, self.dtype).map_err(|e| e.to_string())?;
+                        let Some(bias) = bias else { return Err(e.to_string()) };
+                        if a.len() < 2 || b.len() < 2 {
+                            return Err("Add fused after a MatMul with a 1-D operand".into());
+                        }
+                        if broadcast_shapes(bias, &out).as_deref() != Some(out.as_slice()) {
+                            return Err(format!("Add operand {bias:?} does not broadcast onto {out:?}"));
+                        }
+                        return Err(e.to_string());
                     }
-                    if a.len() < 2 || b.len() < 2 {
-                        return Err("Add fused after a MatMul with a 1-D operand".into());
-                    }
-                }
-                let (mut p, out) = matmul_problem_strided(views, bias, self.dtype).map_err(|e| e.to_string())?;
+                };
                 // A folded scalar factor scales the product (alpha) and a bias before it (beta).
                 p.epilogue.alpha = self.gemm.alpha;
                 p.epilogue.beta = self.gemm.beta;
