@@ -15,6 +15,7 @@ pub mod startup;
 mod timing;
 pub mod transfer;
 mod uniforms;
+mod wait;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -28,6 +29,7 @@ pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
 pub use pipelines::{join_compile_workers, panic_message, Access, BindingLayout, PendingPipeline};
 pub use timing::GpuTimer;
+pub use wait::{parse_spin, DEFAULT_SPIN};
 
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -93,6 +95,8 @@ pub struct Gpu {
     staging_pools: transfer::StagingPools,
     uniform_slabs: uniforms::UniformSlabs,
     unused_input: std::sync::OnceLock<GpuBuffer>,
+    /// How long a wait polls before it blocks, in µs (0: it blocks at once; `wait.rs`).
+    spin_us: std::sync::atomic::AtomicU64,
     /// This device's own `Arc`, for the pipeline-compile workers.
     me: Weak<Gpu>,
 }
@@ -174,6 +178,7 @@ impl Gpu {
         });
         let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone(), disk);
         tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
+        let spin_us = wait::initial_spin(caps.kind).into();
         Ok(Arc::new_cyclic(|me| Gpu {
             device,
             queue,
@@ -186,6 +191,7 @@ impl Gpu {
             staging_pools: Default::default(),
             uniform_slabs: Default::default(),
             unused_input: Default::default(),
+            spin_us,
             me: me.clone(),
         }))
     }
@@ -254,13 +260,6 @@ impl Gpu {
             return Err(GpuError::Validation { context: context.into(), message: e });
         }
         result
-    }
-
-    /// Blocks until all submitted work is done.
-    pub fn wait(&self) -> Result<(), GpuError> {
-        let polled = self.device.poll(wgpu::PollType::wait_indefinitely());
-        self.check_alive()?;
-        polled.map(|_| ()).map_err(|e| GpuError::Poll(e.to_string()))
     }
 
     /// wgpu's allocator report: bytes currently allocated on the device, when the backend

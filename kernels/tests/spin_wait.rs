@@ -1,0 +1,65 @@
+//! `ONNXRUNTIME_EP_WGPU_SPIN_WAIT`: how long a wait for the GPU polls before it blocks.
+
+use std::time::Duration;
+
+use ep_kernels::runtime::{parse_spin, DEFAULT_SPIN};
+
+#[test]
+fn the_spin_budget_is_microseconds_zero_blocks_and_anything_else_is_the_default() {
+    assert_eq!(parse_spin(None), Some(DEFAULT_SPIN));
+    assert_eq!(parse_spin(Some("0")), None);
+    assert_eq!(parse_spin(Some(" 250 ")), Some(Duration::from_micros(250)));
+    assert_eq!(parse_spin(Some("20000")), Some(Duration::from_millis(20)));
+    for bad in ["", "-1", "5ms", "1e3"] {
+        assert_eq!(parse_spin(Some(bad)), Some(DEFAULT_SPIN), "{bad:?}");
+    }
+}
+
+mod common;
+
+use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator};
+use ep_kernels::runtime::transfer;
+use rand::Rng;
+
+/// The polling wait (what discrete GPUs use by default; the test adapter is a CPU one, which
+/// blocks) returns only once the work it waits for is done: every read-back finds the bytes
+/// written just before, at sizes across the staging buckets.
+#[test]
+fn a_polling_wait_returns_only_once_the_work_is_done() {
+    let gpu = common::gpu();
+    gpu.set_spin_wait(Some(Duration::from_secs(2)));
+    let alloc = DeviceAllocator::for_gpu(gpu.clone(), 1 << 26);
+    let mut rng = rand::rng();
+    for round in 0..40 {
+        let len = rng.random_range(1..=3 << 20) as u64;
+        let addr = alloc.alloc(len).unwrap();
+        let data: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        transfer::write(&resolve(addr, len).unwrap(), &data).unwrap();
+        let mut back = vec![0u8; len as usize];
+        transfer::read(&resolve(addr, len).unwrap(), &mut back).unwrap();
+        assert!(back == data, "round {round}: {len} bytes differ");
+        assert!(memory::free(addr));
+    }
+    // After a wait, nothing submitted is still in flight (32 MiB of copies take llvmpipe
+    // milliseconds; a wait that returned at its first poll would leave them running).
+    for _ in 0..3 {
+        let len = 32 << 20;
+        let addr = alloc.alloc(len).unwrap();
+        transfer::write(&resolve(addr, len).unwrap(), &vec![7u8; len as usize]).unwrap();
+        gpu.submit([]);
+        gpu.wait().unwrap();
+        assert!(gpu.device().poll(wgpu::PollType::Poll).unwrap().is_queue_empty());
+        assert!(memory::free(addr));
+    }
+    // A budget shorter than the work falls back to blocking, with the same result.
+    gpu.set_spin_wait(Some(Duration::from_micros(1)));
+    let len = 8 << 20;
+    let addr = alloc.alloc(len).unwrap();
+    let data: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+    transfer::write(&resolve(addr, len).unwrap(), &data).unwrap();
+    let mut back = vec![0u8; len as usize];
+    transfer::read(&resolve(addr, len).unwrap(), &mut back).unwrap();
+    assert!(back == data);
+    assert!(memory::free(addr));
+    gpu.set_spin_wait(None);
+}
