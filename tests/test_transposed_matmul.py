@@ -140,3 +140,15 @@ def test_batch_dims_that_cannot_merge_stay_apart(make_session, run_cpu, tmp_path
              "B": rng.uniform(-1, 1, size=(3, 2, 6, 4)).astype(dtype)}
     ops = check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path)
     assert ops == ["Transpose+MatMul"], ops
+
+
+def test_one_transpose_feeding_both_operands(make_session, run_cpu, tmp_path):
+    dtype = np.float32
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    # Y = Xᵀ·Xᵀ for a square X read through one Transpose.
+    nodes = [transpose("xt", "X", [0, 2, 1]), helper.make_node("MatMul", ["xt", "xt"], ["Y"], name="mm")]
+    model = models.finish(nodes, [models.tensor("X", dtype, [3, 21, 21])], [models.tensor("Y", dtype, None)])
+    ops = check(make_session, run_cpu, model, {"X": rng.uniform(-1, 1, size=(3, 21, 21)).astype(dtype)}, dtype, seed,
+                tmp_path)
+    assert ops == ["Transpose+MatMul"], ops

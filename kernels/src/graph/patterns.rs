@@ -251,7 +251,9 @@ fn transposed_operands(ctx: &Ctx<'_>, mm: usize, taken: &[bool]) -> Option<Rewri
         return None;
     }
     members.push(mm);
+    // One Transpose may feed both operands.
     members.sort_unstable();
+    members.dedup();
     Some(Rewrite { members, node })
 }
 
