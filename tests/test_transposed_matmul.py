@@ -12,16 +12,13 @@ The step profile (`ONNXRUNTIME_EP_WGPU_PROFILE`) shows which Transposes were abs
 
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
 import models
+from test_attention import profiled_ops
 
-EP = "WgpuExecutionProvider"
 TOL = {np.float32: 1e-4, np.float16: 1e-2}
 # Single small products: the offload rule would hand them to the CPU EP on a discrete GPU.
 ALL = {"offload": "all"}
@@ -36,20 +33,9 @@ def rel_err(got, want) -> float:
     return float(np.abs(got.astype(np.float64) - want64).max() / max(np.abs(want64).max(), 1e-30))
 
 
-def run_ops(sess, feeds, tmp_path):
-    path = tmp_path / "profile.jsonl"
-    os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"] = str(path)
-    try:
-        got = sess.run(None, feeds)
-    finally:
-        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"]
-    lines = path.read_text().splitlines() if path.exists() else []
-    return got, [json.loads(line)["ops"] for line in lines]
-
-
 def check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path):
     sess = make_session(model, ALL)
-    got, ops = run_ops(sess, feeds, tmp_path)
+    got, ops = profiled_ops(sess, feeds, tmp_path)
     want = run_cpu(model, feeds)
     for g, w in zip(got, want):
         assert g.shape == w.shape, (g.shape, w.shape)
