@@ -138,3 +138,18 @@ def test_one_transpose_feeding_both_operands(make_session, run_cpu, tmp_path):
     ops = check(make_session, run_cpu, model, {"X": rng.uniform(-1, 1, size=(3, 21, 21)).astype(dtype)}, dtype, seed,
                 tmp_path)
     assert ops == ["Transpose+MatMul"], ops
+
+
+def test_a_matmul_carrying_the_internal_attribute_is_declined(make_session, run_cpu):
+    """A model's MatMul with the attribute our rewrite uses must not be read as a transposed operand: it is declined
+    (strict sessions fail to create), and with fallback the CPU EP runs it."""
+    rng = np.random.default_rng(new_seed())
+    node = helper.make_node("MatMul", ["A", "B"], ["Y"], name="mm")
+    node.attribute.append(helper.make_attribute("__ep_wgpu_a_perm", [1, 0]))
+    model = models.finish([node], [models.tensor("A", np.float32, [6, 6]), models.tensor("B", np.float32, [6, 6])],
+                          [models.tensor("Y", np.float32, None)])
+    feeds = {n: rng.uniform(-1, 1, size=(6, 6)).astype(np.float32) for n in ("A", "B")}
+    with pytest.raises(Exception):
+        make_session(model, ALL)
+    got = make_session(model, ALL, fallback=True).run(None, feeds)
+    np.testing.assert_allclose(got[0], run_cpu(model, feeds)[0], rtol=1e-5, atol=1e-5)

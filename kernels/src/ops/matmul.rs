@@ -69,8 +69,9 @@ impl OpDef for MatMulDef {
 
 /// The attributes by which a MatMul reads A or B through an absorbed Transpose
 /// (`graph/patterns.rs`): input k is the Transpose's input, and the operand is its view under
-/// that Transpose's `perm`.
-pub const OPERAND_PERMS: [&str; 2] = ["a_perm", "b_perm"];
+/// that Transpose's `perm`. Only the rewrite sets them: ONNX's MatMul has no attributes, and the
+/// prefix keeps a model's stray attribute from being read as one (placement declines it).
+pub const OPERAND_PERMS: [&str; 2] = ["__ep_wgpu_a_perm", "__ep_wgpu_b_perm"];
 
 /// The absorbed Transposes' permutations of a MatMul node, checked.
 fn operand_perms(node: &Node) -> Result<[Option<Vec<usize>>; 2], String> {
@@ -348,6 +349,9 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
 }
 
 pub fn check_matmul(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+    if let Some(a) = OPERAND_PERMS.iter().find(|a| node.attrs.contains_key(**a)) {
+        return Err(format!("has the attribute {a}, which this EP reserves for its own rewrites"));
+    }
     let (a, b) = (required(node, 0, "A")?, required(node, 1, "B")?);
     let dtype = common_dtype(node, &[a, b], opts)?;
     if a.rank() == Some(0) || b.rank() == Some(0) {
