@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 
 use super::model::{Attr, Dim, Node, ValueInfo};
+use crate::ops::layout::resolve_perm;
 
 /// A matched pattern: its nodes (indices into the partition's node list) and the single node
 /// that replaces them, computing the last member's output.
@@ -231,7 +232,9 @@ fn transposed_operands(ctx: &Ctx<'_>, mm: usize, taken: &[bool]) -> Option<Rewri
         let (mut reader, mut slot, mut chain) = (mm, k, Vec::new());
         let mut src = None;
         while let Some(t) = ctx.input_node(reader, slot).filter(|&t| !taken[t] && ctx.op(t, "Transpose")) {
-            let (Some(input), Some(p)) = (ctx.nodes[t].input(0), transpose_perm(&ctx.nodes[t], rank)) else { break };
+            let (Some(input), Ok(p)) = (ctx.nodes[t].input(0), resolve_perm(ctx.nodes[t].ints("perm"), rank)) else {
+                break;
+            };
             if input.rank() != Some(rank) || !ctx.private(t, &[reader]) {
                 break;
             }
@@ -255,17 +258,6 @@ fn transposed_operands(ctx: &Ctx<'_>, mm: usize, taken: &[bool]) -> Option<Rewri
     members.sort_unstable();
     members.dedup();
     Some(Rewrite { members, node })
-}
-
-/// A Transpose's permutation over `rank` dims (reversed without `perm`), if valid.
-fn transpose_perm(t: &Node, rank: usize) -> Option<Vec<usize>> {
-    let perm: Vec<usize> = match t.ints("perm") {
-        Some(p) => p.iter().map(|&x| usize::try_from(x).ok()).collect::<Option<_>>()?,
-        None => (0..rank).rev().collect(),
-    };
-    let mut sorted = perm.clone();
-    sorted.sort_unstable();
-    sorted.iter().copied().eq(0..rank).then_some(perm)
 }
 
 fn rank_of(v: &ValueInfo) -> Option<usize> {

@@ -13,6 +13,8 @@ use crate::gemm::{
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
 use crate::graph::ExecOptions;
+use crate::ops::layout::resolve_perm;
+use crate::ops::layout::strided::contiguous;
 use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::runtime::GemmBindings;
 use crate::shader::ShaderVariant;
@@ -75,18 +77,7 @@ pub const OPERAND_PERMS: [&str; 2] = ["__ep_wgpu_a_perm", "__ep_wgpu_b_perm"];
 
 /// The absorbed Transposes' permutations of a MatMul node, checked.
 fn operand_perms(node: &Node) -> Result<[Option<Vec<usize>>; 2], String> {
-    let perm = |k: usize| -> Result<Option<Vec<usize>>, String> {
-        let Some(p) = node.ints(OPERAND_PERMS[k]) else { return Ok(None) };
-        let perm: Vec<usize> = p.iter().map(|&x| usize::try_from(x).unwrap_or(usize::MAX)).collect();
-        let mut seen = vec![false; perm.len()];
-        for &x in &perm {
-            match seen.get_mut(x) {
-                Some(s) if !*s => *s = true,
-                _ => return Err(format!("{} {p:?} is no permutation", OPERAND_PERMS[k])),
-            }
-        }
-        Ok(Some(perm))
-    };
+    let perm = |k: usize| node.ints(OPERAND_PERMS[k]).map(|p| resolve_perm(Some(p), p.len())).transpose();
     Ok([perm(0)?, perm(1)?])
 }
 
@@ -97,11 +88,8 @@ fn view(shape: &[u64], perm: Option<&[usize]>) -> Result<(Vec<u64>, Option<Vec<u
     if perm.len() != shape.len() {
         return Err(format!("a permutation of rank {} over a tensor of shape {shape:?}", perm.len()));
     }
-    let mut strides = vec![1u64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1];
-    }
-    Ok((perm.iter().map(|&p| shape[p]).collect(), Some(perm.iter().map(|&p| strides[p]).collect())))
+    let strides = contiguous(shape);
+    Ok((perm.iter().map(|&p| shape[p]).collect(), Some(perm.iter().map(|&p| strides[p] as u64).collect())))
 }
 
 impl OpDef for GemmDef {

@@ -15,6 +15,7 @@ mod transpose;
 pub use shader::{LayoutSource, Pattern};
 pub use slice::slice_axis;
 pub use split::split_sizes;
+pub use transpose::resolve_perm;
 
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
