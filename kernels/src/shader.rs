@@ -105,14 +105,18 @@ pub fn render(template: &str, ctx: Value) -> Result<String, String> {
 impl ShaderVariant {
     /// Whether the template bounds-checks every buffer access itself against the uniforms the
     /// planner sized the bindings for (and the planner proved vector loads whole), so wgpu's
-    /// injected checks are redundant. The SIMT, GEMV and reduction kernels qualify; the
-    /// cooperative-matrix kernel keeps wgpu's checks (measured gain 5%, too little for its
-    /// more intricate indexing) and so do the conv kernels. An op kernel says so itself
-    /// ([`OpSource::guards_every_access`]).
+    /// injected checks are redundant. The SIMT, GEMV and reduction kernels qualify, and so do
+    /// the cooperative-matrix kernels of wide loads: their global loads are guarded along M, N
+    /// and K (the planner proved each chunk wholly inside or outside the matrix), their stores
+    /// along M and N, and their workgroup indices are the tile geometry's constants (measured
+    /// on the H200: +2–4% at 2048–4096, docs/PERFORMANCE.md, "Copies by a kernel"). The coop
+    /// kernels of scalar loads keep wgpu's checks (without them they measured erratically), and
+    /// so do the conv kernels. An op kernel says so itself ([`OpSource::guards_every_access`]).
     pub fn guards_every_access(&self) -> bool {
         match self {
             ShaderVariant::Epilogue { base, .. } => return base.guards_every_access(),
             ShaderVariant::Op(v) => return v.source.guards_every_access(),
+            ShaderVariant::Gemm(GemmVariant::Coop(c)) => return c.width > 1,
             _ => {}
         }
         matches!(

@@ -7,6 +7,7 @@ mod common;
 
 use common::graph::{node, val, T};
 use ep_kernels::graph::{build_program, ExecOptions, Executable, InputData, OutputTarget, RunInput, RunOutputs};
+use ep_kernels::runtime::devcopy;
 use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator, ADDRESS_BASE};
 use ep_kernels::runtime::transfer::{self, thread_copy_stats, Copy};
 use ep_kernels::{ElemType, GpuError};
@@ -128,35 +129,39 @@ impl RunOutputs for ToDevice {
     }
 }
 
-/// Y = X + X over [3, 5] on device ranges at these offsets of one pattern-like allocation (as ORT's memory
-/// patterns place tensors): the result equals the host run's and no byte around the tensors changes.
-fn run_on_device_ranges(ty: ElemType, offsets: &[(u64, u64)], expect_no_host_copies: bool) {
+/// Y = X + X over `shape` on device ranges at these offsets of one pattern-like allocation (as ORT's
+/// memory patterns place tensors): the result equals the host run's and no byte around the tensors
+/// changes. Returns the copy kernels the runs recorded (`runtime::devcopy`).
+fn run_on_device_ranges(ty: ElemType, shape: [u64; 2], offsets: &[(u64, u64)], expect_no_host_copies: bool) -> u64 {
     let mut rng = common::rng("run_on_device_ranges");
-    let x_info = val("X", ty, &[3, 5]);
-    let nodes = [node("Add", 14, vec![Some(x_info.clone()), Some(x_info)], vec![val("Y", ty, &[3, 5])], vec![])];
+    let x_info = val("X", ty, &shape);
+    let nodes = [node("Add", 14, vec![Some(x_info.clone()), Some(x_info)], vec![val("Y", ty, &shape)], vec![])];
     let program = build_program(&nodes, &["X".to_string()], &["Y".to_string()], vec![]).unwrap();
     let exec = Executable::new(common::gpu(), program, ExecOptions::default()).unwrap();
     let size = ty.size();
-    let len = 15 * size;
+    let elems = shape[0] * shape[1];
+    let len = elems * size;
+    let arena_len = offsets.iter().map(|&(i, o)| i.max(o) + len).max().unwrap_or(0).next_multiple_of(4);
     let a = allocator();
-    let arena = a.alloc(512).unwrap();
+    let arena = a.alloc(arena_len).unwrap();
+    let kernel_copies = devcopy::thread_kernel_copies();
     for &(in_off, out_off) in offsets {
-        let values = common::random_vec(&mut rng, 15);
-        let x = if ty == ElemType::F16 { T::f16(&[3, 5], &values) } else { T::f32(&[3, 5], &values) };
-        let background = random_bytes(&mut rng, 512);
-        transfer::write(&resolve(arena, 512).unwrap(), &background).unwrap();
+        let values = common::random_vec(&mut rng, elems as usize);
+        let x = if ty == ElemType::F16 { T::f16(&shape, &values) } else { T::f32(&shape, &values) };
+        let background = random_bytes(&mut rng, arena_len as usize);
+        transfer::write(&resolve(arena, arena_len).unwrap(), &background).unwrap();
         transfer::write(&resolve(arena + in_off, len).unwrap(), &x.data).unwrap();
         let want = common::graph::run_graph(&nodes, &[("X", &x)], &[], &["Y"]).unwrap().remove(0);
         let input =
-            RunInput { dtype: ty, shape: &[3, 5], data: InputData::Device(resolve(arena + in_off, len).unwrap()) };
+            RunInput { dtype: ty, shape: &shape, data: InputData::Device(resolve(arena + in_off, len).unwrap()) };
         let before = thread_copy_stats();
         exec.run_io(&[input], &mut ToDevice(vec![arena + out_off], size)).unwrap();
         let copies = thread_copy_stats().since(&before);
-        let got = read(arena, 512);
+        let got = read(arena, arena_len);
         let (o, i, n) = (out_off as usize, in_off as usize, len as usize);
-        assert_eq!(&got[o..o + n], &want.data[..], "{ty} output at {out_off}");
-        assert_eq!(&got[i..i + n], &x.data[..], "{ty} input at {in_off} is untouched");
-        for k in (0..512).filter(|&k| !(o..o + n).contains(&k) && !(i..i + n).contains(&k)) {
+        assert!(got[o..o + n] == want.data[..], "{ty} output at {out_off}");
+        assert!(got[i..i + n] == x.data[..], "{ty} input at {in_off} is untouched");
+        for k in (0..arena_len as usize).filter(|&k| !(o..o + n).contains(&k) && !(i..i + n).contains(&k)) {
             assert_eq!(got[k], background[k], "byte {k} outside the tensors changed (in {in_off}, out {out_off})");
         }
         if expect_no_host_copies {
@@ -165,16 +170,36 @@ fn run_on_device_ranges(ty: ElemType, offsets: &[(u64, u64)], expect_no_host_cop
         }
     }
     assert!(memory::free(arena));
+    devcopy::thread_kernel_copies() - kernel_copies
 }
 
 #[test]
 fn a_run_on_word_aligned_device_ranges_copies_only_on_the_gpu() {
-    run_on_device_ranges(ElemType::F32, &[(0, 64), (64, 128), (4, 256)], true);
+    run_on_device_ranges(ElemType::F32, [3, 5], &[(0, 64), (64, 128), (4, 256)], true);
+}
+
+/// Tensors of at least `devcopy::MIN_KERNEL_COPY` bytes at offsets the device binds storage at
+/// are copied by the copy kernel, whose dispatches a set keeps for the same ranges (the second
+/// and later runs at (0, 1 MiB + 256)); other offsets (not of 16 bytes) keep the copy command. Every run is exact
+/// and leaves the bytes around its tensors alone.
+#[test]
+fn large_device_tensors_are_copied_by_the_kernel_where_aligned() {
+    let mib = 1 << 20;
+    let aligned = [(0, mib + 256), (0, mib + 256), (mib + 512, 0), (0, mib + 256)];
+    for ty in [ElemType::F32, ElemType::F16] {
+        let shape = [256, 1024 / ty.size()];
+        assert_eq!(run_on_device_ranges(ty, shape, &aligned, true), 2 * aligned.len() as u64, "{ty}");
+        assert_eq!(run_on_device_ranges(ty, shape, &[(4, mib + 260)], true), 0, "{ty}");
+        // The input at an unaligned offset, the output at an aligned one.
+        assert_eq!(run_on_device_ranges(ty, shape, &[(mib + 4, 0)], true), 1, "{ty}");
+    }
+    // One 16-byte word short of a multiple of the kernel's word: the copy command.
+    assert_eq!(run_on_device_ranges(ElemType::F16, [257, 511], &[(0, mib + 256)], false), 0);
 }
 
 #[test]
 fn a_run_on_device_ranges_at_odd_offsets_and_lengths_is_exact() {
     // f16 [3, 5] is 30 bytes: not a multiple of wgpu's 4-byte copy unit.
-    run_on_device_ranges(ElemType::F16, &[(0, 64), (2, 130), (6, 258), (0, 34)], false);
-    run_on_device_ranges(ElemType::F32, &[(2, 64), (0, 66)], false);
+    run_on_device_ranges(ElemType::F16, [3, 5], &[(0, 64), (2, 130), (6, 258), (0, 34)], false);
+    run_on_device_ranges(ElemType::F32, [3, 5], &[(2, 64), (0, 66)], false);
 }

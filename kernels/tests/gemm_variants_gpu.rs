@@ -13,6 +13,7 @@ use ep_kernels::gemm::{
     broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopMode, CoopShape, GemmOptions, GemmPlan, GemmProblem,
     GemmVariant, StepIo, Tiling, TilingChoice, Tuning,
 };
+use ep_kernels::runtime::GemmBindings;
 use ep_kernels::{DType, DeviceCaps};
 use rand::Rng;
 
@@ -261,6 +262,42 @@ fn check_f32_split(fused: CoopMode, shapes: [CoopShape; 2], suffix: &str, seed: 
         } else {
             // Σ|a||b| ≈ 32 · 5e5 · 0.5 = 8e6: within 2e-6 of it (dropping the low parts errs by ~4000).
             assert!((g as f64 - w).abs() <= 16.0, "element {j}: {g} against {w}");
+        }
+    }
+}
+
+/// A constant B's maximum is taken once, when the product is prepared; each run's max passes
+/// cover A alone. B at 1e6 overflows f16 unless its scale stayed in place, and A changes
+/// magnitude from run to run, so its scale must be taken again each time.
+#[test]
+fn f32_split_with_a_constant_b_takes_its_maximum_once() {
+    let gpu = gpu();
+    if !gpu.caps().shader_f16 {
+        return;
+    }
+    let mut rng = rng("f32_split_constant_b");
+    let options = GemmOptions { f32_split: CoopMode::On, f32_split_fused: CoopMode::On, ..Default::default() };
+    let (m, n, k) = (72, 40, 36);
+    let p = GemmProblem::simple(DType::F32, m, n, k, false, false);
+    let plan = emulated_plan_with(&p, CoopShape { stages: 1, ..COOP_64 }, &options).expect("split plan");
+    let b: Vec<f32> = random_vec(&mut rng, (k * n) as usize).iter().map(|v| v * 1e6).collect();
+    let ab = gpu.upload(&to_bytes(&vec![0.0; (m * k) as usize], DType::F32), "a").unwrap();
+    let bb = gpu.upload(&to_bytes(&b, DType::F32), "b").unwrap();
+    let out = gpu.upload(&poison((m * n) as usize, DType::F32), "out").unwrap();
+    let io = GemmBindings { a: &ab, b: &bb, bias: None, out: &out };
+    let dispatches = gpu.prepare_gemm_constant_b(&plan, io, None).unwrap();
+    for scale in [1e-3f32, 1e4, 1.0] {
+        let a: Vec<f32> = random_vec(&mut rng, (m * k) as usize).iter().map(|v| v * scale).collect();
+        gpu.write(&ab, &to_bytes(&a, DType::F32)).unwrap();
+        gpu.write(&out, &poison((m * n) as usize, DType::F32)).unwrap();
+        gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
+        let got = from_bytes(&gpu.read_buffer(&out).unwrap(), DType::F32);
+        let want = reference(&p, &a, &b, None);
+        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+        let size = reference(&p, &abs(&a), &abs(&b), None);
+        for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
+            let err = (g as f64 - w).abs();
+            assert!(err <= 1e-6 * s + 1e-30, "A at {scale:e}, element {j}: {g} against {w}");
         }
     }
 }

@@ -469,9 +469,9 @@ fn every_tiling_against_f64() {
             inputs: ins
                 .iter()
                 .zip([&q, &k, &v, &m])
-                .map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty }))
+                .map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty, constant: false }))
                 .collect(),
-            outputs: vec![Tensor { buf: &out, shape: &oshape, ty }],
+            outputs: vec![Tensor { buf: &out, shape: &oshape, ty, constant: false }],
         };
         let (options, status) = (ExecOptions::default(), gpu.storage_buffer(4, "status").unwrap());
         let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };

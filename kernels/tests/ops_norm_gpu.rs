@@ -424,8 +424,12 @@ fn bind(kernel: &dyn Kernel, inputs: &[&T], out_types: &[ElemType]) -> Bound {
         .map(|(s, &ty)| (gpu.storage_buffer(s.iter().product::<u64>() * ty.size(), "out").unwrap(), s, ty))
         .collect();
     let io = KernelIo {
-        inputs: ins.iter().zip(inputs).map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty })).collect(),
-        outputs: outs.iter().map(|(buf, shape, ty)| Tensor { buf, shape, ty: *ty }).collect(),
+        inputs: ins
+            .iter()
+            .zip(inputs)
+            .map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty, constant: false }))
+            .collect(),
+        outputs: outs.iter().map(|(buf, shape, ty)| Tensor { buf, shape, ty: *ty, constant: false }).collect(),
     };
     let options = ExecOptions::default();
     let status = gpu.storage_buffer(4, "status").unwrap();

@@ -149,9 +149,9 @@ fn run_kernel(kernel: &dyn Kernel, inputs: &[Option<&T>], ty: ElemType) -> T {
         inputs: ins
             .iter()
             .zip(inputs)
-            .map(|(buf, t)| Some(Tensor { buf: buf.as_ref()?, shape: &(*t)?.shape, ty: (*t)?.ty }))
+            .map(|(buf, t)| Some(Tensor { buf: buf.as_ref()?, shape: &(*t)?.shape, ty: (*t)?.ty, constant: false }))
             .collect(),
-        outputs: vec![Tensor { buf: &out, shape: &shape, ty }],
+        outputs: vec![Tensor { buf: &out, shape: &shape, ty, constant: false }],
     };
     let options = ExecOptions::default();
     let status = gpu.storage_buffer(4, "status").unwrap();

@@ -426,8 +426,10 @@ fn assert_binds_plan(kernel: &dyn Kernel, node: &Node, shapes: &[Option<Vec<u64>
     let inputs = ins.iter().zip(&refs).zip(&types);
     let outputs = outs.iter().zip(&out_shapes).zip(&out_types);
     let io = KernelIo {
-        inputs: inputs.map(|((b, s), &ty)| b.as_ref().zip(*s).map(|(buf, shape)| Tensor { buf, shape, ty })).collect(),
-        outputs: outputs.map(|((buf, shape), &ty)| Tensor { buf, shape, ty }).collect(),
+        inputs: inputs
+            .map(|((b, s), &ty)| b.as_ref().zip(*s).map(|(buf, shape)| Tensor { buf, shape, ty, constant: false }))
+            .collect(),
+        outputs: outputs.map(|((buf, shape), &ty)| Tensor { buf, shape, ty, constant: false }).collect(),
     };
     let status = gpu.storage_buffer(4, "status").unwrap();
     let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };

@@ -20,6 +20,7 @@ pub use problem::{
     matmul_problem_with_bias, Activation, Epilogue, GemmProblem, MatrixLayout, OperandView, EXT_ACT_SHIFT,
     FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, MAX_BATCH_DIMS,
 };
+pub use split::max_pass_of_a;
 pub use tiling::{Contig, CoopShape, GemvShape, TileShape, Tiling, TilingChoice};
 pub use tuning::Tuning;
 pub use variant::{coop_device_check, CoopVariant, GemmVariant, GemvVec, COOP_CONFIG};

@@ -163,6 +163,19 @@ fn max_steps(p: &GemmProblem, caps: &DeviceCaps) -> Result<(Vec<GemmStep>, u64),
     Ok((vec![first, second], u64::from(2 * groups) * 4))
 }
 
+/// The max pass `step` over operand A alone: B is a constant whose maximum the full pass left
+/// in the scales when the product was prepared (`Gpu::prepare_gemm_constant_b`). Its first
+/// `tiles_n` workgroups are A's, in either pass.
+pub fn max_pass_of_a(step: &GemmStep, caps: &DeviceCaps) -> Result<GemmStep, String> {
+    if !matches!(step.io, StepIo::AbsMax { .. }) {
+        return Err(format!("{} is not a max pass", step.variant.name()));
+    }
+    let total = step.params.tiles_n;
+    let grid = fold_grid(u64::from(total), caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
+    let params = GemmParams { grid_x: grid[0], grid_y: grid[1], total_workgroups: total, ..step.params };
+    Ok(GemmStep { params, grid, ..step.clone() })
+}
+
 /// One max pass over two operands of `lens` vec4s (the second starting `b_start` vec4s into its
 /// binding), `groups` workgroups each. The program reads `m`, `n`, `k` and `tiles_n`.
 fn max_step(caps: &DeviceCaps, lens: [u32; 2], b_start: u32, groups: u32, last: bool) -> Result<GemmStep, String> {

@@ -2,18 +2,53 @@
 //! on the GPU from device tensors), the dispatches, the outputs out (read-backs to the host,
 //! copies on the GPU into device tensors), in one submission.
 
-use super::{Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
+use super::{CopyKey, Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
 use crate::error::GpuError;
+use crate::runtime::devcopy::Region;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::startup::{self, Phase};
 use crate::runtime::transfer::{self, Direction};
-use crate::runtime::{Dispatch, Readback};
+use crate::runtime::{Dispatch, Gpu, Readback};
 
 /// Dispatches recorded per submission of a run, in order; the last chunk takes the rest. They
 /// double: the GPU runs one chunk while the next, twice as long, is recorded (recording costs
 /// about 4 µs per dispatch on the H200, about half of what a transformer's dispatch runs), so
 /// the GPU starts after 4 dispatches and does not wait for a long tail.
 const CHUNKS: [usize; 8] = [4, 8, 16, 32, 64, 128, 256, usize::MAX];
+
+/// Copy kernels a set keeps beyond those of the current run (ORT alternates between a few
+/// output tensors). Few, because a kept dispatch holds its tensors' buffers alive.
+const KEPT_COPIES: usize = 2;
+
+/// Records the copy kernels of `keys` as one compute pass, making the dispatches `kept` lacks
+/// and keeping them for the next runs (the oldest of those this run does not use go first).
+fn encode_copies(
+    gpu: &Gpu,
+    kept: &mut Vec<(CopyKey, Dispatch)>,
+    keys: &[CopyKey],
+    encoder: &mut wgpu::CommandEncoder,
+) -> Result<(), GpuError> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    for key in keys {
+        if !kept.iter().any(|(k, _)| k == key) {
+            kept.push((key.clone(), gpu.copy_dispatch(&key.0, &key.1, key.2)?));
+        }
+    }
+    while kept.len() > KEPT_COPIES + keys.len() {
+        let Some(old) = kept.iter().position(|(k, _)| !keys.contains(k)) else { break };
+        kept.remove(old);
+    }
+    let mut list = Vec::with_capacity(keys.len());
+    for key in keys {
+        let d = kept.iter().find(|(k, _)| k == key).map(|(_, d)| d);
+        list.push(d.ok_or_else(|| GpuError::Internal("a copy kernel was dropped before its run".into()))?);
+    }
+    gpu.encode(encoder, &list);
+    crate::runtime::devcopy::recorded(list.len());
+    Ok(())
+}
 
 /// 4-byte multiple of `len` (wgpu's copy unit).
 fn padded(len: u64) -> u64 {
@@ -68,14 +103,20 @@ impl Executable {
         gpu.scoped("run", || {
             let mut encoder =
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
+            let mut copy_in = Vec::new();
             for (i, t) in inputs.iter().enumerate() {
                 let dst = &prepared.inputs[i];
                 let host = match (&t.data, &owned[i]) {
                     (_, Some(bytes)) => bytes.as_slice(),
                     (InputData::Host(bytes), None) => bytes,
                     (InputData::Device(s), None) => {
-                        if s.len > 0 {
+                        if gpu.kernel_copies(s.offset, dst.offset, s.len) {
+                            let from = Region { buffer: s.buffer.clone(), offset: s.offset };
+                            copy_in.push((from, Region { buffer: dst.buffer.clone(), offset: dst.offset }, s.len));
+                        } else if s.len > 0 {
                             encoder.copy_buffer_to_buffer(&s.buffer, s.offset, &dst.buffer, 0, padded(s.len));
+                        }
+                        if s.len > 0 {
                             transfer::count(Direction::DeviceToDevice, s.len);
                         }
                         continue;
@@ -93,6 +134,7 @@ impl Executable {
                 transfer::count(Direction::HostToDevice, host.len() as u64);
                 staged_any = true;
             }
+            encode_copies(gpu, &mut prepared.copies, &copy_in, &mut encoder)?;
             if prepared.checks {
                 encoder.clear_buffer(&prepared.status.buffer, 0, None);
             }
@@ -116,6 +158,7 @@ impl Executable {
                 gpu.submit([std::mem::replace(&mut encoder, next).finish()]);
             }
             startup::record(Phase::RunRecord, recording.elapsed(), dispatches.len() as u64);
+            let mut copy_out = Vec::new();
             if prepared.checks {
                 gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
             }
@@ -131,7 +174,12 @@ impl Executable {
                     }
                     OutputTarget::Device(s) => {
                         let whole = DeviceSlice { gpu: gpu.clone(), buffer: src.buffer.clone(), offset: 0, len: s.len };
-                        if transfer::direct(&whole, s) {
+                        let same_device = std::sync::Arc::ptr_eq(&s.gpu, gpu);
+                        if same_device && gpu.kernel_copies(src.offset, s.offset, s.len) {
+                            let from = Region { buffer: src.buffer.clone(), offset: src.offset };
+                            copy_out.push((from, Region { buffer: s.buffer.clone(), offset: s.offset }, s.len));
+                            transfer::count(Direction::DeviceToDevice, s.len);
+                        } else if transfer::direct(&whole, s) {
                             transfer::encode_copy(&mut encoder, &whole, s);
                             transfer::count(Direction::DeviceToDevice, s.len);
                         } else {
@@ -140,6 +188,7 @@ impl Executable {
                     }
                 }
             }
+            encode_copies(gpu, &mut prepared.copies, &copy_out, &mut encoder)?;
             gpu.submit([encoder.finish()]);
             Ok(())
         })?;

@@ -17,6 +17,7 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::gemm::GemmOptions;
 use crate::ops::{KernelIo, PrepareCx, Tensor};
+use crate::runtime::devcopy::Region;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::startup::{self, Phase};
 use crate::runtime::{Dispatch, Gpu, GpuBuffer, Readback, Staged};
@@ -171,7 +172,13 @@ struct Prepared {
     spans: Vec<(String, std::ops::Range<usize>)>,
     /// Every buffer allocated for a step's output: (step name, bytes).
     allocations: Vec<(String, u64)>,
+    /// The copy kernels of this set's runs by (source, destination, bytes), made on first use:
+    /// ORT hands the same few device tensors run after run (`super::execute`).
+    copies: Vec<(CopyKey, Dispatch)>,
 }
+
+/// What a kept copy kernel moves: (source, destination, bytes).
+pub(super) type CopyKey = (Region, Region, u64);
 
 /// GPU time of one step of a run (see [`Executable::profile`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -442,7 +449,7 @@ impl Executable {
                         .iter()
                         .zip(&out_shapes)
                         .zip(&step.outputs)
-                        .map(|((buf, shape), &(_, ty))| Tensor { buf, shape, ty })
+                        .map(|((buf, shape), &(_, ty))| Tensor { buf, shape, ty, constant: false })
                         .collect(),
                 };
                 let prepared = step.kernel.prepare(&cx, &io).map_err(|e| match e {
@@ -487,6 +494,7 @@ impl Executable {
             allocations,
             status,
             status_readback,
+            copies: Vec::new(),
         })
     }
 
@@ -502,15 +510,15 @@ impl Executable {
         Ok(match o {
             Operand::Input(i) => {
                 let t = inputs.get(i).ok_or_else(missing)?;
-                Tensor { buf: input_bufs.get(i).ok_or_else(missing)?, shape: t.shape, ty: t.dtype }
+                Tensor { buf: input_bufs.get(i).ok_or_else(missing)?, shape: t.shape, ty: t.dtype, constant: false }
             }
             Operand::Const(i) => {
                 let c = self.program.constants.get(i).ok_or_else(missing)?;
-                Tensor { buf: self.constants.get(i).ok_or_else(missing)?, shape: &c.shape, ty: c.dtype }
+                Tensor { buf: self.constants.get(i).ok_or_else(missing)?, shape: &c.shape, ty: c.dtype, constant: true }
             }
             Operand::Temp(v) => {
                 let (buf, shape, ty) = values.get(v).and_then(Option::as_ref).ok_or_else(missing)?;
-                Tensor { buf, shape, ty: *ty }
+                Tensor { buf, shape, ty: *ty, constant: false }
             }
         })
     }

@@ -242,9 +242,11 @@ impl Kernel for ProductKernel {
         let (a, b, out) = (io.input(0)?, io.input(1)?, io.output(0)?);
         let bias = if self.has_bias { Some(io.input(2)?.buf) } else { None };
         let bindings = GemmBindings { a: a.buf, b: b.buf, bias, out: out.buf };
-        let dispatches = match self.residual {
-            true => cx.gpu.prepare_gemm_residual(&plan, bindings, io.input(3)?.buf)?,
-            false => cx.gpu.prepare_gemm(&plan, bindings)?,
+        let residual = if self.residual { Some(io.input(3)?.buf) } else { None };
+        let dispatches = match (b.constant, residual) {
+            (true, _) => cx.gpu.prepare_gemm_constant_b(&plan, bindings, residual)?,
+            (false, Some(r)) => cx.gpu.prepare_gemm_residual(&plan, bindings, r)?,
+            (false, None) => cx.gpu.prepare_gemm(&plan, bindings)?,
         };
         Ok(PreparedStep { dispatches, plan: Some(describe(self, &problem, &plan)) })
     }

@@ -111,6 +111,8 @@ pub struct Tensor<'a> {
     pub buf: &'a GpuBuffer,
     pub shape: &'a [u64],
     pub ty: ElemType,
+    /// A constant of the program (its buffer never changes between runs).
+    pub constant: bool,
 }
 
 impl Tensor<'_> {
@@ -254,7 +256,13 @@ pub fn lookup(node: &Node) -> Option<&'static dyn OpDef> {
 
 /// Every variant of every registered op on `caps`, by name.
 pub fn registry_variants(caps: &DeviceCaps) -> std::collections::BTreeMap<String, ShaderVariant> {
-    registry().iter().flat_map(|def| def.variants(caps)).chain(check::variants(caps)).map(|v| (v.name(), v)).collect()
+    registry()
+        .iter()
+        .flat_map(|def| def.variants(caps))
+        .chain(check::variants(caps))
+        .chain(std::iter::once(crate::runtime::devcopy::variant()))
+        .map(|v| (v.name(), v))
+        .collect()
 }
 
 /// Workgroup size of the one-dimensional op kernels.

@@ -14,19 +14,29 @@ pub struct GpuBuffer {
     pub len: u64,
     /// Where a binding of it starts (0 but for the views of [`GpuBuffer::from_offset`]).
     pub offset: u64,
+    /// Whether a binding of it ends after `len` bytes rather than at the buffer's end
+    /// ([`GpuBuffer::range`]).
+    pub sized: bool,
 }
 
 impl GpuBuffer {
     /// A whole buffer of `len` bytes.
     pub fn new(buffer: wgpu::Buffer, len: u64) -> GpuBuffer {
-        GpuBuffer { buffer, len, offset: 0 }
+        GpuBuffer { buffer, len, offset: 0, sized: false }
+    }
+
+    /// `len` bytes of `buffer` from `offset` on, bound as exactly that range (a copy kernel's
+    /// ends in ORT's tensors, which may lie inside a larger allocation).
+    pub fn range(buffer: wgpu::Buffer, offset: u64, len: u64) -> GpuBuffer {
+        GpuBuffer { buffer, len, offset, sized: true }
     }
 
     pub fn binding(&self) -> wgpu::BindingResource<'_> {
-        if self.offset == 0 {
+        let size = if self.sized { std::num::NonZeroU64::new(self.len) } else { None };
+        if self.offset == 0 && size.is_none() {
             return self.buffer.as_entire_binding();
         }
-        wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.buffer, offset: self.offset, size: None })
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &self.buffer, offset: self.offset, size })
     }
 
     /// The same buffer bound from byte `offset` on (a multiple of the device's storage offset
@@ -39,7 +49,12 @@ impl GpuBuffer {
                 self.len
             )));
         }
-        Ok(GpuBuffer { buffer: self.buffer.clone(), len: self.len - offset, offset: self.offset + offset })
+        Ok(GpuBuffer {
+            buffer: self.buffer.clone(),
+            len: self.len - offset,
+            offset: self.offset + offset,
+            sized: self.sized,
+        })
     }
 }
 

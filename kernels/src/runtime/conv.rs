@@ -33,6 +33,7 @@ impl Gpu {
                 GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
                 None,
                 io.residual,
+                false,
             ),
             ConvSchedule::Im2colGemm { im2col, gemm } => {
                 let col = self.storage_buffer(plan.col_bytes, "im2col")?;
@@ -44,7 +45,7 @@ impl Gpu {
                     im2col.grid,
                 )?];
                 let bindings = GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out };
-                dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual)?);
+                dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual, false)?);
                 Ok(dispatches)
             }
             ConvSchedule::Implicit { gemm, geometry } => self.prepare_gemm_with(
@@ -52,6 +53,7 @@ impl Gpu {
                 GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
                 Some(bytes_of(geometry)),
                 io.residual,
+                false,
             ),
             ConvSchedule::Direct { step } => {
                 let bias = match io.bias {

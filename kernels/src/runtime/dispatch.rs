@@ -130,7 +130,7 @@ impl Gpu {
 
     /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.
     pub fn prepare_gemm(&self, plan: &GemmPlan, io: GemmBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_gemm_with(plan, io, None, None)
+        self.prepare_gemm_with(plan, io, None, None, false)
     }
 
     /// [`Gpu::prepare_gemm`] for a plan whose `_res` steps read `residual` (binding 6).
@@ -140,17 +140,32 @@ impl Gpu {
         io: GemmBindings<'_>,
         residual: &GpuBuffer,
     ) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_gemm_with(plan, io, None, Some(residual))
+        self.prepare_gemm_with(plan, io, None, Some(residual), false)
+    }
+
+    /// [`Gpu::prepare_gemm`] (with the residual, if any) for a product whose B is a constant of
+    /// the program: a split f32 product's max passes run once now over both operands, which
+    /// leaves B's maximum in the scales, and the returned passes take A's alone (a run then
+    /// reads the weight once, in the product, instead of twice).
+    pub fn prepare_gemm_constant_b(
+        &self,
+        plan: &GemmPlan,
+        io: GemmBindings<'_>,
+        residual: Option<&GpuBuffer>,
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        self.prepare_gemm_with(plan, io, None, residual, !plan.swap_operands)
     }
 
     /// [`Gpu::prepare_gemm`]; `geometry` is the second uniform (binding 5) of the product steps
-    /// whose variant gathers B implicitly (an implicit-GEMM conv), required by them.
+    /// whose variant gathers B implicitly (an implicit-GEMM conv), required by them;
+    /// `constant_b` as in [`Gpu::prepare_gemm_constant_b`].
     pub(super) fn prepare_gemm_with(
         &self,
         plan: &GemmPlan,
         io: GemmBindings<'_>,
         geometry: Option<&[u8]>,
         residual: Option<&GpuBuffer>,
+        constant_b: bool,
     ) -> Result<Vec<Dispatch>, GpuError> {
         let geometry = geometry.map(|g| self.uniform_buffer(g, "conv geometry")).transpose()?;
         let (a, b) = if plan.swap_operands { (io.b, io.a) } else { (io.a, io.b) };
@@ -166,6 +181,8 @@ impl Gpu {
         // A split f32 product: the max passes write the operands' scales here; the product reads them.
         let scales = if plan.splits_f32() { Some(self.storage_buffer(16, "split scales")?) } else { None };
         let mut out = Vec::with_capacity(plan.steps.len());
+        // The max passes over both operands that run once, before any run (`constant_b`).
+        let mut once = Vec::new();
         for step in &plan.steps {
             let variant = step.shader();
             let params = bytes_of(&step.params);
@@ -204,11 +221,28 @@ impl Gpu {
                     };
                     let buffers: Vec<_> =
                         if last { vec![(0, ws), (1, ws), (3, scales)] } else { vec![(0, a), (1, b), (3, ws)] };
-                    self.prepare(variant, BindingLayout::ABSMAX, params, &buffers, step.grid)?
+                    if constant_b {
+                        once.push(self.prepare(variant.clone(), BindingLayout::ABSMAX, params, &buffers, step.grid)?);
+                        let a_only = crate::gemm::max_pass_of_a(step, self.caps()).map_err(GpuError::Internal)?;
+                        let params = bytes_of(&a_only.params);
+                        self.prepare(variant, BindingLayout::ABSMAX, params, &buffers, a_only.grid)?
+                    } else {
+                        self.prepare(variant, BindingLayout::ABSMAX, params, &buffers, step.grid)?
+                    }
                 }
                 (_, None) => return Err(GpuError::Internal("split-K step without a workspace".into())),
             };
             out.push(dispatch);
+        }
+        if !once.is_empty() {
+            // Queued now, so it runs before any run's submission; nothing waits for it.
+            self.scoped("constant operand maxima", || {
+                let mut encoder =
+                    self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("maxima") });
+                self.encode(&mut encoder, &once.iter().collect::<Vec<_>>());
+                self.submit([encoder.finish()]);
+                Ok(())
+            })?;
         }
         Ok(out)
     }

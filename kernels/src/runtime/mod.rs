@@ -7,6 +7,7 @@
 mod adapter;
 mod buffers;
 mod conv;
+pub mod devcopy;
 mod dispatch;
 pub mod memory;
 pub mod pipeline_cache;

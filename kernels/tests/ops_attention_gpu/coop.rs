@@ -78,8 +78,12 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
     let out = gpu.upload(&vec![0xffu8; bytes.next_multiple_of(4) as usize], "out").unwrap();
     let oshape = shape(c.hq, sq);
     let io = KernelIo {
-        inputs: ins.iter().zip(&tensors).map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty })).collect(),
-        outputs: vec![Tensor { buf: &out, shape: &oshape, ty }],
+        inputs: ins
+            .iter()
+            .zip(&tensors)
+            .map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty, constant: false }))
+            .collect(),
+        outputs: vec![Tensor { buf: &out, shape: &oshape, ty, constant: false }],
     };
     let (options, status) = (ExecOptions::default(), gpu.storage_buffer(4, "status").unwrap());
     let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };

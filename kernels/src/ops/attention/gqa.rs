@@ -482,10 +482,10 @@ impl Kernel for GqaKernel {
         let m_shape = [g.batch, 1, g.seq, g.present];
         let flash_io = KernelIo {
             inputs: vec![
-                Some(Tensor { buf: &q_tmp, shape: &q_shape, ty: self.ty }),
+                Some(Tensor { buf: &q_tmp, shape: &q_shape, ty: self.ty, constant: false }),
                 Some(present_k),
                 Some(present_v),
-                Some(Tensor { buf: &mask, shape: &m_shape, ty: ElemType::Bool }),
+                Some(Tensor { buf: &mask, shape: &m_shape, ty: ElemType::Bool, constant: false }),
             ],
             outputs: vec![out],
         };

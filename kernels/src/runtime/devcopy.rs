@@ -1,0 +1,103 @@
+//! Device-to-device copies by a compute kernel. A run copies device inputs into its set's
+//! buffers and its results into ORT's output tensors; on the H200 wgpu's copy command
+//! (`vkCmdCopyBuffer`) moved those at about 0.3 TB/s, a sixth of what a kernel of 16-byte loads
+//! reaches (docs/PERFORMANCE.md, "Copies by a kernel"). Short, unaligned or oversized copies keep
+//! the copy command.
+
+use bytemuck::{bytes_of, Pod, Zeroable};
+
+use super::{Dispatch, Gpu, GpuBuffer};
+use crate::error::GpuError;
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// Invocations per workgroup, and 16-byte words each moves per pass of its loop.
+const THREADS: u32 = 256;
+const WORDS_PER_INVOCATION: u64 = 4;
+/// Copies shorter than this keep the copy command: the kernel's gain is below a microsecond.
+pub const MIN_KERNEL_COPY: u64 = 256 << 10;
+
+#[derive(Debug)]
+struct CopySource;
+
+impl OpSource for CopySource {
+    fn name(&self) -> String {
+        format!("device_copy_v4_t{THREADS}")
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render("device_copy.wgsl.j2", minijinja::context! { threads => THREADS })
+    }
+
+    /// Both bindings hold exactly `words` words and every index is compared with it.
+    fn guards_every_access(&self) -> bool {
+        true
+    }
+}
+
+/// The copy program (goldens).
+pub fn variant() -> ShaderVariant {
+    OpShader::new(CopySource).into()
+}
+
+thread_local! {
+    /// Copy kernels recorded by this thread (tests).
+    static RECORDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many copy kernels this thread has recorded into runs.
+pub fn thread_kernel_copies() -> u64 {
+    RECORDED.with(std::cell::Cell::get)
+}
+
+/// Counts `n` copy kernels recorded by this thread.
+pub(crate) fn recorded(n: usize) {
+    RECORDED.with(|c| c.set(c.get() + n as u64));
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Params {
+    words: u32,
+    stride: u32,
+    pad: [u32; 2],
+}
+
+/// One end of a copy: a buffer and a byte offset into it. Compared by buffer identity, so a
+/// set can keep the dispatch of a copy ORT asks for again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+}
+
+impl Gpu {
+    /// Whether the copy kernel can move `len` bytes between these offsets: at least
+    /// [`MIN_KERNEL_COPY`], whole 16-byte words, offsets the device can bind storage at (and
+    /// of whole words), and within one binding.
+    pub fn kernel_copies(&self, src_offset: u64, dst_offset: u64, len: u64) -> bool {
+        let align = u64::from(self.device.limits().min_storage_buffer_offset_alignment).max(16);
+        len >= MIN_KERNEL_COPY
+            && len % 16 == 0
+            && src_offset % align == 0
+            && dst_offset % align == 0
+            && len <= self.caps().binding_limit()
+            && len / 16 <= u64::from(u32::MAX)
+    }
+
+    /// A dispatch copying `len` bytes from `src` to `dst`; [`Gpu::kernel_copies`] must allow it.
+    pub fn copy_dispatch(&self, src: &Region, dst: &Region, len: u64) -> Result<Dispatch, GpuError> {
+        if !self.kernel_copies(src.offset, dst.offset, len) {
+            return Err(GpuError::Internal(format!(
+                "a kernel copy of {len} bytes at offsets {} and {} is not allowed",
+                src.offset, dst.offset
+            )));
+        }
+        let words = len / 16;
+        let limit = u64::from(self.caps().max_workgroups_per_dimension.max(1));
+        let groups = words.div_ceil(u64::from(THREADS) * WORDS_PER_INVOCATION).clamp(1, limit);
+        let params = Params { words: words as u32, stride: (groups * u64::from(THREADS)) as u32, pad: [0; 2] };
+        let from = GpuBuffer::range(src.buffer.clone(), src.offset, len);
+        let to = GpuBuffer::range(dst.buffer.clone(), dst.offset, len);
+        self.prepare_op(&variant(), &[&from], &[&to], bytes_of(&params), [groups as u32, 1, 1])
+    }
+}
