@@ -16,12 +16,14 @@ use crate::runtime::{Dispatch, Gpu, Readback};
 /// the GPU starts after 4 dispatches and does not wait for a long tail.
 const CHUNKS: [usize; 8] = [4, 8, 16, 32, 64, 128, 256, usize::MAX];
 
-/// Copy kernels a set keeps beyond those of the current run (ORT alternates between a few
-/// output tensors). Few, because a kept dispatch holds its tensors' buffers alive.
+/// Copy kernels a set keeps beyond those of the current run and the one before it (ORT hands a
+/// bound loop's outputs alternately from two sets of tensors). Few, because a kept dispatch
+/// holds its tensors' buffers alive.
 const KEPT_COPIES: usize = 2;
 
 /// Records the copy kernels of `keys` as one compute pass, making the dispatches `kept` lacks
-/// and keeping them for the next runs (the oldest of those this run does not use go first).
+/// and keeping them for the next runs: up to twice this run's plus [`KEPT_COPIES`], the oldest
+/// of those this run does not use going first. Inputs and outputs keep theirs apart.
 fn encode_copies(
     gpu: &Gpu,
     kept: &mut Vec<(CopyKey, Dispatch)>,
@@ -36,7 +38,7 @@ fn encode_copies(
             kept.push((key.clone(), gpu.copy_dispatch(&key.0, &key.1, key.2)?));
         }
     }
-    while kept.len() > KEPT_COPIES + keys.len() {
+    while kept.len() > KEPT_COPIES + 2 * keys.len() {
         let Some(old) = kept.iter().position(|(k, _)| !keys.contains(k)) else { break };
         kept.remove(old);
     }
@@ -134,7 +136,7 @@ impl Executable {
                 transfer::count(Direction::HostToDevice, host.len() as u64);
                 staged_any = true;
             }
-            encode_copies(gpu, &mut prepared.copies, &copy_in, &mut encoder)?;
+            encode_copies(gpu, &mut prepared.copies[0], &copy_in, &mut encoder)?;
             if prepared.checks {
                 encoder.clear_buffer(&prepared.status.buffer, 0, None);
             }
@@ -188,7 +190,7 @@ impl Executable {
                     }
                 }
             }
-            encode_copies(gpu, &mut prepared.copies, &copy_out, &mut encoder)?;
+            encode_copies(gpu, &mut prepared.copies[1], &copy_out, &mut encoder)?;
             gpu.submit([encoder.finish()]);
             Ok(())
         })?;

@@ -172,9 +172,10 @@ struct Prepared {
     spans: Vec<(String, std::ops::Range<usize>)>,
     /// Every buffer allocated for a step's output: (step name, bytes).
     allocations: Vec<(String, u64)>,
-    /// The copy kernels of this set's runs by (source, destination, bytes), made on first use:
-    /// ORT hands the same few device tensors run after run (`super::execute`).
-    copies: Vec<(CopyKey, Dispatch)>,
+    /// The copy kernels of this set's runs by (source, destination, bytes), made on first use,
+    /// of inputs and of outputs: ORT hands the same few device tensors run after run
+    /// (`super::execute`).
+    copies: [Vec<(CopyKey, Dispatch)>; 2],
 }
 
 /// What a kept copy kernel moves: (source, destination, bytes).
@@ -494,7 +495,7 @@ impl Executable {
             allocations,
             status,
             status_readback,
-            copies: Vec::new(),
+            copies: [Vec::new(), Vec::new()],
         })
     }
 

@@ -40,13 +40,19 @@ pub fn variant() -> ShaderVariant {
 }
 
 thread_local! {
-    /// Copy kernels recorded by this thread (tests).
+    /// Copy kernels recorded into runs, and their dispatches made, by this thread (tests).
     static RECORDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static MADE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// How many copy kernels this thread has recorded into runs.
 pub fn thread_kernel_copies() -> u64 {
     RECORDED.with(std::cell::Cell::get)
+}
+
+/// How many copy dispatches (bind groups) this thread has made.
+pub fn thread_copy_dispatches_made() -> u64 {
+    MADE.with(std::cell::Cell::get)
 }
 
 /// Counts `n` copy kernels recorded by this thread.
@@ -98,6 +104,7 @@ impl Gpu {
         let params = Params { words: words as u32, stride: (groups * u64::from(THREADS)) as u32, pad: [0; 2] };
         let from = GpuBuffer::range(src.buffer.clone(), src.offset, len);
         let to = GpuBuffer::range(dst.buffer.clone(), dst.offset, len);
+        MADE.with(|c| c.set(c.get() + 1));
         self.prepare_op(&variant(), &[&from], &[&to], bytes_of(&params), [groups as u32, 1, 1])
     }
 }
