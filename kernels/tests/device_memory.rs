@@ -131,14 +131,8 @@ impl RunOutputs for ToDevice {
 
 /// Y = X + X over `shape` on device ranges at these offsets of one pattern-like allocation (as ORT's
 /// memory patterns place tensors): the result equals the host run's and no byte around the tensors
-/// changes. Returns the copy kernels the runs recorded (`runtime::devcopy`) and the copy dispatches
-/// they made.
-fn run_on_device_ranges(
-    ty: ElemType,
-    shape: [u64; 2],
-    offsets: &[(u64, u64)],
-    expect_no_host_copies: bool,
-) -> (u64, u64) {
+/// changes. Returns the copy kernels the runs recorded (`runtime::devcopy`).
+fn run_on_device_ranges(ty: ElemType, shape: [u64; 2], offsets: &[(u64, u64)], expect_no_host_copies: bool) -> u64 {
     let mut rng = common::rng("run_on_device_ranges");
     let x_info = val("X", ty, &shape);
     let nodes = [node("Add", 14, vec![Some(x_info.clone()), Some(x_info)], vec![val("Y", ty, &shape)], vec![])];
@@ -150,7 +144,7 @@ fn run_on_device_ranges(
     let arena_len = offsets.iter().map(|&(i, o)| i.max(o) + len).max().unwrap_or(0).next_multiple_of(4);
     let a = allocator();
     let arena = a.alloc(arena_len).unwrap();
-    let (recorded, made) = (devcopy::thread_kernel_copies(), devcopy::thread_copy_dispatches_made());
+    let recorded = devcopy::thread_kernel_copies();
     for &(in_off, out_off) in offsets {
         let values = common::random_vec(&mut rng, elems as usize);
         let x = if ty == ElemType::F16 { T::f16(&shape, &values) } else { T::f32(&shape, &values) };
@@ -176,7 +170,7 @@ fn run_on_device_ranges(
         }
     }
     assert!(memory::free(arena));
-    (devcopy::thread_kernel_copies() - recorded, devcopy::thread_copy_dispatches_made() - made)
+    devcopy::thread_kernel_copies() - recorded
 }
 
 #[test]
@@ -185,26 +179,23 @@ fn a_run_on_word_aligned_device_ranges_copies_only_on_the_gpu() {
 }
 
 /// Tensors of at least `devcopy::MIN_KERNEL_COPY` bytes at offsets the device binds storage at
-/// are copied by the copy kernel, whose dispatches a set keeps for the same ranges, inputs' and
-/// outputs' alike (eight runs over four pairs of ranges make eight dispatches); other offsets (not
-/// of 16 bytes) keep the copy command. Every run is exact and leaves the bytes around its
-/// tensors alone.
+/// are copied by the copy kernel, inputs and outputs; other offsets (not of 16 bytes) keep the
+/// copy command. Every run is exact and leaves the bytes around its tensors alone.
 #[test]
 fn large_device_tensors_are_copied_by_the_kernel_where_aligned() {
-    let mib = 1 << 20;
-    // Four slots of 256 KiB + 256 bytes; four (input, output) pairs over them, twice.
-    let slot = |i: u64| i * (256 << 10 | 256);
-    let pairs = [(slot(0), slot(1)), (slot(1), slot(2)), (slot(2), slot(3)), (slot(3), slot(0))];
-    let aligned: Vec<(u64, u64)> = pairs.iter().chain(&pairs).copied().collect();
+    let len = devcopy::MIN_KERNEL_COPY;
+    // Three slots of the tensor's length + 256 bytes; three (input, output) pairs over them.
+    let slot = |i: u64| i * (len + 256);
+    let aligned = [(slot(0), slot(1)), (slot(1), slot(2)), (slot(2), slot(0))];
     for ty in [ElemType::F32, ElemType::F16] {
-        let shape = [256, 1024 / ty.size()];
-        assert_eq!(run_on_device_ranges(ty, shape, &aligned, true), (16, 8), "{ty}");
-        assert_eq!(run_on_device_ranges(ty, shape, &[(4, mib + 260)], true), (0, 0), "{ty}");
+        let shape = [1024, len / 1024 / ty.size()];
+        assert_eq!(run_on_device_ranges(ty, shape, &aligned, true), 2 * aligned.len() as u64, "{ty}");
+        assert_eq!(run_on_device_ranges(ty, shape, &[(4, slot(1) + 4)], true), 0, "{ty}");
         // The input at an unaligned offset, the output at an aligned one.
-        assert_eq!(run_on_device_ranges(ty, shape, &[(mib + 4, 0)], true), (1, 1), "{ty}");
+        assert_eq!(run_on_device_ranges(ty, shape, &[(slot(1) + 4, 0)], true), 1, "{ty}");
     }
     // One 16-byte word short of a multiple of the kernel's word: the copy command.
-    assert_eq!(run_on_device_ranges(ElemType::F16, [257, 511], &[(0, mib + 256)], false), (0, 0));
+    assert_eq!(run_on_device_ranges(ElemType::F16, [2049, 1025], &[(0, slot(2))], false), 0);
 }
 
 #[test]

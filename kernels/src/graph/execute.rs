@@ -2,7 +2,7 @@
 //! on the GPU from device tensors), the dispatches, the outputs out (read-backs to the host,
 //! copies on the GPU into device tensors), in one submission.
 
-use super::{CopyKey, Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
+use super::{Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
 use crate::error::GpuError;
 use crate::runtime::devcopy::Region;
 use crate::runtime::memory::DeviceSlice;
@@ -10,45 +10,25 @@ use crate::runtime::startup::{self, Phase};
 use crate::runtime::transfer::{self, Direction};
 use crate::runtime::{Dispatch, Gpu, Readback};
 
+/// What a copy kernel moves: (source, destination, bytes).
+type CopyKey = (Region, Region, u64);
+
 /// Dispatches recorded per submission of a run, in order; the last chunk takes the rest. They
 /// double: the GPU runs one chunk while the next, twice as long, is recorded (recording costs
 /// about 4 µs per dispatch on the H200, about half of what a transformer's dispatch runs), so
 /// the GPU starts after 4 dispatches and does not wait for a long tail.
 const CHUNKS: [usize; 8] = [4, 8, 16, 32, 64, 128, 256, usize::MAX];
 
-/// Copy kernels a set keeps beyond those of the current run and the one before it (ORT hands a
-/// bound loop's outputs alternately from two sets of tensors). Few, because a kept dispatch
-/// holds its tensors' buffers alive.
-const KEPT_COPIES: usize = 2;
-
-/// Records the copy kernels of `keys` as one compute pass, making the dispatches `kept` lacks
-/// and keeping them for the next runs: up to twice this run's plus [`KEPT_COPIES`], the oldest
-/// of those this run does not use going first. Inputs and outputs keep theirs apart.
-fn encode_copies(
-    gpu: &Gpu,
-    kept: &mut Vec<(CopyKey, Dispatch)>,
-    keys: &[CopyKey],
-    encoder: &mut wgpu::CommandEncoder,
-) -> Result<(), GpuError> {
+/// Records the copy kernels of `keys` as one compute pass. Their dispatches are made for this
+/// run and dropped with it: a kept one would hold ORT's buffer alive after ORT freed it, past the
+/// allocator's out-of-memory trim (`tests/test_faults.py`, the real out-of-memory test).
+fn encode_copies(gpu: &Gpu, keys: &[CopyKey], encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
     if keys.is_empty() {
         return Ok(());
     }
-    for key in keys {
-        if !kept.iter().any(|(k, _)| k == key) {
-            kept.push((key.clone(), gpu.copy_dispatch(&key.0, &key.1, key.2)?));
-        }
-    }
-    while kept.len() > KEPT_COPIES + 2 * keys.len() {
-        let Some(old) = kept.iter().position(|(k, _)| !keys.contains(k)) else { break };
-        kept.remove(old);
-    }
-    let mut list = Vec::with_capacity(keys.len());
-    for key in keys {
-        let d = kept.iter().find(|(k, _)| k == key).map(|(_, d)| d);
-        list.push(d.ok_or_else(|| GpuError::Internal("a copy kernel was dropped before its run".into()))?);
-    }
-    gpu.encode(encoder, &list);
-    crate::runtime::devcopy::recorded(list.len());
+    let made = keys.iter().map(|(src, dst, len)| gpu.copy_dispatch(src, dst, *len)).collect::<Result<Vec<_>, _>>()?;
+    gpu.encode(encoder, &made.iter().collect::<Vec<_>>());
+    crate::runtime::devcopy::recorded(made.len());
     Ok(())
 }
 
@@ -136,7 +116,7 @@ impl Executable {
                 transfer::count(Direction::HostToDevice, host.len() as u64);
                 staged_any = true;
             }
-            encode_copies(gpu, &mut prepared.copies[0], &copy_in, &mut encoder)?;
+            encode_copies(gpu, &copy_in, &mut encoder)?;
             if prepared.checks {
                 encoder.clear_buffer(&prepared.status.buffer, 0, None);
             }
@@ -190,7 +170,7 @@ impl Executable {
                     }
                 }
             }
-            encode_copies(gpu, &mut prepared.copies[1], &copy_out, &mut encoder)?;
+            encode_copies(gpu, &copy_out, &mut encoder)?;
             gpu.submit([encoder.finish()]);
             Ok(())
         })?;

@@ -17,7 +17,6 @@ use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::gemm::GemmOptions;
 use crate::ops::{KernelIo, PrepareCx, Tensor};
-use crate::runtime::devcopy::Region;
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::startup::{self, Phase};
 use crate::runtime::{Dispatch, Gpu, GpuBuffer, Readback, Staged};
@@ -172,14 +171,7 @@ struct Prepared {
     spans: Vec<(String, std::ops::Range<usize>)>,
     /// Every buffer allocated for a step's output: (step name, bytes).
     allocations: Vec<(String, u64)>,
-    /// The copy kernels of this set's runs by (source, destination, bytes), made on first use,
-    /// of inputs and of outputs: ORT hands the same few device tensors run after run
-    /// (`super::execute`).
-    copies: [Vec<(CopyKey, Dispatch)>; 2],
 }
-
-/// What a kept copy kernel moves: (source, destination, bytes).
-pub(super) type CopyKey = (Region, Region, u64);
 
 /// GPU time of one step of a run (see [`Executable::profile`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -495,7 +487,6 @@ impl Executable {
             allocations,
             status,
             status_readback,
-            copies: [Vec::new(), Vec::new()],
         })
     }
 
