@@ -207,14 +207,32 @@ def genai_loop(model_dir: Path, registration: tuple[str, str, str], new_tokens: 
     t0 = time.perf_counter()
     gen.append_tokens(ids)
     t1 = time.perf_counter()
+    before = loop_stats(lib)
     n = 0
     while not gen.is_done():
         gen.generate_next_token()
         n += 1
     t2 = time.perf_counter()
     tokens = [int(t) for t in gen.get_sequence(0)][len(ids):]
-    return {"prompt_tokens": len(ids), "prompt_ms": (t1 - t0) * 1e3, "new_tokens": n,
-            "tok_s": n / max(t2 - t1, 1e-9), "tokens": tokens[:16]}
+    out = {"prompt_tokens": len(ids), "prompt_ms": (t1 - t0) * 1e3, "new_tokens": n,
+           "tok_s": n / max(t2 - t1, 1e-9), "tokens": tokens[:16]}
+    after = loop_stats(lib)
+    if before and after and n:
+        # Our library's host phases per generated token (ms; count per token): where a token's time goes.
+        out["ours_per_token"] = {k: [round((after[k]["ms"] - before[k]["ms"]) / n, 3),
+                                     round((after[k]["count"] - before[k]["count"]) / n, 1)]
+                                 for k in after if after[k]["ms"] > before[k]["ms"]}
+    return out
+
+
+def loop_stats(lib: str | None) -> dict | None:
+    """Our `startup_stats` counters, when `lib` is our library."""
+    if not lib or "wgpu" not in Path(lib).name:
+        return None
+    try:
+        return iobind.LOCATOR.startup_stats(lib)
+    except Exception:  # noqa: BLE001 - a library without the counters
+        return None
 
 
 def genai_subprocess(model_dir: Path, registration: tuple) -> dict:

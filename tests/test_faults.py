@@ -104,10 +104,11 @@ def test_real_out_of_memory_is_an_error_and_the_session_runs_again(lib_path):
     # refuse a buffer well inside the device limits: a real VK_ERROR_OUT_OF_DEVICE_MEMORY, through wgpu's error
     # scope, to our GpuError::OutOfMemory and an OrtStatus. One MatMul with symbolic dims, two shapes of 56 MB
     # tensors (the limit leaves 32 MiB), warmed up unlimited (so pipelines and LLVM's JIT code exist before the limit):
-    # - outer, A [m, 1] · B [1, n] with a 56 MB output: run under the limit with another row count, so it
+    # - outer, A [m, 1] · B [1, n] with a 56 MB output: run under the limit with twice the columns (a 112 MB output,
+    #   more than the headroom and the buffers of the set it may be rebuilt from together), so it
     #   prepares (allocates) a new buffer set, and ORT allocates the output (or the feed's device copy) through
     #   our allocator: whichever is refused first, the error is ours and says out of GPU memory.
-    # - gemv, A [3499, 4000] (56 MB) · B [4000, 1]: a new input buffer and its upload staging buffer. Uploads
+    # - gemv, A [3499, 8000] (112 MB) · B [8000, 1]: a new input buffer and its upload staging buffer. Uploads
     #   once went through wgpu's Queue::write_buffer, whose staging out-of-memory lost the device
     #   (ORT_DEVICE_RESET for every session on it); through our own staging buffer it is a plain error.
     # - gemv again at the warmed-up shape [3500, 4000]: its pooled set (device and staging buffers) is reused, so
@@ -125,8 +126,8 @@ model = models.matmul([1, 1], [1, 1], dims=(["m", "k"], ["k", "n"]))
 rng = np.random.default_rng(7)
 def feeds(m, k, n):
     return {"A": rng.random((m, k), dtype=np.float32) - 0.5, "B": rng.random((k, n), dtype=np.float32) - 0.5}
-small, outer, outer2 = feeds(16, 1, 24), feeds(3500, 1, 4000), feeds(3499, 1, 4000)
-gemv, gemv2 = feeds(3500, 4000, 1), feeds(3499, 4000, 1)
+small, outer, outer2 = feeds(16, 1, 24), feeds(3500, 1, 4000), feeds(3499, 1, 8000)
+gemv, gemv2 = feeds(3500, 4000, 1), feeds(3499, 8000, 1)
 sess = session(model)
 cpu = cpu_session(model)
 def check(s, f):

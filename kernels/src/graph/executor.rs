@@ -1,22 +1,28 @@
 //! Runs a compiled [`Program`] on the GPU. Everything shape-dependent (plans, buffers, bind
 //! groups) is prepared once per set of input shapes and pooled, so a repeated run costs one
 //! upload per input, one submission and one read-back per output; concurrent runs of the same
-//! shapes take separate pooled sets.
+//! shapes take separate pooled sets. A set of new shapes is rebuilt from a spare set of other
+//! shapes where one is going spare (`set_pool.rs`), keeping every step whose bindings and shapes
+//! did not change (`prepare.rs`): a decoder whose cache grows every token plans again only the
+//! steps that read the cache.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::program::{Operand, Program};
+use super::program::Program;
 
 #[path = "execute.rs"]
 mod execute;
+#[path = "prepare.rs"]
+mod prepare;
+pub use prepare::thread_steps_kept;
+#[path = "set_pool.rs"]
+mod set_pool;
 use crate::conv::ConvAlgo;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::gemm::GemmOptions;
-use crate::ops::{KernelIo, PrepareCx, Tensor};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::startup::{self, Phase};
 use crate::runtime::{Dispatch, Gpu, GpuBuffer, Readback, Staged};
@@ -123,19 +129,13 @@ impl Default for ExecOptions {
     }
 }
 
-/// Pooled sets kept per shape key; more concurrent runs than this allocate and then drop.
-const POOL_DEPTH: usize = 4;
-
-/// Most input shapes whose sets are kept (one is dropped for a new one).
-const POOL_SHAPES: usize = 16;
-
 /// A program with its constants on the GPU.
 pub struct Executable {
     gpu: Arc<Gpu>,
     program: Program,
     constants: Vec<GpuBuffer>,
     options: ExecOptions,
-    pool: Mutex<HashMap<Vec<u64>, Vec<Prepared>>>,
+    pool: Mutex<set_pool::SetPool<Prepared>>,
     /// The inputs whose values decide shapes (`super::values`).
     value_inputs: Vec<usize>,
 }
@@ -171,6 +171,8 @@ struct Prepared {
     spans: Vec<(String, std::ops::Range<usize>)>,
     /// Every buffer allocated for a step's output: (step name, bytes).
     allocations: Vec<(String, u64)>,
+    /// Each step's bindings, outputs and dispatches, for a set rebuilt from this one.
+    steps: Vec<prepare::StepSlot>,
 }
 
 /// GPU time of one step of a run (see [`Executable::profile`]).
@@ -188,7 +190,7 @@ impl Executable {
         let constants =
             program.constants.iter().map(|c| gpu.upload(&c.data, &c.name)).collect::<Result<Vec<_>, _>>()?;
         let value_inputs = super::values::value_inputs(&program)?;
-        Ok(Executable { gpu, program, constants, options, pool: Mutex::new(HashMap::new()), value_inputs })
+        Ok(Executable { gpu, program, constants, options, pool: Mutex::new(Default::default()), value_inputs })
     }
 
     /// Prepares the set of these input shapes before the first run (Compile calls it when the
@@ -213,11 +215,11 @@ impl Executable {
         let lens: Vec<u64> =
             shapes.iter().zip(&self.program.input_dtypes).map(|(s, t)| s.iter().product::<u64>() * t.size()).collect();
         let prepared = crate::runtime::startup::time(crate::runtime::startup::Phase::Prepare, || {
-            self.prepare_with_lens(&inputs, &lens, &[])
+            self.prepare_with_lens(&inputs, &lens, &[], None)
         })?;
         let mut plans = prepared.plans.clone();
         plans.push(format!("{} dispatches per run (prepared at Compile)", prepared.dispatches.len()));
-        self.pool.lock().entry(Self::key(inputs.iter().map(|t| t.shape))).or_default().push(prepared);
+        self.pool.lock().put(Self::key(inputs.iter().map(|t| t.shape)), prepared);
         Ok(plans)
     }
 
@@ -268,11 +270,29 @@ impl Executable {
             }
             Ok((values, key))
         })?;
-        let pooled = self.pool.lock().get_mut(&key).and_then(Vec::pop);
+        let (pooled, spare) = {
+            let mut pool = self.pool.lock();
+            match pool.take(&key) {
+                Some(p) => (Some(p), None),
+                None => (None, pool.template(&key)),
+            }
+        };
         let (mut prepared, report) = match pooled {
             Some(p) => (p, None),
             None => {
-                let p = startup::time(Phase::Prepare, || self.prepare(inputs, &values))?;
+                let mut spare = spare;
+                let made =
+                    startup::time(Phase::Prepare, || self.prepare(inputs, &values, spare.as_mut().map(|(_, set)| set)));
+                let p = match made {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // A failed rebuild left the spare set as it was.
+                        if let Some((old, set)) = spare {
+                            self.pool.lock().put(old, set);
+                        }
+                        return Err(e);
+                    }
+                };
                 let mut report = p.plans.clone();
                 report.push(format!("{} dispatches per run", p.dispatches.len()));
                 (p, Some(report))
@@ -280,17 +300,7 @@ impl Executable {
         };
         let result = self.execute(&mut prepared, inputs, outputs);
         if let Ok(true) = result {
-            let mut pool = self.pool.lock();
-            // Shapes that change every run (a growing KV cache) must not grow the pool without end.
-            if pool.len() >= POOL_SHAPES && !pool.contains_key(&key) {
-                if let Some(old) = pool.keys().next().cloned() {
-                    pool.remove(&old);
-                }
-            }
-            let slot = pool.entry(key).or_default();
-            if slot.len() < POOL_DEPTH {
-                slot.push(prepared);
-            }
+            self.pool.lock().put(key, prepared);
         }
         result.map(|_| report)
     }
@@ -307,7 +317,7 @@ impl Executable {
         let Some(timer) = crate::runtime::GpuTimer::new(&self.gpu) else { return Ok(None) };
         self.check_inputs(inputs)?;
         let values = super::values::read(inputs, &self.value_inputs)?;
-        let mut prepared = self.prepare(inputs, &values)?;
+        let mut prepared = self.prepare(inputs, &values, None)?;
         self.execute(&mut prepared, inputs, &mut HostOutputs(&mut |_, _, _| Ok(())))?;
         let repeat = repeat.max(1);
         // Each step's dispatches together, or (`per_dispatch`) each one alone, named after its program.
@@ -331,14 +341,14 @@ impl Executable {
     /// Dispatches one run of these input shapes records (0 until the shapes were prepared).
     pub fn dispatch_count(&self, shapes: &[&[u64]]) -> usize {
         let key = Self::key(shapes.iter().copied());
-        self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or(0, |p| p.dispatches.len())
+        self.pool.lock().peek(&key).map_or(0, |p| p.dispatches.len())
     }
 
     /// The buffers allocated for the steps' outputs at these input shapes, as (step name, bytes)
     /// (empty until the shapes were prepared): what tests assert fused kernels never allocate.
     pub fn allocations(&self, inputs: &[HostTensor<'_>]) -> Vec<(String, u64)> {
         let key = Self::key(inputs.iter().map(|t| t.shape));
-        self.pool.lock().get(&key).and_then(|sets| sets.first()).map_or_else(Vec::new, |p| p.allocations.clone())
+        self.pool.lock().peek(&key).map_or_else(Vec::new, |p| p.allocations.clone())
     }
 
     fn key<'s>(shapes: impl Iterator<Item = &'s [u64]>) -> Vec<u64> {
@@ -371,147 +381,5 @@ impl Executable {
             Some(step) => format!("{} '{}': {}", step.ops, step.name, step.kernel.check_message()),
             None => format!("a run-time check failed with code {code}"),
         }
-    }
-
-    /// Infers every step's shapes, allocates buffers and binds the dispatches.
-    fn prepare(&self, inputs: &[RunInput<'_>], values: &[Option<Vec<i64>>]) -> Result<Prepared, GpuError> {
-        let lens: Vec<u64> = inputs.iter().map(|t| t.len()).collect();
-        self.prepare_with_lens(inputs, &lens, values)
-    }
-
-    /// [`Executable::prepare`] with each input's byte length given.
-    fn prepare_with_lens(
-        &self,
-        inputs: &[RunInput<'_>],
-        lens: &[u64],
-        host_values: &[Option<Vec<i64>>],
-    ) -> Result<Prepared, GpuError> {
-        let gpu = &self.gpu;
-        let input_bufs = lens
-            .iter()
-            .zip(&self.program.inputs)
-            .map(|(&len, name)| gpu.storage_buffer(len, name))
-            .collect::<Result<Vec<_>, _>>()?;
-        let staging = inputs.iter().map(|_| None).collect();
-        let checks = self.program.steps.iter().any(|s| s.kernel.checks());
-        let mut values: Vec<Option<(GpuBuffer, Vec<u64>, ElemType)>> = vec![None; self.program.values];
-        let mut dispatches = Vec::new();
-        let mut plans = Vec::new();
-        let mut spans = Vec::new();
-        let mut allocations = Vec::new();
-        let status = gpu.storage_buffer(4, "run status")?;
-        let status_readback = gpu.readback(4)?;
-        for (index, step) in self.program.steps.iter().enumerate() {
-            let cx = PrepareCx { gpu, options: &self.options, status: &status, status_code: index as u32 + 1 };
-            let bound = step
-                .inputs
-                .iter()
-                .map(|o| o.map(|o| self.operand(o, inputs, &input_bufs, &values)).transpose())
-                .collect::<Result<Vec<_>, _>>()?;
-            let shapes: Vec<Option<&[u64]>> = bound.iter().map(|t| t.map(|t| t.shape)).collect();
-            let out_shapes =
-                super::values::infer(step, step.kernel.as_ref(), &shapes, host_values, &self.program.constants)?;
-            if out_shapes.len() != step.outputs.len() {
-                return Err(GpuError::Internal(format!(
-                    "'{}' inferred {} outputs, the step writes {}",
-                    step.name,
-                    out_shapes.len(),
-                    step.outputs.len()
-                )));
-            }
-            let mut outs = Vec::with_capacity(out_shapes.len());
-            for (k, (shape, &(_, ty))) in out_shapes.iter().zip(&step.outputs).enumerate() {
-                let elems: u64 = shape.iter().product();
-                let buf = match step.kernel.alias(k) {
-                    Some(j) => bound.get(j).copied().flatten().map(|t| t.buf.clone()).ok_or_else(|| {
-                        GpuError::Internal(format!("'{}' aliases input {j}, which is not bound", step.name))
-                    })?,
-                    None => {
-                        allocations.push((step.name.clone(), elems * ty.size()));
-                        gpu.storage_buffer(elems * ty.size(), &step.name)?
-                    }
-                };
-                outs.push(buf);
-            }
-            let computes = (0..outs.len()).any(|k| step.kernel.alias(k).is_none());
-            let non_empty = out_shapes.iter().any(|s| s.iter().product::<u64>() > 0);
-            if computes && non_empty {
-                let io = KernelIo {
-                    inputs: bound.clone(),
-                    outputs: outs
-                        .iter()
-                        .zip(&out_shapes)
-                        .zip(&step.outputs)
-                        .map(|((buf, shape), &(_, ty))| Tensor { buf, shape, ty, constant: false })
-                        .collect(),
-                };
-                let prepared = step.kernel.prepare(&cx, &io).map_err(|e| match e {
-                    GpuError::Invalid(m) if !m.contains(&step.name) => {
-                        GpuError::Invalid(format!("{} '{}': {m}", step.ops, step.name))
-                    }
-                    other => other,
-                })?;
-                let start = dispatches.len();
-                dispatches.extend(prepared.dispatches);
-                spans.push((step.ops.clone(), start..dispatches.len()));
-                plans.extend(prepared.plan);
-            }
-            for ((buf, shape), &(v, ty)) in outs.into_iter().zip(out_shapes).zip(&step.outputs) {
-                values[v] = Some((buf, shape, ty));
-            }
-        }
-        let mut output_shapes = Vec::new();
-        let mut output_bytes = Vec::new();
-        let mut readbacks = Vec::new();
-        let mut sources = Vec::new();
-        for &o in &self.program.outputs {
-            let t = self.operand(o, inputs, &input_bufs, &values)?;
-            output_shapes.push(t.shape.to_vec());
-            output_bytes.push(t.elems() * t.ty.size());
-            readbacks.push(None);
-            sources.push(t.buf.clone());
-        }
-        let temps: Vec<GpuBuffer> = values.into_iter().flatten().map(|(b, ..)| b).collect();
-        Ok(Prepared {
-            inputs: input_bufs,
-            staging,
-            checks,
-            temps,
-            sources,
-            readbacks,
-            dispatches,
-            output_shapes,
-            output_bytes,
-            plans,
-            spans,
-            allocations,
-            status,
-            status_readback,
-        })
-    }
-
-    /// The tensor an operand names in a set being prepared.
-    fn operand<'a>(
-        &'a self,
-        o: Operand,
-        inputs: &'a [RunInput<'_>],
-        input_bufs: &'a [GpuBuffer],
-        values: &'a [Option<(GpuBuffer, Vec<u64>, ElemType)>],
-    ) -> Result<Tensor<'a>, GpuError> {
-        let missing = || GpuError::Internal(format!("{o:?} is read before it is written"));
-        Ok(match o {
-            Operand::Input(i) => {
-                let t = inputs.get(i).ok_or_else(missing)?;
-                Tensor { buf: input_bufs.get(i).ok_or_else(missing)?, shape: t.shape, ty: t.dtype, constant: false }
-            }
-            Operand::Const(i) => {
-                let c = self.program.constants.get(i).ok_or_else(missing)?;
-                Tensor { buf: self.constants.get(i).ok_or_else(missing)?, shape: &c.shape, ty: c.dtype, constant: true }
-            }
-            Operand::Temp(v) => {
-                let (buf, shape, ty) = values.get(v).and_then(Option::as_ref).ok_or_else(missing)?;
-                Tensor { buf, shape, ty: *ty, constant: false }
-            }
-        })
     }
 }

@@ -16,7 +16,9 @@ pub mod reshape;
 pub mod support;
 mod values;
 
-pub use executor::{ExecOptions, Executable, HostTensor, InputData, OutputTarget, RunInput, RunOutputs, StepProfile};
+pub use executor::{
+    thread_steps_kept, ExecOptions, Executable, HostTensor, InputData, OutputTarget, RunInput, RunOutputs, StepProfile,
+};
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
 pub use placement::{place, Decision, DeclineKind, Placement, Role};
 pub use program::{build_program, build_program_with, Constant, Operand, Program, Step};

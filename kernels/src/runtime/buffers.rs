@@ -107,8 +107,9 @@ impl Staged {
     }
 }
 
-/// A mapped-readable staging buffer and the byte length to read from it.
-#[derive(Debug)]
+/// A mapped-readable staging buffer and the byte length to read from it. A clone shares the
+/// buffer: a set rebuilt from another takes over its status word's read-back this way.
+#[derive(Clone, Debug)]
 pub struct Readback {
     buffer: wgpu::Buffer,
     len: u64,
