@@ -6,18 +6,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use ep_kernels::graph::{build_program, Attr, Dim, ExecOptions, Executable, HostTensor, Node, ValueInfo};
+use ep_kernels::graph::{build_program, Attr, ExecOptions, Executable, HostTensor, Node, ValueInfo};
 use ep_kernels::runtime::Gpu;
 use ep_kernels::{DType, GpuError};
 
 fn value(name: &str, rank: usize) -> ValueInfo {
-    ValueInfo {
-        name: name.into(),
-        elem_type: 1,
-        shape: Some((0..rank).map(|i| Dim::Symbolic(format!("{name}{i}"))).collect()),
-        constant: false,
-        small_data: None,
-    }
+    common::graph::symbolic(name, rank)
 }
 
 fn node(op: &str, inputs: &[ValueInfo], output: &str, attrs: &[(&str, Attr)]) -> Node {

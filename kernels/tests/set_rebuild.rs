@@ -8,18 +8,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use ep_kernels::graph::{build_program, thread_steps_kept, Dim, ExecOptions, Executable, HostTensor, Node, ValueInfo};
+use ep_kernels::graph::{build_program, thread_steps_kept, ExecOptions, Executable, HostTensor, Node, ValueInfo};
 use ep_kernels::DType;
 use rand::{Rng, SeedableRng};
 
 fn value(name: &str, rank: usize) -> ValueInfo {
-    ValueInfo {
-        name: name.into(),
-        elem_type: 1,
-        shape: Some((0..rank).map(|i| Dim::Symbolic(format!("{name}{i}"))).collect()),
-        constant: false,
-        small_data: None,
-    }
+    common::graph::symbolic(name, rank)
 }
 
 fn matmul(name: &str, a: &ValueInfo, b: &ValueInfo, out: &ValueInfo) -> Node {

@@ -68,6 +68,17 @@ pub fn val(name: &str, ty: ElemType, shape: &[u64]) -> ValueInfo {
     }
 }
 
+/// An f32 value of `rank` symbolic dims, named `{name}0`, `{name}1`, ...
+pub fn symbolic(name: &str, rank: usize) -> ValueInfo {
+    ValueInfo {
+        name: name.into(),
+        elem_type: 1,
+        shape: Some((0..rank).map(|i| Dim::Symbolic(format!("{name}{i}"))).collect()),
+        constant: false,
+        small_data: None,
+    }
+}
+
 /// A constant value whose bytes placement and building may read (axes, shapes, bounds).
 pub fn const_val(name: &str, t: &T) -> ValueInfo {
     ValueInfo { constant: true, small_data: Some(t.data.clone()), ..val(name, t.ty, &t.shape) }
