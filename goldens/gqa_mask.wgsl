@@ -12,7 +12,7 @@ struct Params {
     // rot / 2 (0: no rotation) and the caches' rows.
     half: u32,
     max_seq: u32,
-    // Bit 0: interleaved; bit 3: query mode.
+    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range.
     flags: u32,
     total: u32,
     window: i32,

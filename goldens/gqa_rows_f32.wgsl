@@ -12,7 +12,7 @@ struct Params {
     // rot / 2 (0: no rotation) and the caches' rows.
     half: u32,
     max_seq: u32,
-    // Bit 0: interleaved; bit 3: query mode.
+    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range.
     flags: u32,
     total: u32,
     window: i32,
@@ -119,7 +119,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (query) {
         y[quad] = new_quad(b, r, h, i, past_b + r);
     } else if (r < past_b) {
-        y[quad] = past[(((b * p.heads + h) * p.past + r) * p.d + i) / 4u];
+        // Flags bit 5: the present is the past's own range; its rows are already there.
+        if ((p.flags & 32u) == 0u) {
+            y[quad] = past[(((b * p.heads + h) * p.past + r) * p.d + i) / 4u];
+        }
     } else if (r < past_b + p.seq) {
         y[quad] = new_quad(b, r - past_b, h, i, r);
     } else {

@@ -123,32 +123,39 @@ def test_our_device_memory_is_registered_with_our_vendor_id(ep_devices, ort):
 
 @pytest.mark.smoke
 @pytest.mark.parametrize("mem_pattern", [True, False])
-def test_io_binding_equals_numpy_io_and_the_cpu_ep(make_session, run_cpu, ort, device_id, mem_pattern):
+@pytest.mark.parametrize("d", [37, 256])
+def test_io_binding_equals_numpy_io_and_the_cpu_ep(make_session, run_cpu, ort, device_id, mem_pattern, d):
+    # d = 256: tensors of 256 KiB and more, bound in place (kernels/src/graph/direct.rs), among them partition
+    # outputs in ORT's memory-pattern buffer and inputs ORT copied there from the host.
     rng = np.random.default_rng()
-    model = split_by_cpu_node(rng)
+    model = split_by_cpu_node(rng, d)
     sess = make_session(model, options={"offload": "all"}, fallback=True)
     sess_opts = sess.get_session_options()
     assert sess_opts.enable_mem_pattern  # ORT's default; the parametrised case turns it off below
     if not mem_pattern:
         sess = make_session(model, options={"offload": "all"}, fallback=True, config={"session.enable_mem_pattern": "0"})
-    for rows in (5, 5, 11, 5):  # a repeated shape runs on ORT's memory pattern (one Alloc, offsets into it)
-        x = rng.uniform(-1, 1, (rows, 37)).astype(np.float32)
+    # A repeated shape runs on ORT's memory pattern (one Alloc, offsets into it).
+    for rows in (5, 5, 11, 5) if d == 37 else (300, 300, 310, 300):
+        x = rng.uniform(-1, 1, (rows, d)).astype(np.float32)
         want = run_cpu(model, {"X": x})[0]
         got_numpy = sess.run(None, {"X": x})[0]
         got_bound = bind_run(ort, sess, {"X": x}, device_id)[0].numpy()
-        np.testing.assert_allclose(got_numpy, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got_numpy, want, rtol=1e-4, atol=1e-4 if d == 37 else 2e-3)
         np.testing.assert_array_equal(got_bound, got_numpy)
 
 
 @pytest.mark.smoke
-def test_outputs_fed_back_as_inputs_make_no_host_copies(make_session, lib_path, ort, device_id):
+@pytest.mark.parametrize("d, rows", [(45, 7), (256, 300)])
+def test_outputs_fed_back_as_inputs_make_no_host_copies(make_session, lib_path, ort, device_id, d, rows):
+    # Small tensors are copied on the device; tensors of 256 KiB or more at aligned offsets are bound in place
+    # (kernels/src/graph/direct.rs), so that loop copies nothing at all. Every step equals the CPU EP's (shapes not
+    # a multiple of any tile; the output first written is poisoned).
     rng = np.random.default_rng()
-    d = 45
     model = dense(d, d, rng, activation="Tanh")
     sess = make_session(model, options={"offload": "all"})
     cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    x = rng.uniform(-1, 1, (7, d)).astype(np.float32)
-    a, b = on_device(ort, x, device_id), ort.OrtValue.ortvalue_from_shape_and_type([7, d], np.float32, "gpu", device_id, VENDOR)
+    x = rng.uniform(-1, 1, (rows, d)).astype(np.float32)
+    a, b = on_device(ort, x, device_id), on_device(ort, np.full((rows, d), np.nan, np.float32), device_id)
     bind_run(ort, sess, {"X": a}, device_id, outputs=[b])  # warm-up: prepares the shapes
     a, b = b, a
     before = copies(lib_path)
@@ -158,11 +165,57 @@ def test_outputs_fed_back_as_inputs_make_no_host_copies(make_session, lib_path, 
         a, b = b, a
     after = copies(lib_path)
     assert host_copies(before, after) == (0, 0), (before, after)
-    assert after["device_to_device"] > before["device_to_device"]
+    if rows * d * 4 >= 256 << 10:
+        assert after["device_to_device"] == before["device_to_device"], (before, after)
+    else:
+        assert after["device_to_device"] > before["device_to_device"]
     want = x
     for _ in range(steps + 1):
         want = cpu.run(None, {"X": want})[0]
     np.testing.assert_allclose(a.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_path, ort, device_id, dtype):
+    # genai's past_present_share_buffer: past and present bound to one device OrtValue per cache. A cache of 256 KiB
+    # or more is bound in place (kernels/src/graph/direct.rs): GroupQueryAttention writes the new row into ORT's
+    # buffer and the cache is not copied; every step's output and whole cache equal the CPU EP's.
+    from test_gqa import TOL, feeds_for, gqa_model
+
+    heads, kv_heads, d = 4, 2, 64
+    max_len = 520 if dtype == np.float32 else 1040  # 260 KiB per cache, rows not a multiple of any tile
+    model = gqa_model(dtype, 1, 1, heads, kv_heads, d, max_len)
+    sess = make_session(model, options={"offload": "all"})
+    cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng()
+    start = 9
+    first = feeds_for(rng, dtype, 1, 1, heads, kv_heads, d, max_len, [start], start + 1)
+    want_k, want_v = first["past_key"], first["past_value"]
+    pk, pv = on_device(ort, want_k, device_id), on_device(ort, want_v, device_id)
+    out = ort.OrtValue.ortvalue_from_shape_and_type([1, 1, heads * d], dtype, "gpu", device_id, VENDOR)
+    for past in range(start, start + 5):
+        f = feeds_for(rng, dtype, 1, 1, heads, kv_heads, d, max_len, [past], past + 1)
+        io = sess.io_binding()
+        for name in ("query", "key", "value", "seqlens_k", "total_sequence_length"):
+            io.bind_cpu_input(name, f[name])
+        io.bind_ortvalue_input("past_key", pk)
+        io.bind_ortvalue_input("past_value", pv)
+        io.bind_ortvalue_output("output", out)
+        io.bind_ortvalue_output("present_key", pk)
+        io.bind_ortvalue_output("present_value", pv)
+        before = copies(lib_path)
+        sess.run_with_iobinding(io)
+        after = copies(lib_path)
+        moved = after["device_to_device_bytes"] - before["device_to_device_bytes"]
+        # The new token's tensors (ORT's device copies of the host inputs, and the output), never a cache.
+        small = sum(f[n].nbytes for n in ("query", "key", "value", "seqlens_k", "total_sequence_length"))
+        assert moved <= small + heads * d * np.dtype(dtype).itemsize, (past, moved)
+        want = cpu.run(None, {**f, "past_key": want_k, "past_value": want_v})
+        want_k, want_v = want[1], want[2]
+        for name, got, w in (("output", out, want[0]), ("present_key", pk, want_k), ("present_value", pv, want_v)):
+            g = got.numpy().astype(np.float64)
+            err = np.abs(g - w).max() / max(np.abs(w).max(), 1e-6)
+            assert err <= TOL[dtype], (name, past, err)
 
 
 @pytest.mark.smoke

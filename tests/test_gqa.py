@@ -213,14 +213,39 @@ def test_gqa_head_size_without_a_kernel_is_declined(make_session, capfd):
     assert "head size 32" in capfd.readouterr().err
 
 
-def test_gqa_bad_seqlens_fail_the_run(make_session):
-    """seqlens_k longer than the present cache: the run fails with the node's name instead of writing past it."""
+@pytest.mark.parametrize("seqlens_on_device", [False, True])
+def test_gqa_bad_seqlens_fail_the_run(make_session, ep_devices, seqlens_on_device):
+    """seqlens_k longer than the present cache: the run fails with the node's message instead of writing past it,
+    checked on the host when seqlens_k comes in host memory and by the kernel's status word when it comes on our
+    device; good lengths afterwards run."""
+    import onnxruntime as ort
+
     dtype, b, s, heads, kv_heads, d = np.float32, 1, 1, 4, 2, 64
     model = gqa_model(dtype, b, s, heads, kv_heads, d, 8)
     rng = np.random.default_rng(new_seed())
-    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, 8, [40], 9)
-    with pytest.raises(Exception, match="GroupQueryAttention|check"):
-        make_session(model, OURS).run(None, feeds)
+    sess = make_session(model, OURS)
+
+    def run(seqlens):
+        feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, 8, seqlens, 9)
+        if not seqlens_on_device:
+            return sess.run(None, feeds)[0]
+        mem = ep_devices[0].memory_info(ort.OrtDeviceMemoryType.DEFAULT)
+        io = sess.io_binding()
+        for name, value in feeds.items():
+            if name == "seqlens_k":
+                value = ort.OrtValue.ortvalue_from_numpy(value, "gpu", mem.device_id, mem.device_vendor_id)
+                io.bind_ortvalue_input(name, value)
+            else:
+                io.bind_cpu_input(name, value)
+        io.bind_output("output")
+        io.bind_output("present_key")
+        io.bind_output("present_value")
+        sess.run_with_iobinding(io)
+        return io.copy_outputs_to_cpu()[0]
+
+    with pytest.raises(Exception, match="seqlens_k asks for more keys than the caches hold"):
+        run([40])
+    assert np.isfinite(run([8])).all()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

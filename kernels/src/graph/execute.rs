@@ -4,14 +4,12 @@
 
 use super::{Executable, InputData, OutputTarget, Prepared, RunInput, RunOutputs};
 use crate::error::GpuError;
-use crate::runtime::devcopy::Region;
+use crate::graph::Operand;
+use crate::runtime::devcopy::{CopyKey, KeptCopies, Region};
 use crate::runtime::memory::DeviceSlice;
 use crate::runtime::startup::{self, Phase};
 use crate::runtime::transfer::{self, Direction};
 use crate::runtime::{Dispatch, Gpu, Readback};
-
-/// What a copy kernel moves: (source, destination, bytes).
-type CopyKey = (Region, Region, u64);
 
 /// Dispatches recorded per submission of a run, in order; the last chunk takes the rest. They
 /// double: the GPU runs one chunk while the next, twice as long, is recorded (recording costs
@@ -19,18 +17,28 @@ type CopyKey = (Region, Region, u64);
 /// the GPU starts after 4 dispatches and does not wait for a long tail.
 const CHUNKS: [usize; 8] = [4, 8, 16, 32, 64, 128, 256, usize::MAX];
 
-/// Records the copy kernels of `keys` as one compute pass. Their dispatches are made for this
-/// run and dropped with it: a kept one would hold ORT's buffer alive after ORT freed it, past the
-/// allocator's out-of-memory trim (`tests/test_faults.py`, the real out-of-memory test).
-fn encode_copies(gpu: &Gpu, keys: &[CopyKey], encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
+/// Records the copy kernels of `keys` as one compute pass, with the dispatches `kept` holds from
+/// earlier runs (an out-of-memory drops them: `runtime::devcopy::drop_kept`).
+fn encode_copies(
+    gpu: &Gpu,
+    kept: &KeptCopies,
+    keys: &[CopyKey],
+    encoder: &mut wgpu::CommandEncoder,
+) -> Result<(), GpuError> {
     if keys.is_empty() {
         return Ok(());
     }
-    let made = keys.iter().map(|(src, dst, len)| gpu.copy_dispatch(src, dst, *len)).collect::<Result<Vec<_>, _>>()?;
-    gpu.encode(encoder, &made.iter().collect::<Vec<_>>());
-    crate::runtime::devcopy::recorded(made.len());
+    let list = kept.dispatches(gpu, keys)?;
+    gpu.encode(encoder, &list.iter().map(|d| &**d).collect::<Vec<_>>());
+    crate::runtime::devcopy::recorded(list.len());
     Ok(())
 }
+
+/// Host inputs up to this long go through a staging buffer made for the run, not the set's own:
+/// that one is mapped again only once the run is done, so a run with one waited for the GPU (a
+/// decoder's lengths are a few bytes). Not `Queue::write_buffer`, whose out-of-memory loses the
+/// device (`docs/RELIABILITY.md` §6).
+const SMALL_UPLOAD: u64 = 4096;
 
 /// 4-byte multiple of `len` (wgpu's copy unit).
 fn padded(len: u64) -> u64 {
@@ -38,6 +46,37 @@ fn padded(len: u64) -> u64 {
 }
 
 impl Executable {
+    /// Whether this run must read the status word back: a step checks values on the device and
+    /// cannot check them on the host (`Kernel::host_checked`: their inputs came in host memory).
+    /// A failed host check fails the run before anything is submitted.
+    fn device_checks(&self, prepared: &Prepared, inputs: &[RunInput<'_>]) -> Result<bool, GpuError> {
+        if !prepared.checks {
+            return Ok(false);
+        }
+        for (index, step) in self.program.steps.iter().enumerate().filter(|(_, s)| s.kernel.checks()) {
+            let mut values = Vec::new();
+            for &k in step.kernel.host_checked() {
+                let Some(Operand::Input(i)) = step.inputs.get(k).copied().flatten() else { return Ok(true) };
+                let bytes = match inputs.get(i).map(|t| &t.data) {
+                    Some(InputData::Host(bytes)) => bytes.to_vec(),
+                    // Uploaded from the host and not written since: its host copy (`runtime::shadow`).
+                    Some(InputData::Device(s)) => match crate::runtime::shadow::lookup(s) {
+                        Some(bytes) => bytes,
+                        None => return Ok(true),
+                    },
+                    None => return Ok(true),
+                };
+                values.push(crate::graph::values::decode(inputs[i].dtype, &bytes, &step.name)?);
+            }
+            let Some((ins, outs)) = prepared.step_shapes(index).filter(|_| !values.is_empty()) else { return Ok(true) };
+            let values: Vec<&[i64]> = values.iter().map(Vec::as_slice).collect();
+            step.kernel
+                .host_check(&ins, &outs, &values)
+                .map_err(|m| GpuError::Invalid(format!("{} '{}': {m}", step.ops, step.name)))?;
+        }
+        Ok(false)
+    }
+
     /// Whether a device input can be copied into its bound buffer inside the run's encoder:
     /// same device, a 4-byte aligned offset, and room for the padded length in its buffer.
     fn direct_input(&self, s: &DeviceSlice) -> bool {
@@ -70,6 +109,7 @@ impl Executable {
         for (i, shape) in prepared.output_shapes.iter().enumerate() {
             let target = outputs.target(i, shape)?;
             if let OutputTarget::Device(s) = &target {
+                crate::runtime::shadow::forget(&s.buffer, s.offset, s.len);
                 let want = prepared.output_bytes[i];
                 if s.len != want {
                     return Err(GpuError::Internal(format!(
@@ -80,6 +120,9 @@ impl Executable {
             }
             targets.push(target);
         }
+        let checks = self.device_checks(prepared, inputs)?;
+        let in_place = self.in_place(prepared, inputs, &targets);
+        let remade = if in_place.rebinds.is_empty() { None } else { Some(self.remade(prepared, &in_place.rebinds)?) };
         let mut staged_any = false;
         let mut deferred = Vec::new();
         gpu.scoped("run", || {
@@ -87,6 +130,9 @@ impl Executable {
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
             let mut copy_in = Vec::new();
             for (i, t) in inputs.iter().enumerate() {
+                if in_place.inputs[i] {
+                    continue;
+                }
                 let dst = &prepared.inputs[i];
                 let host = match (&t.data, &owned[i]) {
                     (_, Some(bytes)) => bytes.as_slice(),
@@ -107,6 +153,15 @@ impl Executable {
                 if host.is_empty() {
                     continue;
                 }
+                if host.len() as u64 <= SMALL_UPLOAD {
+                    // A staging buffer for this run alone: the set's own is mapped again only once
+                    // the run is done.
+                    let mut once = gpu.staging(host.len() as u64, &self.program.inputs[i])?;
+                    gpu.fill(&mut once, host)?;
+                    once.copy_to(&mut encoder, &dst.buffer);
+                    transfer::count(Direction::HostToDevice, host.len() as u64);
+                    continue;
+                }
                 let staged = match &mut prepared.staging[i] {
                     Some(s) => s,
                     slot => slot.insert(gpu.staging(host.len() as u64, &self.program.inputs[i])?),
@@ -116,15 +171,18 @@ impl Executable {
                 transfer::count(Direction::HostToDevice, host.len() as u64);
                 staged_any = true;
             }
-            encode_copies(gpu, &copy_in, &mut encoder)?;
-            if prepared.checks {
+            encode_copies(gpu, &prepared.copies[0], &copy_in, &mut encoder)?;
+            if checks {
                 encoder.clear_buffer(&prepared.status.buffer, 0, None);
             }
             // The first dispatches go to the GPU while the rest are recorded (recording costs the CPU
             // about as long as small kernels take the GPU); the chunks grow, so a long partition
             // costs a few submissions.
             let recording = std::time::Instant::now();
-            let dispatches: Vec<&Dispatch> = prepared.dispatches.iter().collect();
+            let dispatches: Vec<&Dispatch> = match &remade {
+                Some(r) => prepared.dispatch_list(r),
+                None => prepared.dispatches.iter().collect(),
+            };
             let mut start = 0;
             for (k, &size) in CHUNKS.iter().enumerate() {
                 let end = if k + 1 == CHUNKS.len() { dispatches.len() } else { (start + size).min(dispatches.len()) };
@@ -141,7 +199,7 @@ impl Executable {
             }
             startup::record(Phase::RunRecord, recording.elapsed(), dispatches.len() as u64);
             let mut copy_out = Vec::new();
-            if prepared.checks {
+            if checks {
                 gpu.copy_to_readback(&mut encoder, &prepared.status, &prepared.status_readback);
             }
             for (i, target) in targets.iter().enumerate() {
@@ -154,6 +212,7 @@ impl Executable {
                         };
                         gpu.copy_to_readback(&mut encoder, src, rb);
                     }
+                    OutputTarget::Device(_) if in_place.outputs[i] => {}
                     OutputTarget::Device(s) => {
                         let whole = DeviceSlice { gpu: gpu.clone(), buffer: src.buffer.clone(), offset: 0, len: s.len };
                         let same_device = std::sync::Arc::ptr_eq(&s.gpu, gpu);
@@ -170,15 +229,15 @@ impl Executable {
                     }
                 }
             }
-            encode_copies(gpu, &copy_out, &mut encoder)?;
+            encode_copies(gpu, &prepared.copies[1], &copy_out, &mut encoder)?;
             gpu.submit([encoder.finish()]);
             Ok(())
         })?;
         let host_outputs = targets.iter().any(|t| matches!(t, OutputTarget::Host));
-        if !(prepared.checks || host_outputs || staged_any || !deferred.is_empty()) {
+        if !(checks || host_outputs || staged_any || !deferred.is_empty()) {
             return Ok(true);
         }
-        startup::time(Phase::RunWait, || self.finish(prepared, &targets, &deferred, outputs))?;
+        startup::time(Phase::RunWait, || self.finish(prepared, checks, &targets, &deferred, outputs))?;
         if !staged_any {
             return Ok(true);
         }
@@ -188,18 +247,19 @@ impl Executable {
         Ok(gpu.remap(&mut staging).is_ok())
     }
 
-    /// Waits for the run: checks the status word first (a failed check delivers no output),
+    /// Waits for the run: checks the status word first where `checks` (a failed check delivers no output),
     /// then hands host outputs over and copies the outputs the encoder could not.
     fn finish(
         &self,
         prepared: &Prepared,
+        checks: bool,
         targets: &[OutputTarget],
         deferred: &[usize],
         outputs: &mut dyn RunOutputs,
     ) -> Result<(), GpuError> {
         let gpu = &self.gpu;
         let mut readbacks: Vec<(Option<usize>, &Readback)> = Vec::new();
-        if prepared.checks {
+        if checks {
             readbacks.push((None, &prepared.status_readback));
         }
         for (i, t) in targets.iter().enumerate() {

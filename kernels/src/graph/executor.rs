@@ -12,6 +12,9 @@ use parking_lot::Mutex;
 
 use super::program::Program;
 
+#[path = "direct.rs"]
+mod direct;
+pub use direct::{thread_in_place, MIN_DIRECT};
 #[path = "execute.rs"]
 mod execute;
 #[path = "prepare.rs"]
@@ -143,7 +146,8 @@ pub struct Executable {
 /// Everything one run of a given set of input shapes needs.
 struct Prepared {
     /// The buffer each input is bound from: host inputs are uploaded into it, device inputs
-    /// copied into it on the GPU, so the bind groups stay valid whatever buffers ORT hands us.
+    /// copied into it on the GPU, so the bind groups stay valid whatever buffers ORT hands us
+    /// (large device tensors are bound in place instead: `direct.rs`).
     inputs: Vec<GpuBuffer>,
     /// Host-writable staging buffer of each host input, made on first use and mapped between
     /// runs: an upload is one copy into it, no allocation.
@@ -173,6 +177,11 @@ struct Prepared {
     allocations: Vec<(String, u64)>,
     /// Each step's bindings, outputs and dispatches, for a set rebuilt from this one.
     steps: Vec<prepare::StepSlot>,
+    /// The copy kernels of this set's runs, of inputs and of outputs (`super::execute`).
+    copies: [crate::runtime::devcopy::KeptCopies; 2],
+    /// Its steps remade for device tensors bound in place (`direct.rs`), and which can be.
+    in_place: direct::InPlaceSets,
+    in_place_plan: direct::InPlacePlan,
 }
 
 /// GPU time of one step of a run (see [`Executable::profile`]).

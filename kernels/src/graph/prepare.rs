@@ -36,7 +36,7 @@ pub(super) struct StepSlot {
 }
 
 /// An input binding: the buffer, where the binding starts, its length and whether it ends
-/// there, and the tensor's shape.
+/// there, and the tensor's shape, type and constness.
 #[derive(PartialEq)]
 struct BoundAs {
     buffer: wgpu::Buffer,
@@ -44,6 +44,8 @@ struct BoundAs {
     len: u64,
     sized: bool,
     shape: Vec<u64>,
+    ty: ElemType,
+    constant: bool,
 }
 
 impl BoundAs {
@@ -54,7 +56,66 @@ impl BoundAs {
             len: t.buf.len,
             sized: t.buf.sized,
             shape: t.shape.to_vec(),
+            ty: t.ty,
+            constant: t.constant,
         }
+    }
+}
+
+/// A step's input shapes (`None` where omitted) and output shapes.
+pub(super) type StepShapes<'a> = (Vec<Option<&'a [u64]>>, Vec<&'a [u64]>);
+
+/// One of a set's own buffers bound, for a run, to a range of one of ORT's at `base`
+/// (`direct.rs`: device tensors bound in place).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Rebind {
+    pub own: wgpu::Buffer,
+    pub to: wgpu::Buffer,
+    pub base: u64,
+}
+
+impl Prepared {
+    /// Whether `own` can be bound in place of a range of its size: every binding of it is sized
+    /// or ends at its end, and no step that dispatches writes it unless `written` (an output).
+    pub(super) fn rebindable(&self, own: &wgpu::Buffer, written: bool) -> bool {
+        let whole = |offset: u64, len: u64, sized: bool| sized || offset + len == own.size();
+        self.steps.iter().all(|s| {
+            let computes = !s.dispatches.is_empty();
+            s.inputs.iter().flatten().filter(|b| &b.buffer == own).all(|b| whole(b.offset, b.len, b.sized))
+                && s.outputs
+                    .iter()
+                    .filter(|(g, _)| &g.buffer == own)
+                    .all(|(g, _)| (written || !computes) && whole(g.offset, g.len, g.sized))
+        })
+    }
+
+    /// The steps that dispatch and bind one of these buffers.
+    pub(super) fn steps_binding(&self, own: &[&wgpu::Buffer]) -> Vec<usize> {
+        let hit = |b: &wgpu::Buffer| own.contains(&b);
+        let binds = |s: &StepSlot| {
+            s.inputs.iter().flatten().any(|b| hit(&b.buffer)) || s.outputs.iter().any(|(g, _)| hit(&g.buffer))
+        };
+        self.steps.iter().enumerate().filter(|(_, s)| !s.dispatches.is_empty() && binds(s)).map(|(i, _)| i).collect()
+    }
+
+    /// Step `index`'s input and output shapes as prepared.
+    pub(super) fn step_shapes(&self, index: usize) -> Option<StepShapes<'_>> {
+        let slot = self.steps.get(index)?;
+        let inputs = slot.inputs.iter().map(|b| b.as_ref().map(|b| b.shape.as_slice())).collect();
+        Some((inputs, slot.outputs.iter().map(|(_, s)| s.as_slice()).collect()))
+    }
+
+    /// This set's dispatches in order, with the steps `remade` holds (step index, dispatches)
+    /// in place of their own.
+    pub(super) fn dispatch_list<'a>(&'a self, remade: &'a [(usize, Vec<Dispatch>)]) -> Vec<&'a Dispatch> {
+        let mut list = Vec::with_capacity(self.dispatches.len());
+        for (index, slot) in self.steps.iter().enumerate() {
+            match remade.iter().find(|(i, _)| *i == index) {
+                Some((_, ds)) => list.extend(ds),
+                None => list.extend(self.dispatches.get(slot.dispatches.clone()).into_iter().flatten()),
+            }
+        }
+        list
     }
 }
 
@@ -136,7 +197,7 @@ impl Executable {
                 (made.collect::<Result<_, _>>()?, inputs.iter().map(|_| None).collect(), vec![None; output_bytes.len()])
             }
         };
-        Ok(Prepared {
+        let mut prepared = Prepared {
             inputs: input_bufs,
             staging,
             checks: self.program.steps.iter().any(|s| s.kernel.checks()),
@@ -152,7 +213,12 @@ impl Executable {
             status,
             status_readback,
             steps: steps.slots,
-        })
+            copies: Default::default(),
+            in_place: Default::default(),
+            in_place_plan: Default::default(),
+        };
+        prepared.in_place_plan = self.in_place_plan(&prepared);
+        Ok(prepared)
     }
 
     /// Prepares step `index`: its output shapes and buffers, and its dispatches (kept from the
@@ -256,6 +322,48 @@ impl Executable {
             values[v] = Some((buf, shape, ty));
         }
         Ok(())
+    }
+
+    /// Step `index` of `prepared` planned and bound again, with the buffers `rebinds` replaces
+    /// bound to ORT's ranges (same shapes: the same plan).
+    pub(super) fn remake_step(
+        &self,
+        prepared: &Prepared,
+        index: usize,
+        rebinds: &[Rebind],
+    ) -> Result<Vec<Dispatch>, GpuError> {
+        let missing = || GpuError::Internal(format!("step {index} of a prepared set is missing"));
+        let (step, slot) =
+            (self.program.steps.get(index).ok_or_else(missing)?, prepared.steps.get(index).ok_or_else(missing)?);
+        let bind =
+            |buffer: &wgpu::Buffer, offset: u64, len: u64, sized: bool| match rebinds.iter().find(|r| &r.own == buffer)
+            {
+                Some(r) => GpuBuffer::range(r.to.clone(), r.base + offset, len),
+                None => GpuBuffer { buffer: buffer.clone(), len, offset, sized },
+            };
+        let ins: Vec<Option<(GpuBuffer, &BoundAs)>> =
+            slot.inputs.iter().map(|b| b.as_ref().map(|b| (bind(&b.buffer, b.offset, b.len, b.sized), b))).collect();
+        let outs: Vec<GpuBuffer> =
+            slot.outputs.iter().map(|(g, _)| bind(&g.buffer, g.offset, g.len, g.sized)).collect();
+        let io = KernelIo {
+            inputs: ins
+                .iter()
+                .map(|t| t.as_ref().map(|(buf, b)| Tensor { buf, shape: &b.shape, ty: b.ty, constant: b.constant }))
+                .collect(),
+            outputs: outs
+                .iter()
+                .zip(&slot.outputs)
+                .zip(&step.outputs)
+                .map(|((buf, (_, shape)), &(_, ty))| Tensor { buf, shape, ty, constant: false })
+                .collect(),
+        };
+        let cx = PrepareCx {
+            gpu: &self.gpu,
+            options: &self.options,
+            status: &prepared.status,
+            status_code: index as u32 + 1,
+        };
+        Ok(step.kernel.prepare(&cx, &io)?.dispatches)
     }
 
     /// The tensor an operand names in a set being prepared.

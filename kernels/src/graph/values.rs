@@ -36,7 +36,7 @@ pub(super) fn value_inputs(program: &Program) -> Result<Vec<usize>, GpuError> {
 }
 
 /// Integer elements of a value input.
-fn decode(dtype: ElemType, bytes: &[u8], what: &str) -> Result<Vec<i64>, GpuError> {
+pub(super) fn decode(dtype: ElemType, bytes: &[u8], what: &str) -> Result<Vec<i64>, GpuError> {
     let size = dtype.size() as usize;
     if bytes.len() as u64 > MAX_ELEMS * dtype.size() {
         return Err(GpuError::Invalid(format!("{what} has more than {MAX_ELEMS} elements")));

@@ -179,6 +179,13 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// `Some(j)` when output `i` may be bound to exactly input `j`'s range (a cache ORT shares
+    /// between past and present): the kernel then finds input `j`'s contents already in the
+    /// output, does not bind input `j`, and writes only what changes (`graph/direct.rs`).
+    fn shares_input(&self, _output: usize) -> Option<usize> {
+        None
+    }
+
     /// Binds the dispatches that compute the outputs from the inputs at these shapes.
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError>;
 
@@ -186,6 +193,18 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// reads the run's status word back before it returns.
     fn checks(&self) -> bool {
         false
+    }
+
+    /// Inputs whose values let [`Kernel::host_check`] make the run-time check on the host when
+    /// a run hands them in host memory: that run does not wait for the device's status word.
+    fn host_checked(&self) -> &'static [usize] {
+        &[]
+    }
+
+    /// The run-time check on the host, from the input and output shapes and the values of
+    /// [`Kernel::host_checked`] in that order; `Err` fails the run before it is submitted.
+    fn host_check(&self, _inputs: &[Option<&[u64]>], _outputs: &[&[u64]], _values: &[&[i64]]) -> Result<(), String> {
+        Err("no check on the host".into())
     }
 
     /// What a failed check of this step means (the run's error message, after the step's name).

@@ -4,8 +4,11 @@
 //! reaches (docs/PERFORMANCE.md, "Copies by a kernel"). Short, unaligned or oversized copies keep
 //! the copy command.
 
+use std::sync::Arc;
+
 use bytemuck::{bytes_of, Pod, Zeroable};
 
+use super::held::Held;
 use super::{Dispatch, Gpu, GpuBuffer};
 use crate::error::GpuError;
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
@@ -13,9 +16,9 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 /// Invocations per workgroup, and 16-byte words each moves per pass of its loop.
 const THREADS: u32 = 256;
 const WORDS_PER_INVOCATION: u64 = 4;
-/// Copies shorter than this keep the copy command: below it the kernel's gain (~3 µs per MiB on
-/// the H200) does not pay for making its bind group every run.
-pub const MIN_KERNEL_COPY: u64 = 4 << 20;
+/// Copies shorter than this keep the copy command: the kernel's gain (~3 µs per MiB on the H200)
+/// is below a microsecond.
+pub const MIN_KERNEL_COPY: u64 = 256 << 10;
 
 #[derive(Debug)]
 struct CopySource;
@@ -41,8 +44,14 @@ pub fn variant() -> ShaderVariant {
 }
 
 thread_local! {
-    /// Copy kernels recorded into runs by this thread (tests).
+    /// Copy kernels recorded into runs, and their dispatches made, by this thread (tests).
     static RECORDED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static MADE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many copy dispatches (bind groups) this thread has made.
+pub fn thread_copy_dispatches_made() -> u64 {
+    MADE.with(std::cell::Cell::get)
 }
 
 /// How many copy kernels this thread has recorded into runs.
@@ -63,11 +72,59 @@ struct Params {
     pad: [u32; 2],
 }
 
-/// One end of a copy: a buffer and a byte offset into it.
-#[derive(Clone, Debug)]
+/// One end of a copy: a buffer and a byte offset into it. Compared by buffer identity, so an
+/// owner can keep the dispatch of a copy ORT asks for again.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Region {
     pub buffer: wgpu::Buffer,
     pub offset: u64,
+}
+
+/// What a copy kernel moves: (source, destination, bytes).
+pub type CopyKey = (Region, Region, u64);
+
+/// Copy kernels an owner keeps beyond those of its current run and the one before it (ORT hands
+/// a bound loop's outputs alternately from two sets of tensors). Few, because a kept dispatch
+/// holds its tensors' buffers alive.
+const KEPT_COPIES: usize = 2;
+
+/// The copy kernels one owner (a prepared set, one per direction) keeps across its runs: ORT
+/// hands the same few device tensors run after run, and making a bind group costs more than the
+/// copy of a few MiB. Dropped with the owner, or by an out-of-memory (`runtime::held`).
+#[derive(Debug, Default)]
+pub struct KeptCopies(Held<Vec<(CopyKey, Arc<Dispatch>)>>);
+
+impl KeptCopies {
+    /// The dispatches of `keys`, in order: kept ones reused, the others made and kept; up to
+    /// twice as many as `keys` plus [`KEPT_COPIES`] stay, the oldest unused going first.
+    pub fn dispatches(&self, gpu: &Gpu, keys: &[CopyKey]) -> Result<Vec<Arc<Dispatch>>, GpuError> {
+        let lost = || GpuError::Internal("the kept copy kernels are not a list".into());
+        let missing: Vec<&CopyKey> = self
+            .0
+            .with(|mine| keys.iter().filter(|k| !mine.iter().any(|(m, _)| m == *k)).collect())
+            .ok_or_else(lost)?;
+        // Made without the registry's lock: making one may run out of memory.
+        let made = missing
+            .into_iter()
+            .map(|k| gpu.copy_dispatch(&k.0, &k.1, k.2).map(|d| (k.clone(), Arc::new(d))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (list, evicted) = self
+            .0
+            .with(|mine| {
+                mine.extend(made);
+                let list: Option<Vec<_>> =
+                    keys.iter().map(|key| mine.iter().find(|(k, _)| k == key).map(|(_, d)| d.clone())).collect();
+                let mut evicted = Vec::new();
+                while mine.len() > KEPT_COPIES + 2 * keys.len() {
+                    let Some(old) = mine.iter().position(|(k, _)| !keys.contains(k)) else { break };
+                    evicted.push(mine.remove(old));
+                }
+                (list, evicted)
+            })
+            .ok_or_else(lost)?;
+        drop(evicted);
+        list.ok_or_else(|| GpuError::Internal("a copy kernel was dropped before its run".into()))
+    }
 }
 
 impl Gpu {
@@ -98,6 +155,7 @@ impl Gpu {
         let params = Params { words: words as u32, stride: (groups * u64::from(THREADS)) as u32, pad: [0; 2] };
         let from = GpuBuffer::range(src.buffer.clone(), src.offset, len);
         let to = GpuBuffer::range(dst.buffer.clone(), dst.offset, len);
+        MADE.with(|c| c.set(c.get() + 1));
         self.prepare_op(&variant(), &[&from], &[&to], bytes_of(&params), [groups as u32, 1, 1])
     }
 }

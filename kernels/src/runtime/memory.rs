@@ -328,10 +328,12 @@ impl Pool {
 /// Every allocator's pool, so an out-of-memory anywhere can empty all the caches.
 static POOLS: Mutex<Vec<Weak<Pool>>> = Mutex::new(Vec::new());
 
-/// Drops the cached buffers of every live allocator; returns the bytes dropped.
+/// Drops the cached buffers of every live allocator, and what sets keep that holds ORT's buffers
+/// (they may hold freed tensors': `runtime::held`); returns the bytes of cached buffers dropped
+/// plus the number of sets' entries dropped, 0 when nothing was.
 pub fn trim_all() -> u64 {
     let pools: Vec<Arc<Pool>> = POOLS.lock().iter().filter_map(Weak::upgrade).collect();
-    pools.iter().map(|p| p.trim(0)).sum()
+    pools.iter().map(|p| p.trim(0)).sum::<u64>() + super::held::drop_all()
 }
 
 /// Frees the allocation starting at `addr` (NULL is a no-op). The buffer goes back to its
@@ -342,6 +344,7 @@ pub fn free(addr: u64) -> bool {
         return true;
     }
     let Some(live) = SPACE.write().remove(&addr) else { return false };
+    super::shadow::forget_buffer(&live.buffer);
     COUNTERS.live.fetch_sub(live.capacity, Ordering::Relaxed);
     if let Some(pool) = live.owner.upgrade() {
         pool.put(Cached { address: addr, buffer: live.buffer, gpu: live.gpu }, live.capacity);

@@ -199,6 +199,7 @@ pub fn transfer(copies: Vec<Copy<'_>>) -> Result<(), GpuError> {
             }
             Copy::OnDevice { src, dst } => {
                 check_len(src.len, dst.len)?;
+                super::shadow::forget(&dst.buffer, dst.offset, dst.len);
                 copy_on_device(&src, &dst)?;
                 count(Direction::DeviceToDevice, src.len);
             }
@@ -225,6 +226,7 @@ pub fn write(dst: &DeviceSlice, data: &[u8]) -> Result<(), GpuError> {
     if data.is_empty() {
         return Ok(());
     }
+    super::shadow::record(dst, data);
     if dst.aligned() {
         return dst.gpu.upload_at(&dst.buffer, dst.offset, data);
     }
@@ -252,9 +254,10 @@ pub fn read(src: &DeviceSlice, out: &mut [u8]) -> Result<(), GpuError> {
     Ok(())
 }
 
-/// Whether `encode_copy` can record this copy (same device, wgpu's alignment).
+/// Whether `encode_copy` can record this copy (same device, wgpu's alignment, two buffers: wgpu
+/// refuses a copy within one buffer, and ORT's memory patterns put tensors in one).
 pub fn direct(src: &DeviceSlice, dst: &DeviceSlice) -> bool {
-    Arc::ptr_eq(&src.gpu, &dst.gpu) && src.offset % 4 == 0 && dst.aligned()
+    Arc::ptr_eq(&src.gpu, &dst.gpu) && src.offset % 4 == 0 && dst.aligned() && src.buffer != dst.buffer
 }
 
 /// Records a copy that [`direct`] allows into `encoder`.

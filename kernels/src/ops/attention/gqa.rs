@@ -26,6 +26,7 @@ use crate::graph::ExecOptions;
 use crate::ops::norm::{check_bindings, input_type};
 use crate::ops::planned::{step_plan, OpDispatch};
 use crate::ops::{check_f16, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan, Tensor};
+use crate::runtime::GpuBuffer;
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
 pub struct GroupQueryAttentionDef;
@@ -79,6 +80,9 @@ fn check_defaults(node: &Node) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Node input `seqlens_k`.
+const SEQLENS_INPUT: usize = 5;
 
 /// Node input `total_sequence_length`, whose value sizes the present cache.
 const TOTAL_INPUT: usize = 6;
@@ -364,33 +368,42 @@ impl GqaKernel {
 }
 
 impl GqaKernel {
-    /// The preparation dispatches at `g`: rows of Q, of the present K and V, and the mask words.
-    fn prep_dispatches(&self, g: &GqaGeometry, caps: &DeviceCaps, code: u32) -> Result<[OpDispatch; 4], GpuError> {
+    /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
+    /// already in place where `shared`), and the mask words.
+    fn prep_dispatches(
+        &self,
+        g: &GqaGeometry,
+        caps: &DeviceCaps,
+        code: u32,
+        shared: [bool; 2],
+    ) -> Result<[OpDispatch; 4], GpuError> {
         let rows = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: self.ty, mask: false }));
         let (qd, kd) = (self.heads * g.d, self.kv_heads * g.d);
         let (k_off, v_off) = if g.packed { (qd, qd + kd) } else { (0, 0) };
-        let stage =
-            |query: bool, heads: u64, offset: u64, rotate: bool, norm: Option<f32>| -> Result<OpDispatch, GpuError> {
-                let mut params = self.rows_params(g, query, heads, offset, rotate)?;
-                params.code = code;
-                if let Some(eps) = norm {
-                    params.flags |= 16;
-                    params.eps = eps;
-                }
-                // Four elements per invocation: every supported head size is a multiple of 4.
-                if g.d % 4 != 0 {
-                    return Err(GpuError::Internal(self.err(format!("head size {} is not a multiple of 4", g.d))));
-                }
-                Ok(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total) / 4, caps)?))
-            };
+        let stage = |query: bool, heads: u64, offset: u64, rotate: bool, norm: Option<f32>, in_place: bool| {
+            let mut params = self.rows_params(g, query, heads, offset, rotate)?;
+            params.code = code;
+            if in_place {
+                params.flags |= 32;
+            }
+            if let Some(eps) = norm {
+                params.flags |= 16;
+                params.eps = eps;
+            }
+            // Four elements per invocation: every supported head size is a multiple of 4.
+            if g.d % 4 != 0 {
+                return Err(GpuError::Internal(self.err(format!("head size {} is not a multiple of 4", g.d))));
+            }
+            Ok::<_, GpuError>(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total) / 4, caps)?))
+        };
         let words = (g.batch * g.seq * g.present).div_ceil(4);
         let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
         params.total = to_u32("GroupQueryAttention mask words", words)?;
         let mask = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }));
         Ok([
-            stage(true, self.heads, 0, self.rotary, self.q_norm)?,
-            stage(false, self.kv_heads, k_off, self.rotary, self.k_norm)?,
-            stage(false, self.kv_heads, v_off, false, None)?,
+            stage(true, self.heads, 0, self.rotary, self.q_norm, false)?,
+            stage(false, self.kv_heads, k_off, self.rotary, self.k_norm, shared[0])?,
+            stage(false, self.kv_heads, v_off, false, None, shared[1])?,
             OpDispatch::new(mask, &params, grid_for(words, caps)?),
         ])
     }
@@ -429,7 +442,7 @@ impl Kernel for GqaKernel {
     ) -> Result<Option<StepPlan>, String> {
         let mut g = self.geometry(inputs)?;
         g.present = if g.past > 0 { g.past } else { g.seq };
-        let prep = self.prep_dispatches(&g, caps, 0).map_err(|e| self.err(e))?;
+        let prep = self.prep_dispatches(&g, caps, 0, [false; 2]).map_err(|e| self.err(e))?;
         let q = [g.batch, g.seq, self.heads * g.d];
         let kv = [g.batch, self.kv_heads, g.present, g.d];
         let m = [g.batch, 1, g.seq, g.present];
@@ -445,6 +458,41 @@ impl Kernel for GqaKernel {
 
     fn check_message(&self) -> &'static str {
         "seqlens_k asks for more keys than the caches hold (past/present length, or cos/sin cache rows)"
+    }
+
+    /// `seqlens_k` in host memory (genai's graph computes it on the CPU) is checked there.
+    fn host_checked(&self) -> &'static [usize] {
+        &[SEQLENS_INPUT]
+    }
+
+    /// What the rows stage checks on the device (`wgsl/gqa_prep.wgsl.j2`), per batch.
+    fn host_check(&self, inputs: &[Option<&[u64]>], outputs: &[&[u64]], values: &[&[i64]]) -> Result<(), String> {
+        let g = self.geometry(inputs)?;
+        let present = outputs.get(1).and_then(|s| s.get(2)).copied().ok_or_else(|| self.err("present rank"))?;
+        let seqlens = values.first().copied().unwrap_or_default();
+        if seqlens.len() as u64 != g.batch {
+            return Err(self.err(format!("seqlens_k holds {} lengths for batch {}", seqlens.len(), g.batch)));
+        }
+        let seq = i64::try_from(g.seq).unwrap_or(i64::MAX);
+        for &k in seqlens {
+            let total = k.saturating_add(1);
+            let past_b = u64::try_from((total - seq).max(0)).unwrap_or(u64::MAX);
+            let fits = past_b.saturating_add(g.seq) <= present && past_b <= g.past;
+            let rotates = g.half == 0 || past_b.saturating_add(g.seq) <= g.max_seq;
+            if total < 1 || !fits || !rotates {
+                return Err(self.check_message().into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The present caches may be the past caches' ranges (genai's shared buffer).
+    fn shares_input(&self, output: usize) -> Option<usize> {
+        match output {
+            1 => Some(3),
+            2 => Some(4),
+            _ => None,
+        }
     }
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
@@ -467,14 +515,22 @@ impl Kernel for GqaKernel {
             cx.gpu.storage_buffer(g.batch * g.seq * self.heads * g.d * self.ty.size(), "GroupQueryAttention Q")?;
         let mask =
             cx.gpu.storage_buffer((g.batch * g.seq * g.present).next_multiple_of(4), "GroupQueryAttention mask")?;
-        let [q_rows, k_rows, v_rows, mask_words] = self.prep_dispatches(&g, cx.caps(), cx.status_code)?;
         let key_src = if g.packed { query.buf } else { buf(1) };
         let value_src = if g.packed { query.buf } else { buf(2) };
         let rows_in = |src, past, norm| [src, past, seqlens.buf, buf(7), buf(8), norm];
+        // A past bound to exactly its present's range (`shares_input`): its rows are already
+        // there, so the stage binds the present alone and writes the new rows and the tail.
+        let shared = |past: &GpuBuffer, present: &GpuBuffer| {
+            g.past == g.present && past.buffer == present.buffer && past.offset == present.offset
+        };
+        let (k_past, v_past) = (buf(3), buf(4));
+        let in_place = [shared(k_past, present_k.buf), shared(v_past, present_v.buf)];
+        let [q_rows, k_rows, v_rows, mask_words] = self.prep_dispatches(&g, cx.caps(), cx.status_code, in_place)?;
+        let (k_past, v_past) = (if in_place[0] { spare } else { k_past }, if in_place[1] { spare } else { v_past });
         let mut dispatches = vec![
             q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
-            k_rows.bind(cx.gpu, &rows_in(key_src, buf(3), buf(15)), &[present_k.buf, cx.status])?,
-            v_rows.bind(cx.gpu, &rows_in(value_src, buf(4), spare), &[present_v.buf, cx.status])?,
+            k_rows.bind(cx.gpu, &rows_in(key_src, k_past, buf(15)), &[present_k.buf, cx.status])?,
+            v_rows.bind(cx.gpu, &rows_in(value_src, v_past, spare), &[present_v.buf, cx.status])?,
             mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
         ];
         let qd = self.heads * g.d;
