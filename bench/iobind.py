@@ -59,19 +59,25 @@ class CopyCounter:
         return {k: (after[k] - before[k]) / runs for k in after}
 
 
-def time_bound(p, sess, feeds: dict, cfg) -> tuple[dict, list | None]:
-    """Median/p10/p90 of bound runs, the bound outputs (read once, at the end) and our copies per run."""
+def time_bound(p, sess, feeds: dict, cfg, shared: dict | None = None) -> tuple[dict, list | None]:
+    """Median/p10/p90 of bound runs, the bound outputs (read once, at the end) and our copies per run. `shared`
+    maps output names to input names whose device value the output is bound to (a KV cache shared by past and
+    present, as genai binds it)."""
     mem = device_memory(p)
     if mem is None:
         return {"status": "unavailable", "message": "no device memory registered"}, None
     device_id, vendor = mem
     device = ort.OrtDevice.make("gpu", device_id, vendor)
     io = sess.io_binding()
-    for name, value in feeds.items():
-        io.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value), "gpu", device_id,
-                                                                      vendor))
+    values = {name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value), "gpu", device_id, vendor)
+              for name, value in feeds.items()}
+    for name, value in values.items():
+        io.bind_ortvalue_input(name, value)
     for out in sess.get_outputs():
-        io._iobinding.bind_output(out.name, device._get_c_device())
+        if shared and out.name in shared:
+            io.bind_ortvalue_output(out.name, values[shared[out.name]])
+        else:
+            io._iobinding.bind_output(out.name, device._get_c_device())
     probe = ort.OrtValue.ortvalue_from_numpy(np.zeros(1, np.float32), "gpu", device_id, vendor)
 
     def once():
