@@ -1,0 +1,147 @@
+//! GroupQueryAttention's preparation stage (`wgsl/gqa_prep.wgsl.j2`): its uniforms, programs and
+//! dispatches (rows of Q, of the present K and V, and the mask words), before the flash kernels.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{GqaGeometry, GqaKernel};
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::error::GpuError;
+use crate::ops::planned::OpDispatch;
+use crate::ops::{grid_for, to_u32};
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// The uniforms of `gqa_prep.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct PrepParams {
+    batch: u32,
+    seq: u32,
+    heads: u32,
+    d: u32,
+    rows: u32,
+    past: u32,
+    row: u32,
+    offset: u32,
+    half: u32,
+    max_seq: u32,
+    flags: u32,
+    total: u32,
+    window: i32,
+    code: u32,
+    eps: f32,
+    pad: u32,
+}
+
+/// One preparation kernel: what changes its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GqaPrepSource {
+    pub ty: ElemType,
+    /// `true`: the boolean mask; `false`: rows of Q or of a present cache.
+    pub mask: bool,
+}
+
+impl OpSource for GqaPrepSource {
+    fn name(&self) -> String {
+        if self.mask {
+            "gqa_mask".into()
+        } else {
+            format!("gqa_rows_{}", self.ty.name())
+        }
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let stage = if self.mask { "mask" } else { "rows" };
+        render("gqa_prep.wgsl.j2", minijinja::context! { t => self.ty.name(), stage => stage })
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
+/// Every preparation variant on `caps`.
+pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
+    let mut out = vec![ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }))];
+    for ty in crate::ops::norm::float_types(caps) {
+        out.push(ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, mask: false })));
+    }
+    out
+}
+
+impl GqaKernel {
+    /// The uniforms of the rows stage for one output: `query` (Q) or a present cache whose new
+    /// rows start at element `offset` of a source row of `row` elements.
+    fn rows_params(
+        &self,
+        g: &GqaGeometry,
+        query: bool,
+        heads: u64,
+        offset: u64,
+        rotate: bool,
+    ) -> Result<PrepParams, GpuError> {
+        let row = if g.packed { g.d * (self.heads + 2 * self.kv_heads) } else { g.d * heads };
+        let rows = if query { g.seq } else { g.present };
+        let flags = u32::from(self.interleaved) | (u32::from(query) << 3);
+        Ok(PrepParams {
+            batch: to_u32("GroupQueryAttention batch", g.batch)?,
+            seq: to_u32("GroupQueryAttention sequence", g.seq)?,
+            heads: to_u32("GroupQueryAttention heads", heads)?,
+            d: to_u32("GroupQueryAttention head size", g.d)?,
+            rows: to_u32("GroupQueryAttention rows", rows)?,
+            past: to_u32("GroupQueryAttention past rows", g.past)?,
+            row: to_u32("GroupQueryAttention row", row)?,
+            offset: to_u32("GroupQueryAttention offset", offset)?,
+            half: if rotate { to_u32("GroupQueryAttention rotation", g.half)? } else { 0 },
+            max_seq: to_u32("GroupQueryAttention cache rows", g.max_seq)?,
+            flags,
+            total: to_u32("GroupQueryAttention elements", g.batch * heads * rows * g.d)?,
+            window: i32::try_from(self.window.max(-1)).unwrap_or(i32::MAX),
+            code: 0,
+            eps: 0.0,
+            pad: 0,
+        })
+    }
+}
+
+impl GqaKernel {
+    /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
+    /// already in place where `shared`), and the mask words.
+    pub(super) fn prep_dispatches(
+        &self,
+        g: &GqaGeometry,
+        caps: &DeviceCaps,
+        code: u32,
+        shared: [bool; 2],
+    ) -> Result<[OpDispatch; 4], GpuError> {
+        let rows = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: self.ty, mask: false }));
+        let (qd, kd) = (self.heads * g.d, self.kv_heads * g.d);
+        let (k_off, v_off) = if g.packed { (qd, qd + kd) } else { (0, 0) };
+        let stage = |query: bool, heads: u64, offset: u64, rotate: bool, norm: Option<f32>, in_place: bool| {
+            let mut params = self.rows_params(g, query, heads, offset, rotate)?;
+            params.code = code;
+            if in_place {
+                params.flags |= 32;
+            }
+            if let Some(eps) = norm {
+                params.flags |= 16;
+                params.eps = eps;
+            }
+            // Four elements per invocation: every supported head size is a multiple of 4.
+            if g.d % 4 != 0 {
+                return Err(GpuError::Internal(self.err(format!("head size {} is not a multiple of 4", g.d))));
+            }
+            Ok::<_, GpuError>(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total) / 4, caps)?))
+        };
+        let words = (g.batch * g.seq * g.present).div_ceil(4);
+        let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
+        params.total = to_u32("GroupQueryAttention mask words", words)?;
+        let mask = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }));
+        Ok([
+            stage(true, self.heads, 0, self.rotary, self.q_norm, false)?,
+            stage(false, self.kv_heads, k_off, self.rotary, self.k_norm, shared[0])?,
+            stage(false, self.kv_heads, v_off, false, None, shared[1])?,
+            OpDispatch::new(mask, &params, grid_for(words, caps)?),
+        ])
+    }
+}
