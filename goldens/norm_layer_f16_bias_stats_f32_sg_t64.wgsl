@@ -72,8 +72,11 @@ fn main(
     let dm = total.x / nf;
     let mean = shift + dm;
     // Rounding may leave a tiny negative variance; NaN (an infinite input) must stay NaN, as
-    // ONNX Runtime's CPU EP gives, so no `max` (which would turn NaN into 0).
-    let variance = total.y / nf - dm * dm;
+    // ONNX Runtime's CPU EP gives, so no `max` (which would turn NaN into 0). Squares past f32's
+    // range make the variance +Inf, as ONNX's definition with the f32 stash_type (and the CPU
+    // EP) gives: an infinite mean square must not meet an infinite squared mean (Inf − Inf).
+    let ms = total.y / nf;
+    let variance = select(ms - dm * dm, ms, ms > 3.0e38);
     let inv = 1.0 / sqrt(select(variance, 0.0, variance < 0.0) + p.eps);
     if (tid == 0u) {
         if ((p.flags & 1u) != 0u) {

@@ -184,3 +184,24 @@ def test_products_crossing_two_partitions(make_session):
     got = _run_all_on_gpu(make_session, nodes, [("X1", [8, 8]), ("X2", [8, 8])], w, {"X1": x1, "X2": x2})
     a, b = x1 @ w["W0"], x2 @ w["W1"]
     np.testing.assert_allclose(got, b @ (a @ b), rtol=1e-4, atol=1e-4)
+
+
+def test_layer_norm_of_values_whose_squares_pass_float32(make_session, run_cpu):
+    # Seed 1547369754: LayerNormalization of Exp's large but finite values made NaN rows (Inf − Inf between the
+    # mean square and the squared mean) where the CPU EP gives 0, as ONNX's definition with the float32 stash_type
+    # does (x² passes float32's range from |x| ≈ 1.8e19, the variance is +Inf). Rows below and past that limit.
+    rng = np.random.default_rng()
+    x = (rng.uniform(-1, 1, (4, 23)) * np.array([[1.0], [30.0], [50.0], [80.0]])).astype(np.float32)
+    scale = rng.uniform(0.5, 1.5, 23).astype(np.float32)
+    nodes = [
+        helper.make_node("Exp", ["X"], ["e"]),
+        helper.make_node("LayerNormalization", ["e", "S"], ["Y"], axis=-1, epsilon=0.1),
+    ]
+    model = models.finish(
+        nodes, [models.tensor("X", np.float32, [4, 23])], [models.tensor("Y", np.float32, None)],
+        [numpy_helper.from_array(scale, "S")],
+    )
+    got = make_session(model).run(None, {"X": x})[0]
+    want = run_cpu(model, {"X": x})[0]
+    assert np.isfinite(want).all() and np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -1,11 +1,13 @@
 //! Normalisations on non-finite rows: NaN where ONNX Runtime's CPU EP gives NaN (the fuzzer
 //! found a LayerNorm returning ±Inf for a row holding -Inf, seed 935064387, and a LogSoftmax
-//! returning -Inf for a row holding +Inf, seed 7006213).
+//! returning -Inf for a row holding +Inf, seed 7006213), and on rows whose squares pass f32's
+//! range (LayerNorm of Exp's large values made NaN where the CPU EP gives 0, seed 1547369754).
 mod common;
 
 use common::graph::{const_val, node, run_graph, val, T};
 use ep_kernels::graph::Attr;
 use ep_kernels::ElemType;
+use rand::Rng;
 
 #[test]
 fn an_infinite_input_makes_its_row_nan() {
@@ -30,6 +32,39 @@ fn an_infinite_input_makes_its_row_nan() {
                 assert!(got[..5].iter().all(|v| v.is_nan()), "{op} {ty}: {got:?}");
             }
             assert!(got[5..].iter().all(|v| v.is_finite()), "{op} {ty}: {got:?}");
+        }
+    }
+}
+
+/// LayerNormalization and RMSNormalization of f32 rows with values from 1e-3 to 1e30, for rows of
+/// the scalar (37) and vec4 (64) kernels: against float64 while the squares stay within f32, and 0
+/// (scale · 0) where their mean passes f32's range, as ONNX's definition with the f32 `stash_type`
+/// and the CPU EP give (the variance is +Inf), never NaN (an Inf − Inf of squares).
+#[test]
+fn rows_whose_squares_pass_f32_have_an_infinite_variance() {
+    let mut rng = common::rng("rows_whose_squares_pass_f32");
+    for n in [37u64, 64] {
+        let rows = [1e-3f32, 1.0, 1e17, 1e20, 1e30];
+        let v: Vec<f32> =
+            rows.iter().flat_map(|&m| (0..n).map(move |_| m)).map(|m| m * rng.random_range(-1.0f32..3.0)).collect();
+        let shape = [rows.len() as u64, n];
+        let x = T::f32(&shape, &v);
+        let scale = T::f32(&[n], &vec![1.5; n as usize]);
+        for rms in [false, true] {
+            let (op, opset) = if rms { ("RMSNormalization", 23) } else { ("LayerNormalization", 17) };
+            let ins = vec![Some(val("x", ElemType::F32, &shape)), Some(const_val("s", &scale))];
+            let attrs = vec![("axis", Attr::Int(-1)), ("epsilon", Attr::Float(1e-5))];
+            let nd = node(op, opset, ins, vec![val("y", ElemType::F32, &shape)], attrs);
+            let got = run_graph(&[nd], &[("x", &x)], &[("s", &scale)], &["y"]).unwrap().remove(0).values();
+            for (r, row) in x.values().chunks(n as usize).enumerate() {
+                let mean = if rms { 0.0 } else { row.iter().sum::<f64>() / n as f64 };
+                let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+                let inv = if var > f64::from(f32::MAX) { 0.0 } else { 1.0 / (var + f64::from(1e-5f32)).sqrt() };
+                for (j, v) in row.iter().enumerate() {
+                    let (g, w) = (got[r * n as usize + j], (v - mean) * inv * 1.5);
+                    assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{op} n={n} row {r} [{j}]: got {g}, want {w}");
+                }
+            }
         }
     }
 }
