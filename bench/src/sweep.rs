@@ -47,6 +47,10 @@ pub fn coop_candidates() -> Vec<Candidate> {
         kst(p2(COOP_64)),
         kst(CoopShape { bk: 64, ..COOP_64 }),
         kst(p2(CoopShape { sg_m: 1, sg_n: 2, ..COOP_64 })),
+        // Two register sets for the medium tiles, staged as loaded.
+        p2(COOP_64),
+        p2(CoopShape { bk: 16, ..COOP_64 }),
+        p2(CoopShape { bk: 16, ..COOP_128 }),
     ];
     shapes
         .iter()
