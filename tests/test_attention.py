@@ -139,6 +139,9 @@ ATTENTION_CASES = [
     (2, 8, 2, 9, 30, 96, 0, "bool", False),
     (1, 2, 2, 40, 19, 64, 1, "add", True),
     (1, 1, 1, 1500, 1500, 64, 1, None, False),
+    # Gemma's head size 256: the SIMT flash kernel, and the split-KV kernel for one query row.
+    (1, 4, 2, 23, 23, 256, 1, "add", False),
+    (1, 2, 1, 1, 41, 256, 0, "bool", True),
 ]
 
 
@@ -182,6 +185,7 @@ MHA_CASES = [
     (1, 4, 9, 33, 80, 0, True, False),
     (2, 2, 21, 21, 128, 1, False, False),
     (1, 3, 5, 40, 96, 0, True, True),
+    (1, 2, 13, 13, 256, 1, False, False),
 ]
 
 

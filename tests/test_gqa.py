@@ -95,6 +95,9 @@ CASES = {
     "shared_buffer": (2, 1, 4, 2, 128, 24, [9, 16], 17),
     "follow_up_prompt": (1, 5, 4, 1, 80, 11, [15], 16),
     "shared_prefill": (1, 13, 4, 2, 64, 32, [12], 13),
+    # Gemma's head size 256 (the SIMT flash kernel; the split-KV kernel for decode).
+    "gemma_prefill": (1, 19, 4, 1, 256, None, [18], 19),
+    "gemma_decode": (2, 1, 4, 1, 256, 23, [23, 17], 24),
 }
 
 

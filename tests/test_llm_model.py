@@ -25,14 +25,19 @@ def compare(got, want, dtype, seed, what):
         assert err <= TOL[dtype], f"{what} {name}: relative error {err} (seed {seed})"
 
 
+# Head sizes: 64 (Llama-3.2-1B's) and 256 (Gemma's: 4 query heads, 1 KV head of 256).
+SHAPES = {"d64": {}, "d256": {"hidden": 1024, "heads": 4, "kv_heads": 1}}
+
+
 @pytest.mark.parametrize("packed_qkv", [False, True])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
-def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled, dtype, packed_qkv):
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled, dtype, packed_qkv, shape):
     """With `packed_qkv` the projection is one MatMul and a Split, which GroupQueryAttention absorbs (it reads the
     packed form; `kernels/tests/fusion.rs` checks the rewrite): the values must still match the CPU EP's."""
     seed = new_seed()
     rng = np.random.default_rng(seed)
-    model = llm_model(dtype, seed=seed, packed_qkv=packed_qkv)
+    model = llm_model(dtype, seed=seed, packed_qkv=packed_qkv, **SHAPES[shape])
     feeds = llm_feeds(model, 1, 29, 0, rng, dtype)
     got, nodes = run_profiled(model, feeds, fallback=True)
     host = [n for p, n in nodes if p == "CPUExecutionProvider"]

@@ -13,7 +13,7 @@
 use super::model::{Attr, Dim, Node, ValueInfo};
 use super::patterns::{scalar, Ctx, Rewrite};
 use crate::ops::attention::fused::OP;
-use crate::ops::attention::{HEAD_SIZES, INTERNAL_DOMAIN};
+use crate::ops::attention::{INTERNAL_DOMAIN, REWRITE_HEAD_SIZES};
 
 /// The pattern around Softmax node `s`.
 pub(super) fn flash(ctx: &Ctx<'_>, s: usize, mode: super::FlashMode) -> Option<Rewrite> {
@@ -144,7 +144,7 @@ fn finish(
         return None;
     }
     let d = q[rank - 1].fixed()?;
-    if !HEAD_SIZES.contains(&d)
+    if !REWRITE_HEAD_SIZES.contains(&d)
         || kt[rank - 2] != Dim::Fixed(d)
         || v[rank - 1] != Dim::Fixed(d)
         || kt[rank - 1] != v[rank - 2]

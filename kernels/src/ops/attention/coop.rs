@@ -17,6 +17,11 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 /// Output columns per P·V chunk (the scratch a subgroup stores them through is this wide).
 pub const CHUNK: u32 = 64;
 
+/// The largest head size the tensor-core kernel takes. At 256 (Gemma) its output accumulators
+/// alone would take 128 registers per invocation and its one fitting tiling 45 KB, and its
+/// emulated form fits no test adapter's workgroup memory, so such heads run on the SIMT kernel.
+pub const MAX_HEAD_SIZE: u64 = 128;
+
 /// (subgroups, keys per tile) in order of preference; each subgroup owns 16 query rows. The
 /// emulated form, which also keeps Q staged, takes the small ones (adapters without tensor cores
 /// have less workgroup memory, and each emulated invocation multiplies its fragments' share alone).
@@ -49,7 +54,7 @@ pub fn device_check(caps: &DeviceCaps, emulate: bool) -> Result<(), String> {
 
 /// (subgroups, keys per tile) for head size `d`, or `None` when the kernel cannot run.
 pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool) -> Option<(u32, u32)> {
-    if !HEAD_SIZES.contains(&d) || device_check(caps, emulate).is_err() {
+    if !HEAD_SIZES.contains(&d) || d > MAX_HEAD_SIZE || device_check(caps, emulate).is_err() {
         return None;
     }
     let tilings: &[(u32, u32)] = if emulate { &EMULATED_TILINGS } else { &TILINGS };
@@ -243,6 +248,7 @@ mod tests {
         assert_eq!(plan(96, &h200, false), Some((4, 32)));
         assert_eq!(plan(128, &h200, false), Some((4, 32)));
         assert_eq!(plan(72, &h200, false), None);
+        assert_eq!(plan(256, &h200, false), None);
         assert_eq!(plan(64, &llvmpipe, false), None);
         assert_eq!(plan(64, &llvmpipe, true), Some((2, 32)));
         assert_eq!(plan(128, &llvmpipe, true), Some((2, 16)));

@@ -31,8 +31,16 @@ pub use kernel::{Engine, FlashKernel, Layout, MaskKind, OutLayout};
 /// The domain of the EP's own ops, which only pattern rewrites create.
 pub const INTERNAL_DOMAIN: &str = "ep.wgpu";
 
-/// The head sizes the flash kernel is generated for; other sizes run through the unfused ops.
-pub const HEAD_SIZES: [u64; 4] = [64, 80, 96, 128];
+/// The head sizes the flash kernels (SIMT and split-KV decode) are generated for. 256 is Gemma's
+/// (GroupQueryAttention, MultiHeadAttention and ONNX `Attention`, which have no unfused form here);
+/// the tensor-core kernel stops at [`coop::MAX_HEAD_SIZE`] and the rewrite of the exported
+/// pattern at [`REWRITE_HEAD_SIZES`].
+pub const HEAD_SIZES: [u64; 5] = [64, 80, 96, 128, 256];
+
+/// The head sizes whose exported `MatMul → Softmax → MatMul` pattern is rewritten into one flash
+/// kernel: those measured against the unfused products, and whose smallest tiling fits WebGPU's
+/// minimum of 16 KB of workgroup memory, so a rewritten pattern runs on every device.
+pub const REWRITE_HEAD_SIZES: [u64; 4] = [64, 80, 96, 128];
 
 /// Invocations per workgroup (an 8×8 grid).
 pub const THREADS: u32 = 64;
@@ -49,7 +57,7 @@ pub fn plan_tiles(d: u64, caps: &DeviceCaps) -> Option<(u32, u32)> {
     {
         return None;
     }
-    // The last fits WebGPU's minimum of 16 KB for every head size, so a rewritten pattern always runs.
+    // The last fits WebGPU's minimum of 16 KB for every head size of REWRITE_HEAD_SIZES.
     [(32, 32), (32, 16), (16, 16), (16, 8)]
         .into_iter()
         .find(|&(br, bc)| storage_bytes(br, bc, d as u32) <= caps.max_workgroup_storage_bytes)
@@ -63,7 +71,8 @@ pub fn storage_bytes(br: u32, bc: u32, d: u32) -> u32 {
 /// Why a head size or device cannot run the flash kernel (for decline reasons).
 pub fn unsupported(d: u64, caps: &DeviceCaps) -> Option<String> {
     if !HEAD_SIZES.contains(&d) {
-        return Some(format!("head size {d} is not one of the fused kernel's 64, 80, 96, 128"));
+        let sizes: Vec<String> = HEAD_SIZES.iter().map(u64::to_string).collect();
+        return Some(format!("head size {d} is not one of the fused kernel's {}", sizes.join(", ")));
     }
     plan_tiles(d, caps).is_none().then(|| {
         format!(
@@ -161,7 +170,13 @@ mod tests {
             assert!(storage_bytes(br, bc, d as u32) <= llvmpipe.max_workgroup_storage_bytes);
         }
         assert!(unsupported(72, &h200).unwrap().contains("head size 72"));
-        assert!(HEAD_SIZES.iter().all(|&d| storage_bytes(16, 8, d as u32) <= 16384));
+        assert!(REWRITE_HEAD_SIZES.iter().all(|&d| storage_bytes(16, 8, d as u32) <= 16384));
+        assert!(REWRITE_HEAD_SIZES.iter().all(|d| HEAD_SIZES.contains(d)));
+        // Gemma's 256: 16×16 tiles on the H200, 16×8 on llvmpipe, none within 16 KB.
+        assert_eq!(plan_tiles(256, &h200), Some((16, 16)));
+        assert_eq!(plan_tiles(256, &llvmpipe), Some((16, 8)));
+        assert!(unsupported(256, &mobile).unwrap().contains("workgroup memory"));
+        assert!(unsupported(32, &h200).unwrap().contains("64, 80, 96, 128, 256"));
         let tiny = DeviceCaps { max_workgroup_storage_bytes: 8192, ..mobile };
         assert!(unsupported(128, &tiny).unwrap().contains("workgroup memory"));
     }
