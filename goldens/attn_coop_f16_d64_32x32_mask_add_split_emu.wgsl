@@ -15,6 +15,8 @@ struct Params {
     scale: f32,
     causal: u32,
     causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
     q_tiles: u32,
     // Workgroups with work: (batch · heads) · q_tiles · splits.
     count: u32,
@@ -26,7 +28,6 @@ struct Params {
     // K and V rows are contiguous and every row starts on an 8-half boundary.
     vec_kv: u32,
     pad1: u32,
-    pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
@@ -63,6 +64,17 @@ var<workgroup> qe: array<f16, 2304>;
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
 
 fn k_at(e: u32) -> f16 {
     return k[e / 8u][(e / 4u) % 2u][e % 4u];
@@ -559,56 +571,74 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let es1 = s_sg + 16u;
         emu_store(&sacc1, lane, es1);
         workgroupBarrier();
-        // Scale (in log2 units: exp2 below), mask, the tile's max over the row (both halves), then P.
+        // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
         // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
         let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
         let c0 = off0 + 0u;
         var x0 = sr[s_row + c0] * scale2;
-        x0 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w]), LOG2E, x0);
         let c1 = off1 + 0u;
         var x1 = sr[s_row + c1] * scale2;
-        x1 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w]), LOG2E, x1);
         let c2 = off0 + 4u;
         var x2 = sr[s_row + c2] * scale2;
-        x2 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w]), LOG2E, x2);
         let c3 = off1 + 4u;
         var x3 = sr[s_row + c3] * scale2;
-        x3 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c3, p.skv - 1u) * p.m_stride.w]), LOG2E, x3);
         let c4 = off0 + 8u;
         var x4 = sr[s_row + c4] * scale2;
-        x4 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c4, p.skv - 1u) * p.m_stride.w]), LOG2E, x4);
         let c5 = off1 + 8u;
         var x5 = sr[s_row + c5] * scale2;
-        x5 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c5, p.skv - 1u) * p.m_stride.w]), LOG2E, x5);
         let c6 = off0 + 12u;
         var x6 = sr[s_row + c6] * scale2;
-        x6 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c6, p.skv - 1u) * p.m_stride.w]), LOG2E, x6);
         let c7 = off1 + 12u;
         var x7 = sr[s_row + c7] * scale2;
-        x7 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c7, p.skv - 1u) * p.m_stride.w]), LOG2E, x7);
         let c8 = off0 + 16u;
         var x8 = sr[s_row + c8] * scale2;
-        x8 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c8, p.skv - 1u) * p.m_stride.w]), LOG2E, x8);
         let c9 = off1 + 16u;
         var x9 = sr[s_row + c9] * scale2;
-        x9 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c9, p.skv - 1u) * p.m_stride.w]), LOG2E, x9);
         let c10 = off0 + 20u;
         var x10 = sr[s_row + c10] * scale2;
-        x10 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c10, p.skv - 1u) * p.m_stride.w]), LOG2E, x10);
         let c11 = off1 + 20u;
         var x11 = sr[s_row + c11] * scale2;
-        x11 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c11, p.skv - 1u) * p.m_stride.w]), LOG2E, x11);
         let c12 = off0 + 24u;
         var x12 = sr[s_row + c12] * scale2;
-        x12 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c12, p.skv - 1u) * p.m_stride.w]), LOG2E, x12);
         let c13 = off1 + 24u;
         var x13 = sr[s_row + c13] * scale2;
-        x13 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c13, p.skv - 1u) * p.m_stride.w]), LOG2E, x13);
         let c14 = off0 + 28u;
         var x14 = sr[s_row + c14] * scale2;
-        x14 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c14, p.skv - 1u) * p.m_stride.w]), LOG2E, x14);
         let c15 = off1 + 28u;
         var x15 = sr[s_row + c15] * scale2;
+        if (p.softcap > 0.0) {
+            x0 = capped(sr[s_row + c0] * p.scale) * LOG2E;
+            x1 = capped(sr[s_row + c1] * p.scale) * LOG2E;
+            x2 = capped(sr[s_row + c2] * p.scale) * LOG2E;
+            x3 = capped(sr[s_row + c3] * p.scale) * LOG2E;
+            x4 = capped(sr[s_row + c4] * p.scale) * LOG2E;
+            x5 = capped(sr[s_row + c5] * p.scale) * LOG2E;
+            x6 = capped(sr[s_row + c6] * p.scale) * LOG2E;
+            x7 = capped(sr[s_row + c7] * p.scale) * LOG2E;
+            x8 = capped(sr[s_row + c8] * p.scale) * LOG2E;
+            x9 = capped(sr[s_row + c9] * p.scale) * LOG2E;
+            x10 = capped(sr[s_row + c10] * p.scale) * LOG2E;
+            x11 = capped(sr[s_row + c11] * p.scale) * LOG2E;
+            x12 = capped(sr[s_row + c12] * p.scale) * LOG2E;
+            x13 = capped(sr[s_row + c13] * p.scale) * LOG2E;
+            x14 = capped(sr[s_row + c14] * p.scale) * LOG2E;
+            x15 = capped(sr[s_row + c15] * p.scale) * LOG2E;
+        }
+        x0 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w]), LOG2E, x0);
+        x1 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w]), LOG2E, x1);
+        x2 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w]), LOG2E, x2);
+        x3 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c3, p.skv - 1u) * p.m_stride.w]), LOG2E, x3);
+        x4 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c4, p.skv - 1u) * p.m_stride.w]), LOG2E, x4);
+        x5 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c5, p.skv - 1u) * p.m_stride.w]), LOG2E, x5);
+        x6 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c6, p.skv - 1u) * p.m_stride.w]), LOG2E, x6);
+        x7 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c7, p.skv - 1u) * p.m_stride.w]), LOG2E, x7);
+        x8 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c8, p.skv - 1u) * p.m_stride.w]), LOG2E, x8);
+        x9 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c9, p.skv - 1u) * p.m_stride.w]), LOG2E, x9);
+        x10 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c10, p.skv - 1u) * p.m_stride.w]), LOG2E, x10);
+        x11 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c11, p.skv - 1u) * p.m_stride.w]), LOG2E, x11);
+        x12 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c12, p.skv - 1u) * p.m_stride.w]), LOG2E, x12);
+        x13 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c13, p.skv - 1u) * p.m_stride.w]), LOG2E, x13);
+        x14 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c14, p.skv - 1u) * p.m_stride.w]), LOG2E, x14);
         x15 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c15, p.skv - 1u) * p.m_stride.w]), LOG2E, x15);
         if (edge) {
             x0 = select(neg_inf(), x0, k0 + c0 < p.skv && (p.causal == 0u || i32(k0 + c0) <= i32(qi) + p.causal_offset));

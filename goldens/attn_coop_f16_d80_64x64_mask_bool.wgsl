@@ -16,6 +16,8 @@ struct Params {
     scale: f32,
     causal: u32,
     causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
     q_tiles: u32,
     // Workgroups with work: (batch · heads) · q_tiles · splits.
     count: u32,
@@ -27,7 +29,6 @@ struct Params {
     // K and V rows are contiguous and every row starts on an 8-half boundary.
     vec_kv: u32,
     pad1: u32,
-    pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
@@ -62,6 +63,17 @@ var<workgroup> pt: array<f16, 4608>;
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
 
 fn k_at(e: u32) -> f16 {
     return k[e / 8u][(e / 4u) % 2u][e % 4u];
@@ -680,104 +692,138 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let es3 = s_sg + 48u;
         coopStoreT(sacc3, &sr[es3], RW);
         workgroupBarrier();
-        // Scale (in log2 units: exp2 below), mask, the tile's max over the row (both halves), then P.
+        // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
         // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
         let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
         let c0 = off0 + 0u;
         var x0 = sr[s_row + c0] * scale2;
-        x0 = select(neg_inf(), x0, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w) != 0u);
         let c1 = off1 + 0u;
         var x1 = sr[s_row + c1] * scale2;
-        x1 = select(neg_inf(), x1, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w) != 0u);
         let c2 = off0 + 4u;
         var x2 = sr[s_row + c2] * scale2;
-        x2 = select(neg_inf(), x2, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w) != 0u);
         let c3 = off1 + 4u;
         var x3 = sr[s_row + c3] * scale2;
-        x3 = select(neg_inf(), x3, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c3, p.skv - 1u) * p.m_stride.w) != 0u);
         let c4 = off0 + 8u;
         var x4 = sr[s_row + c4] * scale2;
-        x4 = select(neg_inf(), x4, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c4, p.skv - 1u) * p.m_stride.w) != 0u);
         let c5 = off1 + 8u;
         var x5 = sr[s_row + c5] * scale2;
-        x5 = select(neg_inf(), x5, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c5, p.skv - 1u) * p.m_stride.w) != 0u);
         let c6 = off0 + 12u;
         var x6 = sr[s_row + c6] * scale2;
-        x6 = select(neg_inf(), x6, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c6, p.skv - 1u) * p.m_stride.w) != 0u);
         let c7 = off1 + 12u;
         var x7 = sr[s_row + c7] * scale2;
-        x7 = select(neg_inf(), x7, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c7, p.skv - 1u) * p.m_stride.w) != 0u);
         let c8 = off0 + 16u;
         var x8 = sr[s_row + c8] * scale2;
-        x8 = select(neg_inf(), x8, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c8, p.skv - 1u) * p.m_stride.w) != 0u);
         let c9 = off1 + 16u;
         var x9 = sr[s_row + c9] * scale2;
-        x9 = select(neg_inf(), x9, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c9, p.skv - 1u) * p.m_stride.w) != 0u);
         let c10 = off0 + 20u;
         var x10 = sr[s_row + c10] * scale2;
-        x10 = select(neg_inf(), x10, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c10, p.skv - 1u) * p.m_stride.w) != 0u);
         let c11 = off1 + 20u;
         var x11 = sr[s_row + c11] * scale2;
-        x11 = select(neg_inf(), x11, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c11, p.skv - 1u) * p.m_stride.w) != 0u);
         let c12 = off0 + 24u;
         var x12 = sr[s_row + c12] * scale2;
-        x12 = select(neg_inf(), x12, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c12, p.skv - 1u) * p.m_stride.w) != 0u);
         let c13 = off1 + 24u;
         var x13 = sr[s_row + c13] * scale2;
-        x13 = select(neg_inf(), x13, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c13, p.skv - 1u) * p.m_stride.w) != 0u);
         let c14 = off0 + 28u;
         var x14 = sr[s_row + c14] * scale2;
-        x14 = select(neg_inf(), x14, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c14, p.skv - 1u) * p.m_stride.w) != 0u);
         let c15 = off1 + 28u;
         var x15 = sr[s_row + c15] * scale2;
-        x15 = select(neg_inf(), x15, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c15, p.skv - 1u) * p.m_stride.w) != 0u);
         let c16 = off0 + 32u;
         var x16 = sr[s_row + c16] * scale2;
-        x16 = select(neg_inf(), x16, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c16, p.skv - 1u) * p.m_stride.w) != 0u);
         let c17 = off1 + 32u;
         var x17 = sr[s_row + c17] * scale2;
-        x17 = select(neg_inf(), x17, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c17, p.skv - 1u) * p.m_stride.w) != 0u);
         let c18 = off0 + 36u;
         var x18 = sr[s_row + c18] * scale2;
-        x18 = select(neg_inf(), x18, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c18, p.skv - 1u) * p.m_stride.w) != 0u);
         let c19 = off1 + 36u;
         var x19 = sr[s_row + c19] * scale2;
-        x19 = select(neg_inf(), x19, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c19, p.skv - 1u) * p.m_stride.w) != 0u);
         let c20 = off0 + 40u;
         var x20 = sr[s_row + c20] * scale2;
-        x20 = select(neg_inf(), x20, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c20, p.skv - 1u) * p.m_stride.w) != 0u);
         let c21 = off1 + 40u;
         var x21 = sr[s_row + c21] * scale2;
-        x21 = select(neg_inf(), x21, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c21, p.skv - 1u) * p.m_stride.w) != 0u);
         let c22 = off0 + 44u;
         var x22 = sr[s_row + c22] * scale2;
-        x22 = select(neg_inf(), x22, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c22, p.skv - 1u) * p.m_stride.w) != 0u);
         let c23 = off1 + 44u;
         var x23 = sr[s_row + c23] * scale2;
-        x23 = select(neg_inf(), x23, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c23, p.skv - 1u) * p.m_stride.w) != 0u);
         let c24 = off0 + 48u;
         var x24 = sr[s_row + c24] * scale2;
-        x24 = select(neg_inf(), x24, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c24, p.skv - 1u) * p.m_stride.w) != 0u);
         let c25 = off1 + 48u;
         var x25 = sr[s_row + c25] * scale2;
-        x25 = select(neg_inf(), x25, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c25, p.skv - 1u) * p.m_stride.w) != 0u);
         let c26 = off0 + 52u;
         var x26 = sr[s_row + c26] * scale2;
-        x26 = select(neg_inf(), x26, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c26, p.skv - 1u) * p.m_stride.w) != 0u);
         let c27 = off1 + 52u;
         var x27 = sr[s_row + c27] * scale2;
-        x27 = select(neg_inf(), x27, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c27, p.skv - 1u) * p.m_stride.w) != 0u);
         let c28 = off0 + 56u;
         var x28 = sr[s_row + c28] * scale2;
-        x28 = select(neg_inf(), x28, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c28, p.skv - 1u) * p.m_stride.w) != 0u);
         let c29 = off1 + 56u;
         var x29 = sr[s_row + c29] * scale2;
-        x29 = select(neg_inf(), x29, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c29, p.skv - 1u) * p.m_stride.w) != 0u);
         let c30 = off0 + 60u;
         var x30 = sr[s_row + c30] * scale2;
-        x30 = select(neg_inf(), x30, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c30, p.skv - 1u) * p.m_stride.w) != 0u);
         let c31 = off1 + 60u;
         var x31 = sr[s_row + c31] * scale2;
+        if (p.softcap > 0.0) {
+            x0 = capped(sr[s_row + c0] * p.scale) * LOG2E;
+            x1 = capped(sr[s_row + c1] * p.scale) * LOG2E;
+            x2 = capped(sr[s_row + c2] * p.scale) * LOG2E;
+            x3 = capped(sr[s_row + c3] * p.scale) * LOG2E;
+            x4 = capped(sr[s_row + c4] * p.scale) * LOG2E;
+            x5 = capped(sr[s_row + c5] * p.scale) * LOG2E;
+            x6 = capped(sr[s_row + c6] * p.scale) * LOG2E;
+            x7 = capped(sr[s_row + c7] * p.scale) * LOG2E;
+            x8 = capped(sr[s_row + c8] * p.scale) * LOG2E;
+            x9 = capped(sr[s_row + c9] * p.scale) * LOG2E;
+            x10 = capped(sr[s_row + c10] * p.scale) * LOG2E;
+            x11 = capped(sr[s_row + c11] * p.scale) * LOG2E;
+            x12 = capped(sr[s_row + c12] * p.scale) * LOG2E;
+            x13 = capped(sr[s_row + c13] * p.scale) * LOG2E;
+            x14 = capped(sr[s_row + c14] * p.scale) * LOG2E;
+            x15 = capped(sr[s_row + c15] * p.scale) * LOG2E;
+            x16 = capped(sr[s_row + c16] * p.scale) * LOG2E;
+            x17 = capped(sr[s_row + c17] * p.scale) * LOG2E;
+            x18 = capped(sr[s_row + c18] * p.scale) * LOG2E;
+            x19 = capped(sr[s_row + c19] * p.scale) * LOG2E;
+            x20 = capped(sr[s_row + c20] * p.scale) * LOG2E;
+            x21 = capped(sr[s_row + c21] * p.scale) * LOG2E;
+            x22 = capped(sr[s_row + c22] * p.scale) * LOG2E;
+            x23 = capped(sr[s_row + c23] * p.scale) * LOG2E;
+            x24 = capped(sr[s_row + c24] * p.scale) * LOG2E;
+            x25 = capped(sr[s_row + c25] * p.scale) * LOG2E;
+            x26 = capped(sr[s_row + c26] * p.scale) * LOG2E;
+            x27 = capped(sr[s_row + c27] * p.scale) * LOG2E;
+            x28 = capped(sr[s_row + c28] * p.scale) * LOG2E;
+            x29 = capped(sr[s_row + c29] * p.scale) * LOG2E;
+            x30 = capped(sr[s_row + c30] * p.scale) * LOG2E;
+            x31 = capped(sr[s_row + c31] * p.scale) * LOG2E;
+        }
+        x0 = select(neg_inf(), x0, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w) != 0u);
+        x1 = select(neg_inf(), x1, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w) != 0u);
+        x2 = select(neg_inf(), x2, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w) != 0u);
+        x3 = select(neg_inf(), x3, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c3, p.skv - 1u) * p.m_stride.w) != 0u);
+        x4 = select(neg_inf(), x4, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c4, p.skv - 1u) * p.m_stride.w) != 0u);
+        x5 = select(neg_inf(), x5, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c5, p.skv - 1u) * p.m_stride.w) != 0u);
+        x6 = select(neg_inf(), x6, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c6, p.skv - 1u) * p.m_stride.w) != 0u);
+        x7 = select(neg_inf(), x7, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c7, p.skv - 1u) * p.m_stride.w) != 0u);
+        x8 = select(neg_inf(), x8, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c8, p.skv - 1u) * p.m_stride.w) != 0u);
+        x9 = select(neg_inf(), x9, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c9, p.skv - 1u) * p.m_stride.w) != 0u);
+        x10 = select(neg_inf(), x10, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c10, p.skv - 1u) * p.m_stride.w) != 0u);
+        x11 = select(neg_inf(), x11, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c11, p.skv - 1u) * p.m_stride.w) != 0u);
+        x12 = select(neg_inf(), x12, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c12, p.skv - 1u) * p.m_stride.w) != 0u);
+        x13 = select(neg_inf(), x13, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c13, p.skv - 1u) * p.m_stride.w) != 0u);
+        x14 = select(neg_inf(), x14, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c14, p.skv - 1u) * p.m_stride.w) != 0u);
+        x15 = select(neg_inf(), x15, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c15, p.skv - 1u) * p.m_stride.w) != 0u);
+        x16 = select(neg_inf(), x16, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c16, p.skv - 1u) * p.m_stride.w) != 0u);
+        x17 = select(neg_inf(), x17, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c17, p.skv - 1u) * p.m_stride.w) != 0u);
+        x18 = select(neg_inf(), x18, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c18, p.skv - 1u) * p.m_stride.w) != 0u);
+        x19 = select(neg_inf(), x19, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c19, p.skv - 1u) * p.m_stride.w) != 0u);
+        x20 = select(neg_inf(), x20, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c20, p.skv - 1u) * p.m_stride.w) != 0u);
+        x21 = select(neg_inf(), x21, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c21, p.skv - 1u) * p.m_stride.w) != 0u);
+        x22 = select(neg_inf(), x22, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c22, p.skv - 1u) * p.m_stride.w) != 0u);
+        x23 = select(neg_inf(), x23, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c23, p.skv - 1u) * p.m_stride.w) != 0u);
+        x24 = select(neg_inf(), x24, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c24, p.skv - 1u) * p.m_stride.w) != 0u);
+        x25 = select(neg_inf(), x25, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c25, p.skv - 1u) * p.m_stride.w) != 0u);
+        x26 = select(neg_inf(), x26, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c26, p.skv - 1u) * p.m_stride.w) != 0u);
+        x27 = select(neg_inf(), x27, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c27, p.skv - 1u) * p.m_stride.w) != 0u);
+        x28 = select(neg_inf(), x28, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c28, p.skv - 1u) * p.m_stride.w) != 0u);
+        x29 = select(neg_inf(), x29, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c29, p.skv - 1u) * p.m_stride.w) != 0u);
+        x30 = select(neg_inf(), x30, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c30, p.skv - 1u) * p.m_stride.w) != 0u);
         x31 = select(neg_inf(), x31, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c31, p.skv - 1u) * p.m_stride.w) != 0u);
         if (edge) {
             x0 = select(neg_inf(), x0, k0 + c0 < p.skv && (p.causal == 0u || i32(k0 + c0) <= i32(qi) + p.causal_offset));

@@ -16,6 +16,8 @@ struct Params {
     scale: f32,
     causal: u32,
     causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
     q_tiles: u32,
     // Workgroups with work: (batch · heads) · q_tiles · splits.
     count: u32,
@@ -27,7 +29,6 @@ struct Params {
     // K and V rows are contiguous and every row starts on an 8-half boundary.
     vec_kv: u32,
     pad1: u32,
-    pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
@@ -61,6 +62,17 @@ var<workgroup> pt: array<f16, 2560>;
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
 
 fn k_at(e: u32) -> f16 {
     return k[e / 8u][(e / 4u) % 2u][e % 4u];
@@ -496,7 +508,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let es1 = s_sg + 16u;
         coopStoreT(sacc1, &sr[es1], RW);
         workgroupBarrier();
-        // Scale (in log2 units: exp2 below), mask, the tile's max over the row (both halves), then P.
+        // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
         // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
         let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
         let c0 = off0 + 0u;
@@ -531,6 +543,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var x14 = sr[s_row + c14] * scale2;
         let c15 = off1 + 28u;
         var x15 = sr[s_row + c15] * scale2;
+        if (p.softcap > 0.0) {
+            x0 = capped(sr[s_row + c0] * p.scale) * LOG2E;
+            x1 = capped(sr[s_row + c1] * p.scale) * LOG2E;
+            x2 = capped(sr[s_row + c2] * p.scale) * LOG2E;
+            x3 = capped(sr[s_row + c3] * p.scale) * LOG2E;
+            x4 = capped(sr[s_row + c4] * p.scale) * LOG2E;
+            x5 = capped(sr[s_row + c5] * p.scale) * LOG2E;
+            x6 = capped(sr[s_row + c6] * p.scale) * LOG2E;
+            x7 = capped(sr[s_row + c7] * p.scale) * LOG2E;
+            x8 = capped(sr[s_row + c8] * p.scale) * LOG2E;
+            x9 = capped(sr[s_row + c9] * p.scale) * LOG2E;
+            x10 = capped(sr[s_row + c10] * p.scale) * LOG2E;
+            x11 = capped(sr[s_row + c11] * p.scale) * LOG2E;
+            x12 = capped(sr[s_row + c12] * p.scale) * LOG2E;
+            x13 = capped(sr[s_row + c13] * p.scale) * LOG2E;
+            x14 = capped(sr[s_row + c14] * p.scale) * LOG2E;
+            x15 = capped(sr[s_row + c15] * p.scale) * LOG2E;
+        }
         if (edge) {
             x0 = select(neg_inf(), x0, k0 + c0 < p.skv && (p.causal == 0u || i32(k0 + c0) <= i32(qi) + p.causal_offset));
             x1 = select(neg_inf(), x1, k0 + c1 < p.skv && (p.causal == 0u || i32(k0 + c1) <= i32(qi) + p.causal_offset));

@@ -13,13 +13,14 @@ struct Params {
     scale: f32,
     causal: u32,
     causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
     // Keys per chunk (a multiple of 64).
     chunk: u32,
     // Workgroups with work: (batch · heads · sq) · splits.
     count: u32,
     splits: u32,
     pad1: u32,
-    pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
@@ -40,6 +41,17 @@ var<workgroup> red: array<f32, 64>;
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
 
 fn mask_byte(i: u32) -> u32 {
     return (m[i / 4u] >> (8u * (i % 4u))) & 0xffu;
@@ -367,7 +379,7 @@ fn main(
             dot1 = fma(q_row[253u], f32(k[at + 253u * ws]), dot1);
             dot2 = fma(q_row[254u], f32(k[at + 254u * ws]), dot2);
             dot3 = fma(q_row[255u], f32(k[at + 255u * ws]), dot3);
-            s = ((dot0 + dot1) + (dot2 + dot3)) * p.scale;
+            s = capped(((dot0 + dot1) + (dot2 + dot3)) * p.scale);
             if (mask_byte(m_base + kj * p.m_stride.w) == 0u) {
                 s = neg_inf();
             }

@@ -11,13 +11,14 @@ struct Params {
     scale: f32,
     causal: u32,
     causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
     // Keys per chunk (a multiple of 64).
     chunk: u32,
     // Workgroups with work: (batch · heads · sq) · splits.
     count: u32,
     splits: u32,
     pad1: u32,
-    pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -37,6 +38,17 @@ var<workgroup> red: array<f32, 64>;
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
 
 // The workgroup's max (`is_max`) or sum of `x`, for every invocation.
 fn reduce(x: f32, tid: u32, is_max: bool) -> f32 {
@@ -231,7 +243,7 @@ fn main(
             dot1 = fma(q_row[125u], f32(k[at + 125u * ws]), dot1);
             dot2 = fma(q_row[126u], f32(k[at + 126u * ws]), dot2);
             dot3 = fma(q_row[127u], f32(k[at + 127u * ws]), dot3);
-            s = ((dot0 + dot1) + (dot2 + dot3)) * p.scale;
+            s = capped(((dot0 + dot1) + (dot2 + dot3)) * p.scale);
         }
         let m_new = max(m_run, reduce(s, tid, true));
         var e = 0.0;

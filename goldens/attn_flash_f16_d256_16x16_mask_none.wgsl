@@ -15,10 +15,11 @@ struct Params {
     scale: f32,
     causal: u32,
     causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
     q_tiles: u32,
     // Workgroups with work: (batch · heads) · q_tiles.
     count: u32,
-    pad0: u32,
     pad1: u32,
     pad2: u32,
 }
@@ -52,6 +53,17 @@ var<workgroup> row_alpha: array<f32, BR>;
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
 
 // Loads `BC` keys (or values) from `k0` into `kv_tile`; rows past the end are zeros.
 fn load_kv(use_v: bool, base: u32, stride: vec4<u32>, k0: u32, tid: u32) {
@@ -143,7 +155,7 @@ fn main(
                 let kj = k0 + c;
                 var x = neg_inf();
                 if (kj < p.skv && qi < p.sq && (p.causal == 0u || i32(kj) <= i32(qi) + p.causal_offset)) {
-                    x = s[i * CC + j] * p.scale;
+                    x = capped(s[i * CC + j] * p.scale);
                 }
                 p_tile[r * BCP + c] = x;
             }

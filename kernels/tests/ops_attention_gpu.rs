@@ -40,7 +40,21 @@ impl Case {
     /// O[b, h, i, :] from Q, K, V in [B, H, S, D] order and a mask over [B, H, Sq, Skv]
     /// (`Some(bias)`, -inf excludes).
     fn reference(&self, q: &[f64], k: &[f64], v: &[f64], mask: &dyn Fn(usize, usize, usize, usize) -> f64) -> Vec<f64> {
+        self.reference_capped(0.0, q, k, v, mask)
+    }
+
+    /// The same with the scaled scores capped to `softcap · tanh(s / softcap)` before the mask
+    /// (GroupQueryAttention's `softcap`; 0: none).
+    fn reference_capped(
+        &self,
+        softcap: f64,
+        q: &[f64],
+        k: &[f64],
+        v: &[f64],
+        mask: &dyn Fn(usize, usize, usize, usize) -> f64,
+    ) -> Vec<f64> {
         let (d, sq, skv) = (self.d, self.sq, self.skv);
+        let cap = |x: f64| if softcap > 0.0 { softcap * (x / softcap).tanh() } else { x };
         let mut out = vec![0.0; self.b * self.hq * sq * d];
         for b in 0..self.b {
             for h in 0..self.hq {
@@ -53,7 +67,7 @@ impl Case {
                             let dot: f64 = qrow.iter().zip(krow).map(|(a, b)| a * b).sum();
                             let seen = self.causal.is_none_or(|off| j as i64 <= i as i64 + off);
                             if seen {
-                                dot * self.scale + mask(b, h, i, j)
+                                cap(dot * self.scale) + mask(b, h, i, j)
                             } else {
                                 f64::NEG_INFINITY
                             }

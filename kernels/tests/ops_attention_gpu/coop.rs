@@ -15,6 +15,10 @@ use rand::Rng;
 /// One emulated run of ONNX `Attention` (4-D) against float64, with a mask kind.
 /// `kt`: K is stored transposed, `[B, H, D, S]` (staged element by element, not in 8-half chunks).
 fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool) {
+    check_capped(rng, c, mask, splits, kt, 0.0);
+}
+
+fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool, softcap: f64) {
     let gpu = common::gpu();
     let ty = ElemType::F16;
     let shape = |h: usize, s: usize| [c.b as u64, h as u64, s as u64, c.d as u64];
@@ -45,7 +49,7 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
     };
     let n = common::graph::node("Attention", 23, inputs, vec![val("y", ty, &shape(c.hq, sq))], attrs);
     let mv = m.as_ref().map(|m| m.values());
-    let want = c.reference(&q.values(), &k.values(), &v.values(), &|b, _, i, j| match (mask, &mv) {
+    let want = c.reference_capped(softcap, &q.values(), &k.values(), &v.values(), &|b, _, i, j| match (mask, &mv) {
         ("bool", Some(mv)) if mv[i * skv + j] == 0.0 => f64::NEG_INFINITY,
         ("add", Some(mv)) => mv[(b * sq + i) * skv + j],
         _ => 0.0,
@@ -53,6 +57,7 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
     let mut kernel = onnx::kernel(&n).unwrap();
     kernel.engine = Engine::CoopEmulated;
     kernel.splits = splits;
+    kernel.softcap = softcap as f32;
     // The kernel reads K through its layout; what it is handed is K stored transposed.
     let k_stored = if kt {
         kernel.k = Layout { perm: [0, 1, 3, 2], packed_heads: None, columns: None };
@@ -95,7 +100,7 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
     gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
     let mut data = gpu.read_buffer(&out).unwrap();
     data.truncate(bytes as usize);
-    let what = format!("d={} sq={sq} skv={skv} mask {mask} causal {:?}: {plan}", c.d, c.causal);
+    let what = format!("d={} sq={sq} skv={skv} mask {mask} causal {:?} softcap {softcap}: {plan}", c.d, c.causal);
     assert_close(&what, &T { ty, shape: oshape.to_vec(), data }.values(), &want, ty);
 }
 
@@ -129,5 +134,11 @@ fn emulated_tensor_core_kernel_against_f64() {
     for (i, (c, mask, splits)) in cases.iter().enumerate() {
         // Every other case with K stored transposed.
         check(&mut rng, c, mask, *splits, i % 2 == 1);
+    }
+    // Softcap (Gemma-2's), small enough to bend these scores (1/√64 times dot products of 64
+    // values in [-1, 1): about ±0.3), with each mask kind and a split.
+    let capped = Case { b: 1, hq: 2, hkv: 1, sq: 37, skv: 45, d: 64, scale: 0.125, causal: Some(0) };
+    for (mask, splits) in [("none", None), ("add", Some(2)), ("bool", None)] {
+        check_capped(&mut rng, &capped, mask, splits, false, 0.4);
     }
 }

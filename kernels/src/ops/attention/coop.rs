@@ -146,7 +146,7 @@ struct CoopParams {
     splits: u32,
     chunk: u32,
     vec_kv: u32,
-    pad: [u32; 2],
+    pad: u32,
 }
 
 /// Whether K and V rows can be staged in whole 8-half chunks: contiguous rows whose every start
@@ -201,7 +201,7 @@ pub(super) fn plan_dispatches(
         splits: to_u32("key splits", splits)?,
         chunk: to_u32("keys per split", chunk)?,
         vec_kv: u32::from(whole_chunks(g)),
-        pad: [0; 2],
+        pad: 0,
     };
     let split = splits > 1;
     let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split };

@@ -102,7 +102,7 @@ struct DecodeParams {
     chunk: u32,
     count: u32,
     splits: u32,
-    pad: [u32; 2],
+    pad: u32,
 }
 
 #[repr(C)]
@@ -132,7 +132,7 @@ pub(super) fn plan(
         chunk: to_u32("keys per chunk", chunk)?,
         count: to_u32("attention workgroups", count)?,
         splits: to_u32("key splits", splits)?,
-        pad: [0; 2],
+        pad: 0,
     };
     let part = ShaderVariant::Op(OpShader::new(DecodeSource { ty: k.ty, d: g.d as u32, mask: k.mask }));
     let main = OpDispatch::new(part, &params, grid(count, caps)?);

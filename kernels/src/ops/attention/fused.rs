@@ -63,6 +63,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         op: OP,
         ty,
         scale: node.float("scale"),
+        softcap: 0.0,
         causal: Causal::None,
         mask,
         q,

@@ -2,7 +2,7 @@
 //! attention of `num_heads` query heads over `kv_num_heads` K/V heads, a KV cache
 //! (`past_key`/`past_value` in, `present_key`/`present_value` out, `[B, H_kv, T, D]`, the buffer
 //! shared when ORT binds both to one), rotary embedding of Q and K (`do_rotary`, cos/sin caches),
-//! `local_window_size`, packed QKV, per-head RMS norms of Q and K (`q_norm_weight`,
+//! `local_window_size`, `softcap` (Gemma-2), packed QKV, per-head RMS norms of Q and K (`q_norm_weight`,
 //! `k_norm_weight`: Qwen3). Per batch, `seqlens_k[b] + 1` keys are valid; the new tokens
 //! follow the cached ones. `total_sequence_length` sizes the present cache
 //! (`max(total, past length)`), so its value is read on the host ([`Kernel::value_inputs`]).
@@ -10,7 +10,7 @@
 //! Three preparation dispatches (`wgsl/gqa_prep.wgsl.j2`: rotated Q; the present K and V; a
 //! boolean mask of causality, padding and the window), then the flash kernels
 //! ([`super::FlashKernel`]: tensor cores, SIMT or split-KV decode) over Q and the present cache.
-//! Declined with a reason: `softcap`, `smooth_softmax`, non-causal, quantized or window-sized caches,
+//! Declined with a reason: `smooth_softmax`, non-causal, quantized or window-sized caches,
 //! `position_ids`, `attention_bias`, `head_sink`, per-head Q/K norms, head sizes the flash kernels lack.
 
 use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
@@ -77,8 +77,8 @@ fn check_defaults(node: &Node) -> Result<(), String> {
             return Err(format!("GroupQueryAttention with a quantized KV cache ({a}) is not supported yet"));
         }
     }
-    if node.float("softcap").is_some_and(|c| c != 0.0) {
-        return Err("GroupQueryAttention with softcap is not supported yet".into());
+    if node.float("softcap").is_some_and(|c| !c.is_finite()) {
+        return Err("GroupQueryAttention's softcap must be finite".into());
     }
     Ok(())
 }
@@ -100,6 +100,8 @@ pub struct GqaKernel {
     pub scale: Option<f32>,
     /// Keys before the diagonal a token still sees (`local_window_size`; ≤ 0: all).
     pub window: i64,
+    /// Scaled scores become `softcap · tanh(s / softcap)` where it is positive (as ONNX Runtime's CPU EP).
+    pub softcap: f32,
     pub rotary: bool,
     pub interleaved: bool,
     /// Per-head RMS norm of Q and of K (inputs `q_norm_weight`, `k_norm_weight`) and their epsilons.
@@ -162,6 +164,7 @@ impl GqaKernel {
             kv_heads,
             scale: node.float("scale").filter(|&s| s != 0.0),
             window: node.int("local_window_size").unwrap_or(-1),
+            softcap: node.float("softcap").unwrap_or(0.0).max(0.0),
             rotary,
             interleaved: node.int("rotary_interleaved").unwrap_or(0) != 0,
             q_norm,
@@ -263,6 +266,7 @@ impl GqaKernel {
             op: "GroupQueryAttention",
             ty: self.ty,
             scale: self.scale,
+            softcap: self.softcap,
             causal: Causal::None,
             mask: MaskKind::Bool,
             q: Layout::packed(self.heads),

@@ -146,6 +146,9 @@ pub struct FlashKernel {
     pub ty: ElemType,
     /// `None`: 1/√D.
     pub scale: Option<f32>,
+    /// Scaled scores become `softcap · tanh(s / softcap)` before the mask where this is positive
+    /// (GroupQueryAttention's `softcap`); 0: not capped.
+    pub softcap: f32,
     pub causal: Causal,
     pub mask: MaskKind,
     pub q: Layout,
@@ -259,6 +262,7 @@ impl FlashKernel {
             scale: self.scale.unwrap_or(1.0 / (g.d as f32).sqrt()),
             causal: u32::from(self.causal != Causal::None),
             causal_offset,
+            softcap: self.softcap,
         })
     }
 }
@@ -417,7 +421,7 @@ impl FlashKernel {
             shared,
             q_tiles: to_u32("query tiles", q_tiles)?,
             count: to_u32("attention workgroups", count)?,
-            pad: [0; 3],
+            pad: [0; 2],
         };
         let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
         let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
@@ -439,6 +443,7 @@ pub(super) struct SharedParams {
     pub scale: f32,
     pub causal: u32,
     pub causal_offset: i32,
+    pub softcap: f32,
 }
 
 /// The uniforms of `attn_flash.wgsl.j2`.
@@ -448,7 +453,7 @@ struct AttnParams {
     shared: SharedParams,
     q_tiles: u32,
     count: u32,
-    pad: [u32; 3],
+    pad: [u32; 2],
 }
 
 #[cfg(test)]
@@ -457,7 +462,7 @@ mod tests {
 
     #[test]
     fn uniforms_match_the_template() {
-        // sq, skv, heads, group, five vec4 strides, scale, causal, offset, q_tiles, count, 3 pads.
+        // sq, skv, heads, group, five vec4 strides, scale, causal, offset, softcap, q_tiles, count, 2 pads.
         assert_eq!(std::mem::size_of::<AttnParams>(), 128);
     }
 

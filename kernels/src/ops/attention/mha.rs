@@ -58,6 +58,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         op: "MultiHeadAttention",
         ty,
         scale: node.float("scale").filter(|&s| s != 0.0),
+        softcap: 0.0,
         causal: if node.int("unidirectional").unwrap_or(0) != 0 { Causal::BottomRight } else { Causal::None },
         mask,
         q: layout(0)?,

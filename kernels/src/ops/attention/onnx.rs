@@ -65,6 +65,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         op: "Attention",
         ty,
         scale: node.float("scale"),
+        softcap: 0.0,
         causal: if node.int("is_causal").unwrap_or(0) != 0 { Causal::TopLeft } else { Causal::None },
         mask,
         q,
