@@ -16,6 +16,8 @@ use crate::shader::ShaderVariant;
 struct Family {
     names: &'static [&'static str],
     variants: fn(&DeviceCaps) -> Vec<ShaderVariant>,
+    /// "" for ONNX's ops.
+    domain: &'static str,
 }
 
 static UNARY: Family = Family {
@@ -48,24 +50,41 @@ static UNARY: Family = Family {
         "IsInf",
     ],
     variants: variants::unary,
+    domain: "",
 };
-static CLIP: Family = Family { names: &["Clip"], variants: variants::clip };
-static BINARY: Family =
-    Family { names: &["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "PRelu"], variants: variants::binary };
-static VARIADIC: Family = Family { names: &["Max", "Min", "Sum", "Mean"], variants: variants::variadic };
-static COMPARE: Family =
-    Family { names: &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"], variants: variants::compare };
-static WHERE: Family = Family { names: &["Where"], variants: variants::select };
-static CAST: Family = Family { names: &["Cast", "CastLike"], variants: variants::cast };
+static CLIP: Family = Family { names: &["Clip"], variants: variants::clip, domain: "" };
+static BINARY: Family = Family {
+    names: &["Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "PRelu"],
+    variants: variants::binary,
+    domain: "",
+};
+static VARIADIC: Family = Family { names: &["Max", "Min", "Sum", "Mean"], variants: variants::variadic, domain: "" };
+static COMPARE: Family = Family {
+    names: &["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"],
+    variants: variants::compare,
+    domain: "",
+};
+static WHERE: Family = Family { names: &["Where"], variants: variants::select, domain: "" };
+static CAST: Family = Family { names: &["Cast", "CastLike"], variants: variants::cast, domain: "" };
+/// onnxruntime's GELU family as its transformer optimizer and genai's builder emit them.
+static CONTRIB: Family = Family {
+    names: &["Gelu", "FastGelu", "BiasGelu", "QuickGelu"],
+    variants: variants::contrib,
+    domain: "com.microsoft",
+};
 
 /// The elementwise op definitions (the binary family also lists the fused chains' variants).
 pub fn ops() -> Vec<&'static dyn OpDef> {
-    vec![&UNARY, &CLIP, &BINARY, &VARIADIC, &COMPARE, &WHERE, &CAST]
+    vec![&UNARY, &CLIP, &BINARY, &VARIADIC, &COMPARE, &WHERE, &CAST, &CONTRIB]
 }
 
 impl OpDef for Family {
     fn names(&self) -> &'static [&'static str] {
         self.names
+    }
+
+    fn domain(&self) -> &'static str {
+        self.domain
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
@@ -166,12 +185,16 @@ fn n(op: ElemOp, args: Vec<Arg>, ty: ElemType) -> ElemNode {
 
 /// The node's IR; `Err` says why it does not lower.
 pub fn lower(node: &Node) -> Result<Vec<ElemNode>, String> {
-    if !node.is_onnx() {
+    let contrib = node.domain == "com.microsoft";
+    if !node.is_onnx() && !contrib {
         return Err(format!("{} of domain '{}' is not an elementwise op", node.op_type, node.domain));
     }
     let out = node.output(0).ok_or_else(|| format!("{} without an output", node.op_type))?;
     let ty = ElemType::from_onnx(out.elem_type)
         .ok_or_else(|| format!("output '{}' has element type {}", out.name, out.elem_type))?;
+    if contrib {
+        return gelu_family(node, ty);
+    }
     if let Some(op) = unary(node)? {
         return Ok(vec![n(op, vec![Arg::Input(0)], ty)]);
     }
@@ -192,6 +215,38 @@ pub fn lower(node: &Node) -> Result<Vec<ElemNode>, String> {
         "Where" => Ok(vec![n(ElemOp::Where, vec![Arg::Input(0), Arg::Input(1), Arg::Input(2)], ty)]),
         "Cast" | "CastLike" => cast(node, ty),
         other => Err(format!("{other} is not an elementwise op")),
+    }
+}
+
+/// `com.microsoft` Gelu (erf), FastGelu (tanh approximation) and BiasGelu (erf) of X plus the
+/// optional bias input, and QuickGelu `x · sigmoid(alpha · x)` (alpha 1.702 by default), as
+/// ONNX Runtime's CPU kernels compute them.
+fn gelu_family(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
+    if !ty.is_float() {
+        return Err(format!("{} of {} is not supported", node.op_type, ty.name()));
+    }
+    let with_bias = |op: ElemOp| -> Vec<ElemNode> {
+        if node.has_input(1) {
+            vec![n(ElemOp::Add, vec![Arg::Input(0), Arg::Input(1)], ty), n(op, vec![Arg::Node(0)], ty)]
+        } else {
+            vec![n(op, vec![Arg::Input(0)], ty)]
+        }
+    };
+    match node.op_type.as_str() {
+        "Gelu" => Ok(vec![n(ElemOp::Gelu, vec![Arg::Input(0)], ty)]),
+        "BiasGelu" if !node.has_input(1) => Err("BiasGelu needs its bias input".into()),
+        "BiasGelu" => Ok(with_bias(ElemOp::Gelu)),
+        "FastGelu" => Ok(with_bias(ElemOp::GeluTanh)),
+        "QuickGelu" => {
+            let alpha = node.float("alpha").unwrap_or(1.702);
+            Ok(vec![
+                n(ElemOp::Scalar(alpha), vec![], ty),
+                n(ElemOp::Mul, vec![Arg::Input(0), Arg::Node(0)], ty),
+                n(ElemOp::Sigmoid, vec![Arg::Node(1)], ty),
+                n(ElemOp::Mul, vec![Arg::Input(0), Arg::Node(2)], ty),
+            ])
+        }
+        other => Err(format!("{other} of domain 'com.microsoft' is not an elementwise op")),
     }
 }
 
@@ -354,6 +409,7 @@ fn cast(node: &Node, ty: ElemType) -> Result<Vec<ElemNode>, String> {
 mod tests {
     use super::*;
     use crate::graph::model::{Attr, ValueInfo};
+    use crate::ops::lookup;
 
     fn value(name: &str, ty: ElemType, data: Option<Vec<u8>>) -> Option<ValueInfo> {
         let constant = data.is_some();
@@ -406,6 +462,30 @@ mod tests {
         assert_eq!(ops(&lower(&int).unwrap()), ["min[Input(0), Input(2)]"]);
         let int = nd("Clip", 13, vec![value("i", ElemType::I32, None)], ElemType::I32, &[]);
         assert_eq!(ops(&lower(&int).unwrap()), ["cast[Input(0)]"]);
+    }
+
+    #[test]
+    fn contrib_gelu_lowering() {
+        use ElemType::F32;
+        let ms = |op: &str, inputs: Vec<Option<ValueInfo>>| Node {
+            domain: "com.microsoft".into(),
+            ..nd(op, 1, inputs, F32, &[])
+        };
+        let x = value("x", F32, None);
+        let b = value("b", F32, None);
+        assert_eq!(
+            ops(&lower(&ms("FastGelu", vec![x.clone(), b.clone()])).unwrap()),
+            ["add[Input(0), Input(1)]", "gelutanh[Node(0)]"]
+        );
+        assert_eq!(ops(&lower(&ms("FastGelu", vec![x.clone()])).unwrap()), ["gelutanh[Input(0)]"]);
+        assert_eq!(ops(&lower(&ms("Gelu", vec![x.clone()])).unwrap()), ["gelu[Input(0)]"]);
+        let quick = lower(&ms("QuickGelu", vec![x.clone()])).unwrap();
+        assert_eq!(quick[0].op, ElemOp::Scalar(1.702));
+        assert!(lower(&ms("BiasGelu", vec![x.clone(), None])).unwrap_err().contains("needs its bias"));
+        assert!(lower(&ms("BiasGelu", vec![x.clone(), b])).is_ok());
+        // ONNX's own Gelu and the contrib one are two registry entries.
+        let onnx = lookup(&nd("Gelu", 20, vec![x.clone()], F32, &[])).map(|d| d.domain());
+        assert_eq!((onnx, lookup(&ms("Gelu", vec![x])).map(|d| d.domain())), (Some(""), Some("com.microsoft")));
     }
 
     #[test]

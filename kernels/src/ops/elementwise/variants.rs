@@ -180,6 +180,25 @@ fn chains(s: &mut Set<'_>) {
     }
 }
 
+/// `com.microsoft` Gelu (erf), FastGelu and BiasGelu with their bias rows, QuickGelu.
+pub fn contrib(caps: &DeviceCaps) -> Vec<ShaderVariant> {
+    use ElemOp::*;
+    collect(caps, |s| {
+        for t in FLOATS {
+            for op in [Gelu, GeluTanh] {
+                s.add(&[(t, L), (t, B)], vec![n(Add, &[i(0), i(1)], t), n(op, &[nd(0)], t)]);
+            }
+            let quick = vec![
+                n(Scalar(1.702), &[], t),
+                n(Mul, &[i(0), nd(0)], t),
+                n(Sigmoid, &[nd(1)], t),
+                n(Mul, &[i(0), nd(2)], t),
+            ];
+            s.add(&[(t, L)], quick);
+        }
+    })
+}
+
 pub fn variadic(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     use ElemOp::*;
     collect(caps, |s| {
