@@ -346,7 +346,8 @@ class GraphGen:
         if not np.prod(x.shape):
             return self.unary()  # the CPU EP's reductions of empty tensors disagree with the spec's shapes
         r = len(x.shape)
-        op = str(self.rng.choice(["ReduceMean", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"]))
+        op = str(self.rng.choice(["ReduceMean", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceSumSquare",
+                                  "ReduceL1", "ReduceL2"]))
         axes = sorted(int(a) for a in self.rng.choice(r, size=int(self.rng.integers(1, r + 1)), replace=False))
         if op in ("ReduceMax", "ReduceMin"):
             # ORT's CPU EP propagates a NaN only when it comes first along the axis (the spec and numpy: always),

@@ -3,7 +3,7 @@ included; graphs whose values come near the type's overflow limit are compared b
 
 The graphs mix products (MatMul, Gemm, fork/join and crossing products), elementwise ops (unary, binary with
 numpy broadcasting, comparisons, And/Or/Not, IsNaN, Where, Clip, Cast between float32/float16/int32/int64/bool,
-runs of them that fusion merges into one kernel), Softmax/LogSoftmax, LayerNormalization, Reduce{Mean,Sum,Max,Min}
+runs of them that fusion merges into one kernel), Softmax/LogSoftmax, LayerNormalization, Reduce{Mean,Sum,Max,Min,SumSquare,L1,L2}
 and layout ops (Reshape, Transpose with any perm, Concat, Slice with negative steps and clamped bounds, Gather with
 constant or run-time indices, Squeeze/Unsqueeze), over constants, symbolic dims, zero-size dims, float16 graphs and
 the odd NaN/Inf, at opset 17 or 20. Values are tracked as exact or not (see EXACT_OPS in fuzz_graph_gen.py, the generator): discontinuous ops

@@ -41,7 +41,8 @@ FAMILIES = {
     "unary": "Abs Neg Exp Log Sqrt Reciprocal Erf Tanh Sigmoid Relu LeakyRelu Gelu Sin Cos Floor Ceil Round Not IsNaN Clip".split(),
     "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization Resize Upsample ConvTranspose".split(),
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
-    "norm": "LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin".split(),
+    "norm": ("LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin "
+             "ReduceSumSquare ReduceL1 ReduceL2 ReduceProd").split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
     "attention": ["Attention", "RotaryEmbedding"],
 }
@@ -64,6 +65,10 @@ PARAM_INPUTS = {
     "ReduceSum": {1},
     "ReduceMax": {1},
     "ReduceMin": {1},
+    "ReduceSumSquare": {1},
+    "ReduceL1": {1},
+    "ReduceL2": {1},
+    "ReduceProd": {1},
 }
 # Names of the functions whose expanded cases we run (for the table).
 EXPANDED_NAMES = {

@@ -240,6 +240,7 @@ fn reduce_ref(x: &[f64], shape: &[u64], mask: &[bool], op: &str) -> Vec<f64> {
     let init = match op {
         "ReduceMax" => f64::NEG_INFINITY,
         "ReduceMin" => f64::INFINITY,
+        "ReduceProd" => 1.0,
         _ => 0.0,
     };
     let mut acc = vec![init; outs as usize];
@@ -257,12 +258,18 @@ fn reduce_ref(x: &[f64], shape: &[u64], mask: &[bool], op: &str) -> Vec<f64> {
         *a = match op {
             "ReduceMax" => a.max(v),
             "ReduceMin" => a.min(v),
+            "ReduceProd" => *a * v,
+            "ReduceSumSquare" | "ReduceL2" => *a + v * v,
+            "ReduceL1" => *a + v.abs(),
             _ => *a + v,
         };
     }
     let count: u64 = shape.iter().zip(mask).filter(|(_, &r)| r).map(|(&d, _)| d).product();
     if op == "ReduceMean" {
         acc.iter_mut().for_each(|a| *a = if count == 0 { 0.0 } else { *a / count as f64 });
+    }
+    if op == "ReduceL2" {
+        acc.iter_mut().for_each(|a| *a = a.sqrt());
     }
     acc
 }
@@ -289,6 +296,8 @@ fn check_reduce(rng: &mut impl Rng, r: Reduce<'_>, ty: ElemType, shape: &[u64], 
         let v: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
         let t = T::i32(shape, &v);
         (t.values(), t)
+    } else if op == "ReduceProd" {
+        random(rng, ty, shape, 0.5, 1.0) // products of a few thousand values stay within f16
     } else {
         random(rng, ty, shape, 4.0, 0.5)
     };
@@ -318,7 +327,8 @@ fn check_reduce(rng: &mut impl Rng, r: Reduce<'_>, ty: ElemType, shape: &[u64], 
 #[test]
 fn reductions() {
     let mut rng = common::rng("reductions");
-    for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"] {
+    let ops = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2"];
+    for op in ops.into_iter().chain(["ReduceProd"]) {
         let (old, new) = if op == "ReduceSum" { (11, 13) } else { (13, 18) };
         let at = |opset: i32, keepdims: i64, noop: bool| Reduce { op, opset, keepdims, noop };
         let (new1, new0, old1, old0) = (at(new, 1, false), at(new, 0, false), at(old, 1, false), at(old, 0, false));
@@ -337,7 +347,7 @@ fn reductions() {
             check_reduce(r, new0, ty, &[2, 1500, 3, 5], &[1, 3], &[2, 3]);
             check_reduce(r, old1, ty, &[7, 2, 50, 3], &[0, 2], &[1, 2, 1, 3]);
         }
-        if op != "ReduceMean" {
+        if ["ReduceSum", "ReduceMax", "ReduceMin"].contains(&op) {
             check_reduce(&mut rng, new1, ElemType::I32, &[5, 300, 2], &[1], &[5, 1, 2]);
             check_reduce(&mut rng, new0, ElemType::I32, &[5, 300, 2], &[-1, 0], &[300]);
         }
@@ -353,6 +363,10 @@ fn reductions_of_empty_axes() {
         ("ReduceMean", 18, 0.0),
         ("ReduceMax", 18, f64::NEG_INFINITY),
         ("ReduceMin", 18, f64::INFINITY),
+        ("ReduceSumSquare", 18, 0.0),
+        ("ReduceL1", 18, 0.0),
+        ("ReduceL2", 18, 0.0),
+        ("ReduceProd", 18, 1.0),
     ] {
         let r = node(
             op,

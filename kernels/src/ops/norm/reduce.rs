@@ -1,10 +1,11 @@
-//! ReduceSum, ReduceMean, ReduceMax and ReduceMin: axes as an attribute (ReduceSum before
-//! opset 13, the others before 18) or a constant int64 input (a computed one declines),
+//! ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL1, ReduceL2 and
+//! ReduceProd: axes as an attribute (ReduceSum before opset 13, the others before 18) or a constant int64 input (a computed one declines),
 //! `keepdims`, `noop_with_empty_axes` (empty axes: the input itself, a free alias, when set;
 //! every axis when not). Floats accumulate in f32, i32 in i32 (wrapping, as ONNX Runtime).
 //!
-//! An empty reduction gives ONNX Runtime's values: 0 for sum and mean, the lowest value for
-//! max (-inf for floats) and the highest for min.
+//! An empty reduction gives ONNX Runtime's values: 0 for sum, mean, sum of squares and the norms,
+//! 1 for the product, the lowest value for max (-inf for floats) and the highest for min. The
+//! sum of squares, the norms and the product run floats only.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -39,6 +40,10 @@ pub enum ReduceOp {
     Mean,
     Max,
     Min,
+    SumSquare,
+    L1,
+    L2,
+    Prod,
 }
 
 impl ReduceOp {
@@ -48,16 +53,44 @@ impl ReduceOp {
             "ReduceMean" => ReduceOp::Mean,
             "ReduceMax" => ReduceOp::Max,
             "ReduceMin" => ReduceOp::Min,
+            "ReduceSumSquare" => ReduceOp::SumSquare,
+            "ReduceL1" => ReduceOp::L1,
+            "ReduceL2" => ReduceOp::L2,
+            "ReduceProd" => ReduceOp::Prod,
             _ => return None,
         })
     }
 
-    /// The combining function in the template (mean is a sum divided afterwards).
+    /// The kernel's name part (mean is a sum divided afterwards).
     fn text(self) -> &'static str {
         match self {
             ReduceOp::Sum | ReduceOp::Mean => "sum",
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
+            ReduceOp::SumSquare => "sumsquare",
+            ReduceOp::L1 => "l1",
+            ReduceOp::L2 => "l2",
+            ReduceOp::Prod => "prod",
+        }
+    }
+
+    /// The combining function in the template.
+    fn combine(self) -> &'static str {
+        match self {
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Prod => "prod",
+            _ => "sum",
+        }
+    }
+
+    /// What each element becomes before it is combined, and what the total becomes after.
+    fn map_post(self) -> (&'static str, &'static str) {
+        match self {
+            ReduceOp::SumSquare => ("square", ""),
+            ReduceOp::L1 => ("abs", ""),
+            ReduceOp::L2 => ("square", "sqrt"),
+            _ => ("", ""),
         }
     }
 
@@ -74,19 +107,20 @@ impl ReduceOp {
     /// division does, which is left to it.
     fn types(self) -> &'static [ElemType] {
         match self {
-            ReduceOp::Mean => &[ElemType::F32, ElemType::F16],
-            _ => &[ElemType::F32, ElemType::F16, ElemType::I32],
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => &[ElemType::F32, ElemType::F16, ElemType::I32],
+            _ => &[ElemType::F32, ElemType::F16],
         }
     }
 
     /// Bits of the accumulator's initial value (the result of an empty reduction).
     fn fill(self, ty: ElemType) -> u32 {
         match (self, ty) {
-            (ReduceOp::Sum | ReduceOp::Mean, _) => 0,
+            (ReduceOp::Prod, _) => 1f32.to_bits(),
             (ReduceOp::Max, ElemType::I32) => i32::MIN as u32,
             (ReduceOp::Min, ElemType::I32) => i32::MAX as u32,
             (ReduceOp::Max, _) => f32::NEG_INFINITY.to_bits(),
             (ReduceOp::Min, _) => f32::INFINITY.to_bits(),
+            _ => 0,
         }
     }
 }
@@ -95,7 +129,7 @@ struct ReduceDef;
 
 impl OpDef for ReduceDef {
     fn names(&self) -> &'static [&'static str] {
-        &["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"]
+        &["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceProd"]
     }
 
     fn check(&self, node: &Node, opts: &PlacementOptions) -> Result<(), String> {
@@ -132,8 +166,17 @@ impl OpDef for ReduceDef {
         let mut types = float_types(caps);
         types.push(ElemType::I32);
         let mut out = Vec::new();
-        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
-            for &ty in &types {
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::SumSquare,
+            ReduceOp::L1,
+            ReduceOp::L2,
+            ReduceOp::Prod,
+        ];
+        for op in ops {
+            for &ty in types.iter().filter(|t| op.types().contains(t)) {
                 let general = ReduceSource { op, ty, threads: None, v4: false, sg: false };
                 let row = ReduceSource { threads: Some(ROW_THREADS), sg: caps.subgroups, ..general };
                 let row4 = ReduceSource { v4: true, ..row };
@@ -162,9 +205,9 @@ impl ReduceKernel {
         let op = ReduceOp::of(&node.op_type).ok_or_else(|| format!("{} is not a reduction", node.op_type))?;
         let ty = input_type(node, 0, "data")?;
         if !op.types().contains(&ty) {
-            let why = match ty {
-                ElemType::I64 => "WGSL has no 64-bit integers (shape arithmetic stays on the CPU EP)",
-                ElemType::I32 => "integer means round as ONNX Runtime's integer division",
+            let why = match (op, ty) {
+                (_, ElemType::I64) => "WGSL has no 64-bit integers (shape arithmetic stays on the CPU EP)",
+                (ReduceOp::Mean, ElemType::I32) => "integer means round as ONNX Runtime's integer division",
                 _ => "no kernel of this type",
             };
             return Err(format!("{} of {} is not supported: {why}", node.op_type, ty.name()));
@@ -391,7 +434,9 @@ impl OpSource for ReduceSource {
                 t => self.ty.name(),
                 f16 => self.ty == ElemType::F16,
                 acc => if self.ty == ElemType::I32 { "i32" } else { "f32" },
-                op => self.op.text(),
+                op => self.op.combine(),
+                map => self.op.map_post().0,
+                post => self.op.map_post().1,
                 row => self.threads.is_some(),
                 v4 => self.v4,
                 sg => self.sg,
