@@ -42,7 +42,7 @@ FAMILIES = {
     "cnn": "MaxPool AveragePool GlobalMaxPool GlobalAveragePool BatchNormalization HardSigmoid HardSwish Softplus Mish Elu Selu PRelu Pad GroupNormalization InstanceNormalization Resize Upsample ConvTranspose".split(),
     "binary": "Add Sub Mul Div Pow Max Min Equal Less Greater LessOrEqual GreaterOrEqual And Or Where Cast".split(),
     "norm": ("LayerNormalization RMSNormalization Softmax LogSoftmax ReduceMean ReduceSum ReduceMax ReduceMin "
-             "ReduceSumSquare ReduceL1 ReduceL2 ReduceProd").split(),
+             "ReduceSumSquare ReduceL1 ReduceL2 ReduceProd ArgMax ArgMin").split(),
     "layout": "Transpose Reshape Flatten Squeeze Unsqueeze Identity Expand Concat Slice Split Gather".split(),
     "attention": ["Attention", "RotaryEmbedding"],
 }

@@ -109,6 +109,13 @@ fn norms() -> Vec<Case> {
         vec![val("y", F32, &[3, 1, 5])],
         vec![("axes", Attr::Ints(vec![1]))],
     );
+    let argmax = node(
+        "ArgMax",
+        13,
+        vec![v("x", &[3, 37, 5])],
+        vec![val("y", ep_kernels::ElemType::I64, &[3, 1, 5])],
+        vec![("axis", Attr::Int(1))],
+    );
     let batch = node(
         "BatchNormalization",
         15,
@@ -132,6 +139,7 @@ fn norms() -> Vec<Case> {
         case(softmax, &[&[&[1, 1, 3]]]),
         case(logsoftmax, &[]),
         case(reduce, &[&[&[1, 1000, 1]]]),
+        case(argmax, &[&[&[1, 1000, 1]]]),
         case(batch, &[]),
         case(group, &[&[&[1, 4, 61, 139], &[4], &[4]]]),
     ]

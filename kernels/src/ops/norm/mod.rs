@@ -7,6 +7,7 @@
 //! integer reductions). Rows long enough to share use one workgroup per row with a workgroup
 //! reduction; short or strided ones one invocation per row or column.
 
+pub mod argreduce;
 pub mod batch;
 pub mod group;
 pub mod layer;
@@ -28,6 +29,7 @@ pub fn ops() -> Vec<&'static dyn crate::ops::OpDef> {
     all.extend(layer::OPS);
     all.extend(softmax::OPS);
     all.extend(reduce::OPS);
+    all.extend(argreduce::OPS);
     all.extend(batch::OPS);
     all.extend(group::OPS);
     all.extend(simplified::OPS);
