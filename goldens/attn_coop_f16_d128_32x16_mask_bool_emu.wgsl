@@ -632,16 +632,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var x6 = sr[s_row + c6] * scale2;
         let c7 = off1 + 12u;
         var x7 = sr[s_row + c7] * scale2;
-        if (p.softcap > 0.0) {
-            x0 = capped(sr[s_row + c0] * p.scale) * LOG2E;
-            x1 = capped(sr[s_row + c1] * p.scale) * LOG2E;
-            x2 = capped(sr[s_row + c2] * p.scale) * LOG2E;
-            x3 = capped(sr[s_row + c3] * p.scale) * LOG2E;
-            x4 = capped(sr[s_row + c4] * p.scale) * LOG2E;
-            x5 = capped(sr[s_row + c5] * p.scale) * LOG2E;
-            x6 = capped(sr[s_row + c6] * p.scale) * LOG2E;
-            x7 = capped(sr[s_row + c7] * p.scale) * LOG2E;
-        }
         x0 = select(neg_inf(), x0, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w) != 0u);
         x1 = select(neg_inf(), x1, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w) != 0u);
         x2 = select(neg_inf(), x2, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w) != 0u);

@@ -545,24 +545,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var x14 = sr[s_row + c14] * scale2;
         let c15 = off1 + 28u;
         var x15 = sr[s_row + c15] * scale2;
-        if (p.softcap > 0.0) {
-            x0 = capped(sr[s_row + c0] * p.scale) * LOG2E;
-            x1 = capped(sr[s_row + c1] * p.scale) * LOG2E;
-            x2 = capped(sr[s_row + c2] * p.scale) * LOG2E;
-            x3 = capped(sr[s_row + c3] * p.scale) * LOG2E;
-            x4 = capped(sr[s_row + c4] * p.scale) * LOG2E;
-            x5 = capped(sr[s_row + c5] * p.scale) * LOG2E;
-            x6 = capped(sr[s_row + c6] * p.scale) * LOG2E;
-            x7 = capped(sr[s_row + c7] * p.scale) * LOG2E;
-            x8 = capped(sr[s_row + c8] * p.scale) * LOG2E;
-            x9 = capped(sr[s_row + c9] * p.scale) * LOG2E;
-            x10 = capped(sr[s_row + c10] * p.scale) * LOG2E;
-            x11 = capped(sr[s_row + c11] * p.scale) * LOG2E;
-            x12 = capped(sr[s_row + c12] * p.scale) * LOG2E;
-            x13 = capped(sr[s_row + c13] * p.scale) * LOG2E;
-            x14 = capped(sr[s_row + c14] * p.scale) * LOG2E;
-            x15 = capped(sr[s_row + c15] * p.scale) * LOG2E;
-        }
         x0 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w]), LOG2E, x0);
         x1 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w]), LOG2E, x1);
         x2 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w]), LOG2E, x2);

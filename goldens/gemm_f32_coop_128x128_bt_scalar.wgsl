@@ -771,51 +771,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let c_base = batch_offset(batch, p.c_bs);
     let bias_base = batch_offset(batch, p.bias_bs);
     let c_sg = sg * 256u;
-    coopStoreT(acc0_0, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 0u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc0_1, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 0u, col0 + wn0 + 16u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc1_0, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 0u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc1_1, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 16u, col0 + wn0 + 16u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc2_0, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 32u, col0 + wn0 + 0u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc2_1, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 32u, col0 + wn0 + 16u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc3_0, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 48u, col0 + wn0 + 0u, c_base, bias_base);
-    }
-    workgroupBarrier();
-    coopStoreT(acc3_1, &c_tile[c_sg], 16u);
-    workgroupBarrier();
-    if (live) {
-        write_frag(c_sg, lane, row0 + wm0 + 48u, col0 + wn0 + 16u, c_base, bias_base);
+    // One fragment per iteration, each stored through the subgroup's scratch: the write code
+    // exists once (unrolled per fragment, the driver compiled it 8 times, which made
+    // the pipeline about a third slower to create; issue 15).
+    for (var f = 0u; f < 8u; f = f + 1u) {
+        switch f {
+            case 0u: {
+                coopStoreT(acc0_0, &c_tile[c_sg], 16u);
+            }
+            case 1u: {
+                coopStoreT(acc0_1, &c_tile[c_sg], 16u);
+            }
+            case 2u: {
+                coopStoreT(acc1_0, &c_tile[c_sg], 16u);
+            }
+            case 3u: {
+                coopStoreT(acc1_1, &c_tile[c_sg], 16u);
+            }
+            case 4u: {
+                coopStoreT(acc2_0, &c_tile[c_sg], 16u);
+            }
+            case 5u: {
+                coopStoreT(acc2_1, &c_tile[c_sg], 16u);
+            }
+            case 6u: {
+                coopStoreT(acc3_0, &c_tile[c_sg], 16u);
+            }
+            default: {
+                coopStoreT(acc3_1, &c_tile[c_sg], 16u);
+            }
+        }        workgroupBarrier();
+        if (live) {
+            write_frag(c_sg, lane, row0 + wm0 + (f / 2u) * 16u, col0 + wn0 + (f % 2u) * 16u, c_base, bias_base);
+        }
+        workgroupBarrier();
     }
 }

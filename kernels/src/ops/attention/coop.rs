@@ -75,13 +75,17 @@ pub struct CoopSource {
     pub emulate: bool,
     /// Writes split-KV partials (f32) instead of the output.
     pub split: bool,
+    /// Caps the scores (GroupQueryAttention's `softcap`). Only such kernels carry the capping
+    /// code: unrolled over a row's scores it made every pipeline ~20% slower to create.
+    pub softcap: bool,
 }
 
 impl OpSource for CoopSource {
     fn name(&self) -> String {
         let split = if self.split { "_split" } else { "" };
         let emu = if self.emulate { "_emu" } else { "" };
-        format!("attn_coop_f16_d{}_{}x{}_mask_{}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
+        let cap = if self.softcap { "_cap" } else { "" };
+        format!("attn_coop_f16_d{}_{}x{}_mask_{}{cap}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
     }
 
     fn emit(&self) -> Result<String, String> {
@@ -96,6 +100,7 @@ impl OpSource for CoopSource {
                 mask => self.mask.name(),
                 emulate => self.emulate,
                 split => self.split,
+                softcap => self.softcap,
             },
         )
     }
@@ -118,8 +123,11 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     for d in HEAD_SIZES {
         let Some((nsg, bc)) = plan(d, caps, emulate) else { continue };
         for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
-            for split in [false, true] {
-                out.push(ShaderVariant::Op(OpShader::new(CoopSource { d: d as u32, nsg, bc, mask, emulate, split })));
+            // Capped scores come from GroupQueryAttention only, whose mask is boolean.
+            let caps_scores: &[bool] = if mask == MaskKind::Bool { &[false, true] } else { &[false] };
+            for (&split, &softcap) in [false, true].iter().flat_map(|s| caps_scores.iter().map(move |c| (s, c))) {
+                let d = d as u32;
+                out.push(ShaderVariant::Op(OpShader::new(CoopSource { d, nsg, bc, mask, emulate, split, softcap })));
             }
         }
     }
@@ -204,7 +212,7 @@ pub(super) fn plan_dispatches(
         pad: 0,
     };
     let split = splits > 1;
-    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split };
+    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0 };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
     let reduce = if split {
         let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
