@@ -14,10 +14,18 @@ pub const MIN_CHUNK: usize = 4 << 20;
 /// At most this many threads (the caller included) share one copy.
 pub const MAX_THREADS: usize = 8;
 
+/// The cores this process may use, read once: `available_parallelism` reads the cgroup quota
+/// files on every call (~35 µs on Linux), and host copies ask for it several times per run
+/// (ONNX Runtime copies every host input and output of a partition through our data transfer).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Byte ranges, each a multiple of `align` long except the last, that split `len` bytes for
 /// parallel copying: one range when `len` is small.
 pub fn chunks(len: usize, align: usize) -> Vec<Range<usize>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+    let threads = cores().min(MAX_THREADS);
     let parts = (len / MIN_CHUNK).clamp(1, threads);
     let align = align.max(1);
     let step = len.div_ceil(parts).next_multiple_of(align);

@@ -205,7 +205,7 @@ fn compile_permit() -> impl Drop {
             SLOTS.1.notify_one();
         }
     }
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = crate::hostcopy::cores();
     let mut used = SLOTS.0.lock();
     while *used >= cores {
         SLOTS.1.wait(&mut used);
