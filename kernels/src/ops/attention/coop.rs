@@ -236,6 +236,20 @@ mod tests {
     }
 
     #[test]
+    fn only_capped_variants_carry_the_capping_code() {
+        let source =
+            |softcap| CoopSource { d: 64, nsg: 4, bc: 64, mask: MaskKind::Bool, emulate: false, split: false, softcap };
+        let (plain, capped) = (source(false).emit().unwrap(), source(true).emit().unwrap());
+        assert!(!plain.contains("capped(sr["), "an uncapped kernel compiles the capping block");
+        assert_eq!(capped.matches("capped(sr[").count(), 32, "one capped score per column an invocation holds");
+        assert!(source(true).name().ends_with("_mask_bool_cap"));
+        // GroupQueryAttention's mask is the boolean one: its capped kernels have goldens.
+        let h200 = profiles::get("h200").unwrap();
+        let names: Vec<String> = variants(&h200).iter().map(|v| v.name()).collect();
+        assert!(names.iter().any(|n| n == "attn_coop_f16_d64_64x64_mask_bool_cap_split"), "{names:?}");
+    }
+
+    #[test]
     fn splits_fill_the_device_in_whole_tiles() {
         let h200 = profiles::get("h200").unwrap();
         // Whisper-tiny: 6 heads × 24 query tiles over 1500 keys: 2 splits of 768.
