@@ -124,10 +124,20 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
         let Some((nsg, bc)) = plan(d, caps, emulate) else { continue };
         for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
             // Capped scores come from GroupQueryAttention only, whose mask is boolean.
-            let caps_scores: &[bool] = if mask == MaskKind::Bool { &[false, true] } else { &[false] };
-            for (&split, &softcap) in [false, true].iter().flat_map(|s| caps_scores.iter().map(move |c| (s, c))) {
-                let d = d as u32;
-                out.push(ShaderVariant::Op(OpShader::new(CoopSource { d, nsg, bc, mask, emulate, split, softcap })));
+            let softcaps: &[bool] = if mask == MaskKind::Bool { &[false, true] } else { &[false] };
+            for split in [false, true] {
+                for &softcap in softcaps {
+                    let d = d as u32;
+                    out.push(ShaderVariant::Op(OpShader::new(CoopSource {
+                        d,
+                        nsg,
+                        bc,
+                        mask,
+                        emulate,
+                        split,
+                        softcap,
+                    })));
+                }
             }
         }
     }

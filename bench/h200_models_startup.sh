@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One H200 call for the sixteenth session's figures (after `bash bench/h200_stage.sh`; carry [".carry", ".whl", ".gl"]):
-# whole models and issue 12's products beside the peer (numpy and bound), then start-up beside the peer, cold and
-# warm, and one cold process with ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1 (the pipelines the first run waits for).
+# Whole models and issue 12's products beside the peer (numpy and bound), then start-up beside the peer, cold and
+# warm, in one H200 call (after `bash bench/h200_stage.sh`; carry [".carry", ".whl", ".gl"]),
+# and one cold process with ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1 (the pipelines the first run waits for).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 python3 bench/run.py --full --lib "$LIB" --out "$OUT" --io-binding --no-plots --no-torch \
