@@ -51,6 +51,8 @@ const RW: u32 = 68u;
 const V0: u32 = 2304u;
 const LOG2E: f32 = 1.4426950408889634;
 const LN2: f32 = 0.6931471805599453;
+// How far (log2 units) a row's max may pass its reference before the output is rescaled.
+const TAU: f32 = 8.0;
 
 // K then V (32 rows each), in 8-half chunks; Q is staged here once at the start.
 var<workgroup> kv: array<array<f16, 8>, 576>;
@@ -124,6 +126,13 @@ fn emu_mma_pv(acc: ptr<function, array<f32, 8>>, lane: u32, ea: u32, eb: u32) {
 fn emu_store(acc: ptr<function, array<f32, 8>>, lane: u32, e0: u32) {
     for (var e = 0u; e < 8u; e = e + 1u) {
         sr[e0 + ((lane * 8u + e) / 16u) * RW + (lane * 8u + e) % 16u] = (*acc)[e];
+    }
+}
+
+// acc = coopLoadT(&sr[e0], RW).
+fn emu_load(acc: ptr<function, array<f32, 8>>, lane: u32, e0: u32) {
+    for (var e = 0u; e < 8u; e = e + 1u) {
+        (*acc)[e] = sr[e0 + ((lane * 8u + e) / 16u) * RW + (lane * 8u + e) % 16u];
     }
 }
 
@@ -490,44 +499,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let eq3 = q_sg + 48u;
     let qf3 = eq3;
 
-    // The row's running max (log2 units), this invocation's share of its sum, and its half of the
-    // output row.
+    // The row's reference max (log2 units: P is exp2 of the scores less it), this invocation's
+    // share of its sum, and the output rows as f32 fragments.
     let scale2 = p.scale * LOG2E;
     var m_run = neg_inf();
     var l_run = 0.0;
-    var o0 = 0.0;
-    var o1 = 0.0;
-    var o2 = 0.0;
-    var o3 = 0.0;
-    var o4 = 0.0;
-    var o5 = 0.0;
-    var o6 = 0.0;
-    var o7 = 0.0;
-    var o8 = 0.0;
-    var o9 = 0.0;
-    var o10 = 0.0;
-    var o11 = 0.0;
-    var o12 = 0.0;
-    var o13 = 0.0;
-    var o14 = 0.0;
-    var o15 = 0.0;
-    var o16 = 0.0;
-    var o17 = 0.0;
-    var o18 = 0.0;
-    var o19 = 0.0;
-    var o20 = 0.0;
-    var o21 = 0.0;
-    var o22 = 0.0;
-    var o23 = 0.0;
-    var o24 = 0.0;
-    var o25 = 0.0;
-    var o26 = 0.0;
-    var o27 = 0.0;
-    var o28 = 0.0;
-    var o29 = 0.0;
-    var o30 = 0.0;
-    var o31 = 0.0;
-
+    var oacc0 = array<f32, 8>();
+    var oacc1 = array<f32, 8>();
+    var oacc2 = array<f32, 8>();
+    var oacc3 = array<f32, 8>();
     // Keys past the last one a causal tile can see are never loaded.
     var k_end = p.skv;
     if (p.causal != 0u) {
@@ -657,11 +637,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         t_max = max(t_max, x14);
         t_max = max(t_max, x15);
         t_max = max(t_max, subgroupShuffleXor(t_max, 1u));
-        let m_new = max(m_run, t_max);
+        // The reference moves only when the tile's max passes it by more than TAU (or on the first
+        // keys a row sees), so P stays below 2^TAU and the output fragments are rarely rescaled.
+        var m_ref = m_run;
+        if (t_max > m_run + TAU) {
+            m_ref = t_max;
+        }
         // A row that has seen no key yet keeps zeros (never exp(-inf - -inf)).
-        let m_safe = select(m_new, 0.0, m_new == neg_inf());
+        let m_safe = select(m_ref, 0.0, m_ref == neg_inf());
         let alpha = exp2(m_run - m_safe);
-        m_run = m_new;
+        // Rows whose fragments hold something to rescale (alpha is 0 where they hold nothing yet).
+        let rescale = alpha != 1.0 && m_run != neg_inf();
+        m_run = m_ref;
         var t_sum = 0.0;
         let e0 = exp2(x0 - m_safe);
         t_sum = t_sum + e0;
@@ -712,154 +699,134 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         t_sum = t_sum + e15;
         pt[p_row + c15] = f16(e15);
         l_run = l_run * alpha + t_sum;
-        // Once a row's max settles, alpha is 1 and the rescale is skipped.
-        if (alpha != 1.0) {
-            o0 = o0 * alpha;
-            o1 = o1 * alpha;
-            o2 = o2 * alpha;
-            o3 = o3 * alpha;
-            o4 = o4 * alpha;
-            o5 = o5 * alpha;
-            o6 = o6 * alpha;
-            o7 = o7 * alpha;
-            o8 = o8 * alpha;
-            o9 = o9 * alpha;
-            o10 = o10 * alpha;
-            o11 = o11 * alpha;
-            o12 = o12 * alpha;
-            o13 = o13 * alpha;
-            o14 = o14 * alpha;
-            o15 = o15 * alpha;
-            o16 = o16 * alpha;
-            o17 = o17 * alpha;
-            o18 = o18 * alpha;
-            o19 = o19 * alpha;
-            o20 = o20 * alpha;
-            o21 = o21 * alpha;
-            o22 = o22 * alpha;
-            o23 = o23 * alpha;
-            o24 = o24 * alpha;
-            o25 = o25 * alpha;
-            o26 = o26 * alpha;
-            o27 = o27 * alpha;
-            o28 = o28 * alpha;
-            o29 = o29 * alpha;
-            o30 = o30 * alpha;
-            o31 = o31 * alpha;
-        }
+        // Rescaling goes through the scratch: the fragments are stored, each pair scales its row,
+        // and they are loaded back. The subgroup skips it when none of its rows moved.
         workgroupBarrier();
-        // P·V, 64 output columns at a time, added into the registers.
+            let er0 = s_sg + 0u;
+            emu_store(&oacc0, lane, er0);
+            let er1 = s_sg + 16u;
+            emu_store(&oacc1, lane, er1);
+            let er2 = s_sg + 32u;
+            emu_store(&oacc2, lane, er2);
+            let er3 = s_sg + 48u;
+            emu_store(&oacc3, lane, er3);
+            workgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            sr[s_row + off0 + 32u] *= alpha;
+            sr[s_row + off1 + 32u] *= alpha;
+            sr[s_row + off0 + 36u] *= alpha;
+            sr[s_row + off1 + 36u] *= alpha;
+            sr[s_row + off0 + 40u] *= alpha;
+            sr[s_row + off1 + 40u] *= alpha;
+            sr[s_row + off0 + 44u] *= alpha;
+            sr[s_row + off1 + 44u] *= alpha;
+            sr[s_row + off0 + 48u] *= alpha;
+            sr[s_row + off1 + 48u] *= alpha;
+            sr[s_row + off0 + 52u] *= alpha;
+            sr[s_row + off1 + 52u] *= alpha;
+            sr[s_row + off0 + 56u] *= alpha;
+            sr[s_row + off1 + 56u] *= alpha;
+            sr[s_row + off0 + 60u] *= alpha;
+            sr[s_row + off1 + 60u] *= alpha;
+            workgroupBarrier();
+            emu_load(&oacc0, lane, er0);
+            emu_load(&oacc1, lane, er1);
+            emu_load(&oacc2, lane, er2);
+            emu_load(&oacc3, lane, er3);
+        workgroupBarrier();
+        // P·V into the output fragments.
         let ep0 = p_sg + 0u;
         let pf0 = ep0;
         let ep1 = p_sg + 16u;
         let pf1 = ep1;
-        var oacc0 = array<f32, 8>();
         let ev0_0 = V0 + 0u * KS + 0u;
         let vf0_0 = ev0_0;
         emu_mma_pv(&oacc0, lane, pf0, vf0_0);
         let ev0_1 = V0 + 16u * KS + 0u;
         let vf0_1 = ev0_1;
         emu_mma_pv(&oacc0, lane, pf1, vf0_1);
-        let eo0 = s_sg + 0u;
-        emu_store(&oacc0, lane, eo0);
-        var oacc1 = array<f32, 8>();
         let ev1_0 = V0 + 0u * KS + 16u;
         let vf1_0 = ev1_0;
         emu_mma_pv(&oacc1, lane, pf0, vf1_0);
         let ev1_1 = V0 + 16u * KS + 16u;
         let vf1_1 = ev1_1;
         emu_mma_pv(&oacc1, lane, pf1, vf1_1);
-        let eo1 = s_sg + 16u;
-        emu_store(&oacc1, lane, eo1);
-        var oacc2 = array<f32, 8>();
         let ev2_0 = V0 + 0u * KS + 32u;
         let vf2_0 = ev2_0;
         emu_mma_pv(&oacc2, lane, pf0, vf2_0);
         let ev2_1 = V0 + 16u * KS + 32u;
         let vf2_1 = ev2_1;
         emu_mma_pv(&oacc2, lane, pf1, vf2_1);
-        let eo2 = s_sg + 32u;
-        emu_store(&oacc2, lane, eo2);
-        var oacc3 = array<f32, 8>();
         let ev3_0 = V0 + 0u * KS + 48u;
         let vf3_0 = ev3_0;
         emu_mma_pv(&oacc3, lane, pf0, vf3_0);
         let ev3_1 = V0 + 16u * KS + 48u;
         let vf3_1 = ev3_1;
         emu_mma_pv(&oacc3, lane, pf1, vf3_1);
-        let eo3 = s_sg + 48u;
-        emu_store(&oacc3, lane, eo3);
-        workgroupBarrier();
-        o0 = o0 + sr[s_row + off0 + 0u];
-        o1 = o1 + sr[s_row + off1 + 0u];
-        o2 = o2 + sr[s_row + off0 + 4u];
-        o3 = o3 + sr[s_row + off1 + 4u];
-        o4 = o4 + sr[s_row + off0 + 8u];
-        o5 = o5 + sr[s_row + off1 + 8u];
-        o6 = o6 + sr[s_row + off0 + 12u];
-        o7 = o7 + sr[s_row + off1 + 12u];
-        o8 = o8 + sr[s_row + off0 + 16u];
-        o9 = o9 + sr[s_row + off1 + 16u];
-        o10 = o10 + sr[s_row + off0 + 20u];
-        o11 = o11 + sr[s_row + off1 + 20u];
-        o12 = o12 + sr[s_row + off0 + 24u];
-        o13 = o13 + sr[s_row + off1 + 24u];
-        o14 = o14 + sr[s_row + off0 + 28u];
-        o15 = o15 + sr[s_row + off1 + 28u];
-        o16 = o16 + sr[s_row + off0 + 32u];
-        o17 = o17 + sr[s_row + off1 + 32u];
-        o18 = o18 + sr[s_row + off0 + 36u];
-        o19 = o19 + sr[s_row + off1 + 36u];
-        o20 = o20 + sr[s_row + off0 + 40u];
-        o21 = o21 + sr[s_row + off1 + 40u];
-        o22 = o22 + sr[s_row + off0 + 44u];
-        o23 = o23 + sr[s_row + off1 + 44u];
-        o24 = o24 + sr[s_row + off0 + 48u];
-        o25 = o25 + sr[s_row + off1 + 48u];
-        o26 = o26 + sr[s_row + off0 + 52u];
-        o27 = o27 + sr[s_row + off1 + 52u];
-        o28 = o28 + sr[s_row + off0 + 56u];
-        o29 = o29 + sr[s_row + off1 + 56u];
-        o30 = o30 + sr[s_row + off0 + 60u];
-        o31 = o31 + sr[s_row + off1 + 60u];
     }
     // Both halves' sums.
     let l_row = l_run + subgroupShuffleXor(l_run, 1u);
     // A row that sees no key is softmax over nothing: NaN, as Softmax of -inf scores.
     let inv = 1.0 / l_row;
+    // The output fragments leave through the scratch, 64 columns at a time.
+    workgroupBarrier();
+    let ef0 = s_sg + 0u;
+    emu_store(&oacc0, lane, ef0);
+    let ef1 = s_sg + 16u;
+    emu_store(&oacc1, lane, ef1);
+    let ef2 = s_sg + 32u;
+    emu_store(&oacc2, lane, ef2);
+    let ef3 = s_sg + 48u;
+    emu_store(&oacc3, lane, ef3);
+    workgroupBarrier();
     if (live && qi < p.sq) {
         let at = o_base + qi * p.o_stride.z;
-        o[at + (0u + off0) * p.o_stride.w] = f16(o0 * inv);
-        o[at + (0u + off1) * p.o_stride.w] = f16(o1 * inv);
-        o[at + (4u + off0) * p.o_stride.w] = f16(o2 * inv);
-        o[at + (4u + off1) * p.o_stride.w] = f16(o3 * inv);
-        o[at + (8u + off0) * p.o_stride.w] = f16(o4 * inv);
-        o[at + (8u + off1) * p.o_stride.w] = f16(o5 * inv);
-        o[at + (12u + off0) * p.o_stride.w] = f16(o6 * inv);
-        o[at + (12u + off1) * p.o_stride.w] = f16(o7 * inv);
-        o[at + (16u + off0) * p.o_stride.w] = f16(o8 * inv);
-        o[at + (16u + off1) * p.o_stride.w] = f16(o9 * inv);
-        o[at + (20u + off0) * p.o_stride.w] = f16(o10 * inv);
-        o[at + (20u + off1) * p.o_stride.w] = f16(o11 * inv);
-        o[at + (24u + off0) * p.o_stride.w] = f16(o12 * inv);
-        o[at + (24u + off1) * p.o_stride.w] = f16(o13 * inv);
-        o[at + (28u + off0) * p.o_stride.w] = f16(o14 * inv);
-        o[at + (28u + off1) * p.o_stride.w] = f16(o15 * inv);
-        o[at + (32u + off0) * p.o_stride.w] = f16(o16 * inv);
-        o[at + (32u + off1) * p.o_stride.w] = f16(o17 * inv);
-        o[at + (36u + off0) * p.o_stride.w] = f16(o18 * inv);
-        o[at + (36u + off1) * p.o_stride.w] = f16(o19 * inv);
-        o[at + (40u + off0) * p.o_stride.w] = f16(o20 * inv);
-        o[at + (40u + off1) * p.o_stride.w] = f16(o21 * inv);
-        o[at + (44u + off0) * p.o_stride.w] = f16(o22 * inv);
-        o[at + (44u + off1) * p.o_stride.w] = f16(o23 * inv);
-        o[at + (48u + off0) * p.o_stride.w] = f16(o24 * inv);
-        o[at + (48u + off1) * p.o_stride.w] = f16(o25 * inv);
-        o[at + (52u + off0) * p.o_stride.w] = f16(o26 * inv);
-        o[at + (52u + off1) * p.o_stride.w] = f16(o27 * inv);
-        o[at + (56u + off0) * p.o_stride.w] = f16(o28 * inv);
-        o[at + (56u + off1) * p.o_stride.w] = f16(o29 * inv);
-        o[at + (60u + off0) * p.o_stride.w] = f16(o30 * inv);
-        o[at + (60u + off1) * p.o_stride.w] = f16(o31 * inv);
+        o[at + (0u + off0 + 0u) * p.o_stride.w] = f16(sr[s_row + off0 + 0u] * inv);
+        o[at + (0u + off1 + 0u) * p.o_stride.w] = f16(sr[s_row + off1 + 0u] * inv);
+        o[at + (0u + off0 + 4u) * p.o_stride.w] = f16(sr[s_row + off0 + 4u] * inv);
+        o[at + (0u + off1 + 4u) * p.o_stride.w] = f16(sr[s_row + off1 + 4u] * inv);
+        o[at + (0u + off0 + 8u) * p.o_stride.w] = f16(sr[s_row + off0 + 8u] * inv);
+        o[at + (0u + off1 + 8u) * p.o_stride.w] = f16(sr[s_row + off1 + 8u] * inv);
+        o[at + (0u + off0 + 12u) * p.o_stride.w] = f16(sr[s_row + off0 + 12u] * inv);
+        o[at + (0u + off1 + 12u) * p.o_stride.w] = f16(sr[s_row + off1 + 12u] * inv);
+        o[at + (0u + off0 + 16u) * p.o_stride.w] = f16(sr[s_row + off0 + 16u] * inv);
+        o[at + (0u + off1 + 16u) * p.o_stride.w] = f16(sr[s_row + off1 + 16u] * inv);
+        o[at + (0u + off0 + 20u) * p.o_stride.w] = f16(sr[s_row + off0 + 20u] * inv);
+        o[at + (0u + off1 + 20u) * p.o_stride.w] = f16(sr[s_row + off1 + 20u] * inv);
+        o[at + (0u + off0 + 24u) * p.o_stride.w] = f16(sr[s_row + off0 + 24u] * inv);
+        o[at + (0u + off1 + 24u) * p.o_stride.w] = f16(sr[s_row + off1 + 24u] * inv);
+        o[at + (0u + off0 + 28u) * p.o_stride.w] = f16(sr[s_row + off0 + 28u] * inv);
+        o[at + (0u + off1 + 28u) * p.o_stride.w] = f16(sr[s_row + off1 + 28u] * inv);
+        o[at + (0u + off0 + 32u) * p.o_stride.w] = f16(sr[s_row + off0 + 32u] * inv);
+        o[at + (0u + off1 + 32u) * p.o_stride.w] = f16(sr[s_row + off1 + 32u] * inv);
+        o[at + (0u + off0 + 36u) * p.o_stride.w] = f16(sr[s_row + off0 + 36u] * inv);
+        o[at + (0u + off1 + 36u) * p.o_stride.w] = f16(sr[s_row + off1 + 36u] * inv);
+        o[at + (0u + off0 + 40u) * p.o_stride.w] = f16(sr[s_row + off0 + 40u] * inv);
+        o[at + (0u + off1 + 40u) * p.o_stride.w] = f16(sr[s_row + off1 + 40u] * inv);
+        o[at + (0u + off0 + 44u) * p.o_stride.w] = f16(sr[s_row + off0 + 44u] * inv);
+        o[at + (0u + off1 + 44u) * p.o_stride.w] = f16(sr[s_row + off1 + 44u] * inv);
+        o[at + (0u + off0 + 48u) * p.o_stride.w] = f16(sr[s_row + off0 + 48u] * inv);
+        o[at + (0u + off1 + 48u) * p.o_stride.w] = f16(sr[s_row + off1 + 48u] * inv);
+        o[at + (0u + off0 + 52u) * p.o_stride.w] = f16(sr[s_row + off0 + 52u] * inv);
+        o[at + (0u + off1 + 52u) * p.o_stride.w] = f16(sr[s_row + off1 + 52u] * inv);
+        o[at + (0u + off0 + 56u) * p.o_stride.w] = f16(sr[s_row + off0 + 56u] * inv);
+        o[at + (0u + off1 + 56u) * p.o_stride.w] = f16(sr[s_row + off1 + 56u] * inv);
+        o[at + (0u + off0 + 60u) * p.o_stride.w] = f16(sr[s_row + off0 + 60u] * inv);
+        o[at + (0u + off1 + 60u) * p.o_stride.w] = f16(sr[s_row + off1 + 60u] * inv);
     }
 }

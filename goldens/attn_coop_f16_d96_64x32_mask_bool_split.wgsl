@@ -1,5 +1,8 @@
 enable f16;
 enable wgpu_cooperative_matrix;
+// The output fragments are rescaled under a subgroup-uniform condition (`subgroupAny`), which
+// cooperative operations allow; naga's analysis asks for workgroup uniformity.
+diagnostic(off, derivative_uniformity);
 
 struct Params {
     sq: u32,
@@ -52,6 +55,8 @@ const RW: u32 = 68u;
 const V0: u32 = 3328u;
 const LOG2E: f32 = 1.4426950408889634;
 const LN2: f32 = 0.6931471805599453;
+// How far (log2 units) a row's max may pass its reference before the output is rescaled.
+const TAU: f32 = 8.0;
 
 // K then V (32 rows each), in 8-half chunks; Q is staged here once at the start.
 var<workgroup> kv: array<array<f16, 8>, 832>;
@@ -394,60 +399,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let eq5c = eq5 / 8u;
     let qf5 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq5c][0], KS);
 
-    // The row's running max (log2 units), this invocation's share of its sum, and its half of the
-    // output row.
+    // The row's reference max (log2 units: P is exp2 of the scores less it), this invocation's
+    // share of its sum, and the output rows as f32 fragments.
     let scale2 = p.scale * LOG2E;
     var m_run = neg_inf();
     var l_run = 0.0;
-    var o0 = 0.0;
-    var o1 = 0.0;
-    var o2 = 0.0;
-    var o3 = 0.0;
-    var o4 = 0.0;
-    var o5 = 0.0;
-    var o6 = 0.0;
-    var o7 = 0.0;
-    var o8 = 0.0;
-    var o9 = 0.0;
-    var o10 = 0.0;
-    var o11 = 0.0;
-    var o12 = 0.0;
-    var o13 = 0.0;
-    var o14 = 0.0;
-    var o15 = 0.0;
-    var o16 = 0.0;
-    var o17 = 0.0;
-    var o18 = 0.0;
-    var o19 = 0.0;
-    var o20 = 0.0;
-    var o21 = 0.0;
-    var o22 = 0.0;
-    var o23 = 0.0;
-    var o24 = 0.0;
-    var o25 = 0.0;
-    var o26 = 0.0;
-    var o27 = 0.0;
-    var o28 = 0.0;
-    var o29 = 0.0;
-    var o30 = 0.0;
-    var o31 = 0.0;
-    var o32 = 0.0;
-    var o33 = 0.0;
-    var o34 = 0.0;
-    var o35 = 0.0;
-    var o36 = 0.0;
-    var o37 = 0.0;
-    var o38 = 0.0;
-    var o39 = 0.0;
-    var o40 = 0.0;
-    var o41 = 0.0;
-    var o42 = 0.0;
-    var o43 = 0.0;
-    var o44 = 0.0;
-    var o45 = 0.0;
-    var o46 = 0.0;
-    var o47 = 0.0;
-
+    var oacc0 = coop_mat16x16<f32, C>();
+    var oacc1 = coop_mat16x16<f32, C>();
+    var oacc2 = coop_mat16x16<f32, C>();
+    var oacc3 = coop_mat16x16<f32, C>();
+    var oacc4 = coop_mat16x16<f32, C>();
+    var oacc5 = coop_mat16x16<f32, C>();
     // Keys past the last one a causal tile can see are never loaded.
     var k_end = p.skv;
     if (p.causal != 0u) {
@@ -514,7 +476,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         sacc1 = coopMultiplyAdd(qf5, kf1_5, sacc1);
         let es1 = s_sg + 16u;
         coopStoreT(sacc1, &sr[es1], RW);
-        workgroupBarrier();
+        subgroupBarrier();
         // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
         // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
         let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
@@ -601,11 +563,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         t_max = max(t_max, x14);
         t_max = max(t_max, x15);
         t_max = max(t_max, subgroupShuffleXor(t_max, 1u));
-        let m_new = max(m_run, t_max);
+        // The reference moves only when the tile's max passes it by more than TAU (or on the first
+        // keys a row sees), so P stays below 2^TAU and the output fragments are rarely rescaled.
+        var m_ref = m_run;
+        if (t_max > m_run + TAU) {
+            m_ref = t_max;
+        }
         // A row that has seen no key yet keeps zeros (never exp(-inf - -inf)).
-        let m_safe = select(m_new, 0.0, m_new == neg_inf());
+        let m_safe = select(m_ref, 0.0, m_ref == neg_inf());
         let alpha = exp2(m_run - m_safe);
-        m_run = m_new;
+        // Rows whose fragments hold something to rescale (alpha is 0 where they hold nothing yet).
+        let rescale = alpha != 1.0 && m_run != neg_inf();
+        m_run = m_ref;
         var t_sum = 0.0;
         let e0 = exp2(x0 - m_safe);
         t_sum = t_sum + e0;
@@ -656,64 +625,88 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         t_sum = t_sum + e15;
         pt[p_row + c15] = f16(e15);
         l_run = l_run * alpha + t_sum;
-        // Once a row's max settles, alpha is 1 and the rescale is skipped.
-        if (alpha != 1.0) {
-            o0 = o0 * alpha;
-            o1 = o1 * alpha;
-            o2 = o2 * alpha;
-            o3 = o3 * alpha;
-            o4 = o4 * alpha;
-            o5 = o5 * alpha;
-            o6 = o6 * alpha;
-            o7 = o7 * alpha;
-            o8 = o8 * alpha;
-            o9 = o9 * alpha;
-            o10 = o10 * alpha;
-            o11 = o11 * alpha;
-            o12 = o12 * alpha;
-            o13 = o13 * alpha;
-            o14 = o14 * alpha;
-            o15 = o15 * alpha;
-            o16 = o16 * alpha;
-            o17 = o17 * alpha;
-            o18 = o18 * alpha;
-            o19 = o19 * alpha;
-            o20 = o20 * alpha;
-            o21 = o21 * alpha;
-            o22 = o22 * alpha;
-            o23 = o23 * alpha;
-            o24 = o24 * alpha;
-            o25 = o25 * alpha;
-            o26 = o26 * alpha;
-            o27 = o27 * alpha;
-            o28 = o28 * alpha;
-            o29 = o29 * alpha;
-            o30 = o30 * alpha;
-            o31 = o31 * alpha;
-            o32 = o32 * alpha;
-            o33 = o33 * alpha;
-            o34 = o34 * alpha;
-            o35 = o35 * alpha;
-            o36 = o36 * alpha;
-            o37 = o37 * alpha;
-            o38 = o38 * alpha;
-            o39 = o39 * alpha;
-            o40 = o40 * alpha;
-            o41 = o41 * alpha;
-            o42 = o42 * alpha;
-            o43 = o43 * alpha;
-            o44 = o44 * alpha;
-            o45 = o45 * alpha;
-            o46 = o46 * alpha;
-            o47 = o47 * alpha;
+        // Rescaling goes through the scratch: the fragments are stored, each pair scales its row,
+        // and they are loaded back. The subgroup skips it when none of its rows moved.
+        subgroupBarrier();
+        if (subgroupAny(rescale)) {
+            let er0 = s_sg + 0u;
+            coopStoreT(oacc0, &sr[er0], RW);
+            let er1 = s_sg + 16u;
+            coopStoreT(oacc1, &sr[er1], RW);
+            let er2 = s_sg + 32u;
+            coopStoreT(oacc2, &sr[er2], RW);
+            let er3 = s_sg + 48u;
+            coopStoreT(oacc3, &sr[er3], RW);
+            subgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            sr[s_row + off0 + 32u] *= alpha;
+            sr[s_row + off1 + 32u] *= alpha;
+            sr[s_row + off0 + 36u] *= alpha;
+            sr[s_row + off1 + 36u] *= alpha;
+            sr[s_row + off0 + 40u] *= alpha;
+            sr[s_row + off1 + 40u] *= alpha;
+            sr[s_row + off0 + 44u] *= alpha;
+            sr[s_row + off1 + 44u] *= alpha;
+            sr[s_row + off0 + 48u] *= alpha;
+            sr[s_row + off1 + 48u] *= alpha;
+            sr[s_row + off0 + 52u] *= alpha;
+            sr[s_row + off1 + 52u] *= alpha;
+            sr[s_row + off0 + 56u] *= alpha;
+            sr[s_row + off1 + 56u] *= alpha;
+            sr[s_row + off0 + 60u] *= alpha;
+            sr[s_row + off1 + 60u] *= alpha;
+            subgroupBarrier();
+            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er0], RW);
+            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er1], RW);
+            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er2], RW);
+            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er3], RW);
+            subgroupBarrier();
+            let er4 = s_sg + 0u;
+            coopStoreT(oacc4, &sr[er4], RW);
+            let er5 = s_sg + 16u;
+            coopStoreT(oacc5, &sr[er5], RW);
+            subgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            subgroupBarrier();
+            oacc4 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er4], RW);
+            oacc5 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er5], RW);
         }
-        workgroupBarrier();
-        // P·V, 64 output columns at a time, added into the registers.
+        subgroupBarrier();
+        // P·V into the output fragments.
         let ep0 = p_sg + 0u;
         let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep0], PS);
         let ep1 = p_sg + 16u;
         let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep1], PS);
-        var oacc0 = coop_mat16x16<f32, C>();
         let ev0_0 = V0 + 0u * KS + 0u;
         let vf0_0c = ev0_0 / 8u;
         let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_0c][0], KS);
@@ -722,9 +715,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf0_1c = ev0_1 / 8u;
         let vf0_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_1c][0], KS);
         oacc0 = coopMultiplyAdd(pf1, vf0_1, oacc0);
-        let eo0 = s_sg + 0u;
-        coopStoreT(oacc0, &sr[eo0], RW);
-        var oacc1 = coop_mat16x16<f32, C>();
         let ev1_0 = V0 + 0u * KS + 16u;
         let vf1_0c = ev1_0 / 8u;
         let vf1_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_0c][0], KS);
@@ -733,9 +723,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf1_1c = ev1_1 / 8u;
         let vf1_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_1c][0], KS);
         oacc1 = coopMultiplyAdd(pf1, vf1_1, oacc1);
-        let eo1 = s_sg + 16u;
-        coopStoreT(oacc1, &sr[eo1], RW);
-        var oacc2 = coop_mat16x16<f32, C>();
         let ev2_0 = V0 + 0u * KS + 32u;
         let vf2_0c = ev2_0 / 8u;
         let vf2_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_0c][0], KS);
@@ -744,9 +731,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf2_1c = ev2_1 / 8u;
         let vf2_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_1c][0], KS);
         oacc2 = coopMultiplyAdd(pf1, vf2_1, oacc2);
-        let eo2 = s_sg + 32u;
-        coopStoreT(oacc2, &sr[eo2], RW);
-        var oacc3 = coop_mat16x16<f32, C>();
         let ev3_0 = V0 + 0u * KS + 48u;
         let vf3_0c = ev3_0 / 8u;
         let vf3_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_0c][0], KS);
@@ -755,43 +739,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf3_1c = ev3_1 / 8u;
         let vf3_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_1c][0], KS);
         oacc3 = coopMultiplyAdd(pf1, vf3_1, oacc3);
-        let eo3 = s_sg + 48u;
-        coopStoreT(oacc3, &sr[eo3], RW);
-        workgroupBarrier();
-        o0 = o0 + sr[s_row + off0 + 0u];
-        o1 = o1 + sr[s_row + off1 + 0u];
-        o2 = o2 + sr[s_row + off0 + 4u];
-        o3 = o3 + sr[s_row + off1 + 4u];
-        o4 = o4 + sr[s_row + off0 + 8u];
-        o5 = o5 + sr[s_row + off1 + 8u];
-        o6 = o6 + sr[s_row + off0 + 12u];
-        o7 = o7 + sr[s_row + off1 + 12u];
-        o8 = o8 + sr[s_row + off0 + 16u];
-        o9 = o9 + sr[s_row + off1 + 16u];
-        o10 = o10 + sr[s_row + off0 + 20u];
-        o11 = o11 + sr[s_row + off1 + 20u];
-        o12 = o12 + sr[s_row + off0 + 24u];
-        o13 = o13 + sr[s_row + off1 + 24u];
-        o14 = o14 + sr[s_row + off0 + 28u];
-        o15 = o15 + sr[s_row + off1 + 28u];
-        o16 = o16 + sr[s_row + off0 + 32u];
-        o17 = o17 + sr[s_row + off1 + 32u];
-        o18 = o18 + sr[s_row + off0 + 36u];
-        o19 = o19 + sr[s_row + off1 + 36u];
-        o20 = o20 + sr[s_row + off0 + 40u];
-        o21 = o21 + sr[s_row + off1 + 40u];
-        o22 = o22 + sr[s_row + off0 + 44u];
-        o23 = o23 + sr[s_row + off1 + 44u];
-        o24 = o24 + sr[s_row + off0 + 48u];
-        o25 = o25 + sr[s_row + off1 + 48u];
-        o26 = o26 + sr[s_row + off0 + 52u];
-        o27 = o27 + sr[s_row + off1 + 52u];
-        o28 = o28 + sr[s_row + off0 + 56u];
-        o29 = o29 + sr[s_row + off1 + 56u];
-        o30 = o30 + sr[s_row + off0 + 60u];
-        o31 = o31 + sr[s_row + off1 + 60u];
-        workgroupBarrier();
-        var oacc4 = coop_mat16x16<f32, C>();
         let ev4_0 = V0 + 0u * KS + 64u;
         let vf4_0c = ev4_0 / 8u;
         let vf4_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf4_0c][0], KS);
@@ -800,9 +747,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf4_1c = ev4_1 / 8u;
         let vf4_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf4_1c][0], KS);
         oacc4 = coopMultiplyAdd(pf1, vf4_1, oacc4);
-        let eo4 = s_sg + 0u;
-        coopStoreT(oacc4, &sr[eo4], RW);
-        var oacc5 = coop_mat16x16<f32, C>();
         let ev5_0 = V0 + 0u * KS + 80u;
         let vf5_0c = ev5_0 / 8u;
         let vf5_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf5_0c][0], KS);
@@ -811,82 +755,84 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let vf5_1c = ev5_1 / 8u;
         let vf5_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf5_1c][0], KS);
         oacc5 = coopMultiplyAdd(pf1, vf5_1, oacc5);
-        let eo5 = s_sg + 16u;
-        coopStoreT(oacc5, &sr[eo5], RW);
-        workgroupBarrier();
-        o32 = o32 + sr[s_row + off0 + 0u];
-        o33 = o33 + sr[s_row + off1 + 0u];
-        o34 = o34 + sr[s_row + off0 + 4u];
-        o35 = o35 + sr[s_row + off1 + 4u];
-        o36 = o36 + sr[s_row + off0 + 8u];
-        o37 = o37 + sr[s_row + off1 + 8u];
-        o38 = o38 + sr[s_row + off0 + 12u];
-        o39 = o39 + sr[s_row + off1 + 12u];
-        o40 = o40 + sr[s_row + off0 + 16u];
-        o41 = o41 + sr[s_row + off1 + 16u];
-        o42 = o42 + sr[s_row + off0 + 20u];
-        o43 = o43 + sr[s_row + off1 + 20u];
-        o44 = o44 + sr[s_row + off0 + 24u];
-        o45 = o45 + sr[s_row + off1 + 24u];
-        o46 = o46 + sr[s_row + off0 + 28u];
-        o47 = o47 + sr[s_row + off1 + 28u];
     }
     // Both halves' sums.
     let l_row = l_run + subgroupShuffleXor(l_run, 1u);
+    // The output fragments leave through the scratch, 64 columns at a time.
+    subgroupBarrier();
+    let ef0 = s_sg + 0u;
+    coopStoreT(oacc0, &sr[ef0], RW);
+    let ef1 = s_sg + 16u;
+    coopStoreT(oacc1, &sr[ef1], RW);
+    let ef2 = s_sg + 32u;
+    coopStoreT(oacc2, &sr[ef2], RW);
+    let ef3 = s_sg + 48u;
+    coopStoreT(oacc3, &sr[ef3], RW);
+    subgroupBarrier();
     if (live && qi < p.sq) {
+        let at = ((bh * p.sq + qi) * p.splits + split) * (D + 2u) + 0u;
+        o[at + off0 + 0u] = sr[s_row + off0 + 0u];
+        o[at + off1 + 0u] = sr[s_row + off1 + 0u];
+        o[at + off0 + 4u] = sr[s_row + off0 + 4u];
+        o[at + off1 + 4u] = sr[s_row + off1 + 4u];
+        o[at + off0 + 8u] = sr[s_row + off0 + 8u];
+        o[at + off1 + 8u] = sr[s_row + off1 + 8u];
+        o[at + off0 + 12u] = sr[s_row + off0 + 12u];
+        o[at + off1 + 12u] = sr[s_row + off1 + 12u];
+        o[at + off0 + 16u] = sr[s_row + off0 + 16u];
+        o[at + off1 + 16u] = sr[s_row + off1 + 16u];
+        o[at + off0 + 20u] = sr[s_row + off0 + 20u];
+        o[at + off1 + 20u] = sr[s_row + off1 + 20u];
+        o[at + off0 + 24u] = sr[s_row + off0 + 24u];
+        o[at + off1 + 24u] = sr[s_row + off1 + 24u];
+        o[at + off0 + 28u] = sr[s_row + off0 + 28u];
+        o[at + off1 + 28u] = sr[s_row + off1 + 28u];
+        o[at + off0 + 32u] = sr[s_row + off0 + 32u];
+        o[at + off1 + 32u] = sr[s_row + off1 + 32u];
+        o[at + off0 + 36u] = sr[s_row + off0 + 36u];
+        o[at + off1 + 36u] = sr[s_row + off1 + 36u];
+        o[at + off0 + 40u] = sr[s_row + off0 + 40u];
+        o[at + off1 + 40u] = sr[s_row + off1 + 40u];
+        o[at + off0 + 44u] = sr[s_row + off0 + 44u];
+        o[at + off1 + 44u] = sr[s_row + off1 + 44u];
+        o[at + off0 + 48u] = sr[s_row + off0 + 48u];
+        o[at + off1 + 48u] = sr[s_row + off1 + 48u];
+        o[at + off0 + 52u] = sr[s_row + off0 + 52u];
+        o[at + off1 + 52u] = sr[s_row + off1 + 52u];
+        o[at + off0 + 56u] = sr[s_row + off0 + 56u];
+        o[at + off1 + 56u] = sr[s_row + off1 + 56u];
+        o[at + off0 + 60u] = sr[s_row + off0 + 60u];
+        o[at + off1 + 60u] = sr[s_row + off1 + 60u];
+    }
+    subgroupBarrier();
+    let ef4 = s_sg + 0u;
+    coopStoreT(oacc4, &sr[ef4], RW);
+    let ef5 = s_sg + 16u;
+    coopStoreT(oacc5, &sr[ef5], RW);
+    subgroupBarrier();
+    if (live && qi < p.sq) {
+        let at = ((bh * p.sq + qi) * p.splits + split) * (D + 2u) + 64u;
+        o[at + off0 + 0u] = sr[s_row + off0 + 0u];
+        o[at + off1 + 0u] = sr[s_row + off1 + 0u];
+        o[at + off0 + 4u] = sr[s_row + off0 + 4u];
+        o[at + off1 + 4u] = sr[s_row + off1 + 4u];
+        o[at + off0 + 8u] = sr[s_row + off0 + 8u];
+        o[at + off1 + 8u] = sr[s_row + off1 + 8u];
+        o[at + off0 + 12u] = sr[s_row + off0 + 12u];
+        o[at + off1 + 12u] = sr[s_row + off1 + 12u];
+        o[at + off0 + 16u] = sr[s_row + off0 + 16u];
+        o[at + off1 + 16u] = sr[s_row + off1 + 16u];
+        o[at + off0 + 20u] = sr[s_row + off0 + 20u];
+        o[at + off1 + 20u] = sr[s_row + off1 + 20u];
+        o[at + off0 + 24u] = sr[s_row + off0 + 24u];
+        o[at + off1 + 24u] = sr[s_row + off1 + 24u];
+        o[at + off0 + 28u] = sr[s_row + off0 + 28u];
+        o[at + off1 + 28u] = sr[s_row + off1 + 28u];
+    }
+    if (live && qi < p.sq && half == 0u) {
+        // The max in natural-log units, as the reduction expects.
         let at = ((bh * p.sq + qi) * p.splits + split) * (D + 2u);
-        o[at + 0u + off0] = o0;
-        o[at + 0u + off1] = o1;
-        o[at + 4u + off0] = o2;
-        o[at + 4u + off1] = o3;
-        o[at + 8u + off0] = o4;
-        o[at + 8u + off1] = o5;
-        o[at + 12u + off0] = o6;
-        o[at + 12u + off1] = o7;
-        o[at + 16u + off0] = o8;
-        o[at + 16u + off1] = o9;
-        o[at + 20u + off0] = o10;
-        o[at + 20u + off1] = o11;
-        o[at + 24u + off0] = o12;
-        o[at + 24u + off1] = o13;
-        o[at + 28u + off0] = o14;
-        o[at + 28u + off1] = o15;
-        o[at + 32u + off0] = o16;
-        o[at + 32u + off1] = o17;
-        o[at + 36u + off0] = o18;
-        o[at + 36u + off1] = o19;
-        o[at + 40u + off0] = o20;
-        o[at + 40u + off1] = o21;
-        o[at + 44u + off0] = o22;
-        o[at + 44u + off1] = o23;
-        o[at + 48u + off0] = o24;
-        o[at + 48u + off1] = o25;
-        o[at + 52u + off0] = o26;
-        o[at + 52u + off1] = o27;
-        o[at + 56u + off0] = o28;
-        o[at + 56u + off1] = o29;
-        o[at + 60u + off0] = o30;
-        o[at + 60u + off1] = o31;
-        o[at + 64u + off0] = o32;
-        o[at + 64u + off1] = o33;
-        o[at + 68u + off0] = o34;
-        o[at + 68u + off1] = o35;
-        o[at + 72u + off0] = o36;
-        o[at + 72u + off1] = o37;
-        o[at + 76u + off0] = o38;
-        o[at + 76u + off1] = o39;
-        o[at + 80u + off0] = o40;
-        o[at + 80u + off1] = o41;
-        o[at + 84u + off0] = o42;
-        o[at + 84u + off1] = o43;
-        o[at + 88u + off0] = o44;
-        o[at + 88u + off1] = o45;
-        o[at + 92u + off0] = o46;
-        o[at + 92u + off1] = o47;
-        if (half == 0u) {
-            // The max in natural-log units, as the reduction expects.
-            o[at + D] = m_run * LN2;
-            o[at + D + 1u] = l_row;
-        }
+        o[at + D] = m_run * LN2;
+        o[at + D + 1u] = l_row;
     }
 }

@@ -173,6 +173,22 @@ def test_onnx_attention(make_session, run_cpu, dtype, case):
     assert rel_err(got, want) <= TOL[dtype] * (5 if dtype == np.float16 else 1), f"seed {seed}"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("d", [64, 128])
+def test_onnx_attention_with_scores_growing_along_the_keys(make_session, run_cpu, dtype, d):
+    # Keys scaled up along the sequence and a large scale: each tile's max passes the previous ones by far more than
+    # the tensor-core kernel's rescale threshold, so its output fragments are rescaled many times per row.
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    b, h, sq, skv = 1, 3, 70, 333
+    feeds = {n: rng.uniform(-1, 1, size=[b, h, s, d]).astype(dtype) for n, s in (("q", sq), ("k", skv), ("v", skv))}
+    feeds["k"] = (feeds["k"] * np.linspace(0.2, 3.0, skv, dtype=np.float32)[None, None, :, None]).astype(dtype)
+    model = attention_model(dtype, [b, h, sq, d], [b, h, skv, d], None, None, scale=1.0)
+    got = make_session(model, FLASH).run(None, feeds)[0]
+    want = run_cpu(model, feeds)[0]
+    assert rel_err(got, want) <= TOL[dtype] * (5 if dtype == np.float16 else 1), f"seed {seed}"
+
+
 def test_onnx_attention_with_other_head_size_is_declined(make_session):
     model = attention_model(np.float32, [1, 2, 5, 72], [1, 2, 5, 72])
     with pytest.raises(Exception, match="(?i)fallback|assigned|not.*support|capab"):

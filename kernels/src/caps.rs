@@ -55,6 +55,10 @@ pub struct DeviceCaps {
     pub subgroup_max_size: u32,
     pub shader_f16: bool,
     pub subgroups: bool,
+    /// `subgroupBarrier()` (wgpu's `SUBGROUP_BARRIER`): the tensor-core attention syncs a
+    /// subgroup's own scratch with it.
+    #[serde(default)]
+    pub subgroup_barrier: bool,
     pub timestamp_query: bool,
     pub coop_matrix: Vec<CoopMatrixConfig>,
     /// Workgroups the device runs at once, roughly; decides when split-K pays.
@@ -80,6 +84,7 @@ impl Default for DeviceCaps {
             subgroup_max_size: 0,
             shader_f16: false,
             subgroups: false,
+            subgroup_barrier: false,
             timestamp_query: false,
             coop_matrix: Vec::new(),
             parallelism: 64,
@@ -168,6 +173,7 @@ impl DeviceCaps {
             subgroup_max_size: info.subgroup_max_size,
             shader_f16: features.contains(wgpu::Features::SHADER_F16),
             subgroups: features.contains(wgpu::Features::SUBGROUP),
+            subgroup_barrier: features.contains(wgpu::Features::SUBGROUP_BARRIER),
             timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             coop_matrix,
             parallelism: estimated_parallelism(kind),

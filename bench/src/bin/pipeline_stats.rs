@@ -58,7 +58,9 @@ fn parse_args() -> Result<Args, String> {
 
 /// The SPIR-V wgpu-hal 30 would hand the driver for this module, and its bindings.
 fn translate(source: &str, checked: bool) -> Result<(Vec<u32>, Vec<Binding>), String> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+    let mut module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+    // As the runtime hands it to wgpu: subgroup barriers also order workgroup memory.
+    ep_kernels::runtime::subgroup_sync::widen_module(&mut module);
     let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all())
         .validate(&module)
         .map_err(|e| e.emit_to_string(source))?;

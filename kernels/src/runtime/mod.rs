@@ -15,6 +15,7 @@ pub mod pipeline_cache;
 mod pipelines;
 pub mod shadow;
 pub mod startup;
+pub mod subgroup_sync;
 mod timing;
 pub mod transfer;
 mod uniforms;
@@ -136,7 +137,10 @@ impl Gpu {
     pub fn new(options: &GpuOptions) -> Result<Arc<Gpu>, GpuError> {
         let (adapter, summary) = adapter::select(options.debug_validation, &options.adapter)?;
         let mut caps = DeviceCaps::from_adapter(&adapter);
-        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SUBGROUP | wgpu::Features::TIMESTAMP_QUERY;
+        let wanted = wgpu::Features::SHADER_F16
+            | wgpu::Features::SUBGROUP
+            | wgpu::Features::SUBGROUP_BARRIER
+            | wgpu::Features::TIMESTAMP_QUERY;
         let mut features = adapter.features() & wanted;
         let disk = disk_cache(options, &adapter, &summary);
         if disk.is_some() {

@@ -322,16 +322,16 @@ impl Gpu {
         let name = variant.name();
         let source = startup::time(Phase::Render, || variant.emit())
             .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
+        let wgsl_bytes = source.len();
+        let source = super::subgroup_sync::shader_source(&source)
+            .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
         let trusted = self.pipelines.trusted.as_ref().filter(|_| variant.guards_every_access());
         let cache = self.pipelines.disk.as_ref().map(|(c, _)| c);
         let started = Instant::now();
         let mut module_done = started;
         let compile = || {
-            let desc = wgpu::ShaderModuleDescriptor {
-                label: Some(&name),
-                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-            };
+            let desc = wgpu::ShaderModuleDescriptor { label: Some(&name), source };
             let module = startup::time(Phase::Module, || match trusted {
                 Some(t) => t.create(&self.device, desc),
                 None => self.device.create_shader_module(desc),
@@ -363,8 +363,7 @@ impl Gpu {
         if log_compiles() {
             let (module, total) = (module_done - started, started.elapsed());
             eprintln!(
-                "ep-wgpu compile {name}: wgsl {} B, module {:.1} ms, pipeline {:.1} ms",
-                source.len(),
+                "ep-wgpu compile {name}: wgsl {wgsl_bytes} B, module {:.1} ms, pipeline {:.1} ms",
                 module.as_secs_f64() * 1e3,
                 (total - module).as_secs_f64() * 1e3
             );

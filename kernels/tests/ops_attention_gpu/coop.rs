@@ -43,10 +43,10 @@ fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, k
     if let Some(m) = &m {
         inputs.push(Some(val("m", m.ty, &m.shape)));
     }
-    let attrs = match c.causal {
-        Some(_) => vec![("is_causal", Attr::Int(1))],
-        None => vec![],
-    };
+    let mut attrs = vec![("scale", Attr::Float(c.scale as f32))];
+    if c.causal.is_some() {
+        attrs.push(("is_causal", Attr::Int(1)));
+    }
     let n = common::graph::node("Attention", 23, inputs, vec![val("y", ty, &shape(c.hq, sq))], attrs);
     let mv = m.as_ref().map(|m| m.values());
     let want = c.reference_capped(softcap, &q.values(), &k.values(), &v.values(), &|b, _, i, j| match (mask, &mv) {
@@ -130,6 +130,9 @@ fn emulated_tensor_core_kernel_against_f64() {
             "none",
             Some(2),
         ),
+        // Scores of ±30: a row's max moves past its reference (the rescale threshold) between tiles.
+        (Case { b: 1, hq: 2, hkv: 1, sq: 40, skv: 150, d: 64, scale: 4.0, causal: None }, "none", None),
+        (Case { b: 1, hq: 1, hkv: 1, sq: 20, skv: 99, d: 128, scale: 3.0, causal: None }, "bool", Some(2)),
     ];
     for (i, (c, mask, splits)) in cases.iter().enumerate() {
         // Every other case with K stored transposed.

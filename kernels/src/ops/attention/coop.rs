@@ -49,6 +49,9 @@ pub fn device_check(caps: &DeviceCaps, emulate: bool) -> Result<(), String> {
     if emulate {
         return Ok(());
     }
+    if !caps.subgroup_barrier {
+        return Err("the tensor-core attention kernel needs subgroup barriers".into());
+    }
     crate::gemm::coop_device_check(caps)
 }
 
@@ -110,7 +113,7 @@ impl OpSource for CoopSource {
         if self.emulate {
             caps
         } else {
-            caps | naga::valid::Capabilities::COOPERATIVE_MATRIX
+            caps | naga::valid::Capabilities::COOPERATIVE_MATRIX | naga::valid::Capabilities::SUBGROUP_BARRIER
         }
     }
 }
