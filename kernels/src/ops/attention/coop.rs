@@ -125,12 +125,12 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
     for d in HEAD_SIZES {
         let Some((nsg, bc)) = plan(d, caps, emulate) else { continue };
+        let d = d as u32;
         for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
             // Capped scores come from GroupQueryAttention only, whose mask is boolean.
             let softcaps: &[bool] = if mask == MaskKind::Bool { &[false, true] } else { &[false] };
             for split in [false, true] {
                 for &softcap in softcaps {
-                    let d = d as u32;
                     out.push(ShaderVariant::Op(OpShader::new(CoopSource {
                         d,
                         nsg,
