@@ -7,7 +7,8 @@
 #   .gl/           the Vulkan loader and GLVND .debs (the NVIDIA ICD is libGLX_nvidia.so.0, which needs GLVND)
 #   .carry/genai/  with GENAI=1: onnxruntime 1.32, onnxruntime-genai 0.18.0 and onnx-ir unpacked into one
 #                  genai.tar.xz (28 MB; the wheels are 38 MB) for bench/h200_genai.sh
-# KERNEL_BENCH=0 leaves the kernel microbenchmark out (8.6 MB) when the carry limit is tight.
+# KERNEL_BENCH=0 leaves the kernel microbenchmark out (8.6 MB) when the carry limit is tight; STATS=1 adds
+# pipeline_stats (bench/h200_sass.sh).
 # Then checks that the working tree plus these folders stay under the 64 MiB a device run may carry, and prints
 # the device command (bench/README.md).
 #   bash bench/h200_stage.sh
@@ -38,6 +39,12 @@ if [[ -f bench/src/bin/kernel_bench.rs && ${KERNEL_BENCH:-1} != 0 ]]; then
   strip --strip-debug .carry/bench/kernel_bench
 else
   log "no bench/src/bin/kernel_bench.rs: no kernel microbenchmark staged"
+fi
+if [[ ${STATS:-0} == 1 ]]; then
+  log "cargo build --release -p ep-wgpu-bench (pipeline_stats)"
+  cargo build --release -p ep-wgpu-bench --bin pipeline_stats
+  cp target/release/pipeline_stats .carry/bench/
+  strip --strip-all .carry/bench/pipeline_stats
 fi
 
 # The peer's wheel (one version only: two of a package stop the install there).

@@ -4,7 +4,8 @@
 //! Raw Vulkan through `ash`, beside wgpu rather than through it: wgpu neither enables the
 //! extension nor passes the capture flags at pipeline creation. The device enables every feature
 //! the adapter reports (as wgpu enables what our kernels need), without or with robust buffer
-//! access (wgpu turns it on where the driver has it), and uses no pipeline cache.
+//! access (wgpu turns it on where the driver has it), and uses no pipeline cache unless `keep_cache`
+//! asks for each pipeline's own.
 
 use std::ffi::{c_char, CStr};
 use std::time::Instant;
@@ -40,6 +41,8 @@ pub struct Compiled {
     pub compile_ms: f64,
     pub stats: Vec<Stat>,
     pub representations: Vec<Representation>,
+    /// The data of a pipeline cache that held only this pipeline, where `keep_cache` asked for it.
+    pub cache_data: Option<Vec<u8>>,
 }
 
 /// A Vulkan device with pipeline statistics enabled.
@@ -52,6 +55,9 @@ pub struct StatsDevice {
     exec: Option<khr::pipeline_executable_properties::Device>,
     /// The adapter's name and driver, for the report.
     pub adapter: String,
+    /// Compile each pipeline into a fresh pipeline cache and return that cache's data (the
+    /// driver's compiled binary, in its own container), for offline disassembly.
+    pub keep_cache: bool,
 }
 
 fn text(chars: &[c_char]) -> String {
@@ -77,7 +83,7 @@ impl StatsDevice {
         match Self::open_device(&instance, robust) {
             Ok((device, adapter, stats)) => {
                 let exec = stats.then(|| khr::pipeline_executable_properties::Device::new(&instance, &device));
-                Ok(StatsDevice { _entry: entry, instance, device, exec, adapter })
+                Ok(StatsDevice { _entry: entry, instance, device, exec, adapter, keep_cache: false })
             }
             Err(e) => {
                 // SAFETY: no object made from this instance is alive.
@@ -216,20 +222,34 @@ impl StatsDevice {
             None => vk::PipelineCreateFlags::empty(),
         };
         let info = vk::ComputePipelineCreateInfo::default().flags(capture).stage(stage).layout(layout);
-        let start = Instant::now();
-        // SAFETY: `info` points to a live module and layout; no pipeline cache is used.
-        let created = unsafe {
-            self.device.create_compute_pipelines(vk::PipelineCache::null(), std::slice::from_ref(&info), None)
+        let cache = if self.keep_cache {
+            // SAFETY: an empty cache, destroyed below after its data is read.
+            unsafe { self.device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
+                .map_err(vk_err("pipeline cache"))?
+        } else {
+            vk::PipelineCache::null()
         };
+        let start = Instant::now();
+        // SAFETY: `info` points to a live module and layout; `cache` is null or ours, used by this call alone.
+        let created = unsafe { self.device.create_compute_pipelines(cache, std::slice::from_ref(&info), None) };
         let compile_ms = start.elapsed().as_secs_f64() * 1e3;
         // SAFETY: pipeline creation has returned; the module is not needed any more.
         unsafe { self.device.destroy_shader_module(module, None) };
+        let cache_data = if self.keep_cache {
+            // SAFETY: the cache is ours and no pipeline creation with it is in flight.
+            let data = unsafe { self.device.get_pipeline_cache_data(cache) };
+            // SAFETY: as above; the cache is not used again.
+            unsafe { self.device.destroy_pipeline_cache(cache, None) };
+            data.ok()
+        } else {
+            None
+        };
         let pipeline = created.map_err(|(_, e)| format!("vkCreateComputePipelines: {e}"))?[0];
         let report = self.report(pipeline);
         // SAFETY: the pipeline was never bound to a command buffer.
         unsafe { self.device.destroy_pipeline(pipeline, None) };
         let (stats, representations) = report?;
-        Ok(Compiled { compile_ms, stats, representations })
+        Ok(Compiled { compile_ms, stats, representations, cache_data })
     }
 
     fn report(&self, pipeline: vk::Pipeline) -> Result<(Vec<Stat>, Vec<Representation>), String> {

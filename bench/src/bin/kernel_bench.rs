@@ -28,6 +28,10 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<bool, String> {
+    // Hand-edited kernels for experiments: `<name>.wgsl` in this folder replaces that variant's template.
+    if let Some(dir) = std::env::var_os("KERNEL_BENCH_OVERRIDE") {
+        ep_kernels::runtime::set_wgsl_override(dir.into());
+    }
     let trusted: Option<std::sync::Arc<dyn ep_kernels::runtime::TrustedShaders>> = if args.unchecked {
         Some(std::sync::Arc::new(onnxruntime_ep_wgpu::experimental::UncheckedShaders))
     } else {

@@ -7,7 +7,8 @@
 //! kernels), then compiled with the statistics capture flags on a device of its own.
 //!
 //! Usage: `pipeline_stats [--dir goldens] [--only a,b] [--modes checked,unchecked]
-//! [--no-robust] [--threads N] [--json FILE] [--ir DIR]`. Disable the driver's disk cache
+//! [--no-robust] [--threads N] [--json FILE] [--ir DIR] [--blob DIR]` (`--blob`: each pipeline's
+//! own pipeline-cache data, the driver's binary in its container, for offline disassembly). Disable the driver's disk cache
 //! (`__GL_SHADER_DISK_CACHE=0` on NVIDIA) for cold compile times.
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ struct Args {
     threads: usize,
     json: Option<PathBuf>,
     ir: Option<PathBuf>,
+    blob: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -38,6 +40,7 @@ fn parse_args() -> Result<Args, String> {
         threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(4),
         json: None,
         ir: None,
+        blob: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,6 +53,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => a.threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?,
             "--json" => a.json = Some(value()?.into()),
             "--ir" => a.ir = Some(value()?.into()),
+            "--blob" => a.blob = Some(value()?.into()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -159,6 +163,12 @@ fn run_one(dev: &StatsDevice, args: &Args, path: &Path) -> Vec<Value> {
         if let (Some(dir), Ok(c)) = (&args.ir, &result) {
             write_ir(dir, &name, mode, c);
         }
+        if let (Some(dir), Ok(Compiled { cache_data: Some(data), .. })) = (&args.blob, &result) {
+            let file = dir.join(format!("{name}.{mode}.cache.bin"));
+            if let Err(e) = std::fs::write(&file, data) {
+                eprintln!("{}: {e}", file.display());
+            }
+        }
         out.push(record(&name, mode, words.len(), &result));
     }
     out
@@ -209,9 +219,10 @@ fn main() {
         }
     };
     let run = || -> Result<Vec<Value>, String> {
-        let dev = StatsDevice::open(args.robust)?;
+        let mut dev = StatsDevice::open(args.robust)?;
+        dev.keep_cache = args.blob.is_some();
         println!("adapter: {} (robust buffer access {})", dev.adapter, if args.robust { "on" } else { "off" });
-        if let Some(dir) = &args.ir {
+        for dir in [&args.ir, &args.blob].into_iter().flatten() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         let list = files(&args)?;

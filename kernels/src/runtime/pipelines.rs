@@ -170,6 +170,19 @@ impl PendingPipeline {
 /// The compile workers not yet joined.
 static WORKERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
 
+/// A folder of hand-edited kernels for experiments (`kernel_bench --wgsl-override`): a variant whose
+/// `<name>.wgsl` is there compiles from that file instead of its template. Never set by the EP.
+static WGSL_OVERRIDE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Sets the experiment folder (see [`WGSL_OVERRIDE`]); the first call wins.
+pub fn set_wgsl_override(dir: std::path::PathBuf) {
+    let _ = WGSL_OVERRIDE.set(dir);
+}
+
+fn overridden(name: &str) -> Option<String> {
+    std::fs::read_to_string(WGSL_OVERRIDE.get()?.join(format!("{name}.wgsl"))).ok()
+}
+
 fn keep_worker(handle: std::thread::JoinHandle<()>) {
     let mut workers = WORKERS.lock();
     let (done, running): (Vec<_>, Vec<_>) = workers.drain(..).partition(|h| h.is_finished());
@@ -320,8 +333,11 @@ impl Gpu {
     /// Renders, validates and compiles one variant (on a worker thread).
     fn compile(&self, variant: &ShaderVariant, layout: BindingLayout) -> Result<wgpu::ComputePipeline, GpuError> {
         let name = variant.name();
-        let source = startup::time(Phase::Render, || variant.emit())
-            .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
+        let source = match overridden(&name) {
+            Some(s) => s,
+            None => startup::time(Phase::Render, || variant.emit())
+                .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?,
+        };
         let wgsl_bytes = source.len();
         let source = super::subgroup_sync::shader_source(&source)
             .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
