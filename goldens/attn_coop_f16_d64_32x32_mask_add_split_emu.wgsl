@@ -31,10 +31,10 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f16>;
-// K and V as 8-half chunks: whole chunks when their rows are contiguous and 8-aligned (`vec_kv`),
-// else element by element.
-@group(0) @binding(1) var<storage, read> k: array<mat2x4<f16>>;
-@group(0) @binding(2) var<storage, read> v: array<mat2x4<f16>>;
+// K and V as 8-half chunks (one 16-byte vec4<u32> each, f16x8.wgsl.j2): whole chunks when their
+// rows are contiguous and 8-aligned (`vec_kv`), else element by element.
+@group(0) @binding(1) var<storage, read> k: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> v: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> m: array<f16>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
@@ -78,21 +78,36 @@ fn capped(x: f32) -> f32 {
 }
 
 
+// Eight f16 loaded as one vec4<u32> (a single 16-byte load: as mat2x4<f16>, the NVIDIA driver
+// split each into two 8-byte loads and repacked them, and COOP_WIDE ran 20% slower). naga 30 types
+// bitcast<vec2<f16>>(u32) as f32, so the halves go through unpack2x16float, exact for every f16
+// (NaN stays NaN), which the driver folds into a plain register move.
+fn f16x8(r: vec4<u32>) -> array<f16, 8> {
+    let h0 = vec2<f16>(unpack2x16float(r.x));
+    let h1 = vec2<f16>(unpack2x16float(r.y));
+    let h2 = vec2<f16>(unpack2x16float(r.z));
+    let h3 = vec2<f16>(unpack2x16float(r.w));
+    return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
+}
+
+// Element j of eight f16 held as a vec4<u32>.
+fn f16_of(r: vec4<u32>, j: u32) -> f16 {
+    return f16(unpack2x16float(r[j / 2u])[j % 2u]);
+}
+
+
 fn k_at(e: u32) -> f16 {
-    return k[e / 8u][(e / 4u) % 2u][e % 4u];
+    return f16_of(k[e / 8u], e % 8u);
 }
 
 fn v_at(e: u32) -> f16 {
-    return v[e / 8u][(e / 4u) % 2u][e % 4u];
+    return f16_of(v[e / 8u], e % 8u);
 }
 
 fn kv_at(e: u32) -> f16 {
     return kv[e / 8u][e % 8u];
 }
 
-fn chunk(x: mat2x4<f16>) -> array<f16, 8> {
-    return array<f16, 8>(x[0].x, x[0].y, x[0].z, x[0].w, x[1].x, x[1].y, x[1].z, x[1].w);
-}
 
 // Emulated fragments: an A or B operand is the staged index it would be loaded from; an
 // accumulator is the 8 elements (row-major, from 8·lane) this invocation owns, as on the hardware.
@@ -144,8 +159,8 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
         let i0 = tid + 0u;
         let c0 = i0 / 8u;
         let d0 = i0 % 8u;
-        var kx0 = mat2x4<f16>();
-        var vx0 = mat2x4<f16>();
+        var kx0 = vec4<u32>();
+        var vx0 = vec4<u32>();
         if (k0 + c0 < p.skv) {
             kx0 = k[(k_base + (k0 + c0) * p.k_stride.z) / 8u + d0];
             vx0 = v[(v_base + (k0 + c0) * p.v_stride.z) / 8u + d0];
@@ -153,8 +168,8 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
         let i1 = tid + 64u;
         let c1 = i1 / 8u;
         let d1 = i1 % 8u;
-        var kx1 = mat2x4<f16>();
-        var vx1 = mat2x4<f16>();
+        var kx1 = vec4<u32>();
+        var vx1 = vec4<u32>();
         if (k0 + c1 < p.skv) {
             kx1 = k[(k_base + (k0 + c1) * p.k_stride.z) / 8u + d1];
             vx1 = v[(v_base + (k0 + c1) * p.v_stride.z) / 8u + d1];
@@ -162,8 +177,8 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
         let i2 = tid + 128u;
         let c2 = i2 / 8u;
         let d2 = i2 % 8u;
-        var kx2 = mat2x4<f16>();
-        var vx2 = mat2x4<f16>();
+        var kx2 = vec4<u32>();
+        var vx2 = vec4<u32>();
         if (k0 + c2 < p.skv) {
             kx2 = k[(k_base + (k0 + c2) * p.k_stride.z) / 8u + d2];
             vx2 = v[(v_base + (k0 + c2) * p.v_stride.z) / 8u + d2];
@@ -171,20 +186,20 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
         let i3 = tid + 192u;
         let c3 = i3 / 8u;
         let d3 = i3 % 8u;
-        var kx3 = mat2x4<f16>();
-        var vx3 = mat2x4<f16>();
+        var kx3 = vec4<u32>();
+        var vx3 = vec4<u32>();
         if (k0 + c3 < p.skv) {
             kx3 = k[(k_base + (k0 + c3) * p.k_stride.z) / 8u + d3];
             vx3 = v[(v_base + (k0 + c3) * p.v_stride.z) / 8u + d3];
         }
-        kv[c0 * 9u + d0] = chunk(kx0);
-        kv[288u + c0 * 9u + d0] = chunk(vx0);
-        kv[c1 * 9u + d1] = chunk(kx1);
-        kv[288u + c1 * 9u + d1] = chunk(vx1);
-        kv[c2 * 9u + d2] = chunk(kx2);
-        kv[288u + c2 * 9u + d2] = chunk(vx2);
-        kv[c3 * 9u + d3] = chunk(kx3);
-        kv[288u + c3 * 9u + d3] = chunk(vx3);
+        kv[c0 * 9u + d0] = f16x8(kx0);
+        kv[288u + c0 * 9u + d0] = f16x8(vx0);
+        kv[c1 * 9u + d1] = f16x8(kx1);
+        kv[288u + c1 * 9u + d1] = f16x8(vx1);
+        kv[c2 * 9u + d2] = f16x8(kx2);
+        kv[288u + c2 * 9u + d2] = f16x8(vx2);
+        kv[c3 * 9u + d3] = f16x8(kx3);
+        kv[288u + c3 * 9u + d3] = f16x8(vx3);
         return;
     }
     let i0 = tid + 0u;

@@ -1,8 +1,8 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-@group(0) @binding(0) var<storage, read> a: array<mat2x4<f16>>;
-@group(0) @binding(1) var<storage, read> b: array<mat2x4<f16>>;
+@group(0) @binding(0) var<storage, read> a: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f16>;
 @group(0) @binding(3) var<storage, read_write> out: array<f16>;
 @group(0) @binding(4) var<uniform> p: Params;
@@ -72,6 +72,23 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
     return v;
 }
 
+// Eight f16 loaded as one vec4<u32> (a single 16-byte load: as mat2x4<f16>, the NVIDIA driver
+// split each into two 8-byte loads and repacked them, and COOP_WIDE ran 20% slower). naga 30 types
+// bitcast<vec2<f16>>(u32) as f32, so the halves go through unpack2x16float, exact for every f16
+// (NaN stays NaN), which the driver folds into a plain register move.
+fn f16x8(r: vec4<u32>) -> array<f16, 8> {
+    let h0 = vec2<f16>(unpack2x16float(r.x));
+    let h1 = vec2<f16>(unpack2x16float(r.y));
+    let h2 = vec2<f16>(unpack2x16float(r.z));
+    let h3 = vec2<f16>(unpack2x16float(r.w));
+    return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
+}
+
+// Element j of eight f16 held as a vec4<u32>.
+fn f16_of(r: vec4<u32>, j: u32) -> f16 {
+    return f16(unpack2x16float(r[j / 2u])[j % 2u]);
+}
+
 const BK: u32 = 16u;
 const VW: u32 = 8u;
 // f16 elements between consecutive staged rows, and per stage, of A and B.
@@ -132,8 +149,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_k0 = ao0;
     let a_off0 = a_base + (row0 + ai0) * p.a_rs + ao0 * p.a_cs;
     let a_st0 = ao0 * SA + ai0;
-    var ra0: mat2x4<f16>;
-    var rax0: mat2x4<f16>;
+    var ra0: vec4<u32>;
+    var rax0: vec4<u32>;
     let be0 = tid + 0u;
     let bo0 = be0 / 32u;
     let bi0 = (be0 % 32u) * VW;
@@ -141,8 +158,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_k0 = bo0;
     let b_off0 = b_base + bo0 * p.b_rs + (col0 + bi0) * p.b_cs;
     let b_st0 = bo0 * SB + bi0;
-    var rb0: mat2x4<f16>;
-    var rbx0: mat2x4<f16>;
+    var rb0: vec4<u32>;
+    var rbx0: vec4<u32>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
@@ -156,35 +173,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
     // Two register sets: a slice is fetched two slices before it is staged. Slices past the
     // end load as zeros, so the loop always runs whole pairs (an odd count adds one zero slice).
-        ra0 = mat2x4<f16>();
+        ra0 = vec4<u32>();
         if (a_ok0 && k_begin + a_k0 < k_end) {
             ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
         }
-        rb0 = mat2x4<f16>();
+        rb0 = vec4<u32>();
         if (b_ok0 && k_begin + b_k0 < k_end) {
             rb0 = b[(b_off0 + k_begin * p.b_rs) / VW];
         }
     let k_second = k_begin + BK;
-        rax0 = mat2x4<f16>();
+        rax0 = vec4<u32>();
         if (a_ok0 && k_second + a_k0 < k_end) {
             rax0 = a[(a_off0 + k_second * p.a_cs) / VW];
         }
-        rbx0 = mat2x4<f16>();
+        rbx0 = vec4<u32>();
         if (b_ok0 && k_second + b_k0 < k_end) {
             rbx0 = b[(b_off0 + k_second * p.b_rs) / VW];
         }
         if (ae0 < 256u) {
-        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 8>(ra0[0].x, ra0[0].y, ra0[0].z, ra0[0].w, ra0[1].x, ra0[1].y, ra0[1].z, ra0[1].w);
+        a_tile[(0u * A_STAGE + a_st0) / VW] = f16x8(ra0);
         }
-        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 8>(rb0[0].x, rb0[0].y, rb0[0].z, rb0[0].w, rb0[1].x, rb0[1].y, rb0[1].z, rb0[1].w);
+        b_tile[(0u * B_STAGE + b_st0) / VW] = f16x8(rb0);
     workgroupBarrier();
     for (var s = 0u; s < n_slices; s = s + 2u) {
         let k_even = k_begin + (s + 2u) * BK;
-        ra0 = mat2x4<f16>();
+        ra0 = vec4<u32>();
         if (a_ok0 && k_even + a_k0 < k_end) {
             ra0 = a[(a_off0 + k_even * p.a_cs) / VW];
         }
-        rb0 = mat2x4<f16>();
+        rb0 = vec4<u32>();
         if (b_ok0 && k_even + b_k0 < k_end) {
             rb0 = b[(b_off0 + k_even * p.b_rs) / VW];
         }
@@ -217,16 +234,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc1_2 = coopMultiplyAdd(fa0_1, fb0_2, acc1_2);
         acc1_3 = coopMultiplyAdd(fa0_1, fb0_3, acc1_3);
         if (ae0 < 256u) {
-        a_tile[(1u * A_STAGE + a_st0) / VW] = array<f16, 8>(rax0[0].x, rax0[0].y, rax0[0].z, rax0[0].w, rax0[1].x, rax0[1].y, rax0[1].z, rax0[1].w);
+        a_tile[(1u * A_STAGE + a_st0) / VW] = f16x8(rax0);
         }
-        b_tile[(1u * B_STAGE + b_st0) / VW] = array<f16, 8>(rbx0[0].x, rbx0[0].y, rbx0[0].z, rbx0[0].w, rbx0[1].x, rbx0[1].y, rbx0[1].z, rbx0[1].w);
+        b_tile[(1u * B_STAGE + b_st0) / VW] = f16x8(rbx0);
         workgroupBarrier();
         let k_odd = k_begin + (s + 3u) * BK;
-        rax0 = mat2x4<f16>();
+        rax0 = vec4<u32>();
         if (a_ok0 && k_odd + a_k0 < k_end) {
             rax0 = a[(a_off0 + k_odd * p.a_cs) / VW];
         }
-        rbx0 = mat2x4<f16>();
+        rbx0 = vec4<u32>();
         if (b_ok0 && k_odd + b_k0 < k_end) {
             rbx0 = b[(b_off0 + k_odd * p.b_rs) / VW];
         }
@@ -261,9 +278,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc1_3 = coopMultiplyAdd(fa0_1, fb0_3, acc1_3);
         }
         if (ae0 < 256u) {
-        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 8>(ra0[0].x, ra0[0].y, ra0[0].z, ra0[0].w, ra0[1].x, ra0[1].y, ra0[1].z, ra0[1].w);
+        a_tile[(0u * A_STAGE + a_st0) / VW] = f16x8(ra0);
         }
-        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 8>(rb0[0].x, rb0[0].y, rb0[0].z, rb0[0].w, rb0[1].x, rb0[1].y, rb0[1].z, rb0[1].w);
+        b_tile[(0u * B_STAGE + b_st0) / VW] = f16x8(rb0);
         workgroupBarrier();
     }
 

@@ -1,8 +1,8 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-@group(0) @binding(0) var<storage, read> a: array<mat2x4<f16>>;
-@group(0) @binding(1) var<storage, read> b: array<mat2x4<f16>>;
+@group(0) @binding(0) var<storage, read> a: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> bias: array<f16>;
 @group(0) @binding(3) var<storage, read_write> out: array<f16>;
 @group(0) @binding(4) var<uniform> p: Params;
@@ -72,6 +72,23 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
     return v;
 }
 
+// Eight f16 loaded as one vec4<u32> (a single 16-byte load: as mat2x4<f16>, the NVIDIA driver
+// split each into two 8-byte loads and repacked them, and COOP_WIDE ran 20% slower). naga 30 types
+// bitcast<vec2<f16>>(u32) as f32, so the halves go through unpack2x16float, exact for every f16
+// (NaN stays NaN), which the driver folds into a plain register move.
+fn f16x8(r: vec4<u32>) -> array<f16, 8> {
+    let h0 = vec2<f16>(unpack2x16float(r.x));
+    let h1 = vec2<f16>(unpack2x16float(r.y));
+    let h2 = vec2<f16>(unpack2x16float(r.z));
+    let h3 = vec2<f16>(unpack2x16float(r.w));
+    return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
+}
+
+// Element j of eight f16 held as a vec4<u32>.
+fn f16_of(r: vec4<u32>, j: u32) -> f16 {
+    return f16(unpack2x16float(r[j / 2u])[j % 2u]);
+}
+
 const BK: u32 = 32u;
 const VW: u32 = 8u;
 // f16 elements between consecutive staged rows, and per stage, of A and B.
@@ -132,7 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_k0 = ao0;
     let a_off0 = a_base + (row0 + ai0) * p.a_rs + ao0 * p.a_cs;
     let a_st0 = ao0 * SA + ai0;
-    var ra0: mat2x4<f16>;
+    var ra0: vec4<u32>;
     let ae1 = tid + 128u;
     let ao1 = ae1 / 8u;
     let ai1 = (ae1 % 8u) * VW;
@@ -140,7 +157,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_k1 = ao1;
     let a_off1 = a_base + (row0 + ai1) * p.a_rs + ao1 * p.a_cs;
     let a_st1 = ao1 * SA + ai1;
-    var ra1: mat2x4<f16>;
+    var ra1: vec4<u32>;
     let be0 = tid + 0u;
     let bo0 = be0 / 4u;
     let bi0 = (be0 % 4u) * VW;
@@ -148,7 +165,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_k0 = bi0;
     let b_off0 = b_base + bi0 * p.b_rs + (col0 + bo0) * p.b_cs;
     let b_st0 = bo0 * SB + bi0;
-    var rb0: mat2x4<f16>;
+    var rb0: vec4<u32>;
     let be1 = tid + 128u;
     let bo1 = be1 / 4u;
     let bi1 = (be1 % 4u) * VW;
@@ -156,7 +173,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_k1 = bi1;
     let b_off1 = b_base + bi1 * p.b_rs + (col0 + bo1) * p.b_cs;
     let b_st1 = bo1 * SB + bi1;
-    var rb1: mat2x4<f16>;
+    var rb1: vec4<u32>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
@@ -165,26 +182,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
     if (n_slices > 0u) {
-        ra0 = mat2x4<f16>();
+        ra0 = vec4<u32>();
         if (a_ok0 && k_begin + a_k0 < k_end) {
             ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
         }
-        ra1 = mat2x4<f16>();
+        ra1 = vec4<u32>();
         if (a_ok1 && k_begin + a_k1 < k_end) {
             ra1 = a[(a_off1 + k_begin * p.a_cs) / VW];
         }
-        rb0 = mat2x4<f16>();
+        rb0 = vec4<u32>();
         if (b_ok0 && k_begin + b_k0 < k_end) {
             rb0 = b[(b_off0 + k_begin * p.b_rs) / VW];
         }
-        rb1 = mat2x4<f16>();
+        rb1 = vec4<u32>();
         if (b_ok1 && k_begin + b_k1 < k_end) {
             rb1 = b[(b_off1 + k_begin * p.b_rs) / VW];
         }
-        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 8>(ra0[0].x, ra0[0].y, ra0[0].z, ra0[0].w, ra0[1].x, ra0[1].y, ra0[1].z, ra0[1].w);
-        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 8>(ra1[0].x, ra1[0].y, ra1[0].z, ra1[0].w, ra1[1].x, ra1[1].y, ra1[1].z, ra1[1].w);
-        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 8>(rb0[0].x, rb0[0].y, rb0[0].z, rb0[0].w, rb0[1].x, rb0[1].y, rb0[1].z, rb0[1].w);
-        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 8>(rb1[0].x, rb1[0].y, rb1[0].z, rb1[0].w, rb1[1].x, rb1[1].y, rb1[1].z, rb1[1].w);
+        a_tile[(0u * A_STAGE + a_st0) / VW] = f16x8(ra0);
+        a_tile[(0u * A_STAGE + a_st1) / VW] = f16x8(ra1);
+        b_tile[(0u * B_STAGE + b_st0) / VW] = f16x8(rb0);
+        b_tile[(0u * B_STAGE + b_st1) / VW] = f16x8(rb1);
     }
     workgroupBarrier();
     for (var s = 0u; s < n_slices; s = s + 1u) {
@@ -192,19 +209,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let has_next = s + 1u < n_slices;
         if (has_next) {
             let k_next = k_begin + (s + 1u) * BK;
-        ra0 = mat2x4<f16>();
+        ra0 = vec4<u32>();
         if (a_ok0 && k_next + a_k0 < k_end) {
             ra0 = a[(a_off0 + k_next * p.a_cs) / VW];
         }
-        ra1 = mat2x4<f16>();
+        ra1 = vec4<u32>();
         if (a_ok1 && k_next + a_k1 < k_end) {
             ra1 = a[(a_off1 + k_next * p.a_cs) / VW];
         }
-        rb0 = mat2x4<f16>();
+        rb0 = vec4<u32>();
         if (b_ok0 && k_next + b_k0 < k_end) {
             rb0 = b[(b_off0 + k_next * p.b_rs) / VW];
         }
-        rb1 = mat2x4<f16>();
+        rb1 = vec4<u32>();
         if (b_ok1 && k_next + b_k1 < k_end) {
             rb1 = b[(b_off1 + k_next * p.b_rs) / VW];
         }
@@ -244,10 +261,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
         if (has_next) {
-        a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = array<f16, 8>(ra0[0].x, ra0[0].y, ra0[0].z, ra0[0].w, ra0[1].x, ra0[1].y, ra0[1].z, ra0[1].w);
-        a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = array<f16, 8>(ra1[0].x, ra1[0].y, ra1[0].z, ra1[0].w, ra1[1].x, ra1[1].y, ra1[1].z, ra1[1].w);
-        b_tile[((1u - cur) * B_STAGE + b_st0) / VW] = array<f16, 8>(rb0[0].x, rb0[0].y, rb0[0].z, rb0[0].w, rb0[1].x, rb0[1].y, rb0[1].z, rb0[1].w);
-        b_tile[((1u - cur) * B_STAGE + b_st1) / VW] = array<f16, 8>(rb1[0].x, rb1[0].y, rb1[0].z, rb1[0].w, rb1[1].x, rb1[1].y, rb1[1].z, rb1[1].w);
+        a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = f16x8(ra0);
+        a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = f16x8(ra1);
+        b_tile[((1u - cur) * B_STAGE + b_st0) / VW] = f16x8(rb0);
+        b_tile[((1u - cur) * B_STAGE + b_st1) / VW] = f16x8(rb1);
         }
         workgroupBarrier();
     }

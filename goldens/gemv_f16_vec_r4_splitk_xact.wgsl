@@ -1,7 +1,10 @@
 enable f16;
 
 @group(0) @binding(0) var<storage, read> a: array<f16>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
+// Eight f16 per 16-byte word: one load each (two vec4<f16> loads measured slower in the tensor-core
+// kernels; wgsl/f16x8.wgsl.j2), unpacked straight to f32.
+@group(0) @binding(1) var<storage, read> b: array<vec4<u32>>;
+
 @group(0) @binding(2) var<storage, read> bias: array<f16>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
@@ -149,7 +152,11 @@ var<workgroup> partial: array<vec4<f32>, 512>;
 
 // Both halves of one 16-byte chunk (`i` counts chunks).
 fn load_b(i: u32) -> array<vec4<f32>, 2> {
-    return array<vec4<f32>, 2>(vec4<f32>(b[2u * i]), vec4<f32>(b[2u * i + 1u]));
+    let w = b[i];
+    return array<vec4<f32>, 2>(
+        vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)),
+        vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w)),
+    );
 }
 
 @compute @workgroup_size(256, 1, 1)

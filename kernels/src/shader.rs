@@ -160,6 +160,12 @@ impl ShaderVariant {
         if coop.is_some_and(|c| !c.emulate) {
             caps |= naga::valid::Capabilities::COOPERATIVE_MATRIX;
         }
+        let f16_words = matches!(self, ShaderVariant::Gemm(GemmVariant::GemvVec(g)) if g.dtype == DType::F16);
+        if coop.is_some_and(|c| c.width == 8) || f16_words {
+            // Eight f16 load as vec4<u32> and unpack (wgsl/f16x8.wgsl.j2); every compliant wgpu
+            // adapter has this (DownlevelFlags::SHADER_F16_IN_F32).
+            caps |= naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+        }
         caps
     }
 
@@ -300,7 +306,8 @@ fn coop_context(c: CoopVariant) -> Value {
     let (sa, rows_a) = s.staged(s.bm, c.a_staged());
     let (sb, rows_b) = s.staged(s.bn, c.b_staged());
     let (in_elem, zero_reg) = match (vw, c.dtype) {
-        (8, _) => ("mat2x4<f16>", "mat2x4<f16>()"),
+        // Eight f16 as one 16-byte word (wgsl/f16x8.wgsl.j2).
+        (8, _) => ("vec4<u32>", "vec4<u32>()"),
         (4, DType::F16) => ("vec4<f16>", "vec4<f16>()"),
         (4, DType::F32) => ("vec4<f32>", "vec4<f32>()"),
         (_, DType::F16) => ("f16", "f16(0.0)"),

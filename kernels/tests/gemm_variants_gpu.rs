@@ -301,3 +301,37 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
         }
     }
 }
+
+/// The 16-byte loads (eight f16 as a `vec4<u32>`, unpacked through `unpack2x16float`) carry every
+/// finite f16 value unchanged: I·B = B with B holding all 63 488 finite bit patterns (subnormals,
+/// the largest values, both zeros), compared exactly, and an infinity or NaN in B reaches the
+/// output of its column as the float64 reference has it.
+#[test]
+fn coop_16_byte_loads_carry_every_f16_value() {
+    let gpu = gpu();
+    if !gpu.caps().shader_f16 {
+        eprintln!("adapter has no shader-f16: coop kernels stage in f16");
+        return;
+    }
+    let (m, n) = (128u32, 512u32);
+    let eye: Vec<f32> = (0..m * m).map(|i| if i / m == i % m { 1.0 } else { 0.0 }).collect();
+    let mut b: Vec<f32> = (0..=u16::MAX).map(|bits| half::f16::from_bits(bits).to_f32()).collect();
+    for v in b.iter_mut().filter(|v| !v.is_finite()) {
+        *v = 0.0;
+    }
+    // Column 3 gets an infinity (row 5) and column 7 a NaN (row 9).
+    b[(5 * n + 3) as usize] = f32::INFINITY;
+    b[(9 * n + 7) as usize] = f32::NAN;
+    let p = GemmProblem::simple(DType::F16, m, n, m, false, false);
+    for (shape, choice) in [(COOP_64, TilingChoice::Tile64), emulable_shapes()[7]] {
+        let plan = emulated_plan(&p, shape, choice, false).expect("a coop plan");
+        let GemmVariant::Coop(c) = plan.steps[0].variant else { unreachable!() };
+        assert_eq!(c.width, 8, "{shape:?}: 16-byte loads");
+        let got = run_plan(&gpu, &p, &plan, &eye, &b, None);
+        let want = reference(&p, &eye, &b, None);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            let same = if w.is_nan() { g.is_nan() } else { g as f64 == w };
+            assert!(same, "{shape:?}: element {i} ({}, {}) is {g}, expected {w}", i as u32 / n, i as u32 % n);
+        }
+    }
+}
