@@ -61,9 +61,9 @@ const TAU: f32 = 8.0;
 // K then V (32 rows each), in 8-half chunks; Q is staged here once at the start.
 var<workgroup> kv: array<array<f16, 8>, 1088>;
 // Per subgroup 16 rows: the scores of a tile, then a chunk of P·V.
-var<workgroup> sr: array<array<f32, 2>, 2176>;
+var<workgroup> sr: array<f32, 4352>;
 // Per subgroup 16 rows of P (f16).
-var<workgroup> pt: array<array<f16, 2>, 1280>;
+var<workgroup> pt: array<f16, 2560>;
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
@@ -104,14 +104,6 @@ fn k_at(e: u32) -> f16 {
 
 fn v_at(e: u32) -> f16 {
     return f16_of(v[e / 8u], e % 8u);
-}
-
-fn sr_at(e: u32) -> f32 {
-    return sr[e / 2u][e % 2u];
-}
-
-fn pt_at(e: u32) -> f16 {
-    return pt[e / 2u][e % 2u];
 }
 
 fn kv_at(e: u32) -> f16 {
@@ -454,8 +446,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let half = lane % 2u;
     let off0 = (r / 8u) + 2u * half;
     let off1 = (1u - r / 8u) + 2u * half;
-    // Rows 8..15 take their columns' pairs in the other order (off0 = 2·half + 1).
-    let swap = r >= 8u;
     let qi = q0 + sg * 16u + r;
     let s_row = sg * 16u * RW + r * RW;
     let p_row = sg * 16u * PS + r * PS;
@@ -559,7 +549,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let kf0_7 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_7c][0], KS);
         sacc0 = coopMultiplyAdd(qf7, kf0_7, sacc0);
         let es0 = s_sg + 0u;
-        coopStoreT(sacc0, &sr[(es0) / 2u][0], RW);
+        coopStoreT(sacc0, &sr[es0], RW);
         var sacc1 = coop_mat16x16<f32, C>();
         let ek1_0 = 16u * KS + 0u;
         let kf1_0c = ek1_0 / 8u;
@@ -594,68 +584,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let kf1_7 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_7c][0], KS);
         sacc1 = coopMultiplyAdd(qf7, kf1_7, sacc1);
         let es1 = s_sg + 16u;
-        coopStoreT(sacc1, &sr[(es1) / 2u][0], RW);
+        coopStoreT(sacc1, &sr[es1], RW);
         subgroupBarrier();
         // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
         // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
         let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
-        // A lane's columns c(2i), c(2i+1) are one adjacent pair (its order swapped for rows 8..15): one 8-byte load.
-        let sp0 = sr[(s_row + 0u + 2u * half) / 2u];
-        let s0 = select(sp0[0], sp0[1], swap);
-        let s1 = select(sp0[1], sp0[0], swap);
-        let sp2 = sr[(s_row + 4u + 2u * half) / 2u];
-        let s2 = select(sp2[0], sp2[1], swap);
-        let s3 = select(sp2[1], sp2[0], swap);
-        let sp4 = sr[(s_row + 8u + 2u * half) / 2u];
-        let s4 = select(sp4[0], sp4[1], swap);
-        let s5 = select(sp4[1], sp4[0], swap);
-        let sp6 = sr[(s_row + 12u + 2u * half) / 2u];
-        let s6 = select(sp6[0], sp6[1], swap);
-        let s7 = select(sp6[1], sp6[0], swap);
-        let sp8 = sr[(s_row + 16u + 2u * half) / 2u];
-        let s8 = select(sp8[0], sp8[1], swap);
-        let s9 = select(sp8[1], sp8[0], swap);
-        let sp10 = sr[(s_row + 20u + 2u * half) / 2u];
-        let s10 = select(sp10[0], sp10[1], swap);
-        let s11 = select(sp10[1], sp10[0], swap);
-        let sp12 = sr[(s_row + 24u + 2u * half) / 2u];
-        let s12 = select(sp12[0], sp12[1], swap);
-        let s13 = select(sp12[1], sp12[0], swap);
-        let sp14 = sr[(s_row + 28u + 2u * half) / 2u];
-        let s14 = select(sp14[0], sp14[1], swap);
-        let s15 = select(sp14[1], sp14[0], swap);
         let c0 = off0 + 0u;
-        var x0 = s0 * scale2;
+        var x0 = sr[s_row + c0] * scale2;
         let c1 = off1 + 0u;
-        var x1 = s1 * scale2;
+        var x1 = sr[s_row + c1] * scale2;
         let c2 = off0 + 4u;
-        var x2 = s2 * scale2;
+        var x2 = sr[s_row + c2] * scale2;
         let c3 = off1 + 4u;
-        var x3 = s3 * scale2;
+        var x3 = sr[s_row + c3] * scale2;
         let c4 = off0 + 8u;
-        var x4 = s4 * scale2;
+        var x4 = sr[s_row + c4] * scale2;
         let c5 = off1 + 8u;
-        var x5 = s5 * scale2;
+        var x5 = sr[s_row + c5] * scale2;
         let c6 = off0 + 12u;
-        var x6 = s6 * scale2;
+        var x6 = sr[s_row + c6] * scale2;
         let c7 = off1 + 12u;
-        var x7 = s7 * scale2;
+        var x7 = sr[s_row + c7] * scale2;
         let c8 = off0 + 16u;
-        var x8 = s8 * scale2;
+        var x8 = sr[s_row + c8] * scale2;
         let c9 = off1 + 16u;
-        var x9 = s9 * scale2;
+        var x9 = sr[s_row + c9] * scale2;
         let c10 = off0 + 20u;
-        var x10 = s10 * scale2;
+        var x10 = sr[s_row + c10] * scale2;
         let c11 = off1 + 20u;
-        var x11 = s11 * scale2;
+        var x11 = sr[s_row + c11] * scale2;
         let c12 = off0 + 24u;
-        var x12 = s12 * scale2;
+        var x12 = sr[s_row + c12] * scale2;
         let c13 = off1 + 24u;
-        var x13 = s13 * scale2;
+        var x13 = sr[s_row + c13] * scale2;
         let c14 = off0 + 28u;
-        var x14 = s14 * scale2;
+        var x14 = sr[s_row + c14] * scale2;
         let c15 = off1 + 28u;
-        var x15 = s15 * scale2;
+        var x15 = sr[s_row + c15] * scale2;
         x0 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w]), LOG2E, x0);
         x1 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w]), LOG2E, x1);
         x2 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w]), LOG2E, x2);
@@ -722,214 +687,157 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var t_sum = 0.0;
         let e0 = exp2(x0 - m_safe);
         t_sum = t_sum + e0;
+        pt[p_row + c0] = f16(e0);
         let e1 = exp2(x1 - m_safe);
         t_sum = t_sum + e1;
+        pt[p_row + c1] = f16(e1);
         let e2 = exp2(x2 - m_safe);
         t_sum = t_sum + e2;
+        pt[p_row + c2] = f16(e2);
         let e3 = exp2(x3 - m_safe);
         t_sum = t_sum + e3;
+        pt[p_row + c3] = f16(e3);
         let e4 = exp2(x4 - m_safe);
         t_sum = t_sum + e4;
+        pt[p_row + c4] = f16(e4);
         let e5 = exp2(x5 - m_safe);
         t_sum = t_sum + e5;
+        pt[p_row + c5] = f16(e5);
         let e6 = exp2(x6 - m_safe);
         t_sum = t_sum + e6;
+        pt[p_row + c6] = f16(e6);
         let e7 = exp2(x7 - m_safe);
         t_sum = t_sum + e7;
+        pt[p_row + c7] = f16(e7);
         let e8 = exp2(x8 - m_safe);
         t_sum = t_sum + e8;
+        pt[p_row + c8] = f16(e8);
         let e9 = exp2(x9 - m_safe);
         t_sum = t_sum + e9;
+        pt[p_row + c9] = f16(e9);
         let e10 = exp2(x10 - m_safe);
         t_sum = t_sum + e10;
+        pt[p_row + c10] = f16(e10);
         let e11 = exp2(x11 - m_safe);
         t_sum = t_sum + e11;
+        pt[p_row + c11] = f16(e11);
         let e12 = exp2(x12 - m_safe);
         t_sum = t_sum + e12;
+        pt[p_row + c12] = f16(e12);
         let e13 = exp2(x13 - m_safe);
         t_sum = t_sum + e13;
+        pt[p_row + c13] = f16(e13);
         let e14 = exp2(x14 - m_safe);
         t_sum = t_sum + e14;
+        pt[p_row + c14] = f16(e14);
         let e15 = exp2(x15 - m_safe);
         t_sum = t_sum + e15;
-        // Columns c(2i) and c(2i+1) are adjacent (their order swaps for rows 8..15): one 4-byte store each.
-        pt[(p_row + 0u + 2u * half) / 2u] = array<f16, 2>(f16(select(e0, e1, swap)), f16(select(e1, e0, swap)));
-        pt[(p_row + 4u + 2u * half) / 2u] = array<f16, 2>(f16(select(e2, e3, swap)), f16(select(e3, e2, swap)));
-        pt[(p_row + 8u + 2u * half) / 2u] = array<f16, 2>(f16(select(e4, e5, swap)), f16(select(e5, e4, swap)));
-        pt[(p_row + 12u + 2u * half) / 2u] = array<f16, 2>(f16(select(e6, e7, swap)), f16(select(e7, e6, swap)));
-        pt[(p_row + 16u + 2u * half) / 2u] = array<f16, 2>(f16(select(e8, e9, swap)), f16(select(e9, e8, swap)));
-        pt[(p_row + 20u + 2u * half) / 2u] = array<f16, 2>(f16(select(e10, e11, swap)), f16(select(e11, e10, swap)));
-        pt[(p_row + 24u + 2u * half) / 2u] = array<f16, 2>(f16(select(e12, e13, swap)), f16(select(e13, e12, swap)));
-        pt[(p_row + 28u + 2u * half) / 2u] = array<f16, 2>(f16(select(e14, e15, swap)), f16(select(e15, e14, swap)));
+        pt[p_row + c15] = f16(e15);
         l_run = l_run * alpha + t_sum;
         // Rescaling goes through the scratch: the fragments are stored, each pair scales its row,
         // and they are loaded back. The subgroup skips it when none of its rows moved.
         subgroupBarrier();
         if (subgroupAny(rescale)) {
             let er0 = s_sg + 0u;
-            coopStoreT(oacc0, &sr[(er0) / 2u][0], RW);
+            coopStoreT(oacc0, &sr[er0], RW);
             let er1 = s_sg + 16u;
-            coopStoreT(oacc1, &sr[(er1) / 2u][0], RW);
+            coopStoreT(oacc1, &sr[er1], RW);
             let er2 = s_sg + 32u;
-            coopStoreT(oacc2, &sr[(er2) / 2u][0], RW);
+            coopStoreT(oacc2, &sr[er2], RW);
             let er3 = s_sg + 48u;
-            coopStoreT(oacc3, &sr[(er3) / 2u][0], RW);
+            coopStoreT(oacc3, &sr[er3], RW);
             subgroupBarrier();
-            {
-                let rs = (s_row + 0u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 4u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 8u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 12u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 16u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 20u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 24u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 28u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 32u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 36u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 40u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 44u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 48u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 52u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 56u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 60u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            sr[s_row + off0 + 32u] *= alpha;
+            sr[s_row + off1 + 32u] *= alpha;
+            sr[s_row + off0 + 36u] *= alpha;
+            sr[s_row + off1 + 36u] *= alpha;
+            sr[s_row + off0 + 40u] *= alpha;
+            sr[s_row + off1 + 40u] *= alpha;
+            sr[s_row + off0 + 44u] *= alpha;
+            sr[s_row + off1 + 44u] *= alpha;
+            sr[s_row + off0 + 48u] *= alpha;
+            sr[s_row + off1 + 48u] *= alpha;
+            sr[s_row + off0 + 52u] *= alpha;
+            sr[s_row + off1 + 52u] *= alpha;
+            sr[s_row + off0 + 56u] *= alpha;
+            sr[s_row + off1 + 56u] *= alpha;
+            sr[s_row + off0 + 60u] *= alpha;
+            sr[s_row + off1 + 60u] *= alpha;
             subgroupBarrier();
-            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er0) / 2u][0], RW);
-            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er1) / 2u][0], RW);
-            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er2) / 2u][0], RW);
-            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er3) / 2u][0], RW);
+            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er0], RW);
+            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er1], RW);
+            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er2], RW);
+            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er3], RW);
             subgroupBarrier();
             let er4 = s_sg + 0u;
-            coopStoreT(oacc4, &sr[(er4) / 2u][0], RW);
+            coopStoreT(oacc4, &sr[er4], RW);
             let er5 = s_sg + 16u;
-            coopStoreT(oacc5, &sr[(er5) / 2u][0], RW);
+            coopStoreT(oacc5, &sr[er5], RW);
             let er6 = s_sg + 32u;
-            coopStoreT(oacc6, &sr[(er6) / 2u][0], RW);
+            coopStoreT(oacc6, &sr[er6], RW);
             let er7 = s_sg + 48u;
-            coopStoreT(oacc7, &sr[(er7) / 2u][0], RW);
+            coopStoreT(oacc7, &sr[er7], RW);
             subgroupBarrier();
-            {
-                let rs = (s_row + 0u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 4u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 8u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 12u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 16u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 20u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 24u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 28u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 32u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 36u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 40u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 44u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 48u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 52u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 56u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 60u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            sr[s_row + off0 + 32u] *= alpha;
+            sr[s_row + off1 + 32u] *= alpha;
+            sr[s_row + off0 + 36u] *= alpha;
+            sr[s_row + off1 + 36u] *= alpha;
+            sr[s_row + off0 + 40u] *= alpha;
+            sr[s_row + off1 + 40u] *= alpha;
+            sr[s_row + off0 + 44u] *= alpha;
+            sr[s_row + off1 + 44u] *= alpha;
+            sr[s_row + off0 + 48u] *= alpha;
+            sr[s_row + off1 + 48u] *= alpha;
+            sr[s_row + off0 + 52u] *= alpha;
+            sr[s_row + off1 + 52u] *= alpha;
+            sr[s_row + off0 + 56u] *= alpha;
+            sr[s_row + off1 + 56u] *= alpha;
+            sr[s_row + off0 + 60u] *= alpha;
+            sr[s_row + off1 + 60u] *= alpha;
             subgroupBarrier();
-            oacc4 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er4) / 2u][0], RW);
-            oacc5 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er5) / 2u][0], RW);
-            oacc6 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er6) / 2u][0], RW);
-            oacc7 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er7) / 2u][0], RW);
+            oacc4 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er4], RW);
+            oacc5 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er5], RW);
+            oacc6 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er6], RW);
+            oacc7 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er7], RW);
         }
         subgroupBarrier();
         // P·V into the output fragments.
         let ep0 = p_sg + 0u;
-        let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[(ep0) / 2u][0], PS);
+        let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep0], PS);
         let ep1 = p_sg + 16u;
-        let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[(ep1) / 2u][0], PS);
+        let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep1], PS);
         let ev0_0 = V0 + 0u * KS + 0u;
         let vf0_0c = ev0_0 / 8u;
         let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_0c][0], KS);
@@ -1000,93 +908,93 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // The output fragments leave through the scratch, 64 columns at a time.
     subgroupBarrier();
     let ef0 = s_sg + 0u;
-    coopStoreT(oacc0, &sr[(ef0) / 2u][0], RW);
+    coopStoreT(oacc0, &sr[ef0], RW);
     let ef1 = s_sg + 16u;
-    coopStoreT(oacc1, &sr[(ef1) / 2u][0], RW);
+    coopStoreT(oacc1, &sr[ef1], RW);
     let ef2 = s_sg + 32u;
-    coopStoreT(oacc2, &sr[(ef2) / 2u][0], RW);
+    coopStoreT(oacc2, &sr[ef2], RW);
     let ef3 = s_sg + 48u;
-    coopStoreT(oacc3, &sr[(ef3) / 2u][0], RW);
+    coopStoreT(oacc3, &sr[ef3], RW);
     subgroupBarrier();
     if (live && qi < p.sq) {
         let at = ((bh * p.sq + qi) * p.splits + split) * (D + 2u) + 0u;
-        o[at + off0 + 0u] = sr_at(s_row + off0 + 0u);
-        o[at + off1 + 0u] = sr_at(s_row + off1 + 0u);
-        o[at + off0 + 4u] = sr_at(s_row + off0 + 4u);
-        o[at + off1 + 4u] = sr_at(s_row + off1 + 4u);
-        o[at + off0 + 8u] = sr_at(s_row + off0 + 8u);
-        o[at + off1 + 8u] = sr_at(s_row + off1 + 8u);
-        o[at + off0 + 12u] = sr_at(s_row + off0 + 12u);
-        o[at + off1 + 12u] = sr_at(s_row + off1 + 12u);
-        o[at + off0 + 16u] = sr_at(s_row + off0 + 16u);
-        o[at + off1 + 16u] = sr_at(s_row + off1 + 16u);
-        o[at + off0 + 20u] = sr_at(s_row + off0 + 20u);
-        o[at + off1 + 20u] = sr_at(s_row + off1 + 20u);
-        o[at + off0 + 24u] = sr_at(s_row + off0 + 24u);
-        o[at + off1 + 24u] = sr_at(s_row + off1 + 24u);
-        o[at + off0 + 28u] = sr_at(s_row + off0 + 28u);
-        o[at + off1 + 28u] = sr_at(s_row + off1 + 28u);
-        o[at + off0 + 32u] = sr_at(s_row + off0 + 32u);
-        o[at + off1 + 32u] = sr_at(s_row + off1 + 32u);
-        o[at + off0 + 36u] = sr_at(s_row + off0 + 36u);
-        o[at + off1 + 36u] = sr_at(s_row + off1 + 36u);
-        o[at + off0 + 40u] = sr_at(s_row + off0 + 40u);
-        o[at + off1 + 40u] = sr_at(s_row + off1 + 40u);
-        o[at + off0 + 44u] = sr_at(s_row + off0 + 44u);
-        o[at + off1 + 44u] = sr_at(s_row + off1 + 44u);
-        o[at + off0 + 48u] = sr_at(s_row + off0 + 48u);
-        o[at + off1 + 48u] = sr_at(s_row + off1 + 48u);
-        o[at + off0 + 52u] = sr_at(s_row + off0 + 52u);
-        o[at + off1 + 52u] = sr_at(s_row + off1 + 52u);
-        o[at + off0 + 56u] = sr_at(s_row + off0 + 56u);
-        o[at + off1 + 56u] = sr_at(s_row + off1 + 56u);
-        o[at + off0 + 60u] = sr_at(s_row + off0 + 60u);
-        o[at + off1 + 60u] = sr_at(s_row + off1 + 60u);
+        o[at + off0 + 0u] = sr[s_row + off0 + 0u];
+        o[at + off1 + 0u] = sr[s_row + off1 + 0u];
+        o[at + off0 + 4u] = sr[s_row + off0 + 4u];
+        o[at + off1 + 4u] = sr[s_row + off1 + 4u];
+        o[at + off0 + 8u] = sr[s_row + off0 + 8u];
+        o[at + off1 + 8u] = sr[s_row + off1 + 8u];
+        o[at + off0 + 12u] = sr[s_row + off0 + 12u];
+        o[at + off1 + 12u] = sr[s_row + off1 + 12u];
+        o[at + off0 + 16u] = sr[s_row + off0 + 16u];
+        o[at + off1 + 16u] = sr[s_row + off1 + 16u];
+        o[at + off0 + 20u] = sr[s_row + off0 + 20u];
+        o[at + off1 + 20u] = sr[s_row + off1 + 20u];
+        o[at + off0 + 24u] = sr[s_row + off0 + 24u];
+        o[at + off1 + 24u] = sr[s_row + off1 + 24u];
+        o[at + off0 + 28u] = sr[s_row + off0 + 28u];
+        o[at + off1 + 28u] = sr[s_row + off1 + 28u];
+        o[at + off0 + 32u] = sr[s_row + off0 + 32u];
+        o[at + off1 + 32u] = sr[s_row + off1 + 32u];
+        o[at + off0 + 36u] = sr[s_row + off0 + 36u];
+        o[at + off1 + 36u] = sr[s_row + off1 + 36u];
+        o[at + off0 + 40u] = sr[s_row + off0 + 40u];
+        o[at + off1 + 40u] = sr[s_row + off1 + 40u];
+        o[at + off0 + 44u] = sr[s_row + off0 + 44u];
+        o[at + off1 + 44u] = sr[s_row + off1 + 44u];
+        o[at + off0 + 48u] = sr[s_row + off0 + 48u];
+        o[at + off1 + 48u] = sr[s_row + off1 + 48u];
+        o[at + off0 + 52u] = sr[s_row + off0 + 52u];
+        o[at + off1 + 52u] = sr[s_row + off1 + 52u];
+        o[at + off0 + 56u] = sr[s_row + off0 + 56u];
+        o[at + off1 + 56u] = sr[s_row + off1 + 56u];
+        o[at + off0 + 60u] = sr[s_row + off0 + 60u];
+        o[at + off1 + 60u] = sr[s_row + off1 + 60u];
     }
     subgroupBarrier();
     let ef4 = s_sg + 0u;
-    coopStoreT(oacc4, &sr[(ef4) / 2u][0], RW);
+    coopStoreT(oacc4, &sr[ef4], RW);
     let ef5 = s_sg + 16u;
-    coopStoreT(oacc5, &sr[(ef5) / 2u][0], RW);
+    coopStoreT(oacc5, &sr[ef5], RW);
     let ef6 = s_sg + 32u;
-    coopStoreT(oacc6, &sr[(ef6) / 2u][0], RW);
+    coopStoreT(oacc6, &sr[ef6], RW);
     let ef7 = s_sg + 48u;
-    coopStoreT(oacc7, &sr[(ef7) / 2u][0], RW);
+    coopStoreT(oacc7, &sr[ef7], RW);
     subgroupBarrier();
     if (live && qi < p.sq) {
         let at = ((bh * p.sq + qi) * p.splits + split) * (D + 2u) + 64u;
-        o[at + off0 + 0u] = sr_at(s_row + off0 + 0u);
-        o[at + off1 + 0u] = sr_at(s_row + off1 + 0u);
-        o[at + off0 + 4u] = sr_at(s_row + off0 + 4u);
-        o[at + off1 + 4u] = sr_at(s_row + off1 + 4u);
-        o[at + off0 + 8u] = sr_at(s_row + off0 + 8u);
-        o[at + off1 + 8u] = sr_at(s_row + off1 + 8u);
-        o[at + off0 + 12u] = sr_at(s_row + off0 + 12u);
-        o[at + off1 + 12u] = sr_at(s_row + off1 + 12u);
-        o[at + off0 + 16u] = sr_at(s_row + off0 + 16u);
-        o[at + off1 + 16u] = sr_at(s_row + off1 + 16u);
-        o[at + off0 + 20u] = sr_at(s_row + off0 + 20u);
-        o[at + off1 + 20u] = sr_at(s_row + off1 + 20u);
-        o[at + off0 + 24u] = sr_at(s_row + off0 + 24u);
-        o[at + off1 + 24u] = sr_at(s_row + off1 + 24u);
-        o[at + off0 + 28u] = sr_at(s_row + off0 + 28u);
-        o[at + off1 + 28u] = sr_at(s_row + off1 + 28u);
-        o[at + off0 + 32u] = sr_at(s_row + off0 + 32u);
-        o[at + off1 + 32u] = sr_at(s_row + off1 + 32u);
-        o[at + off0 + 36u] = sr_at(s_row + off0 + 36u);
-        o[at + off1 + 36u] = sr_at(s_row + off1 + 36u);
-        o[at + off0 + 40u] = sr_at(s_row + off0 + 40u);
-        o[at + off1 + 40u] = sr_at(s_row + off1 + 40u);
-        o[at + off0 + 44u] = sr_at(s_row + off0 + 44u);
-        o[at + off1 + 44u] = sr_at(s_row + off1 + 44u);
-        o[at + off0 + 48u] = sr_at(s_row + off0 + 48u);
-        o[at + off1 + 48u] = sr_at(s_row + off1 + 48u);
-        o[at + off0 + 52u] = sr_at(s_row + off0 + 52u);
-        o[at + off1 + 52u] = sr_at(s_row + off1 + 52u);
-        o[at + off0 + 56u] = sr_at(s_row + off0 + 56u);
-        o[at + off1 + 56u] = sr_at(s_row + off1 + 56u);
-        o[at + off0 + 60u] = sr_at(s_row + off0 + 60u);
-        o[at + off1 + 60u] = sr_at(s_row + off1 + 60u);
+        o[at + off0 + 0u] = sr[s_row + off0 + 0u];
+        o[at + off1 + 0u] = sr[s_row + off1 + 0u];
+        o[at + off0 + 4u] = sr[s_row + off0 + 4u];
+        o[at + off1 + 4u] = sr[s_row + off1 + 4u];
+        o[at + off0 + 8u] = sr[s_row + off0 + 8u];
+        o[at + off1 + 8u] = sr[s_row + off1 + 8u];
+        o[at + off0 + 12u] = sr[s_row + off0 + 12u];
+        o[at + off1 + 12u] = sr[s_row + off1 + 12u];
+        o[at + off0 + 16u] = sr[s_row + off0 + 16u];
+        o[at + off1 + 16u] = sr[s_row + off1 + 16u];
+        o[at + off0 + 20u] = sr[s_row + off0 + 20u];
+        o[at + off1 + 20u] = sr[s_row + off1 + 20u];
+        o[at + off0 + 24u] = sr[s_row + off0 + 24u];
+        o[at + off1 + 24u] = sr[s_row + off1 + 24u];
+        o[at + off0 + 28u] = sr[s_row + off0 + 28u];
+        o[at + off1 + 28u] = sr[s_row + off1 + 28u];
+        o[at + off0 + 32u] = sr[s_row + off0 + 32u];
+        o[at + off1 + 32u] = sr[s_row + off1 + 32u];
+        o[at + off0 + 36u] = sr[s_row + off0 + 36u];
+        o[at + off1 + 36u] = sr[s_row + off1 + 36u];
+        o[at + off0 + 40u] = sr[s_row + off0 + 40u];
+        o[at + off1 + 40u] = sr[s_row + off1 + 40u];
+        o[at + off0 + 44u] = sr[s_row + off0 + 44u];
+        o[at + off1 + 44u] = sr[s_row + off1 + 44u];
+        o[at + off0 + 48u] = sr[s_row + off0 + 48u];
+        o[at + off1 + 48u] = sr[s_row + off1 + 48u];
+        o[at + off0 + 52u] = sr[s_row + off0 + 52u];
+        o[at + off1 + 52u] = sr[s_row + off1 + 52u];
+        o[at + off0 + 56u] = sr[s_row + off0 + 56u];
+        o[at + off1 + 56u] = sr[s_row + off1 + 56u];
+        o[at + off0 + 60u] = sr[s_row + off0 + 60u];
+        o[at + off1 + 60u] = sr[s_row + off1 + 60u];
     }
     if (live && qi < p.sq && half == 0u) {
         // The max in natural-log units, as the reduction expects.

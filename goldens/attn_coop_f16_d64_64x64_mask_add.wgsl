@@ -61,9 +61,9 @@ const TAU: f32 = 8.0;
 // K then V (64 rows each), in 8-half chunks; Q is staged here once at the start.
 var<workgroup> kv: array<array<f16, 8>, 1152>;
 // Per subgroup 16 rows: the scores of a tile, then a chunk of P·V.
-var<workgroup> sr: array<array<f32, 2>, 2176>;
+var<workgroup> sr: array<f32, 4352>;
 // Per subgroup 16 rows of P (f16).
-var<workgroup> pt: array<array<f16, 2>, 2304>;
+var<workgroup> pt: array<f16, 4608>;
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
@@ -104,14 +104,6 @@ fn k_at(e: u32) -> f16 {
 
 fn v_at(e: u32) -> f16 {
     return f16_of(v[e / 8u], e % 8u);
-}
-
-fn sr_at(e: u32) -> f32 {
-    return sr[e / 2u][e % 2u];
-}
-
-fn pt_at(e: u32) -> f16 {
-    return pt[e / 2u][e % 2u];
 }
 
 fn kv_at(e: u32) -> f16 {
@@ -454,8 +446,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let half = lane % 2u;
     let off0 = (r / 8u) + 2u * half;
     let off1 = (1u - r / 8u) + 2u * half;
-    // Rows 8..15 take their columns' pairs in the other order (off0 = 2·half + 1).
-    let swap = r >= 8u;
     let qi = q0 + sg * 16u + r;
     let s_row = sg * 16u * RW + r * RW;
     let p_row = sg * 16u * PS + r * PS;
@@ -527,7 +517,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let kf0_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_3c][0], KS);
         sacc0 = coopMultiplyAdd(qf3, kf0_3, sacc0);
         let es0 = s_sg + 0u;
-        coopStoreT(sacc0, &sr[(es0) / 2u][0], RW);
+        coopStoreT(sacc0, &sr[es0], RW);
         var sacc1 = coop_mat16x16<f32, C>();
         let ek1_0 = 16u * KS + 0u;
         let kf1_0c = ek1_0 / 8u;
@@ -546,7 +536,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let kf1_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_3c][0], KS);
         sacc1 = coopMultiplyAdd(qf3, kf1_3, sacc1);
         let es1 = s_sg + 16u;
-        coopStoreT(sacc1, &sr[(es1) / 2u][0], RW);
+        coopStoreT(sacc1, &sr[es1], RW);
         var sacc2 = coop_mat16x16<f32, C>();
         let ek2_0 = 32u * KS + 0u;
         let kf2_0c = ek2_0 / 8u;
@@ -565,7 +555,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let kf2_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf2_3c][0], KS);
         sacc2 = coopMultiplyAdd(qf3, kf2_3, sacc2);
         let es2 = s_sg + 32u;
-        coopStoreT(sacc2, &sr[(es2) / 2u][0], RW);
+        coopStoreT(sacc2, &sr[es2], RW);
         var sacc3 = coop_mat16x16<f32, C>();
         let ek3_0 = 48u * KS + 0u;
         let kf3_0c = ek3_0 / 8u;
@@ -584,124 +574,75 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let kf3_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf3_3c][0], KS);
         sacc3 = coopMultiplyAdd(qf3, kf3_3, sacc3);
         let es3 = s_sg + 48u;
-        coopStoreT(sacc3, &sr[(es3) / 2u][0], RW);
+        coopStoreT(sacc3, &sr[es3], RW);
         subgroupBarrier();
         // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
         // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
         let edge = k0 + BC > p.skv || (p.causal != 0u && i32(k0 + BC - 1u) > i32(q0) + p.causal_offset);
-        // A lane's columns c(2i), c(2i+1) are one adjacent pair (its order swapped for rows 8..15): one 8-byte load.
-        let sp0 = sr[(s_row + 0u + 2u * half) / 2u];
-        let s0 = select(sp0[0], sp0[1], swap);
-        let s1 = select(sp0[1], sp0[0], swap);
-        let sp2 = sr[(s_row + 4u + 2u * half) / 2u];
-        let s2 = select(sp2[0], sp2[1], swap);
-        let s3 = select(sp2[1], sp2[0], swap);
-        let sp4 = sr[(s_row + 8u + 2u * half) / 2u];
-        let s4 = select(sp4[0], sp4[1], swap);
-        let s5 = select(sp4[1], sp4[0], swap);
-        let sp6 = sr[(s_row + 12u + 2u * half) / 2u];
-        let s6 = select(sp6[0], sp6[1], swap);
-        let s7 = select(sp6[1], sp6[0], swap);
-        let sp8 = sr[(s_row + 16u + 2u * half) / 2u];
-        let s8 = select(sp8[0], sp8[1], swap);
-        let s9 = select(sp8[1], sp8[0], swap);
-        let sp10 = sr[(s_row + 20u + 2u * half) / 2u];
-        let s10 = select(sp10[0], sp10[1], swap);
-        let s11 = select(sp10[1], sp10[0], swap);
-        let sp12 = sr[(s_row + 24u + 2u * half) / 2u];
-        let s12 = select(sp12[0], sp12[1], swap);
-        let s13 = select(sp12[1], sp12[0], swap);
-        let sp14 = sr[(s_row + 28u + 2u * half) / 2u];
-        let s14 = select(sp14[0], sp14[1], swap);
-        let s15 = select(sp14[1], sp14[0], swap);
-        let sp16 = sr[(s_row + 32u + 2u * half) / 2u];
-        let s16 = select(sp16[0], sp16[1], swap);
-        let s17 = select(sp16[1], sp16[0], swap);
-        let sp18 = sr[(s_row + 36u + 2u * half) / 2u];
-        let s18 = select(sp18[0], sp18[1], swap);
-        let s19 = select(sp18[1], sp18[0], swap);
-        let sp20 = sr[(s_row + 40u + 2u * half) / 2u];
-        let s20 = select(sp20[0], sp20[1], swap);
-        let s21 = select(sp20[1], sp20[0], swap);
-        let sp22 = sr[(s_row + 44u + 2u * half) / 2u];
-        let s22 = select(sp22[0], sp22[1], swap);
-        let s23 = select(sp22[1], sp22[0], swap);
-        let sp24 = sr[(s_row + 48u + 2u * half) / 2u];
-        let s24 = select(sp24[0], sp24[1], swap);
-        let s25 = select(sp24[1], sp24[0], swap);
-        let sp26 = sr[(s_row + 52u + 2u * half) / 2u];
-        let s26 = select(sp26[0], sp26[1], swap);
-        let s27 = select(sp26[1], sp26[0], swap);
-        let sp28 = sr[(s_row + 56u + 2u * half) / 2u];
-        let s28 = select(sp28[0], sp28[1], swap);
-        let s29 = select(sp28[1], sp28[0], swap);
-        let sp30 = sr[(s_row + 60u + 2u * half) / 2u];
-        let s30 = select(sp30[0], sp30[1], swap);
-        let s31 = select(sp30[1], sp30[0], swap);
         let c0 = off0 + 0u;
-        var x0 = s0 * scale2;
+        var x0 = sr[s_row + c0] * scale2;
         let c1 = off1 + 0u;
-        var x1 = s1 * scale2;
+        var x1 = sr[s_row + c1] * scale2;
         let c2 = off0 + 4u;
-        var x2 = s2 * scale2;
+        var x2 = sr[s_row + c2] * scale2;
         let c3 = off1 + 4u;
-        var x3 = s3 * scale2;
+        var x3 = sr[s_row + c3] * scale2;
         let c4 = off0 + 8u;
-        var x4 = s4 * scale2;
+        var x4 = sr[s_row + c4] * scale2;
         let c5 = off1 + 8u;
-        var x5 = s5 * scale2;
+        var x5 = sr[s_row + c5] * scale2;
         let c6 = off0 + 12u;
-        var x6 = s6 * scale2;
+        var x6 = sr[s_row + c6] * scale2;
         let c7 = off1 + 12u;
-        var x7 = s7 * scale2;
+        var x7 = sr[s_row + c7] * scale2;
         let c8 = off0 + 16u;
-        var x8 = s8 * scale2;
+        var x8 = sr[s_row + c8] * scale2;
         let c9 = off1 + 16u;
-        var x9 = s9 * scale2;
+        var x9 = sr[s_row + c9] * scale2;
         let c10 = off0 + 20u;
-        var x10 = s10 * scale2;
+        var x10 = sr[s_row + c10] * scale2;
         let c11 = off1 + 20u;
-        var x11 = s11 * scale2;
+        var x11 = sr[s_row + c11] * scale2;
         let c12 = off0 + 24u;
-        var x12 = s12 * scale2;
+        var x12 = sr[s_row + c12] * scale2;
         let c13 = off1 + 24u;
-        var x13 = s13 * scale2;
+        var x13 = sr[s_row + c13] * scale2;
         let c14 = off0 + 28u;
-        var x14 = s14 * scale2;
+        var x14 = sr[s_row + c14] * scale2;
         let c15 = off1 + 28u;
-        var x15 = s15 * scale2;
+        var x15 = sr[s_row + c15] * scale2;
         let c16 = off0 + 32u;
-        var x16 = s16 * scale2;
+        var x16 = sr[s_row + c16] * scale2;
         let c17 = off1 + 32u;
-        var x17 = s17 * scale2;
+        var x17 = sr[s_row + c17] * scale2;
         let c18 = off0 + 36u;
-        var x18 = s18 * scale2;
+        var x18 = sr[s_row + c18] * scale2;
         let c19 = off1 + 36u;
-        var x19 = s19 * scale2;
+        var x19 = sr[s_row + c19] * scale2;
         let c20 = off0 + 40u;
-        var x20 = s20 * scale2;
+        var x20 = sr[s_row + c20] * scale2;
         let c21 = off1 + 40u;
-        var x21 = s21 * scale2;
+        var x21 = sr[s_row + c21] * scale2;
         let c22 = off0 + 44u;
-        var x22 = s22 * scale2;
+        var x22 = sr[s_row + c22] * scale2;
         let c23 = off1 + 44u;
-        var x23 = s23 * scale2;
+        var x23 = sr[s_row + c23] * scale2;
         let c24 = off0 + 48u;
-        var x24 = s24 * scale2;
+        var x24 = sr[s_row + c24] * scale2;
         let c25 = off1 + 48u;
-        var x25 = s25 * scale2;
+        var x25 = sr[s_row + c25] * scale2;
         let c26 = off0 + 52u;
-        var x26 = s26 * scale2;
+        var x26 = sr[s_row + c26] * scale2;
         let c27 = off1 + 52u;
-        var x27 = s27 * scale2;
+        var x27 = sr[s_row + c27] * scale2;
         let c28 = off0 + 56u;
-        var x28 = s28 * scale2;
+        var x28 = sr[s_row + c28] * scale2;
         let c29 = off1 + 56u;
-        var x29 = s29 * scale2;
+        var x29 = sr[s_row + c29] * scale2;
         let c30 = off0 + 60u;
-        var x30 = s30 * scale2;
+        var x30 = sr[s_row + c30] * scale2;
         let c31 = off1 + 60u;
-        var x31 = s31 * scale2;
+        var x31 = sr[s_row + c31] * scale2;
         x0 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w]), LOG2E, x0);
         x1 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w]), LOG2E, x1);
         x2 = fma(f32(m[m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w]), LOG2E, x2);
@@ -816,179 +757,162 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var t_sum = 0.0;
         let e0 = exp2(x0 - m_safe);
         t_sum = t_sum + e0;
+        pt[p_row + c0] = f16(e0);
         let e1 = exp2(x1 - m_safe);
         t_sum = t_sum + e1;
+        pt[p_row + c1] = f16(e1);
         let e2 = exp2(x2 - m_safe);
         t_sum = t_sum + e2;
+        pt[p_row + c2] = f16(e2);
         let e3 = exp2(x3 - m_safe);
         t_sum = t_sum + e3;
+        pt[p_row + c3] = f16(e3);
         let e4 = exp2(x4 - m_safe);
         t_sum = t_sum + e4;
+        pt[p_row + c4] = f16(e4);
         let e5 = exp2(x5 - m_safe);
         t_sum = t_sum + e5;
+        pt[p_row + c5] = f16(e5);
         let e6 = exp2(x6 - m_safe);
         t_sum = t_sum + e6;
+        pt[p_row + c6] = f16(e6);
         let e7 = exp2(x7 - m_safe);
         t_sum = t_sum + e7;
+        pt[p_row + c7] = f16(e7);
         let e8 = exp2(x8 - m_safe);
         t_sum = t_sum + e8;
+        pt[p_row + c8] = f16(e8);
         let e9 = exp2(x9 - m_safe);
         t_sum = t_sum + e9;
+        pt[p_row + c9] = f16(e9);
         let e10 = exp2(x10 - m_safe);
         t_sum = t_sum + e10;
+        pt[p_row + c10] = f16(e10);
         let e11 = exp2(x11 - m_safe);
         t_sum = t_sum + e11;
+        pt[p_row + c11] = f16(e11);
         let e12 = exp2(x12 - m_safe);
         t_sum = t_sum + e12;
+        pt[p_row + c12] = f16(e12);
         let e13 = exp2(x13 - m_safe);
         t_sum = t_sum + e13;
+        pt[p_row + c13] = f16(e13);
         let e14 = exp2(x14 - m_safe);
         t_sum = t_sum + e14;
+        pt[p_row + c14] = f16(e14);
         let e15 = exp2(x15 - m_safe);
         t_sum = t_sum + e15;
+        pt[p_row + c15] = f16(e15);
         let e16 = exp2(x16 - m_safe);
         t_sum = t_sum + e16;
+        pt[p_row + c16] = f16(e16);
         let e17 = exp2(x17 - m_safe);
         t_sum = t_sum + e17;
+        pt[p_row + c17] = f16(e17);
         let e18 = exp2(x18 - m_safe);
         t_sum = t_sum + e18;
+        pt[p_row + c18] = f16(e18);
         let e19 = exp2(x19 - m_safe);
         t_sum = t_sum + e19;
+        pt[p_row + c19] = f16(e19);
         let e20 = exp2(x20 - m_safe);
         t_sum = t_sum + e20;
+        pt[p_row + c20] = f16(e20);
         let e21 = exp2(x21 - m_safe);
         t_sum = t_sum + e21;
+        pt[p_row + c21] = f16(e21);
         let e22 = exp2(x22 - m_safe);
         t_sum = t_sum + e22;
+        pt[p_row + c22] = f16(e22);
         let e23 = exp2(x23 - m_safe);
         t_sum = t_sum + e23;
+        pt[p_row + c23] = f16(e23);
         let e24 = exp2(x24 - m_safe);
         t_sum = t_sum + e24;
+        pt[p_row + c24] = f16(e24);
         let e25 = exp2(x25 - m_safe);
         t_sum = t_sum + e25;
+        pt[p_row + c25] = f16(e25);
         let e26 = exp2(x26 - m_safe);
         t_sum = t_sum + e26;
+        pt[p_row + c26] = f16(e26);
         let e27 = exp2(x27 - m_safe);
         t_sum = t_sum + e27;
+        pt[p_row + c27] = f16(e27);
         let e28 = exp2(x28 - m_safe);
         t_sum = t_sum + e28;
+        pt[p_row + c28] = f16(e28);
         let e29 = exp2(x29 - m_safe);
         t_sum = t_sum + e29;
+        pt[p_row + c29] = f16(e29);
         let e30 = exp2(x30 - m_safe);
         t_sum = t_sum + e30;
+        pt[p_row + c30] = f16(e30);
         let e31 = exp2(x31 - m_safe);
         t_sum = t_sum + e31;
-        // Columns c(2i) and c(2i+1) are adjacent (their order swaps for rows 8..15): one 4-byte store each.
-        pt[(p_row + 0u + 2u * half) / 2u] = array<f16, 2>(f16(select(e0, e1, swap)), f16(select(e1, e0, swap)));
-        pt[(p_row + 4u + 2u * half) / 2u] = array<f16, 2>(f16(select(e2, e3, swap)), f16(select(e3, e2, swap)));
-        pt[(p_row + 8u + 2u * half) / 2u] = array<f16, 2>(f16(select(e4, e5, swap)), f16(select(e5, e4, swap)));
-        pt[(p_row + 12u + 2u * half) / 2u] = array<f16, 2>(f16(select(e6, e7, swap)), f16(select(e7, e6, swap)));
-        pt[(p_row + 16u + 2u * half) / 2u] = array<f16, 2>(f16(select(e8, e9, swap)), f16(select(e9, e8, swap)));
-        pt[(p_row + 20u + 2u * half) / 2u] = array<f16, 2>(f16(select(e10, e11, swap)), f16(select(e11, e10, swap)));
-        pt[(p_row + 24u + 2u * half) / 2u] = array<f16, 2>(f16(select(e12, e13, swap)), f16(select(e13, e12, swap)));
-        pt[(p_row + 28u + 2u * half) / 2u] = array<f16, 2>(f16(select(e14, e15, swap)), f16(select(e15, e14, swap)));
-        pt[(p_row + 32u + 2u * half) / 2u] = array<f16, 2>(f16(select(e16, e17, swap)), f16(select(e17, e16, swap)));
-        pt[(p_row + 36u + 2u * half) / 2u] = array<f16, 2>(f16(select(e18, e19, swap)), f16(select(e19, e18, swap)));
-        pt[(p_row + 40u + 2u * half) / 2u] = array<f16, 2>(f16(select(e20, e21, swap)), f16(select(e21, e20, swap)));
-        pt[(p_row + 44u + 2u * half) / 2u] = array<f16, 2>(f16(select(e22, e23, swap)), f16(select(e23, e22, swap)));
-        pt[(p_row + 48u + 2u * half) / 2u] = array<f16, 2>(f16(select(e24, e25, swap)), f16(select(e25, e24, swap)));
-        pt[(p_row + 52u + 2u * half) / 2u] = array<f16, 2>(f16(select(e26, e27, swap)), f16(select(e27, e26, swap)));
-        pt[(p_row + 56u + 2u * half) / 2u] = array<f16, 2>(f16(select(e28, e29, swap)), f16(select(e29, e28, swap)));
-        pt[(p_row + 60u + 2u * half) / 2u] = array<f16, 2>(f16(select(e30, e31, swap)), f16(select(e31, e30, swap)));
+        pt[p_row + c31] = f16(e31);
         l_run = l_run * alpha + t_sum;
         // Rescaling goes through the scratch: the fragments are stored, each pair scales its row,
         // and they are loaded back. The subgroup skips it when none of its rows moved.
         subgroupBarrier();
         if (subgroupAny(rescale)) {
             let er0 = s_sg + 0u;
-            coopStoreT(oacc0, &sr[(er0) / 2u][0], RW);
+            coopStoreT(oacc0, &sr[er0], RW);
             let er1 = s_sg + 16u;
-            coopStoreT(oacc1, &sr[(er1) / 2u][0], RW);
+            coopStoreT(oacc1, &sr[er1], RW);
             let er2 = s_sg + 32u;
-            coopStoreT(oacc2, &sr[(er2) / 2u][0], RW);
+            coopStoreT(oacc2, &sr[er2], RW);
             let er3 = s_sg + 48u;
-            coopStoreT(oacc3, &sr[(er3) / 2u][0], RW);
+            coopStoreT(oacc3, &sr[er3], RW);
             subgroupBarrier();
-            {
-                let rs = (s_row + 0u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 4u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 8u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 12u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 16u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 20u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 24u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 28u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 32u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 36u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 40u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 44u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 48u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 52u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 56u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
-            {
-                let rs = (s_row + 60u + 2u * half) / 2u;
-                sr[rs] = array<f32, 2>(sr[rs][0] * alpha, sr[rs][1] * alpha);
-            }
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            sr[s_row + off0 + 32u] *= alpha;
+            sr[s_row + off1 + 32u] *= alpha;
+            sr[s_row + off0 + 36u] *= alpha;
+            sr[s_row + off1 + 36u] *= alpha;
+            sr[s_row + off0 + 40u] *= alpha;
+            sr[s_row + off1 + 40u] *= alpha;
+            sr[s_row + off0 + 44u] *= alpha;
+            sr[s_row + off1 + 44u] *= alpha;
+            sr[s_row + off0 + 48u] *= alpha;
+            sr[s_row + off1 + 48u] *= alpha;
+            sr[s_row + off0 + 52u] *= alpha;
+            sr[s_row + off1 + 52u] *= alpha;
+            sr[s_row + off0 + 56u] *= alpha;
+            sr[s_row + off1 + 56u] *= alpha;
+            sr[s_row + off0 + 60u] *= alpha;
+            sr[s_row + off1 + 60u] *= alpha;
             subgroupBarrier();
-            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er0) / 2u][0], RW);
-            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er1) / 2u][0], RW);
-            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er2) / 2u][0], RW);
-            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[(er3) / 2u][0], RW);
+            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er0], RW);
+            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er1], RW);
+            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er2], RW);
+            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er3], RW);
         }
         subgroupBarrier();
         // P·V into the output fragments.
         let ep0 = p_sg + 0u;
-        let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[(ep0) / 2u][0], PS);
+        let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep0], PS);
         let ep1 = p_sg + 16u;
-        let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[(ep1) / 2u][0], PS);
+        let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep1], PS);
         let ep2 = p_sg + 32u;
-        let pf2 = coopLoadT<coop_mat16x16<f16, A>>(&pt[(ep2) / 2u][0], PS);
+        let pf2 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep2], PS);
         let ep3 = p_sg + 48u;
-        let pf3 = coopLoadT<coop_mat16x16<f16, A>>(&pt[(ep3) / 2u][0], PS);
+        let pf3 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep3], PS);
         let ev0_0 = V0 + 0u * KS + 0u;
         let vf0_0c = ev0_0 / 8u;
         let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_0c][0], KS);
@@ -1061,47 +985,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // The output fragments leave through the scratch, 64 columns at a time.
     subgroupBarrier();
     let ef0 = s_sg + 0u;
-    coopStoreT(oacc0, &sr[(ef0) / 2u][0], RW);
+    coopStoreT(oacc0, &sr[ef0], RW);
     let ef1 = s_sg + 16u;
-    coopStoreT(oacc1, &sr[(ef1) / 2u][0], RW);
+    coopStoreT(oacc1, &sr[ef1], RW);
     let ef2 = s_sg + 32u;
-    coopStoreT(oacc2, &sr[(ef2) / 2u][0], RW);
+    coopStoreT(oacc2, &sr[ef2], RW);
     let ef3 = s_sg + 48u;
-    coopStoreT(oacc3, &sr[(ef3) / 2u][0], RW);
+    coopStoreT(oacc3, &sr[ef3], RW);
     subgroupBarrier();
     if (live && qi < p.sq) {
         let at = o_base + qi * p.o_stride.z;
-        o[at + (0u + off0 + 0u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 0u) * inv);
-        o[at + (0u + off1 + 0u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 0u) * inv);
-        o[at + (0u + off0 + 4u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 4u) * inv);
-        o[at + (0u + off1 + 4u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 4u) * inv);
-        o[at + (0u + off0 + 8u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 8u) * inv);
-        o[at + (0u + off1 + 8u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 8u) * inv);
-        o[at + (0u + off0 + 12u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 12u) * inv);
-        o[at + (0u + off1 + 12u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 12u) * inv);
-        o[at + (0u + off0 + 16u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 16u) * inv);
-        o[at + (0u + off1 + 16u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 16u) * inv);
-        o[at + (0u + off0 + 20u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 20u) * inv);
-        o[at + (0u + off1 + 20u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 20u) * inv);
-        o[at + (0u + off0 + 24u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 24u) * inv);
-        o[at + (0u + off1 + 24u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 24u) * inv);
-        o[at + (0u + off0 + 28u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 28u) * inv);
-        o[at + (0u + off1 + 28u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 28u) * inv);
-        o[at + (0u + off0 + 32u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 32u) * inv);
-        o[at + (0u + off1 + 32u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 32u) * inv);
-        o[at + (0u + off0 + 36u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 36u) * inv);
-        o[at + (0u + off1 + 36u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 36u) * inv);
-        o[at + (0u + off0 + 40u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 40u) * inv);
-        o[at + (0u + off1 + 40u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 40u) * inv);
-        o[at + (0u + off0 + 44u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 44u) * inv);
-        o[at + (0u + off1 + 44u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 44u) * inv);
-        o[at + (0u + off0 + 48u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 48u) * inv);
-        o[at + (0u + off1 + 48u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 48u) * inv);
-        o[at + (0u + off0 + 52u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 52u) * inv);
-        o[at + (0u + off1 + 52u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 52u) * inv);
-        o[at + (0u + off0 + 56u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 56u) * inv);
-        o[at + (0u + off1 + 56u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 56u) * inv);
-        o[at + (0u + off0 + 60u) * p.o_stride.w] = f16(sr_at(s_row + off0 + 60u) * inv);
-        o[at + (0u + off1 + 60u) * p.o_stride.w] = f16(sr_at(s_row + off1 + 60u) * inv);
+        o[at + (0u + off0 + 0u) * p.o_stride.w] = f16(sr[s_row + off0 + 0u] * inv);
+        o[at + (0u + off1 + 0u) * p.o_stride.w] = f16(sr[s_row + off1 + 0u] * inv);
+        o[at + (0u + off0 + 4u) * p.o_stride.w] = f16(sr[s_row + off0 + 4u] * inv);
+        o[at + (0u + off1 + 4u) * p.o_stride.w] = f16(sr[s_row + off1 + 4u] * inv);
+        o[at + (0u + off0 + 8u) * p.o_stride.w] = f16(sr[s_row + off0 + 8u] * inv);
+        o[at + (0u + off1 + 8u) * p.o_stride.w] = f16(sr[s_row + off1 + 8u] * inv);
+        o[at + (0u + off0 + 12u) * p.o_stride.w] = f16(sr[s_row + off0 + 12u] * inv);
+        o[at + (0u + off1 + 12u) * p.o_stride.w] = f16(sr[s_row + off1 + 12u] * inv);
+        o[at + (0u + off0 + 16u) * p.o_stride.w] = f16(sr[s_row + off0 + 16u] * inv);
+        o[at + (0u + off1 + 16u) * p.o_stride.w] = f16(sr[s_row + off1 + 16u] * inv);
+        o[at + (0u + off0 + 20u) * p.o_stride.w] = f16(sr[s_row + off0 + 20u] * inv);
+        o[at + (0u + off1 + 20u) * p.o_stride.w] = f16(sr[s_row + off1 + 20u] * inv);
+        o[at + (0u + off0 + 24u) * p.o_stride.w] = f16(sr[s_row + off0 + 24u] * inv);
+        o[at + (0u + off1 + 24u) * p.o_stride.w] = f16(sr[s_row + off1 + 24u] * inv);
+        o[at + (0u + off0 + 28u) * p.o_stride.w] = f16(sr[s_row + off0 + 28u] * inv);
+        o[at + (0u + off1 + 28u) * p.o_stride.w] = f16(sr[s_row + off1 + 28u] * inv);
+        o[at + (0u + off0 + 32u) * p.o_stride.w] = f16(sr[s_row + off0 + 32u] * inv);
+        o[at + (0u + off1 + 32u) * p.o_stride.w] = f16(sr[s_row + off1 + 32u] * inv);
+        o[at + (0u + off0 + 36u) * p.o_stride.w] = f16(sr[s_row + off0 + 36u] * inv);
+        o[at + (0u + off1 + 36u) * p.o_stride.w] = f16(sr[s_row + off1 + 36u] * inv);
+        o[at + (0u + off0 + 40u) * p.o_stride.w] = f16(sr[s_row + off0 + 40u] * inv);
+        o[at + (0u + off1 + 40u) * p.o_stride.w] = f16(sr[s_row + off1 + 40u] * inv);
+        o[at + (0u + off0 + 44u) * p.o_stride.w] = f16(sr[s_row + off0 + 44u] * inv);
+        o[at + (0u + off1 + 44u) * p.o_stride.w] = f16(sr[s_row + off1 + 44u] * inv);
+        o[at + (0u + off0 + 48u) * p.o_stride.w] = f16(sr[s_row + off0 + 48u] * inv);
+        o[at + (0u + off1 + 48u) * p.o_stride.w] = f16(sr[s_row + off1 + 48u] * inv);
+        o[at + (0u + off0 + 52u) * p.o_stride.w] = f16(sr[s_row + off0 + 52u] * inv);
+        o[at + (0u + off1 + 52u) * p.o_stride.w] = f16(sr[s_row + off1 + 52u] * inv);
+        o[at + (0u + off0 + 56u) * p.o_stride.w] = f16(sr[s_row + off0 + 56u] * inv);
+        o[at + (0u + off1 + 56u) * p.o_stride.w] = f16(sr[s_row + off1 + 56u] * inv);
+        o[at + (0u + off0 + 60u) * p.o_stride.w] = f16(sr[s_row + off0 + 60u] * inv);
+        o[at + (0u + off1 + 60u) * p.o_stride.w] = f16(sr[s_row + off1 + 60u] * inv);
     }
 }
