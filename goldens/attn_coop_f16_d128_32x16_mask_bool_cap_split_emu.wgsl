@@ -108,7 +108,6 @@ fn kv_at(e: u32) -> f16 {
     return kv[e / 8u][e % 8u];
 }
 
-
 // Byte `i` of the boolean mask.
 fn mask_byte(i: u32) -> u32 {
     return (m[i / 4u] >> (8u * (i % 4u))) & 0xffu;

@@ -107,7 +107,6 @@ fn kv_at(e: u32) -> f16 {
     return kv[e / 8u][e % 8u];
 }
 
-
 // Emulated fragments: an A or B operand is the staged index it would be loaded from; an
 // accumulator is the 8 elements (row-major, from 8·lane) this invocation owns, as on the hardware.
 // acc += Q·Kᵀ: A row-major in qe, B column-major in kv (element (k, n) at eb + n·KS + k).

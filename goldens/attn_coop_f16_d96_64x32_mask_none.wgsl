@@ -110,7 +110,6 @@ fn kv_at(e: u32) -> f16 {
 }
 
 
-
 // Stages `BC` rows of K and of V from key k0 (rows past the end are zeros). All loads are
 // issued before the first store.
 fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {

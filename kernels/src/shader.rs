@@ -12,6 +12,10 @@ use crate::conv::ConvVariant;
 use crate::dtype::DType;
 use crate::gemm::{Contig, CoopVariant, GemmVariant, GemvVec, TileShape};
 
+/// What a kernel that loads eight f16 as one `vec4<u32>` (`wgsl/f16x8.wgsl.j2`) needs for
+/// `unpack2x16float`; every compliant wgpu adapter has it (`DownlevelFlags::SHADER_F16_IN_F32`).
+pub const F16X8_CAPS: naga::valid::Capabilities = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+
 include!(concat!(env!("OUT_DIR"), "/templates.rs"));
 
 fn env() -> &'static Environment<'static> {
@@ -162,9 +166,7 @@ impl ShaderVariant {
         }
         let f16_words = matches!(self, ShaderVariant::Gemm(GemmVariant::GemvVec(g)) if g.dtype == DType::F16);
         if coop.is_some_and(|c| c.width == 8) || f16_words {
-            // Eight f16 load as vec4<u32> and unpack (wgsl/f16x8.wgsl.j2); every compliant wgpu
-            // adapter has this (DownlevelFlags::SHADER_F16_IN_F32).
-            caps |= naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+            caps |= F16X8_CAPS;
         }
         caps
     }

@@ -8,8 +8,8 @@
 //!
 //! Usage: `pipeline_stats [--dir goldens] [--only a,b] [--modes checked,unchecked]
 //! [--no-robust] [--threads N] [--json FILE] [--ir DIR] [--blob DIR]` (`--blob`: each pipeline's
-//! own pipeline-cache data, the driver's binary in its container, for offline disassembly). Disable the driver's disk cache
-//! (`__GL_SHADER_DISK_CACHE=0` on NVIDIA) for cold compile times.
+//! own pipeline-cache data, the driver's binary in its container, for `bench/sass_probe.py`).
+//! Disable the driver's disk cache (`__GL_SHADER_DISK_CACHE=0` on NVIDIA) for cold compile times.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

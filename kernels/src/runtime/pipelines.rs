@@ -170,7 +170,7 @@ impl PendingPipeline {
 /// The compile workers not yet joined.
 static WORKERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
 
-/// A folder of hand-edited kernels for experiments (`kernel_bench --wgsl-override`): a variant whose
+/// A folder of hand-edited kernels for experiments (`KERNEL_BENCH_OVERRIDE` of `kernel_bench`): a variant whose
 /// `<name>.wgsl` is there compiles from that file instead of its template. Never set by the EP.
 static WGSL_OVERRIDE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 

@@ -109,11 +109,9 @@ impl OpSource for CoopSource {
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
-        // SHADER_FLOAT16_IN_FLOAT32: K and V load as vec4<u32> and unpack (wgsl/f16x8.wgsl.j2); every
-        // compliant wgpu adapter has it (DownlevelFlags::SHADER_F16_IN_F32).
-        let caps = naga::valid::Capabilities::SHADER_FLOAT16
-            | naga::valid::Capabilities::SUBGROUP
-            | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+        // K and V load as eight f16 per vec4<u32>.
+        let caps =
+            naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::SUBGROUP | crate::shader::F16X8_CAPS;
         if self.emulate {
             caps
         } else {
