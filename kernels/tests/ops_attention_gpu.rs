@@ -5,6 +5,10 @@
 mod common;
 #[path = "ops_attention_gpu/coop.rs"]
 mod coop;
+#[path = "ops_attention_gpu/decode.rs"]
+mod decode;
+#[path = "ops_attention_gpu/direct.rs"]
+mod direct;
 #[path = "ops_attention_gpu/packed.rs"]
 mod packed;
 

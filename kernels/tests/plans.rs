@@ -403,9 +403,16 @@ fn attention_plans_name_their_engine() {
     assert!(prefill.line.contains("tensor cores"), "{}", prefill.line);
     assert!(prefill.tiling.contains("key split"), "{}", prefill.tiling);
     let decode = plan(&[&[1, 2, 1, 64], &[1, 2, 300, 64], &[1, 2, 300, 64]]);
-    assert!(decode.line.contains("split-KV"), "{}", decode.line);
+    assert!(decode.line.contains("split-KV attention per K/V head"), "{}", decode.line);
     assert_eq!(decode.dispatches.len(), 2);
+    assert!(decode.dispatches[0].0.starts_with("attn_decode_kv_"), "{:?}", decode.dispatches);
     assert!(decode.dispatches[1].0.starts_with("attn_decode_reduce"));
+    // Llama's decode: 32 query heads over 8 K/V heads, 4096 keys: four rows per workgroup, many
+    // chunks, combined per row.
+    let llama = plan(&[&[1, 32, 1, 64], &[1, 8, 4096, 64], &[1, 8, 4096, 64]]);
+    assert!(llama.line.contains("4 query rows per K/V head"), "{}", llama.line);
+    assert!(llama.dispatches[0].0.contains("_r4_"), "{:?}", llama.dispatches);
+    assert!(llama.dispatches[1].0.starts_with("attn_decode_combine"), "{:?}", llama.dispatches);
 }
 
 /// `kernel` prepared on the test adapter at `shapes` (buffers of the node's declared types,

@@ -3,6 +3,11 @@
 //! leave most of a large GPU idle; instead each (row, key chunk) gets a workgroup
 //! (`wgsl/attn_decode.wgsl.j2`) writing a partial (acc, max, sum) to a workspace of
 //! rows × splits × (D + 2) floats, which `attn_decode_reduce` combines into the output.
+//!
+//! Where K and V rows are whole 16-byte chunks and the device has subgroups, the K/V-head form
+//! (`wgsl/attn_decode_kv.wgsl.j2`) runs instead: one workgroup per (batch, K/V head, block of
+//! query rows, key chunk), so the query heads that share a K/V head read it once, in whole-row
+//! loads; its many chunks per row are combined by `attn_decode_combine`.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -30,6 +35,98 @@ pub fn plan_splits(rows: u64, skv: u64, caps: &DeviceCaps) -> (u64, u64) {
     let splits = target.div_ceil(rows.max(1)).clamp(1, max_splits);
     let chunk = skv.div_ceil(splits).div_ceil(STEP).max(1) * STEP;
     (skv.div_ceil(chunk).max(1), chunk)
+}
+
+/// Head sizes the K/V-head kernel is generated for (whole 16-byte chunks of f16 and f32 rows in
+/// a power of two of lanes).
+pub const KV_HEAD_SIZES: [u64; 3] = [64, 128, 256];
+/// Invocations per workgroup of the K/V-head kernel, and keys each key group scores per step.
+const KV_THREADS: u32 = 128;
+const KV_KEYS_PER_GROUP: u32 = 4;
+/// Most elements of a row one invocation of the K/V-head kernel holds.
+const KV_MAX_ELEMENTS: u64 = 16;
+/// Query rows per workgroup of the K/V-head kernel: the smallest that holds a K/V head's rows.
+const ROW_BLOCKS: [u32; 4] = [1, 2, 4, 8];
+/// Key chunks per row from which the per-row combine replaces the per-element reduction.
+const COMBINE_MIN_SPLITS: u64 = 8;
+
+/// Invocations sharing a key row in the K/V-head kernel on `caps` (each loads whole 16-byte
+/// chunks of it, and a subgroup shuffle sums their dot products), or `None` where it does not run.
+pub fn kv_lanes(ty: ElemType, d: u64, caps: &DeviceCaps) -> Option<u32> {
+    if !caps.subgroups || !KV_HEAD_SIZES.contains(&d) {
+        return None;
+    }
+    let chunks = u32::try_from(d * ty.size() / 16).ok()?;
+    let most = chunks.min(caps.subgroup_min_size).min(32);
+    if most < 4 {
+        return None;
+    }
+    let lanes = 1 << (31 - most.leading_zeros());
+    // Each invocation holds at most 16 elements of a row (of Q, of the output, of each K/V row
+    // in flight): more would spill, and the unrolled text grows with it.
+    (chunks % lanes == 0 && d / u64::from(lanes) <= KV_MAX_ELEMENTS).then_some(lanes)
+}
+
+/// Keys per step of the K/V-head kernel with `lanes` per key row.
+fn kv_step(lanes: u32) -> u64 {
+    u64::from(KV_THREADS / lanes * KV_KEYS_PER_GROUP)
+}
+
+/// (splits, keys per chunk) of the K/V-head kernel for `units` workgroups per key chunk, each
+/// over `rows` query rows, over `skv` keys in steps of `step`: about two workgroups per unit of
+/// the device's parallelism (the kernel is bound by memory latency), but no more chunks than
+/// `skv / (8 · rows)`, so a row's partials (D + 2 floats per chunk) stay under an eighth of the
+/// K/V bytes its chunks read, and the combine has few chunks to walk.
+pub fn kv_splits(units: u64, rows: u64, skv: u64, step: u64, caps: &DeviceCaps) -> (u64, u64) {
+    let target = 2 * u64::from(caps.parallelism.max(1));
+    let most = skv.div_ceil(step).min(skv / (8 * rows.max(1))).max(1);
+    let splits = target.div_ceil(units.max(1)).clamp(1, most);
+    let chunk = skv.div_ceil(splits).div_ceil(step).max(1) * step;
+    (skv.div_ceil(chunk).max(1), chunk)
+}
+
+/// The K/V-head kernel: what changes its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeKvSource {
+    pub ty: ElemType,
+    pub d: u32,
+    pub mask: MaskKind,
+    /// Query rows per workgroup.
+    pub rows: u32,
+    /// Invocations per key row.
+    pub lanes: u32,
+}
+
+impl OpSource for DecodeKvSource {
+    fn name(&self) -> String {
+        format!(
+            "attn_decode_kv_{}_d{}_l{}_r{}_mask_{}",
+            self.ty.name(),
+            self.d,
+            self.lanes,
+            self.rows,
+            self.mask.name()
+        )
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let ctx = minijinja::context! {
+            t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
+            rb => self.rows, l => self.lanes, threads => KV_THREADS, kpt => KV_KEYS_PER_GROUP,
+            // The butterfly across a key row's lanes: xor by half of them, a quarter, ... 1.
+            shuffles => (0..self.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
+        };
+        render("attn_decode_kv.wgsl.j2", ctx)
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        let caps = crate::ops::capabilities_for(&[self.ty]) | naga::valid::Capabilities::SUBGROUP;
+        if self.ty == ElemType::F16 {
+            caps | crate::shader::F16X8_CAPS
+        } else {
+            caps
+        }
+    }
 }
 
 /// The partial kernel: what changes its text.
@@ -80,6 +177,29 @@ impl OpSource for DecodeReduceSource {
     }
 }
 
+/// The per-row combine of many partials into the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeCombineSource {
+    pub ty: ElemType,
+}
+
+impl OpSource for DecodeCombineSource {
+    fn name(&self) -> String {
+        format!("attn_decode_combine_{}", self.ty.name())
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render(
+            "attn_decode_combine.wgsl.j2",
+            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16 },
+        )
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
 /// Every split-KV variant on `caps`.
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
@@ -90,6 +210,18 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             }
         }
         out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty })));
+        for d in KV_HEAD_SIZES {
+            let Some(lanes) = kv_lanes(ty, d, caps) else { continue };
+            for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
+                for rows in ROW_BLOCKS {
+                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes };
+                    out.push(ShaderVariant::Op(OpShader::new(source)));
+                }
+            }
+        }
+        if KV_HEAD_SIZES.iter().any(|&d| kv_lanes(ty, d, caps).is_some()) {
+            out.push(ShaderVariant::Op(OpShader::new(DecodeCombineSource { ty })));
+        }
     }
     out
 }
@@ -103,6 +235,20 @@ struct DecodeParams {
     count: u32,
     splits: u32,
     pad: u32,
+}
+
+/// The uniforms of `attn_decode_kv.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct DecodeKvParams {
+    shared: SharedParams,
+    chunk: u32,
+    count: u32,
+    splits: u32,
+    rows: u32,
+    row_blocks: u32,
+    kv_heads: u32,
+    pad: [u32; 2],
 }
 
 #[repr(C)]
@@ -124,6 +270,9 @@ pub(super) fn plan(
     g: &Geometry,
     shared: SharedParams,
 ) -> Result<AttnPlan, GpuError> {
+    if let Some(lanes) = kv_lanes(k.ty, g.d, caps).filter(|_| whole_chunks(g, k.ty)) {
+        return plan_kv(k, caps, g, shared, lanes);
+    }
     let rows = g.batch * g.heads * g.sq;
     let (splits, chunk) = plan_splits(rows, g.skv, caps);
     let count = rows * splits;
@@ -154,6 +303,76 @@ pub(super) fn plan(
     Ok(AttnPlan { line, tiling: format!("split-KV, {tiling}"), main, reduce: Some((reduce, count * (g.d + 2) * 4)) })
 }
 
+/// Whether K and V rows are whole 16-byte chunks of `ty`: contiguous rows whose every start
+/// (batch, head and row strides) is a multiple of a chunk.
+fn whole_chunks(g: &Geometry, ty: ElemType) -> bool {
+    let per = 16 / ty.size();
+    g.strides[1..].iter().all(|s| s[3] == 1 && s[..3].iter().all(|x| x % per == 0))
+}
+
+/// The K/V-head kernel's two dispatches.
+fn plan_kv(
+    k: &FlashKernel,
+    caps: &DeviceCaps,
+    g: &Geometry,
+    shared: SharedParams,
+    lanes: u32,
+) -> Result<AttnPlan, GpuError> {
+    let rows = (g.heads / g.kv_heads) * g.sq;
+    let rb = ROW_BLOCKS.into_iter().find(|&r| u64::from(r) >= rows.min(8)).unwrap_or(8);
+    let row_blocks = rows.div_ceil(u64::from(rb));
+    let units = g.batch * g.kv_heads * row_blocks;
+    let (splits, chunk) = kv_splits(units, rows.min(u64::from(rb)), g.skv, kv_step(lanes), caps);
+    let count = units * splits;
+    let params = DecodeKvParams {
+        shared,
+        chunk: to_u32("keys per chunk", chunk)?,
+        count: to_u32("attention workgroups", count)?,
+        splits: to_u32("key splits", splits)?,
+        rows: to_u32("query rows per K/V head", rows)?,
+        row_blocks: to_u32("query row blocks", row_blocks)?,
+        kv_heads: to_u32("K/V heads", g.kv_heads)?,
+        pad: [0; 2],
+    };
+    let source = DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes };
+    let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
+    let reduce = if splits >= COMBINE_MIN_SPLITS {
+        combine(k, caps, g, params.splits, &shared)?
+    } else {
+        reduce(k, caps, g, params.splits, &shared)?
+    };
+    let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
+    let tiling = format!("{splits} chunks of {chunk} keys, {rb} query rows per K/V head and workgroup");
+    let line = k.describe(g, "split-KV attention per K/V head", &tiling);
+    Ok(AttnPlan { line, tiling: format!("split-KV per K/V head, {tiling}"), main, reduce: Some((reduce, work)) })
+}
+
+/// The per-row combine of `splits` partials (the layout `reduce` reads), for many splits.
+fn combine(
+    k: &FlashKernel,
+    caps: &DeviceCaps,
+    g: &Geometry,
+    splits: u32,
+    shared: &SharedParams,
+) -> Result<OpDispatch, GpuError> {
+    let rows = g.batch * g.heads * g.sq;
+    let params = reduce_params(rows, g.d, splits, shared)?;
+    let source = ShaderVariant::Op(OpShader::new(DecodeCombineSource { ty: k.ty }));
+    Ok(OpDispatch::new(source, &params, grid(rows, caps)?))
+}
+
+fn reduce_params(rows: u64, d: u64, splits: u32, shared: &SharedParams) -> Result<ReduceParams, GpuError> {
+    Ok(ReduceParams {
+        rows: to_u32("attention rows", rows)?,
+        d: d as u32,
+        splits,
+        sq: shared.sq,
+        heads: shared.heads,
+        pad: [0; 3],
+        o_stride: shared.strides[3],
+    })
+}
+
 /// The dispatch that combines `splits` partials per row into the output (what the split-KV
 /// kernels write: per (row, split) `d` accumulator columns, the max and the sum); it binds the
 /// partials, then the output.
@@ -165,15 +384,7 @@ pub(super) fn reduce(
     shared: &SharedParams,
 ) -> Result<OpDispatch, GpuError> {
     let rows = g.batch * g.heads * g.sq;
-    let params = ReduceParams {
-        rows: to_u32("attention rows", rows)?,
-        d: g.d as u32,
-        splits,
-        sq: shared.sq,
-        heads: shared.heads,
-        pad: [0; 3],
-        o_stride: shared.strides[3],
-    };
+    let params = reduce_params(rows, g.d, splits, shared)?;
     let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty }));
     Ok(OpDispatch::new(red, &params, grid_for(rows * g.d, caps)?))
 }
@@ -187,6 +398,7 @@ mod tests {
     fn uniforms_match_the_templates() {
         assert_eq!(std::mem::size_of::<DecodeParams>(), 128);
         assert_eq!(std::mem::size_of::<ReduceParams>(), 48);
+        assert_eq!(std::mem::size_of::<DecodeKvParams>(), 144);
     }
 
     #[test]
@@ -203,5 +415,42 @@ mod tests {
         let llvmpipe = profiles::get("llvmpipe").unwrap();
         let (splits, chunk) = plan_splits(2, 1000, &llvmpipe);
         assert!(splits > 1 && chunk % STEP == 0 && splits * chunk >= 1000 && (splits - 1) * chunk < 1000);
+    }
+
+    #[test]
+    fn kv_lanes_follow_the_subgroup_size_and_whole_chunks() {
+        let h200 = profiles::get("h200").unwrap();
+        // f16: 8 halves a chunk; f32: 4 floats. At most 32 lanes (one NVIDIA subgroup).
+        assert_eq!(kv_lanes(ElemType::F16, 64, &h200), Some(8));
+        assert_eq!(kv_lanes(ElemType::F16, 128, &h200), Some(16));
+        assert_eq!(kv_lanes(ElemType::F16, 256, &h200), Some(32));
+        assert_eq!(kv_lanes(ElemType::F32, 256, &h200), Some(32));
+        // Head sizes 80 and 96 keep the per-row kernel.
+        assert_eq!(kv_lanes(ElemType::F16, 80, &h200), None);
+        let llvmpipe = profiles::get("llvmpipe").unwrap();
+        assert_eq!(kv_lanes(ElemType::F16, 128, &llvmpipe), Some(8));
+        // 32 elements per invocation: the per-row kernel.
+        assert_eq!(kv_lanes(ElemType::F16, 256, &llvmpipe), None);
+        assert_eq!(kv_lanes(ElemType::F16, 128, &profiles::get("no_subgroups").unwrap()), None);
+    }
+
+    #[test]
+    fn kv_splits_fill_the_device_in_whole_steps() {
+        let h200 = profiles::get("h200").unwrap();
+        let step = kv_step(16);
+        // Llama decode (8 K/V heads, one block of 4 rows each) over 4096 keys: about two workgroups
+        // per unit of parallelism.
+        let (splits, chunk) = kv_splits(8, 4, 4096, step, &h200);
+        assert_eq!(chunk % step, 0);
+        assert!(splits * chunk >= 4096 && (splits - 1) * chunk < 4096);
+        assert!((264..=2 * 264 + 8).contains(&(8 * splits)), "{splits} chunks of {chunk}");
+        // Gemma's one K/V head of 4 rows: no more than 4096 / 32 chunks.
+        let (splits, chunk) = kv_splits(1, 4, 4096, step, &h200);
+        assert_eq!((splits, chunk), (128, 32));
+        // A short cache: whole steps, and at least one chunk.
+        assert_eq!(kv_splits(8, 1, 100, step, &h200), (100u64.div_ceil(step), step));
+        assert_eq!(kv_splits(8, 8, 40, step, &h200), (1, 64));
+        // Many rows: one chunk.
+        assert_eq!(kv_splits(4096, 1, 4096, step, &h200), (1, 4096u64.div_ceil(step) * step));
     }
 }

@@ -1,0 +1,65 @@
+//! The split-KV decode kernels against float64: the per-K/V-head form (query heads sharing a K/V
+//! head read it once, whole-row loads, chunks combined per row) at every block of query rows it
+//! is generated for, with masks, causal rows and softcap; and the per-row form it leaves to K
+//! stored transposed.
+
+use super::direct::Direct;
+use super::Case;
+use crate::common;
+use ep_kernels::ops::attention::decode::kv_lanes;
+use ep_kernels::ops::attention::kernel::Causal;
+use ep_kernels::ElemType;
+
+fn case(hq: usize, hkv: usize, sq: usize, skv: usize, d: usize, causal: Option<i64>) -> Case {
+    Case { b: 2, hq, hkv, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal }
+}
+
+#[test]
+fn per_kv_head_decode_against_f64() {
+    let gpu = common::gpu();
+    if kv_lanes(ElemType::F32, 64, gpu.caps()).is_none() {
+        eprintln!("skipped: this adapter has no subgroups");
+        return;
+    }
+    let mut rng = rand::rng();
+    // (case, mask, softcap): query rows per K/V head 1, 2, 3 (a block of 4), 4, 8 and 16 (two
+    // blocks); key counts no multiple of a step, and long enough for many chunks (the per-row
+    // combine) or a few (the per-element reduction).
+    let cases = [
+        (case(4, 1, 1, 1000, 128, None), "none", 0.0),
+        (case(2, 1, 1, 77, 64, None), "add", 0.0),
+        (case(3, 3, 3, 700, 64, Some(0)), "add", 0.0),
+        (case(8, 2, 1, 333, 256, None), "bool", 0.0),
+        (case(8, 1, 1, 2049, 128, None), "none", 0.5),
+        (case(8, 1, 2, 515, 64, Some(513)), "none", 0.0),
+        (case(4, 2, 4, 64, 128, Some(60)), "bool", 0.0),
+        (case(1, 1, 1, 5, 64, None), "none", 0.0),
+    ];
+    for ty in [ElemType::F32, ElemType::F16] {
+        for (c, mask, softcap) in &cases {
+            let run = Direct { ty, mask, kt: false, softcap: *softcap };
+            // Causal rows with an offset: the queries are the last of the keys (GroupQueryAttention's).
+            let bottom_right = c.causal.is_some_and(|o| o > 0);
+            let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
+                if bottom_right {
+                    k.causal = Causal::BottomRight;
+                }
+            };
+            // Where an invocation would hold too much of a row (head size 256 on a small subgroup),
+            // the per-row kernel runs it.
+            let per_kv = kv_lanes(ty, c.d as u64, gpu.caps()).is_some();
+            run.check(&mut rng, c, configure, |plan| {
+                assert!(plan.contains("split-KV") && plan.contains("per K/V head") == per_kv, "{plan}")
+            });
+        }
+        // K stored transposed: its rows are no whole chunks, so the per-row kernel runs it.
+        let run = Direct { ty, mask: "add", kt: true, softcap: 0.0 };
+        let c = case(4, 2, 1, 300, 64, None);
+        run.check(
+            &mut rng,
+            &c,
+            |_| {},
+            |plan| assert!(plan.contains("split-KV") && !plan.contains("per K/V head"), "{plan}"),
+        );
+    }
+}

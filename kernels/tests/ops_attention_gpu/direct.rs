@@ -1,0 +1,128 @@
+//! One ONNX `Attention` node prepared straight from its kernel on the test adapter (so a test can
+//! force an engine or key splits and read the plan line), run on poisoned output against float64.
+
+use super::{assert_close, random, Case};
+use crate::common;
+use common::graph::{val, T};
+use ep_kernels::graph::{Attr, ExecOptions};
+use ep_kernels::ops::attention::{onnx, FlashKernel, Layout};
+use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
+use ep_kernels::ElemType;
+use rand::Rng;
+
+/// What one run varies besides the problem.
+pub struct Direct<'a> {
+    pub ty: ElemType,
+    /// "none", "add" ([B, 1, Sq, Skv]) or "bool" ([Sq, Skv]).
+    pub mask: &'a str,
+    /// K is stored transposed, `[B, H, D, S]`.
+    pub kt: bool,
+    /// GroupQueryAttention's softcap (0: none).
+    pub softcap: f64,
+}
+
+impl Direct<'_> {
+    /// Runs `c` (4-D Q/K/V) through the kernel `configure` adjusts, hands its plan line to
+    /// `check_plan`, and compares the output with the float64 reference.
+    pub fn check(
+        &self,
+        rng: &mut impl Rng,
+        c: &Case,
+        configure: impl FnOnce(&mut FlashKernel),
+        check_plan: impl FnOnce(&str),
+    ) {
+        let (gpu, ty, mask) = (common::gpu(), self.ty, self.mask);
+        let shape = |h: usize, s: usize| [c.b as u64, h as u64, s as u64, c.d as u64];
+        let (q, k, v) = (
+            random(rng, ty, &shape(c.hq, c.sq)),
+            random(rng, ty, &shape(c.hkv, c.skv)),
+            random(rng, ty, &shape(c.hkv, c.skv)),
+        );
+        let (sq, skv) = (c.sq, c.skv);
+        let m = match mask {
+            "bool" => {
+                let bits: Vec<bool> = (0..sq * skv).map(|i| i % skv == 0 || rng.random_range(0..4) != 0).collect();
+                Some(T::bool(&[sq as u64, skv as u64], &bits))
+            }
+            "add" => {
+                let add: Vec<f32> = (0..c.b * sq * skv).map(|_| rng.random_range(-2.0f32..1.0)).collect();
+                let shape = [c.b as u64, 1, sq as u64, skv as u64];
+                Some(if ty == ElemType::F16 { T::f16(&shape, &add) } else { T::f32(&shape, &add) })
+            }
+            _ => None,
+        };
+        let mut inputs = vec![Some(val("q", ty, &q.shape)), Some(val("k", ty, &k.shape)), Some(val("v", ty, &v.shape))];
+        if let Some(m) = &m {
+            inputs.push(Some(val("m", m.ty, &m.shape)));
+        }
+        let mut attrs = vec![("scale", Attr::Float(c.scale as f32))];
+        if c.causal.is_some() {
+            attrs.push(("is_causal", Attr::Int(1)));
+        }
+        let n = common::graph::node("Attention", 23, inputs, vec![val("y", ty, &shape(c.hq, sq))], attrs);
+        let mv = m.as_ref().map(|m| m.values());
+        let bias = |b: usize, _: usize, i: usize, j: usize| match (mask, &mv) {
+            ("bool", Some(mv)) if mv[i * skv + j] == 0.0 => f64::NEG_INFINITY,
+            ("add", Some(mv)) => mv[(b * sq + i) * skv + j],
+            _ => 0.0,
+        };
+        let want = c.reference_capped(self.softcap, &q.values(), &k.values(), &v.values(), &bias);
+        let mut kernel = onnx::kernel(&n).unwrap();
+        kernel.softcap = self.softcap as f32;
+        configure(&mut kernel);
+        // The kernel reads K through its layout; what it is handed is K stored transposed.
+        let k_stored = if self.kt {
+            kernel.k = Layout { perm: [0, 1, 3, 2], packed_heads: None, columns: None };
+            transposed(&k, c.b * c.hkv, c.skv, c.d)
+        } else {
+            k.clone()
+        };
+        let mut tensors = vec![&q, &k_stored, &v];
+        tensors.extend(m.as_ref());
+        let ins: Vec<_> = tensors.iter().map(|t| gpu.upload(&t.data, "in").unwrap()).collect();
+        let bytes = (c.b * c.hq * sq * c.d) as u64 * ty.size();
+        // Poisoned (NaN): every element the kernel should write is checked below.
+        let out = gpu.upload(&vec![0xffu8; bytes.next_multiple_of(4) as usize], "out").unwrap();
+        let oshape = shape(c.hq, sq);
+        let io = KernelIo {
+            inputs: ins
+                .iter()
+                .zip(&tensors)
+                .map(|(buf, t)| Some(Tensor { buf, shape: &t.shape, ty: t.ty, constant: false }))
+                .collect(),
+            outputs: vec![Tensor { buf: &out, shape: &oshape, ty, constant: false }],
+        };
+        let (options, status) = (ExecOptions::default(), gpu.storage_buffer(4, "status").unwrap());
+        let cx = PrepareCx { gpu: &gpu, options: &options, status: &status, status_code: 1 };
+        let step = kernel.prepare(&cx, &io).unwrap();
+        let plan = step.plan.clone().unwrap_or_default();
+        check_plan(&plan);
+        gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
+        let mut data = gpu.read_buffer(&out).unwrap();
+        data.truncate(bytes as usize);
+        let what = format!(
+            "{ty} d={} H{}/{} sq={sq} skv={skv} mask {mask} causal {:?} softcap {}: {plan}",
+            c.d, c.hq, c.hkv, c.causal, self.softcap
+        );
+        assert_close(&what, &T { ty, shape: oshape.to_vec(), data }.values(), &want, ty);
+    }
+}
+
+/// `x` ([n, s, d]) stored as [n, d, s].
+fn transposed(x: &T, n: usize, s: usize, d: usize) -> T {
+    let xv = x.values();
+    let mut t = vec![0f32; xv.len()];
+    for bh in 0..n {
+        for si in 0..s {
+            for di in 0..d {
+                t[(bh * d + di) * s + si] = xv[(bh * s + si) * d + di] as f32;
+            }
+        }
+    }
+    let shape = [x.shape[0], x.shape[1], d as u64, s as u64];
+    if x.ty == ElemType::F16 {
+        T::f16(&shape, &t)
+    } else {
+        T::f32(&shape, &t)
+    }
+}
