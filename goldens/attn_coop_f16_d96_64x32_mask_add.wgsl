@@ -353,8 +353,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let lin = select(0u, linear, live);
     let split = lin % p.splits;
     let tile = lin / p.splits;
-    let bh = tile / p.q_tiles;
-    let q0 = (tile % p.q_tiles) * BR;
+    var bh = tile / p.q_tiles;
+    var qt = tile % p.q_tiles;
+    if (p.causal != 0u) {
+        // Causal tiles run longest first: the last query tiles (which see the most keys) of every
+        // (batch, head), then the ones before them, so the workgroups that start last are short.
+        let bhs = p.count / (p.q_tiles * p.splits);
+        bh = tile % bhs;
+        qt = p.q_tiles - 1u - tile / bhs;
+    }
+    let q0 = qt * BR;
     let b = bh / p.heads;
     let h = bh % p.heads;
     let kvh = h / p.group;
