@@ -7,7 +7,9 @@ its step from our step profile (`ONNXRUNTIME_EP_WGPU_PROFILE`: timestamp queries
 wall-clock median of `session.run` (host copies included) is printed beside it. PyTorch: CUDA events around
 `F.scaled_dot_product_attention` on inputs already on the GPU. Both get the same inputs; the largest difference
 of the outputs is printed. TFLOP/s count 4·B·Hq·Sq·Skv·D (half of it when causal); decode also gives GB/s of the
-K/V (and Q/O) bytes it must read, against the H200's 4.8 TB/s.
+K/V (and Q/O) bytes it must read, against the H200's 4.8 TB/s. Each timing starts right after `--warm` seconds of
+PyTorch products, so that both run at full clocks (idle, the H200 drops its clock, and a few runs of a short kernel
+never bring it back).
 
     python3 bench/attention_bench.py --lib path/to/libonnxruntime_ep_wgpu.so [--only REGEX] [--out DIR]
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -39,6 +42,8 @@ SHAPES = [
     ("gemma_decode_s1x4096_h4kv1_d256", 1, 4, 1, 1, 4096, 256, False),
 ]
 HBM_TBS = 4.8
+# Set to 1: also print each of our dispatches' time (read by our library at each profiled run).
+DISPATCHES_ENV = "ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"
 
 
 def model(b, hq, hkv, sq, skv, d, causal):
@@ -52,7 +57,27 @@ def model(b, hq, hkv, sq, skv, d, causal):
     return m.SerializeToString()
 
 
-def ours(devices, feeds, m, runs=10):
+def warm_gpu(seconds):
+    """Keeps the GPU busy for `seconds` (PyTorch products, where torch is there) so that the kernel timed right after
+    runs at full clocks: idle between runs, the H200 drops to 345-660 MHz and, under load, takes a few hundred ms to
+    come back (`docs/PERFORMANCE.md`, "Clocks"); a decode step's microseconds alone never bring it back."""
+    if seconds <= 0:
+        return
+    try:
+        import time
+
+        import torch
+    except ImportError:
+        return
+    a = torch.ones((4096, 4096), dtype=torch.float16, device="cuda")
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(8):
+            a @ a
+        torch.cuda.synchronize()
+
+
+def ours(devices, feeds, m, runs=10, warm=0.0):
     so = ort.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     # attention=flash: f32 and devices without tensor cores too; offload=all: a lone decode node moves more K/V bytes
@@ -60,11 +85,19 @@ def ours(devices, feeds, m, runs=10):
     so.add_provider_for_devices(devices, {"attention": "flash", "offload": "all"})
     sess = ort.InferenceSession(m, sess_options=so)
     out, wall = prov.median_run_ms(sess, feeds, runs)
+    per_dispatch = os.environ.pop(DISPATCHES_ENV, None)
+    warm_gpu(warm)
     gpu = [x["gpu_ms"] for x in prov.profiled_steps(sess, feeds) if x["ops"] == "Attention"]
+    if per_dispatch == "1":
+        # Each dispatch of the step on its own (the kernel, then any reduction of its partials).
+        os.environ[DISPATCHES_ENV] = per_dispatch
+        warm_gpu(warm)
+        for x in prov.profiled_steps(sess, feeds):
+            print(f"  dispatch {x['ops']}: {x['gpu_ms'] * 1e3:.1f} us", flush=True)
     return out, (gpu[-1] if gpu else None), wall
 
 
-def torch_sdpa(feeds, hq, hkv, causal, runs=20):
+def torch_sdpa(feeds, hq, hkv, causal, runs=20, warm=0.0):
     import torch
     import torch.nn.functional as F
 
@@ -92,6 +125,7 @@ def torch_sdpa(feeds, hq, hkv, causal, runs=20):
         for _ in range(3):
             F.scaled_dot_product_attention(q, k, v, **kw)
         torch.cuda.synchronize()
+        warm_gpu(warm)
         times = []
         for _ in range(runs):
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -109,6 +143,8 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--out")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--warm", type=float, default=0.5,
+                    help="seconds of PyTorch products right before each timing, so that both run at full clocks (0: none)")
     args = ap.parse_args()
     ort.register_execution_provider_library("bench_wgpu", str(Path(args.lib).resolve()))
     devices = [d for d in ort.get_ep_devices() if d.ep_name == prov.OUR_EP]
@@ -126,13 +162,13 @@ def main():
         nbytes = 2.0 * (2 * b * hkv * skv * d + 2 * b * hq * sq * d)
         row = {"case": name, "flops": flops, "bytes": nbytes}
         try:
-            out, gpu_ms, wall_ms = ours(devices, feeds, model(b, hq, hkv, sq, skv, d, causal))
+            out, gpu_ms, wall_ms = ours(devices, feeds, model(b, hq, hkv, sq, skv, d, causal), warm=args.warm)
             row.update(ours_gpu_ms=gpu_ms, ours_wall_ms=wall_ms)
         except Exception as e:  # noqa: BLE001
             row["ours_error"], out = str(e).splitlines()[0][:200], None
         if not args.no_torch:
             try:
-                ref, torch_ms, note = torch_sdpa(feeds, hq, hkv, causal)
+                ref, torch_ms, note = torch_sdpa(feeds, hq, hkv, causal, warm=args.warm)
                 row.update(torch_ms=torch_ms, torch_note=note)
                 if out is not None:
                     row["max_diff"] = float(np.abs(out.astype(np.float32) - ref.astype(np.float32)).max())
