@@ -154,43 +154,33 @@ impl OpSource for DecodeSource {
     }
 }
 
-/// The reduction of the partials into the output.
+/// The reduction of the partials into the output: one invocation per output element
+/// (`attn_decode_reduce`, for many rows of few chunks), or with `per_row` one workgroup per row
+/// (`attn_decode_combine`, for a few rows of many chunks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DecodeReduceSource {
     pub ty: ElemType,
+    pub per_row: bool,
+}
+
+impl DecodeReduceSource {
+    fn template(&self) -> &'static str {
+        if self.per_row {
+            "attn_decode_combine"
+        } else {
+            "attn_decode_reduce"
+        }
+    }
 }
 
 impl OpSource for DecodeReduceSource {
     fn name(&self) -> String {
-        format!("attn_decode_reduce_{}", self.ty.name())
+        format!("{}_{}", self.template(), self.ty.name())
     }
 
     fn emit(&self) -> Result<String, String> {
         render(
-            "attn_decode_reduce.wgsl.j2",
-            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16 },
-        )
-    }
-
-    fn capabilities(&self) -> naga::valid::Capabilities {
-        crate::ops::capabilities_for(&[self.ty])
-    }
-}
-
-/// The per-row combine of many partials into the output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DecodeCombineSource {
-    pub ty: ElemType,
-}
-
-impl OpSource for DecodeCombineSource {
-    fn name(&self) -> String {
-        format!("attn_decode_combine_{}", self.ty.name())
-    }
-
-    fn emit(&self) -> Result<String, String> {
-        render(
-            "attn_decode_combine.wgsl.j2",
+            &format!("{}.wgsl.j2", self.template()),
             minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16 },
         )
     }
@@ -209,7 +199,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                 out.push(ShaderVariant::Op(OpShader::new(DecodeSource { ty, d: d as u32, mask })));
             }
         }
-        out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty })));
+        out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: false })));
         for d in KV_HEAD_SIZES {
             let Some(lanes) = kv_lanes(ty, d, caps) else { continue };
             for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
@@ -220,7 +210,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             }
         }
         if KV_HEAD_SIZES.iter().any(|&d| kv_lanes(ty, d, caps).is_some()) {
-            out.push(ShaderVariant::Op(OpShader::new(DecodeCombineSource { ty })));
+            out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: true })));
         }
     }
     out
@@ -357,7 +347,7 @@ fn combine(
 ) -> Result<OpDispatch, GpuError> {
     let rows = g.batch * g.heads * g.sq;
     let params = reduce_params(rows, g.d, splits, shared)?;
-    let source = ShaderVariant::Op(OpShader::new(DecodeCombineSource { ty: k.ty }));
+    let source = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty, per_row: true }));
     Ok(OpDispatch::new(source, &params, grid(rows, caps)?))
 }
 
@@ -385,7 +375,7 @@ pub(super) fn reduce(
 ) -> Result<OpDispatch, GpuError> {
     let rows = g.batch * g.heads * g.sq;
     let params = reduce_params(rows, g.d, splits, shared)?;
-    let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty }));
+    let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty, per_row: false }));
     Ok(OpDispatch::new(red, &params, grid_for(rows * g.d, caps)?))
 }
 
