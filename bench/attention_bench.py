@@ -7,9 +7,8 @@ its step from our step profile (`ONNXRUNTIME_EP_WGPU_PROFILE`: timestamp queries
 wall-clock median of `session.run` (host copies included) is printed beside it. PyTorch: CUDA events around
 `F.scaled_dot_product_attention` on inputs already on the GPU. Both get the same inputs; the largest difference
 of the outputs is printed. TFLOP/s count 4·B·Hq·Sq·Skv·D (half of it when causal); decode also gives GB/s of the
-K/V (and Q/O) bytes it must read, against the H200's 4.8 TB/s. Each timing starts right after `--warm` seconds of
-PyTorch products, so that both run at full clocks (idle, the H200 drops its clock, and a few runs of a short kernel
-never bring it back).
+K/V (and Q/O) bytes it must read, against the H200's 4.8 TB/s. `--warm S` runs S seconds of PyTorch products right
+before each timing (off by default: on the H200 0.5 s of them made both ours and PyTorch's times 6-12% slower).
 
     python3 bench/attention_bench.py --lib path/to/libonnxruntime_ep_wgpu.so [--only REGEX] [--out DIR]
 """
@@ -58,9 +57,9 @@ def model(b, hq, hkv, sq, skv, d, causal):
 
 
 def warm_gpu(seconds):
-    """Keeps the GPU busy for `seconds` (PyTorch products, where torch is there) so that the kernel timed right after
-    runs at full clocks: idle between runs, the H200 drops to 345-660 MHz and, under load, takes a few hundred ms to
-    come back (`docs/PERFORMANCE.md`, "Clocks"); a decode step's microseconds alone never bring it back."""
+    """Keeps the GPU busy for `seconds` (PyTorch products, where torch is there) before a timing: a check of whether
+    the kernels timed right after idling ran at a low clock (`docs/PERFORMANCE.md`, nineteenth session: they did not;
+    after 0.5 s of products both ours and PyTorch's ran slower)."""
     if seconds <= 0:
         return
     try:
@@ -143,8 +142,8 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--out")
     ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("--warm", type=float, default=0.5,
-                    help="seconds of PyTorch products right before each timing, so that both run at full clocks (0: none)")
+    ap.add_argument("--warm", type=float, default=0.0,
+                    help="seconds of PyTorch products right before each timing (0: none; 0.5 made both slower on the H200)")
     args = ap.parse_args()
     ort.register_execution_provider_library("bench_wgpu", str(Path(args.lib).resolve()))
     devices = [d for d in ort.get_ep_devices() if d.ep_name == prov.OUR_EP]
