@@ -175,7 +175,7 @@ struct CoopParams {
 /// Whether K and V rows can be staged in whole 8-half chunks: contiguous rows whose every start
 /// (batch, head and row strides) is a multiple of 8 halves.
 fn whole_chunks(g: &Geometry) -> bool {
-    g.strides[1..].iter().all(|s| s[3] == 1 && s[..3].iter().all(|x| x % 8 == 0))
+    super::decode::whole_chunks(g, crate::dtype::ElemType::F16)
 }
 
 /// Fewest key tiles per split: shorter chunks cost more in partials than they gain.

@@ -295,7 +295,7 @@ pub(super) fn plan(
 
 /// Whether K and V rows are whole 16-byte chunks of `ty`: contiguous rows whose every start
 /// (batch, head and row strides) is a multiple of a chunk.
-fn whole_chunks(g: &Geometry, ty: ElemType) -> bool {
+pub(super) fn whole_chunks(g: &Geometry, ty: ElemType) -> bool {
     let per = 16 / ty.size();
     g.strides[1..].iter().all(|s| s[3] == 1 && s[..3].iter().all(|x| x % per == 0))
 }
