@@ -36,6 +36,12 @@ SHAPES = [
     ("llama_prefill_s4096_h32kv8_d64_causal", 1, 32, 8, 4096, 4096, 64, True),
     ("whisper_s1500_h6_d64", 1, 6, 6, 1500, 1500, 64, False),
     ("decode_s1x4096_h32kv8_d128", 1, 32, 8, 1, 4096, 128, False),
+    # Llama-3.2-1B's decode (32 query, 8 K/V heads, head size 64) at short and long caches, and a long d=128 one:
+    # what a decode dispatch costs beyond the bytes it reads.
+    ("decode_s1x64_h32kv8_d64", 1, 32, 8, 1, 64, 64, False),
+    ("decode_s1x512_h32kv8_d64", 1, 32, 8, 1, 512, 64, False),
+    ("decode_s1x4096_h32kv8_d64", 1, 32, 8, 1, 4096, 64, False),
+    ("decode_s1x32768_h32kv8_d128", 1, 32, 8, 1, 32768, 128, False),
     # Gemma-3-1B's heads (4 query, 1 K/V, head size 256): the SIMT flash kernel and split-KV decode.
     ("gemma_prefill_s2048_h4kv1_d256_causal", 1, 4, 1, 2048, 2048, 256, True),
     ("gemma_decode_s1x4096_h4kv1_d256", 1, 4, 1, 1, 4096, 256, False),

@@ -281,9 +281,13 @@ def main() -> int:
     ap.add_argument("--only", default=".")
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-genai", action="store_true")
+    ap.add_argument("--providers", default="cpu,ours,peer",
+                    help="which to measure (a second build of ours alone: --providers ours --no-genai)")
     args = ap.parse_args()
     lib = str(Path(args.lib).resolve())
-    ps = {"cpu": prov.cpu_provider(), "ours": prov.our_provider(lib, "--lib", {}), "peer": prov.peer_provider(True)}
+    make = {"cpu": prov.cpu_provider, "ours": lambda: prov.our_provider(lib, "--lib", {}),
+            "peer": lambda: prov.peer_provider(True)}
+    ps = {k: make[k]() for k in args.providers.split(",")}
     ps = {k: p for k, p in ps.items() if p.available}
     rng = np.random.default_rng(0)
     rows = []

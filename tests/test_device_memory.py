@@ -281,6 +281,39 @@ def test_a_steady_bound_run_allocates_nothing(make_session, lib_path, ort, devic
     assert after["allocations"] > before["allocations"]  # ORT allocated outputs, served from the cache
 
 
+@pytest.mark.parametrize("computed", [False, True])
+def test_indices_from_the_host_are_checked_there_and_the_run_does_not_wait(make_session, run_cpu, lib_path, ort,
+                                                                           device_id, computed):
+    """A decoder's token ids come from the host (a device value uploaded through our data transfer): Gather checks
+    them on the host, so a bound run waits for nothing and the next one is recorded while the GPU works. Indices a
+    step computes are checked by the kernel's status word, which the run waits for. Bad indices fail either way."""
+    rng = np.random.default_rng()
+    table = rng.uniform(-1, 1, (50, 24)).astype(np.float32)
+    nodes = [helper.make_node("Gather", ["T", "J" if computed else "I"], ["G"], axis=0),
+             helper.make_node("Relu", ["G"], ["Y"])]
+    if computed:
+        nodes.insert(0, helper.make_node("Add", ["I", "One"], ["J"]))
+    inits = [helper.make_tensor("T", TensorProto.FLOAT, table.shape, table.ravel())]
+    if computed:
+        inits.append(helper.make_tensor("One", TensorProto.INT64, [], [1]))
+    model = models.finish(nodes, [models.tensor("I", np.int64, ["n"])], [models.tensor("Y", np.float32, None)],
+                          inits)
+    sess = make_session(model, config={"session.disable_cpu_ep_fallback": "1"})
+    ids = rng.integers(-49, 48, 5).astype(np.int64)
+    want = run_cpu(model, {"I": ids})[0]
+    bind_run(ort, sess, {"I": ids}, device_id)
+    before = locator.startup_stats(lib_path)["run_wait"]["count"]
+    for _ in range(4):
+        (y,) = bind_run(ort, sess, {"I": ids}, device_id)
+    waits = locator.startup_stats(lib_path)["run_wait"]["count"] - before
+    np.testing.assert_array_equal(y.numpy(), want)
+    assert waits == (4 if computed else 0), waits
+    bad = np.array([3, 50 - int(computed)], np.int64)
+    with pytest.raises(Exception, match="out of range"):
+        bind_run(ort, sess, {"I": bad}, device_id)[0].numpy()
+    np.testing.assert_array_equal(bind_run(ort, sess, {"I": ids}, device_id)[0].numpy(), want)
+
+
 def test_out_of_memory_in_alloc_is_an_error_and_the_next_run_works(lib_path):
     # A real refusal (more than the device's largest buffer) and an injected one (oom:alloc fails the first
     # allocation of 1 MiB or more once, as a driver out-of-memory would) inside a run: ORT allocates the bound

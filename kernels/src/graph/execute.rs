@@ -40,6 +40,10 @@ fn encode_copies(
 /// device (`docs/RELIABILITY.md` §6).
 const SMALL_UPLOAD: u64 = 4096;
 
+/// Host values up to this long are checked on the host (`Kernel::host_check`); longer ones by
+/// the step's check dispatch, whose status word the run then waits for.
+const HOST_CHECK_BYTES: usize = 1 << 18;
+
 /// 4-byte multiple of `len` (wgpu's copy unit).
 fn padded(len: u64) -> u64 {
     len.next_multiple_of(4)
@@ -57,16 +61,16 @@ impl Executable {
             let mut values = Vec::new();
             for &k in step.kernel.host_checked() {
                 let Some(Operand::Input(i)) = step.inputs.get(k).copied().flatten() else { return Ok(true) };
-                let bytes = match inputs.get(i).map(|t| &t.data) {
-                    Some(InputData::Host(bytes)) => bytes.to_vec(),
+                let bytes: std::borrow::Cow<'_, [u8]> = match inputs.get(i).map(|t| &t.data) {
+                    Some(InputData::Host(bytes)) if bytes.len() <= HOST_CHECK_BYTES => (*bytes).into(),
                     // Uploaded from the host and not written since: its host copy (`runtime::shadow`).
                     Some(InputData::Device(s)) => match crate::runtime::shadow::lookup(s) {
-                        Some(bytes) => bytes,
+                        Some(bytes) => bytes.into(),
                         None => return Ok(true),
                     },
-                    None => return Ok(true),
+                    _ => return Ok(true),
                 };
-                values.push(crate::graph::values::decode(inputs[i].dtype, &bytes, &step.name)?);
+                values.push(crate::graph::values::integers(inputs[i].dtype, &bytes, &step.name)?);
             }
             let Some((ins, outs)) = prepared.step_shapes(index).filter(|_| !values.is_empty()) else { return Ok(true) };
             let values: Vec<&[i64]> = values.iter().map(Vec::as_slice).collect();
@@ -237,6 +241,7 @@ impl Executable {
         if !(checks || host_outputs || staged_any || !deferred.is_empty()) {
             return Ok(true);
         }
+
         startup::time(Phase::RunWait, || self.finish(prepared, checks, &targets, &deferred, outputs))?;
         if !staged_any {
             return Ok(true);

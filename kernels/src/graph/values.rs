@@ -37,10 +37,15 @@ pub(super) fn value_inputs(program: &Program) -> Result<Vec<usize>, GpuError> {
 
 /// Integer elements of a value input.
 pub(super) fn decode(dtype: ElemType, bytes: &[u8], what: &str) -> Result<Vec<i64>, GpuError> {
-    let size = dtype.size() as usize;
     if bytes.len() as u64 > MAX_ELEMS * dtype.size() {
         return Err(GpuError::Invalid(format!("{what} has more than {MAX_ELEMS} elements")));
     }
+    integers(dtype, bytes, what)
+}
+
+/// Integer elements of any count (a host check's indices: `Kernel::host_check`).
+pub(super) fn integers(dtype: ElemType, bytes: &[u8], what: &str) -> Result<Vec<i64>, GpuError> {
+    let size = dtype.size() as usize;
     let word = |c: &[u8]| -> i64 {
         match size {
             4 => i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])),

@@ -42,6 +42,13 @@ pub fn variants(_caps: &DeviceCaps) -> Vec<ShaderVariant> {
     [false, true].map(|i64| ShaderVariant::Op(OpShader::new(IndexCheck { i64 }))).to_vec()
 }
 
+/// What the check dispatch finds, on the host: whether every index is inside
+/// `[-axis_len, axis_len)` (`Kernel::host_check` of the kernels that check indices).
+pub fn in_range(indices: &[i64], axis_len: u64) -> bool {
+    let n = i64::try_from(axis_len).unwrap_or(i64::MAX);
+    indices.iter().all(|&i| -n <= i && i < n)
+}
+
 /// A dispatch failing the run when an index of `indices` is outside `[-axis_len, axis_len)`.
 pub fn indices_in_range(cx: &PrepareCx<'_>, indices: &Tensor<'_>, axis_len: u64) -> Result<Dispatch, GpuError> {
     let planned = plan(cx.caps(), indices.ty, indices.elems(), axis_len, cx.status_code)?;
@@ -59,4 +66,19 @@ pub fn plan(caps: &DeviceCaps, ty: ElemType, count: u64, axis_len: u64, code: u3
     let params = Params { count: to_u32("indices", count)?, axis_len: to_u32("indexed axis", axis_len)?, code, pad: 0 };
     let variant = ShaderVariant::Op(OpShader::new(IndexCheck { i64 }));
     Ok(OpDispatch::new(variant, &params, grid_for(count, caps)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_range;
+
+    #[test]
+    fn host_range_matches_the_check_kernel() {
+        assert!(in_range(&[0, 4, -5, -1], 5));
+        assert!(!in_range(&[5], 5));
+        assert!(!in_range(&[-6], 5));
+        assert!(!in_range(&[0], 0));
+        assert!(in_range(&[], 0));
+        assert!(in_range(&[i64::MAX - 1], u64::MAX));
+    }
 }

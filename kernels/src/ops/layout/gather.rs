@@ -98,6 +98,20 @@ impl Kernel for GatherKernel {
         true
     }
 
+    /// Indices handed in host memory (a decoder's token ids) are checked there.
+    fn host_checked(&self) -> &'static [usize] {
+        &[1]
+    }
+
+    fn host_check(&self, inputs: &[Option<&[u64]>], _: &[&[u64]], values: &[&[i64]]) -> Result<(), String> {
+        let data = shape(inputs, 0, &self.name)?;
+        let axis_len = data[normalize_axis(self.axis, data.len())?];
+        match values.first() {
+            Some(indices) if crate::ops::check::in_range(indices, axis_len) => Ok(()),
+            _ => Err(self.check_message().into()),
+        }
+    }
+
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let (data, indices) = (shape(inputs, 0, &self.name)?, shape(inputs, 1, &self.name)?);
         let (out, _) = gather_shape(data, indices, self.axis).map_err(|e| format!("Gather '{}': {e}", self.name))?;

@@ -267,6 +267,19 @@ impl Kernel for GatherBlockKernel {
         true
     }
 
+    /// Token ids handed in host memory are checked there.
+    fn host_checked(&self) -> &'static [usize] {
+        &[INDICES]
+    }
+
+    fn host_check(&self, inputs: &[Option<&[u64]>], _: &[&[u64]], values: &[&[i64]]) -> Result<(), String> {
+        let g = self.geometry(inputs).map_err(|e| format!("{OP} '{}': {e}", self.name))?;
+        match values.first() {
+            Some(indices) if crate::ops::check::in_range(indices, g.axis_len) => Ok(()),
+            _ => Err(self.check_message().into()),
+        }
+    }
+
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let planned = self.dispatch(&shapes_of(io), cx.caps(), cx.status_code)?;
         let mut inputs = vec![io.input(DATA)?.buf, io.input(INDICES)?.buf, io.input(SCALES)?.buf];
