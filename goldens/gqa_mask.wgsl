@@ -12,7 +12,8 @@ struct Params {
     // rot / 2 (0: no rotation) and the caches' rows.
     half: u32,
     max_seq: u32,
-    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range.
+    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range;
+    // bit 6: with bit 5, only the new rows are visited.
     flags: u32,
     total: u32,
     window: i32,

@@ -14,7 +14,8 @@ struct Params {
     // rot / 2 (0: no rotation) and the caches' rows.
     half: u32,
     max_seq: u32,
-    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range.
+    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range;
+    // bit 6: with bit 5, only the new rows are visited.
     flags: u32,
     total: u32,
     window: i32,
@@ -97,6 +98,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let e = quad * 4u;
     let i = e % p.d;
     let query = (p.flags & 8u) != 0u;
+    // Flags bit 6: only the new rows of a present that is the past's own range, one invocation
+    // per quad of them ([B, H, S, D]); the rows before and after them stay as they are.
+    let only_new = (p.flags & 64u) != 0u;
     var b: u32;
     var h: u32;
     var r: u32;
@@ -105,21 +109,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         r = (e / (p.d * p.heads)) % p.rows;
         b = e / (p.d * p.heads * p.rows);
     } else {
-        r = (e / p.d) % p.rows;
-        h = (e / (p.d * p.rows)) % p.heads;
-        b = e / (p.d * p.rows * p.heads);
+        let rows = select(p.rows, p.seq, only_new);
+        r = (e / p.d) % rows;
+        h = (e / (p.d * rows)) % p.heads;
+        b = e / (p.d * rows * p.heads);
     }
     let total = seqlens[b] + 1;
     let past_b = u32(max(total - i32(p.seq), 0));
     let bad = total < 1 || (!query && (past_b + p.seq > p.rows || past_b > p.past))
         || (p.half > 0u && past_b + p.seq > p.max_seq);
+    var out = quad;
+    if (only_new) {
+        r = r + past_b;
+        out = (((b * p.heads + h) * p.rows + min(r, p.rows - 1u)) * p.d + i) / 4u;
+    }
     if (bad) {
         status[0] = p.code;
-        y[quad] = vec4<f16>();
+        if (!only_new) {
+            y[out] = vec4<f16>();
+        }
         return;
     }
     if (query) {
         y[quad] = new_quad(b, r, h, i, past_b + r);
+    } else if (only_new) {
+        y[out] = new_quad(b, r - past_b, h, i, r);
     } else if (r < past_b) {
         // Flags bit 5: the present is the past's own range; its rows are already there.
         if ((p.flags & 32u) == 0u) {

@@ -179,26 +179,30 @@ def test_outputs_fed_back_as_inputs_make_no_host_copies(make_session, lib_path, 
     np.testing.assert_allclose(a.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("b, s", [(1, 1), (2, 1), (1, 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_path, ort, device_id, dtype):
+def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_path, ort, device_id, dtype, b, s):
     # genai's past_present_share_buffer: past and present bound to one device OrtValue per cache. A cache of 256 KiB
-    # or more is bound in place (kernels/src/graph/direct.rs): GroupQueryAttention writes the new row into ORT's
-    # buffer and the cache is not copied; every step's output and whole cache equal the CPU EP's.
+    # or more is bound in place (kernels/src/graph/direct.rs): GroupQueryAttention writes the new rows into ORT's
+    # buffer and the cache is not copied; every step's output and each batch's cache rows up to its new ones equal
+    # the CPU EP's, and the rows after them are left as they were (as ORT's kernels leave a shared buffer's unused
+    # rows). Two batches of different lengths (the new rows at each batch's own offset), and three new tokens.
     from test_gqa import TOL, feeds_for, gqa_model
 
     heads, kv_heads, d = 4, 2, 64
     max_len = 520 if dtype == np.float32 else 1040  # 260 KiB per cache, rows not a multiple of any tile
-    model = gqa_model(dtype, 1, 1, heads, kv_heads, d, max_len)
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, max_len)
     sess = make_session(model, options={"offload": "all"})
     cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng()
+    lag = [0, 3][:b]  # batch i's past is this much shorter
     start = 9
-    first = feeds_for(rng, dtype, 1, 1, heads, kv_heads, d, max_len, [start], start + 1)
+    first = feeds_for(rng, dtype, b, s, heads, kv_heads, d, max_len, [start + s - 1 - g for g in lag], start + s)
     want_k, want_v = first["past_key"], first["past_value"]
     pk, pv = on_device(ort, want_k, device_id), on_device(ort, want_v, device_id)
-    out = ort.OrtValue.ortvalue_from_shape_and_type([1, 1, heads * d], dtype, "gpu", device_id, VENDOR)
-    for past in range(start, start + 5):
-        f = feeds_for(rng, dtype, 1, 1, heads, kv_heads, d, max_len, [past], past + 1)
+    out = ort.OrtValue.ortvalue_from_shape_and_type([b, s, heads * d], dtype, "gpu", device_id, VENDOR)
+    for past in range(start, start + 5 * s, s):
+        f = feeds_for(rng, dtype, b, s, heads, kv_heads, d, max_len, [past + s - 1 - g for g in lag], past + s)
         io = sess.io_binding()
         for name in ("query", "key", "value", "seqlens_k", "total_sequence_length"):
             io.bind_cpu_input(name, f[name])
@@ -211,15 +215,19 @@ def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_pat
         sess.run_with_iobinding(io)
         after = copies(lib_path)
         moved = after["device_to_device_bytes"] - before["device_to_device_bytes"]
-        # The new token's tensors (ORT's device copies of the host inputs, and the output), never a cache.
+        # The new tokens' tensors (ORT's device copies of the host inputs, and the output), never a cache.
         small = sum(f[n].nbytes for n in ("query", "key", "value", "seqlens_k", "total_sequence_length"))
-        assert moved <= small + heads * d * np.dtype(dtype).itemsize, (past, moved)
+        assert moved <= small + b * s * heads * d * np.dtype(dtype).itemsize, (past, moved)
         want = cpu.run(None, {**f, "past_key": want_k, "past_value": want_v})
         want_k, want_v = want[1], want[2]
-        for name, got, w in (("output", out, want[0]), ("present_key", pk, want_k), ("present_value", pv, want_v)):
-            g = got.numpy().astype(np.float64)
-            err = np.abs(g - w).max() / max(np.abs(w).max(), 1e-6)
-            assert err <= TOL[dtype], (name, past, err)
+        np.testing.assert_allclose(out.numpy().astype(np.float64), want[0], rtol=0, atol=TOL[dtype] * np.abs(want[0]).max())
+        for name, got, w in (("present_key", pk, want_k), ("present_value", pv, want_v)):
+            g = got.numpy()
+            for i, behind in enumerate(lag):
+                n = past + s - behind
+                assert np.array_equal(g[i, :, n:], first[name.replace("present", "past")][i, :, n:]), (name, past, i)
+                err = np.abs(g[i, :, :n].astype(np.float64) - w[i, :, :n]).max() / max(np.abs(w[i, :, :n]).max(), 1e-6)
+                assert err <= TOL[dtype], (name, past, i, err)
 
 
 @pytest.mark.smoke

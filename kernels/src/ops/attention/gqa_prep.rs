@@ -121,7 +121,9 @@ impl GqaKernel {
             let mut params = self.rows_params(g, query, heads, offset, rotate)?;
             params.code = code;
             if in_place {
-                params.flags |= 32;
+                // The past rows are in place: visit only the new ones ([B, H, S, D]).
+                params.flags |= 32 | 64;
+                params.total = to_u32("GroupQueryAttention elements", g.batch * heads * g.seq * g.d)?;
             }
             if let Some(eps) = norm {
                 params.flags |= 16;
