@@ -230,6 +230,57 @@ def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_pat
                 assert err <= TOL[dtype], (name, past, i, err)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_shared_cache_with_packed_qkv_rotary_and_norms_equals_the_unshared_run(make_session, ort, device_id, dtype):
+    # Qwen3's form (packed Q/K/V, rotary, per-head RMS norms of Q and K) on a shared cache bound in place, where the
+    # three row stages run as one dispatch (`gqa_rows3`): each step equals the same session's run with the caches
+    # in host memory (the three-dispatch form, checked against the CPU EP in test_gqa.py), and a shared cache's
+    # rows after each batch's new one are left as they were.
+    from test_gqa import TOL, feeds_for, gqa_model, vi
+
+    b, heads, kv_heads, d, half = 2, 4, 2, 64, 32
+    max_len = 264 if dtype == np.float32 else 528  # 264 KiB per cache
+    model = gqa_model(dtype, b, 1, heads, kv_heads, d, max_len, rotary=True, packed=True, half=half)
+    gqa = model.graph.node[0]
+    names = list(gqa.input) + [""] * (14 - len(gqa.input))
+    del gqa.input[:]
+    gqa.input.extend(names + ["q_norm", "k_norm"])
+    gqa.attribute.append(helper.make_attribute("qk_norm_epsilon", 1e-5))
+    model.graph.input.extend([vi("q_norm", dtype, [d]), vi("k_norm", dtype, [d])])
+    sess = make_session(model, options={"offload": "all"})
+    rng = np.random.default_rng()
+    lag = [0, 5]
+    start = 11
+    first = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, max_len, [start - g for g in lag], start + 1,
+                      rotary=True, packed=True, half=half, cache_rows=max_len + 4)
+    pk, pv = on_device(ort, first["past_key"], device_id), on_device(ort, first["past_value"], device_id)
+    out = ort.OrtValue.ortvalue_from_shape_and_type([b, 1, heads * d], dtype, "gpu", device_id, VENDOR)
+    for past in range(start, start + 3):
+        f = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, max_len, [past - g for g in lag], past + 1,
+                      rotary=True, packed=True, half=half, cache_rows=max_len + 4)
+        f["q_norm"] = rng.uniform(0.5, 1.5, d).astype(dtype)
+        f["k_norm"] = rng.uniform(0.5, 1.5, d).astype(dtype)
+        before = {"past_key": pk.numpy(), "past_value": pv.numpy()}
+        want = sess.run(None, {**f, **before})
+        io = sess.io_binding()
+        for name in ("query", "seqlens_k", "total_sequence_length", "cos_cache", "sin_cache", "q_norm", "k_norm"):
+            io.bind_cpu_input(name, f[name])
+        io.bind_ortvalue_input("past_key", pk)
+        io.bind_ortvalue_input("past_value", pv)
+        io.bind_ortvalue_output("output", out)
+        io.bind_ortvalue_output("present_key", pk)
+        io.bind_ortvalue_output("present_value", pv)
+        sess.run_with_iobinding(io)
+        np.testing.assert_allclose(out.numpy().astype(np.float64), want[0], rtol=0,
+                                   atol=TOL[dtype] * np.abs(want[0]).max())
+        for name, got, w in (("present_key", pk, want[1]), ("present_value", pv, want[2])):
+            g = got.numpy()
+            for i, behind in enumerate(lag):
+                n = past + 1 - behind
+                assert np.array_equal(g[i, :, n:], before[name.replace("present", "past")][i, :, n:]), (name, i)
+                assert np.array_equal(g[i, :, :n], w[i, :, :n]), (name, past, i)
+
+
 @pytest.mark.smoke
 def test_a_cpu_node_between_partitions_copies_only_the_tensors_that_cross(make_session, run_cpu, lib_path, ort, device_id):
     rng = np.random.default_rng()

@@ -396,14 +396,25 @@ impl Kernel for GqaKernel {
         };
         let (k_past, v_past) = (buf(3), buf(4));
         let in_place = [shared(k_past, present_k.buf), shared(v_past, present_v.buf)];
-        let [q_rows, k_rows, v_rows, mask_words] = self.prep_dispatches(&g, cx.caps(), cx.status_code, in_place)?;
+        let prep = self.prep_dispatches(&g, cx.caps(), cx.status_code, in_place)?;
         let (k_past, v_past) = (if in_place[0] { spare } else { k_past }, if in_place[1] { spare } else { v_past });
-        let mut dispatches = vec![
-            q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
-            k_rows.bind(cx.gpu, &rows_in(key_src, k_past, buf(15)), &[present_k.buf, cx.status])?,
-            v_rows.bind(cx.gpu, &rows_in(value_src, v_past, spare), &[present_v.buf, cx.status])?,
-            mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
-        ];
+        let mut dispatches = match prep.as_slice() {
+            [rows3, mask_words] => vec![
+                rows3.bind(
+                    cx.gpu,
+                    &[query.buf, key_src, value_src, seqlens.buf, buf(7), buf(8), buf(14), buf(15)],
+                    &[&q_tmp, present_k.buf, present_v.buf, cx.status],
+                )?,
+                mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
+            ],
+            [q_rows, k_rows, v_rows, mask_words] => vec![
+                q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
+                k_rows.bind(cx.gpu, &rows_in(key_src, k_past, buf(15)), &[present_k.buf, cx.status])?,
+                v_rows.bind(cx.gpu, &rows_in(value_src, v_past, spare), &[present_v.buf, cx.status])?,
+                mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
+            ],
+            _ => return Err(GpuError::Internal(self.err("unexpected preparation dispatches"))),
+        };
         let qd = self.heads * g.d;
         let q_shape = [g.batch, g.seq, qd];
         let m_shape = [g.batch, 1, g.seq, g.present];

@@ -33,25 +33,39 @@ struct PrepParams {
     pad: u32,
 }
 
+/// Which preparation kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PrepStage {
+    /// Rows of Q or of a present cache.
+    Rows,
+    /// Q and the new rows of the present K and V in one dispatch (a decode step on a shared cache).
+    Rows3,
+    /// The boolean mask.
+    Mask,
+}
+
 /// One preparation kernel: what changes its text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GqaPrepSource {
     pub ty: ElemType,
-    /// `true`: the boolean mask; `false`: rows of Q or of a present cache.
-    pub mask: bool,
+    pub stage: PrepStage,
 }
 
 impl OpSource for GqaPrepSource {
     fn name(&self) -> String {
-        if self.mask {
-            "gqa_mask".into()
-        } else {
-            format!("gqa_rows_{}", self.ty.name())
+        match self.stage {
+            PrepStage::Mask => "gqa_mask".into(),
+            PrepStage::Rows => format!("gqa_rows_{}", self.ty.name()),
+            PrepStage::Rows3 => format!("gqa_rows3_{}", self.ty.name()),
         }
     }
 
     fn emit(&self) -> Result<String, String> {
-        let stage = if self.mask { "mask" } else { "rows" };
+        let stage = match self.stage {
+            PrepStage::Mask => "mask",
+            PrepStage::Rows => "rows",
+            PrepStage::Rows3 => "rows3",
+        };
         render("gqa_prep.wgsl.j2", minijinja::context! { t => self.ty.name(), stage => stage })
     }
 
@@ -60,11 +74,18 @@ impl OpSource for GqaPrepSource {
     }
 }
 
+/// Storage buffers the one-dispatch form binds (`PrepStage::Rows3`).
+const ROWS3_STORAGE: u32 = 12;
+
 /// Every preparation variant on `caps`.
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
-    let mut out = vec![ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }))];
+    let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
+    let mut out = vec![op(ElemType::F32, PrepStage::Mask)];
     for ty in crate::ops::norm::float_types(caps) {
-        out.push(ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, mask: false })));
+        out.push(op(ty, PrepStage::Rows));
+        if caps.max_storage_buffers_per_stage >= ROWS3_STORAGE {
+            out.push(op(ty, PrepStage::Rows3));
+        }
     }
     out
 }
@@ -105,18 +126,28 @@ impl GqaKernel {
 }
 
 impl GqaKernel {
+    /// Whether the three row stages run as one dispatch: both present caches are their pasts'
+    /// own ranges (only new rows to write) and the device binds the twelve storage buffers.
+    pub(super) fn fuses_rows(&self, caps: &DeviceCaps, shared: [bool; 2]) -> bool {
+        shared == [true; 2] && caps.max_storage_buffers_per_stage >= ROWS3_STORAGE
+    }
+
     /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
-    /// already in place where `shared`), and the mask words.
+    /// already in place where `shared`), and the mask words; the three row stages as one dispatch
+    /// where [`GqaKernel::fuses_rows`].
     pub(super) fn prep_dispatches(
         &self,
         g: &GqaGeometry,
         caps: &DeviceCaps,
         code: u32,
         shared: [bool; 2],
-    ) -> Result<[OpDispatch; 4], GpuError> {
-        let rows = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: self.ty, mask: false }));
+    ) -> Result<Vec<OpDispatch>, GpuError> {
         let (qd, kd) = (self.heads * g.d, self.kv_heads * g.d);
         let (k_off, v_off) = if g.packed { (qd, qd + kd) } else { (0, 0) };
+        // Four elements per invocation: every supported head size is a multiple of 4.
+        if g.d % 4 != 0 {
+            return Err(GpuError::Internal(self.err(format!("head size {} is not a multiple of 4", g.d))));
+        }
         let stage = |query: bool, heads: u64, offset: u64, rotate: bool, norm: Option<f32>, in_place: bool| {
             let mut params = self.rows_params(g, query, heads, offset, rotate)?;
             params.code = code;
@@ -129,21 +160,26 @@ impl GqaKernel {
                 params.flags |= 16;
                 params.eps = eps;
             }
-            // Four elements per invocation: every supported head size is a multiple of 4.
-            if g.d % 4 != 0 {
-                return Err(GpuError::Internal(self.err(format!("head size {} is not a multiple of 4", g.d))));
-            }
-            Ok::<_, GpuError>(OpDispatch::new(rows.clone(), &params, grid_for(u64::from(params.total) / 4, caps)?))
+            Ok::<_, GpuError>(params)
         };
-        let words = (g.batch * g.seq * g.present).div_ceil(4);
-        let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
-        params.total = to_u32("GroupQueryAttention mask words", words)?;
-        let mask = ShaderVariant::Op(OpShader::new(GqaPrepSource { ty: ElemType::F32, mask: true }));
-        Ok([
+        let stages = [
             stage(true, self.heads, 0, self.rotary, self.q_norm, false)?,
             stage(false, self.kv_heads, k_off, self.rotary, self.k_norm, shared[0])?,
             stage(false, self.kv_heads, v_off, false, None, shared[1])?,
-            OpDispatch::new(mask, &params, grid_for(words, caps)?),
-        ])
+        ];
+        let words = (g.batch * g.seq * g.present).div_ceil(4);
+        let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
+        params.total = to_u32("GroupQueryAttention mask words", words)?;
+        let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
+        let quads = |p: &PrepParams| u64::from(p.total) / 4;
+        let mut out = if self.fuses_rows(caps, shared) {
+            let all = stages.iter().map(quads).sum();
+            vec![OpDispatch::new(op(self.ty, PrepStage::Rows3), &stages, grid_for(all, caps)?)]
+        } else {
+            let rows = |p: &PrepParams| Ok(OpDispatch::new(op(self.ty, PrepStage::Rows), p, grid_for(quads(p), caps)?));
+            stages.iter().map(rows).collect::<Result<Vec<_>, GpuError>>()?
+        };
+        out.push(OpDispatch::new(op(ElemType::F32, PrepStage::Mask), &params, grid_for(words, caps)?));
+        Ok(out)
     }
 }

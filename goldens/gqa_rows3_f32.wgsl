@@ -1,0 +1,168 @@
+struct Params {
+    batch: u32,
+    seq: u32,
+    heads: u32,
+    d: u32,
+    // Rows of the output (present length T, or S in query mode); rows of the past cache (0: none).
+    rows: u32,
+    past: u32,
+    // Elements per token row of the source, and where these heads start in it.
+    row: u32,
+    offset: u32,
+    // rot / 2 (0: no rotation) and the caches' rows.
+    half: u32,
+    max_seq: u32,
+    // Bit 0: interleaved; bit 3: query mode; bit 4: per-head RMS norm; bit 5: the present is the past's range;
+    // bit 6: with bit 5, only the new rows are visited.
+    flags: u32,
+    total: u32,
+    window: i32,
+    code: u32,
+    eps: f32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> src0: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src1: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> src2: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> seqlens: array<i32>;
+@group(0) @binding(4) var<storage, read> cos_cache: array<f32>;
+@group(0) @binding(5) var<storage, read> sin_cache: array<f32>;
+@group(0) @binding(6) var<storage, read> norm0: array<f32>;
+@group(0) @binding(7) var<storage, read> norm1: array<f32>;
+@group(0) @binding(8) var<storage, read_write> y0: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read_write> y1: array<vec4<f32>>;
+@group(0) @binding(10) var<storage, read_write> y2: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> status: array<u32>;
+@group(0) @binding(12) var<uniform> pp: array<Params, 3>;
+
+// Stage st's source (0: Q, 1: K, 2: V) and norm weights (Q's, K's).
+fn src_at(st: u32, k: u32) -> vec4<f32> {
+    switch st {
+        case 0u: {
+            return src0[k];
+        }
+        case 1u: {
+            return src1[k];
+        }
+        default: {
+            return src2[k];
+        }
+    }
+}
+
+fn norm_at(st: u32, i: u32) -> f32 {
+    if (st == 0u) {
+        return norm0[i];
+    }
+    return norm1[i];
+}
+
+// Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
+// Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
+fn load(st: u32, base: u32, i: u32, inv: f32) -> f32 {
+    let v = f32(src_at(st, (base + i) / 4u)[(base + i) % 4u]);
+    if ((pp[st].flags & 16u) == 0u) {
+        return v;
+    }
+    return f32(f32(v * inv * f32(norm_at(st, i))));
+}
+
+// 1 / RMS of the head row at `base` of the source when flags bit 4 asks for the norm, else 1.
+fn head_inv(st: u32, base: u32) -> f32 {
+    if ((pp[st].flags & 16u) == 0u) {
+        return 1.0;
+    }
+    var sum = 0.0;
+    for (var k = 0u; k < pp[st].d; k += 4u) {
+        let v = vec4<f32>(src_at(st, (base + k) / 4u));
+        sum += dot(v, v);
+    }
+    return inverseSqrt(sum / f32(pp[st].d) + pp[st].eps);
+}
+
+// Element i of the head row at `base` (normalised by `inv`), rotated to `position` when half > 0.
+fn new_element(st: u32, base: u32, i: u32, inv: f32, position: u32) -> f32 {
+    let x = load(st, base, i, inv);
+    let rot = 2u * pp[st].half;
+    if (i >= rot) {
+        return f32(x);
+    }
+    var c: u32;
+    var sign: f32;
+    var j: u32;
+    if ((pp[st].flags & 1u) != 0u) {
+        c = i / 2u;
+        sign = select(1.0, -1.0, i % 2u == 0u);
+        j = select(i - 1u, i + 1u, i % 2u == 0u);
+    } else {
+        c = i % pp[st].half;
+        sign = select(1.0, -1.0, i < pp[st].half);
+        j = (i + pp[st].half) % rot;
+    }
+    let k = position * pp[st].half + c;
+    return f32(x * f32(cos_cache[k]) + sign * load(st, base, j, inv) * f32(sin_cache[k]));
+}
+
+// Elements i..i+3 of head h of new token s of batch b, rotated to `position`: the head's norm once.
+fn new_quad(st: u32, b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f32> {
+    let base = (b * pp[st].seq + s) * pp[st].row + pp[st].offset + h * pp[st].d;
+    let inv = head_inv(st, base);
+    return vec4<f32>(new_element(st, base, i, inv, position), new_element(st, base, i + 1u, inv, position),
+        new_element(st, base, i + 2u, inv, position), new_element(st, base, i + 3u, inv, position));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let id = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    // Q's quads, then the present K's new rows, then V's.
+    let end0 = pp[0].total / 4u;
+    let end1 = end0 + pp[1].total / 4u;
+    if (id >= end1 + pp[2].total / 4u) {
+        return;
+    }
+    var st = 0u;
+    var quad = id;
+    if (id >= end1) {
+        st = 2u;
+        quad = id - end1;
+    } else if (id >= end0) {
+        st = 1u;
+        quad = id - end0;
+    }
+    let e = quad * 4u;
+    let i = e % pp[st].d;
+    let query = st == 0u;
+    // Q is [B, S, H, D]; a present's new rows are [B, H, S, D] of its [B, H, T, D].
+    var h = (e / pp[st].d) % pp[st].heads;
+    var s = (e / (pp[st].d * pp[st].heads)) % pp[st].seq;
+    var b = e / (pp[st].d * pp[st].heads * pp[st].seq);
+    if (!query) {
+        s = (e / pp[st].d) % pp[st].seq;
+        h = (e / (pp[st].d * pp[st].seq)) % pp[st].heads;
+        b = e / (pp[st].d * pp[st].seq * pp[st].heads);
+    }
+    let total = seqlens[b] + 1;
+    let past_b = u32(max(total - i32(pp[st].seq), 0));
+    let bad = total < 1 || (!query && (past_b + pp[st].seq > pp[st].rows || past_b > pp[st].past))
+        || (pp[st].half > 0u && past_b + pp[st].seq > pp[st].max_seq);
+    if (bad) {
+        status[0] = pp[st].code;
+        if (query) {
+            y0[quad] = vec4<f32>();
+        }
+        return;
+    }
+    let v = new_quad(st, b, s, h, i, past_b + s);
+    if (query) {
+        y0[quad] = v;
+        return;
+    }
+    let out = (((b * pp[st].heads + h) * pp[st].rows + past_b + s) * pp[st].d + i) / 4u;
+    if (st == 1u) {
+        y1[out] = v;
+    } else {
+        y2[out] = v;
+    }
+}
