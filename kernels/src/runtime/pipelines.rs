@@ -171,7 +171,8 @@ impl PendingPipeline {
 static WORKERS: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
 
 /// A folder of hand-edited kernels for experiments (`KERNEL_BENCH_OVERRIDE` of `kernel_bench`): a variant whose
-/// `<name>.wgsl` is there compiles from that file instead of its template. Never set by the EP.
+/// `<name>.wgsl` is there compiles from that file instead of its template. The EP sets it only when built with
+/// the `wgsl-override` feature, from `EXP_WGSL_OVERRIDE`.
 static WGSL_OVERRIDE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
 /// Sets the experiment folder (see [`WGSL_OVERRIDE`]); the first call wins.
@@ -180,6 +181,10 @@ pub fn set_wgsl_override(dir: std::path::PathBuf) {
 }
 
 fn overridden(name: &str) -> Option<String> {
+    #[cfg(feature = "wgsl-override")]
+    if let Some(dir) = std::env::var_os("EXP_WGSL_OVERRIDE") {
+        set_wgsl_override(dir.into());
+    }
     std::fs::read_to_string(WGSL_OVERRIDE.get()?.join(format!("{name}.wgsl"))).ok()
 }
 
