@@ -35,8 +35,9 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> y0: array<vec4<f16>>;
 @group(0) @binding(9) var<storage, read_write> y1: array<vec4<f16>>;
 @group(0) @binding(10) var<storage, read_write> y2: array<vec4<f16>>;
-@group(0) @binding(11) var<storage, read_write> status: array<u32>;
-@group(0) @binding(12) var<uniform> pp: array<Params, 3>;
+@group(0) @binding(11) var<storage, read_write> mask: array<u32>;
+@group(0) @binding(12) var<storage, read_write> status: array<u32>;
+@group(0) @binding(13) var<uniform> pp: array<Params, 4>;
 
 // Stage st's source (0: Q, 1: K, 2: V) and norm weights (Q's, K's).
 fn src_at(st: u32, k: u32) -> vec4<f16> {
@@ -118,10 +119,29 @@ fn new_quad(st: u32, b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f16>
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let id = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
-    // Q's quads, then the present K's new rows, then V's.
+    // Q's quads, then the present K's new rows, then V's, then the mask's words.
     let end0 = pp[0].total / 4u;
     let end1 = end0 + pp[1].total / 4u;
-    if (id >= end1 + pp[2].total / 4u) {
+    let end2 = end1 + pp[2].total / 4u;
+    if (id >= end2) {
+        let w = id - end2;
+        if (w < pp[3].total) {
+            var word = 0u;
+            let bytes = pp[3].batch * pp[3].seq * pp[3].rows;
+            for (var k = 0u; k < 4u; k++) {
+                let n = 4u * w + k;
+                if (n >= bytes) {
+                    break;
+                }
+                let t = i32(n % pp[3].rows);
+                let s = (n / pp[3].rows) % pp[3].seq;
+                let b = n / (pp[3].rows * pp[3].seq);
+                let last = max(seqlens[b] + 1 - i32(pp[3].seq), 0) + i32(s);
+                let seen = t <= last && (pp[3].window <= 0 || t > last - pp[3].window);
+                word |= select(0u, 1u, seen) << (8u * k);
+            }
+            mask[w] = word;
+        }
         return;
     }
     var st = 0u;

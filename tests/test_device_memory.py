@@ -233,9 +233,9 @@ def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_pat
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_a_shared_cache_with_packed_qkv_rotary_and_norms_equals_the_unshared_run(make_session, ort, device_id, dtype):
     # Qwen3's form (packed Q/K/V, rotary, per-head RMS norms of Q and K) on a shared cache bound in place, where the
-    # three row stages run as one dispatch (`gqa_rows3`): each step equals the same session's run with the caches
-    # in host memory (the three-dispatch form, checked against the CPU EP in test_gqa.py), and a shared cache's
-    # rows after each batch's new one are left as they were.
+    # preparation (three row stages and the mask) runs as one dispatch (`gqa_rows3`): each step equals the same
+    # session's run with the caches in host memory (four dispatches, checked against the CPU EP in test_gqa.py),
+    # and a shared cache's rows after each batch's new one are left as they were.
     from test_gqa import TOL, feeds_for, gqa_model, vi
 
     b, heads, kv_heads, d, half = 2, 4, 2, 64, 32

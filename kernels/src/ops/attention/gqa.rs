@@ -399,14 +399,11 @@ impl Kernel for GqaKernel {
         let prep = self.prep_dispatches(&g, cx.caps(), cx.status_code, in_place)?;
         let (k_past, v_past) = (if in_place[0] { spare } else { k_past }, if in_place[1] { spare } else { v_past });
         let mut dispatches = match prep.as_slice() {
-            [rows3, mask_words] => vec![
-                rows3.bind(
-                    cx.gpu,
-                    &[query.buf, key_src, value_src, seqlens.buf, buf(7), buf(8), buf(14), buf(15)],
-                    &[&q_tmp, present_k.buf, present_v.buf, cx.status],
-                )?,
-                mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
-            ],
+            [all] => vec![all.bind(
+                cx.gpu,
+                &[query.buf, key_src, value_src, seqlens.buf, buf(7), buf(8), buf(14), buf(15)],
+                &[&q_tmp, present_k.buf, present_v.buf, &mask, cx.status],
+            )?],
             [q_rows, k_rows, v_rows, mask_words] => vec![
                 q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
                 k_rows.bind(cx.gpu, &rows_in(key_src, k_past, buf(15)), &[present_k.buf, cx.status])?,

@@ -38,7 +38,8 @@ struct PrepParams {
 pub enum PrepStage {
     /// Rows of Q or of a present cache.
     Rows,
-    /// Q and the new rows of the present K and V in one dispatch (a decode step on a shared cache).
+    /// Q, the new rows of the present K and V, and the mask in one dispatch (a decode step on a
+    /// shared cache).
     Rows3,
     /// The boolean mask.
     Mask,
@@ -75,7 +76,7 @@ impl OpSource for GqaPrepSource {
 }
 
 /// Storage buffers the one-dispatch form binds (`PrepStage::Rows3`).
-const ROWS3_STORAGE: u32 = 12;
+const ROWS3_STORAGE: u32 = 13;
 
 /// Every preparation variant on `caps`.
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -126,15 +127,15 @@ impl GqaKernel {
 }
 
 impl GqaKernel {
-    /// Whether the three row stages run as one dispatch: both present caches are their pasts'
-    /// own ranges (only new rows to write) and the device binds the twelve storage buffers.
+    /// Whether the preparation runs as one dispatch: both present caches are their pasts' own
+    /// ranges (only new rows to write) and the device binds the thirteen storage buffers.
     pub(super) fn fuses_rows(&self, caps: &DeviceCaps, shared: [bool; 2]) -> bool {
         shared == [true; 2] && caps.max_storage_buffers_per_stage >= ROWS3_STORAGE
     }
 
     /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
-    /// already in place where `shared`), and the mask words; the three row stages as one dispatch
-    /// where [`GqaKernel::fuses_rows`].
+    /// already in place where `shared`), and the mask words; all four as one dispatch where
+    /// [`GqaKernel::fuses_rows`].
     pub(super) fn prep_dispatches(
         &self,
         g: &GqaGeometry,
@@ -172,13 +173,13 @@ impl GqaKernel {
         params.total = to_u32("GroupQueryAttention mask words", words)?;
         let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
         let quads = |p: &PrepParams| u64::from(p.total) / 4;
-        let mut out = if self.fuses_rows(caps, shared) {
-            let all = stages.iter().map(quads).sum();
-            vec![OpDispatch::new(op(self.ty, PrepStage::Rows3), &stages, grid_for(all, caps)?)]
-        } else {
-            let rows = |p: &PrepParams| Ok(OpDispatch::new(op(self.ty, PrepStage::Rows), p, grid_for(quads(p), caps)?));
-            stages.iter().map(rows).collect::<Result<Vec<_>, GpuError>>()?
-        };
+        if self.fuses_rows(caps, shared) {
+            let all = stages.iter().map(quads).sum::<u64>() + words;
+            let four = [stages[0], stages[1], stages[2], params];
+            return Ok(vec![OpDispatch::new(op(self.ty, PrepStage::Rows3), &four, grid_for(all, caps)?)]);
+        }
+        let rows = |p: &PrepParams| Ok(OpDispatch::new(op(self.ty, PrepStage::Rows), p, grid_for(quads(p), caps)?));
+        let mut out = stages.iter().map(rows).collect::<Result<Vec<_>, GpuError>>()?;
         out.push(OpDispatch::new(op(ElemType::F32, PrepStage::Mask), &params, grid_for(words, caps)?));
         Ok(out)
     }
