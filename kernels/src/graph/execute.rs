@@ -241,7 +241,6 @@ impl Executable {
         if !(checks || host_outputs || staged_any || !deferred.is_empty()) {
             return Ok(true);
         }
-
         startup::time(Phase::RunWait, || self.finish(prepared, checks, &targets, &deferred, outputs))?;
         if !staged_any {
             return Ok(true);

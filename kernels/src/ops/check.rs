@@ -49,6 +49,15 @@ pub fn in_range(indices: &[i64], axis_len: u64) -> bool {
     indices.iter().all(|&i| -n <= i && i < n)
 }
 
+/// `Kernel::host_check` of a kernel whose one host-checked input is its indices: `Err(message)`
+/// (the kernel's `check_message`) unless every index is inside `[-axis_len, axis_len)`.
+pub fn host_indices(values: &[&[i64]], axis_len: u64, message: &str) -> Result<(), String> {
+    match values.first() {
+        Some(indices) if in_range(indices, axis_len) => Ok(()),
+        _ => Err(message.into()),
+    }
+}
+
 /// A dispatch failing the run when an index of `indices` is outside `[-axis_len, axis_len)`.
 pub fn indices_in_range(cx: &PrepareCx<'_>, indices: &Tensor<'_>, axis_len: u64) -> Result<Dispatch, GpuError> {
     let planned = plan(cx.caps(), indices.ty, indices.elems(), axis_len, cx.status_code)?;

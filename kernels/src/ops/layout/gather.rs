@@ -106,10 +106,7 @@ impl Kernel for GatherKernel {
     fn host_check(&self, inputs: &[Option<&[u64]>], _: &[&[u64]], values: &[&[i64]]) -> Result<(), String> {
         let data = shape(inputs, 0, &self.name)?;
         let axis_len = data[normalize_axis(self.axis, data.len())?];
-        match values.first() {
-            Some(indices) if crate::ops::check::in_range(indices, axis_len) => Ok(()),
-            _ => Err(self.check_message().into()),
-        }
+        crate::ops::check::host_indices(values, axis_len, self.check_message())
     }
 
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {

@@ -274,10 +274,7 @@ impl Kernel for GatherBlockKernel {
 
     fn host_check(&self, inputs: &[Option<&[u64]>], _: &[&[u64]], values: &[&[i64]]) -> Result<(), String> {
         let g = self.geometry(inputs).map_err(|e| format!("{OP} '{}': {e}", self.name))?;
-        match values.first() {
-            Some(indices) if crate::ops::check::in_range(indices, g.axis_len) => Ok(()),
-            _ => Err(self.check_message().into()),
-        }
+        crate::ops::check::host_indices(values, g.axis_len, self.check_message())
     }
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
