@@ -63,3 +63,37 @@ fn per_kv_head_decode_against_f64() {
         );
     }
 }
+
+/// Fewer lanes per key row than a subgroup holds (forced): a subgroup's key groups merge by
+/// shuffles before the subgroups meet in workgroup memory, several query rows per pass. Few keys
+/// leave most key groups empty (their maxima are -inf when merged).
+#[test]
+fn key_groups_merged_by_subgroup_shuffles_against_f64() {
+    let gpu = common::gpu();
+    let lanes = 4;
+    if kv_lanes(ElemType::F32, 64, gpu.caps()).is_none() || gpu.caps().subgroup_min_size < 2 * lanes {
+        eprintln!("skipped: this adapter's subgroups hold no two key groups of {lanes} lanes");
+        return;
+    }
+    let mut rng = rand::rng();
+    let cases = [
+        (case(3, 1, 1, 300, 64, None), "none", 0.0),
+        (case(8, 2, 1, 5, 64, None), "bool", 0.0),
+        (case(8, 1, 1, 1031, 64, None), "add", 0.5),
+        (case(4, 2, 2, 70, 64, Some(68)), "none", 0.0),
+        (case(2, 2, 1, 1, 64, None), "none", 0.0),
+    ];
+    for ty in [ElemType::F32, ElemType::F16] {
+        for (c, mask, softcap) in &cases {
+            let run = Direct { ty, mask, kt: false, softcap: *softcap };
+            let bottom_right = c.causal.is_some_and(|o| o > 0);
+            let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
+                k.lanes = Some(lanes);
+                if bottom_right {
+                    k.causal = Causal::BottomRight;
+                }
+            };
+            run.check(&mut rng, c, configure, |plan| assert!(plan.contains("per K/V head"), "{plan}"));
+        }
+    }
+}

@@ -67,6 +67,19 @@ pub fn kv_lanes(ty: ElemType, d: u64, caps: &DeviceCaps) -> Option<u32> {
     (chunks % lanes == 0 && d / u64::from(lanes) <= KV_MAX_ELEMENTS).then_some(lanes)
 }
 
+/// `lanes` per key row forced by a test, where the K/V-head kernel can run them.
+fn forced_lanes(ty: ElemType, d: u64, lanes: u32, caps: &DeviceCaps) -> Result<u32, GpuError> {
+    let chunks = d * ty.size() / 16;
+    let fits = kv_lanes(ty, d, caps).is_some()
+        && lanes.is_power_of_two()
+        && lanes <= caps.subgroup_min_size
+        && chunks % u64::from(lanes) == 0
+        && d / u64::from(lanes) <= KV_MAX_ELEMENTS;
+    fits.then_some(lanes).ok_or_else(|| {
+        GpuError::Internal(format!("the K/V-head decode kernel cannot run {lanes} lanes per key row of head size {d}"))
+    })
+}
+
 /// Keys per step of the K/V-head kernel with `lanes` per key row.
 fn kv_step(lanes: u32) -> u64 {
     u64::from(KV_THREADS / lanes * KV_KEYS_PER_GROUP)
@@ -95,24 +108,39 @@ pub struct DecodeKvSource {
     pub rows: u32,
     /// Invocations per key row.
     pub lanes: u32,
+    /// The narrowest subgroup it is sized for (the device's smallest): a subgroup's key groups
+    /// merge by shuffles, so workgroup memory holds one partial per subgroup.
+    pub subgroup: u32,
+}
+
+impl DecodeKvSource {
+    /// The most subgroups in a workgroup, and the query rows combined per pass through
+    /// workgroup memory (as many as keep it at one row per key group).
+    fn combine_geometry(&self) -> (u32, u32) {
+        let subgroup = self.subgroup.max(self.lanes);
+        (KV_THREADS / subgroup, (subgroup / self.lanes).min(self.rows))
+    }
 }
 
 impl OpSource for DecodeKvSource {
     fn name(&self) -> String {
         format!(
-            "attn_decode_kv_{}_d{}_l{}_r{}_mask_{}",
+            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}",
             self.ty.name(),
             self.d,
             self.lanes,
             self.rows,
+            self.subgroup,
             self.mask.name()
         )
     }
 
     fn emit(&self) -> Result<String, String> {
+        let (msg, rp) = self.combine_geometry();
         let ctx = minijinja::context! {
             t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
             rb => self.rows, l => self.lanes, threads => KV_THREADS, kpt => KV_KEYS_PER_GROUP,
+            sg => self.subgroup, msg => msg, rp => rp,
             // The butterfly across a key row's lanes: xor by half of them, a quarter, ... 1.
             shuffles => (0..self.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
         };
@@ -204,7 +232,8 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             let Some(lanes) = kv_lanes(ty, d, caps) else { continue };
             for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
                 for rows in ROW_BLOCKS {
-                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes };
+                    let subgroup = caps.subgroup_min_size;
+                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup };
                     out.push(ShaderVariant::Op(OpShader::new(source)));
                 }
             }
@@ -260,7 +289,11 @@ pub(super) fn plan(
     g: &Geometry,
     shared: SharedParams,
 ) -> Result<AttnPlan, GpuError> {
-    if let Some(lanes) = kv_lanes(k.ty, g.d, caps).filter(|_| whole_chunks(g, k.ty)) {
+    let lanes = match k.lanes {
+        Some(lanes) => Some(forced_lanes(k.ty, g.d, lanes, caps)?),
+        None => kv_lanes(k.ty, g.d, caps),
+    };
+    if let Some(lanes) = lanes.filter(|_| whole_chunks(g, k.ty)) {
         return plan_kv(k, caps, g, shared, lanes);
     }
     let rows = g.batch * g.heads * g.sq;
@@ -324,7 +357,8 @@ fn plan_kv(
         kv_heads: to_u32("K/V heads", g.kv_heads)?,
         pad: [0; 2],
     };
-    let source = DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes };
+    let subgroup = caps.subgroup_min_size;
+    let source = DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes, subgroup };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
     let reduce = if splits >= COMBINE_MIN_SPLITS {
         combine(k, caps, g, params.splits, &shared)?

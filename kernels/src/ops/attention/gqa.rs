@@ -276,6 +276,7 @@ impl GqaKernel {
             tiles: None,
             engine: self.engine,
             splits: None,
+            lanes: None,
         }
     }
 }

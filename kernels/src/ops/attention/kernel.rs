@@ -162,6 +162,9 @@ pub struct FlashKernel {
     pub engine: Engine,
     /// Forced key splits of the tensor-core kernel; `None`: planned from the device.
     pub splits: Option<u64>,
+    /// Forced invocations per key row of the K/V-head decode kernel; `None`: planned from the
+    /// device. Tests set it below the subgroup size, where a subgroup holds several key groups.
+    pub lanes: Option<u32>,
 }
 
 /// The kernel for prefill-sized problems.
