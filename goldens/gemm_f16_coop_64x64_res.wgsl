@@ -76,8 +76,12 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
 
 // The epilogue with the residual operand (the output's shape, so the output's index) added: a
 // conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
+// Flag bit 10 multiplies the result by it instead (a gated product).
 fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
     let r = f32(residual[out_index]);
+    if ((p.flags & 1024u) != 0u) {
+        return epilogue(acc, bias_index) * r;
+    }
     if ((p.flags & 512u) != 0u) {
         return epilogue(acc, bias_index) + r;
     }

@@ -18,7 +18,7 @@ pub use plan::{plan_gemm, plan_gemm_implicit, plan_gemm_tuned, GemmPlan, GemmSte
 pub use problem::{
     broadcast_layout, broadcast_shapes, contiguous_layout, erf, matmul_problem, matmul_problem_strided,
     matmul_problem_with_bias, Activation, Epilogue, GemmProblem, MatrixLayout, OperandView, EXT_ACT_SHIFT,
-    FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, MAX_BATCH_DIMS,
+    FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, FLAG_RESIDUAL_MUL, MAX_BATCH_DIMS,
 };
 pub use split::max_pass_of_a;
 pub use tiling::{Contig, CoopShape, GemvShape, TileShape, Tiling, TilingChoice};

@@ -105,6 +105,8 @@ pub const EXT_ACT_SHIFT: u32 = 4;
 /// them (its alpha is 1, so the residual joins the accumulator).
 pub const FLAG_RESIDUAL: u32 = 1 << 8;
 pub const FLAG_RESIDUAL_AFTER_ACT: u32 = 1 << 9;
+/// With bit 9: the residual multiplies the result instead of adding to it (a gated product).
+pub const FLAG_RESIDUAL_MUL: u32 = 1 << 10;
 
 impl Activation {
     /// Whether only the `ext_act` variants of the kernels apply it.

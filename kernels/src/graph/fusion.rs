@@ -11,7 +11,9 @@
 //!   Gemm, also through Reshapes) the exported erf GELU `Div → Erf → Add → Mul → Mul`. A Conv also
 //!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
 //!   activation, which its `_res` programs read; a MatMul or untransposed Gemm with a bias (or
-//!   followed by a Reshape) and no activation absorbs a residual Add after its epilogue.
+//!   followed by a Reshape) and no activation absorbs a residual Add after its epilogue; a MatMul
+//!   or untransposed Gemm without an activation absorbs a Mul by a value of its output's shape
+//!   (SwiGLU's gate), which multiplies the result after its epilogue.
 //! - Remaining elementwise nodes merge into chains: a node joins the chain of a producer whose
 //!   only reader it is; the chain runs as one generated kernel over numpy broadcasting.
 //!
@@ -43,6 +45,8 @@ pub struct Epilogue {
     /// A residual Add: the node, the index of its other operand (of the output's shape) and
     /// whether it came after the activation (always, for a MatMul or Gemm: after the epilogue).
     pub residual: Option<(usize, usize, bool)>,
+    /// The residual node is a Mul (a MatMul's or Gemm's only): the result times the operand.
+    pub residual_mul: bool,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -185,6 +189,18 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
             {
                 let Some(k) = product_residual(product, reader, &tail) else { break };
                 epilogue.residual = Some((r, k, true));
+            }
+            // A gated product (SwiGLU's up projection times the gate's SiLU): the other operand
+            // of the output's shape multiplies the result after the whole epilogue.
+            "Mul"
+                if !is_conv
+                    && epilogue.residual.is_none()
+                    && epilogue.activation.is_none()
+                    && product_residual(product, reader, &tail).is_some() =>
+            {
+                let Some(k) = product_residual(product, reader, &tail) else { break };
+                epilogue.residual = Some((r, k, true));
+                epilogue.residual_mul = true;
             }
             "Mul" | "Div"
                 if product.op_type != "Conv"

@@ -364,9 +364,10 @@ fn node_step(
                 if let Some((add, k, _)) = epilogue.residual {
                     // A, B, the bias (omitted without one), then the residual.
                     product.residual = true;
+                    product.residual_mul = epilogue.residual_mul;
                     inputs.resize(3, None);
                     inputs.push(scope.operand(&nodes[add], k)?);
-                    ops.push_str("+Add");
+                    ops.push_str(if epilogue.residual_mul { "+Mul" } else { "+Add" });
                 }
                 Arc::new(product)
             }

@@ -8,7 +8,7 @@ use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{
     broadcast_layout, broadcast_shapes, matmul_problem, matmul_problem_strided, plan_gemm, Activation, CoopMode,
-    GemmOptions, GemmPlan, GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
+    GemmOptions, GemmPlan, GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, FLAG_RESIDUAL_MUL,
 };
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
@@ -129,6 +129,8 @@ pub struct ProductKernel {
     pub activation: Activation,
     /// A residual operand of the output's element count, added after the epilogue.
     pub residual: bool,
+    /// The residual multiplies the result instead (a gated product).
+    pub residual_mul: bool,
     /// MatMul only: A and B read through absorbed Transposes of these permutations.
     pub perms: [Option<Vec<usize>>; 2],
 }
@@ -150,6 +152,7 @@ impl ProductKernel {
             has_bias,
             activation: Activation::None,
             residual: false,
+            residual_mul: false,
             perms,
         })
     }
@@ -214,7 +217,8 @@ impl ProductKernel {
             if r.iter().product::<u64>() != out.iter().product::<u64>() {
                 return Err(err(format!("the fused residual {r:?} does not match the output {out:?}")));
             }
-            plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT);
+            let mul = if self.residual_mul { FLAG_RESIDUAL_MUL } else { 0 };
+            plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT | mul);
         }
         Ok((problem, plan))
     }
