@@ -60,12 +60,26 @@ pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool) -> Option<(u32, u32)> {
     if !HEAD_SIZES.contains(&d) || d > MAX_HEAD_SIZE || device_check(caps, emulate).is_err() {
         return None;
     }
+    #[cfg(feature = "wgsl-override")]
+    if let Some(t) = experiment_tiling(d).filter(|_| !emulate) {
+        return Some(t);
+    }
     let tilings: &[(u32, u32)] = if emulate { &EMULATED_TILINGS } else { &TILINGS };
     tilings.iter().copied().find(|&(nsg, bc)| {
         storage_bytes(nsg, bc, d as u32, emulate) <= caps.max_workgroup_storage_bytes
             && caps.allows_workgroup(nsg * 32, 1, 1)
             && nsg * 16 <= 2 * bc
     })
+}
+
+/// An experiment build's forced tiling for head size `d`: `EXP_ATTN_TILING=d128=8x64,d64=4x32`
+/// (subgroups x keys per tile; `bench/README.md`). Release builds never read it.
+#[cfg(feature = "wgsl-override")]
+fn experiment_tiling(d: u64) -> Option<(u32, u32)> {
+    let spec = std::env::var("EXP_ATTN_TILING").ok()?;
+    let (_, t) = spec.split(',').filter_map(|e| e.split_once('=')).find(|(k, _)| *k == format!("d{d}"))?;
+    let (nsg, bc) = t.split_once('x')?;
+    Some((nsg.parse().ok()?, bc.parse().ok()?))
 }
 
 /// One tensor-core flash kernel: what changes its text.
