@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from llm_graph import llm_feeds, llm_model
+from test_attention import profiled_ops
 from test_llm_ops import new_seed, rel_err
 
 TOL = {np.float32: 5e-4, np.float16: 2e-2}
@@ -59,6 +60,19 @@ def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled,
         want = run_cpu(model, dict(common, **rename(past_cpu)))
         compare(got, want, dtype, seed, f"decode step {step}")
         past, past_cpu = dict(zip(names[1:], got[1:])), dict(zip(names[1:], want[1:]))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_the_mlp_gate_runs_in_the_up_projection(make_session, run_cpu, dtype, tmp_path):
+    """SwiGLU's `Mul(SiLU(gate), up)` over the decoder's symbolic shapes (batch_size, sequence_length) runs in the
+    up projection's store: a step of MatMul+Mul per layer and no Mul of its own, with the CPU EP's values."""
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = llm_model(dtype, seed=seed)
+    feeds = llm_feeds(model, 1, 7, 0, rng, dtype)
+    got, ops = profiled_ops(make_session(model, fallback=True), feeds, tmp_path)
+    assert ops.count("MatMul+Mul") == 2 and "Mul" not in ops, ops
+    compare(got, run_cpu(model, feeds), dtype, seed, "prompt")
 
 
 @pytest.mark.smoke

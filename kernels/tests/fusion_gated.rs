@@ -7,7 +7,7 @@
 mod common;
 
 use common::graph::{node, run_graph, val, T};
-use ep_kernels::graph::{build_program, Node};
+use ep_kernels::graph::{build_program, Dim, Node};
 use ep_kernels::ElemType;
 use rand::Rng;
 
@@ -96,4 +96,32 @@ fn only_a_full_shape_factor_after_a_product_without_activation_is_a_gate() {
     let nodes = [mm.clone(), mul("m", full.clone()), node("Relu", 14, vec![Some(v("m"))], vec![v("z")], vec![])];
     assert_eq!(ops(&nodes, &["x", "w", "f"], &["y", "z"]), ["MatMul", "Mul", "Relu"]);
     assert_eq!(ops(&[mm, mul("m", full)], &["x", "w", "f"], &["y"]), ["MatMul+Mul"]);
+}
+
+/// A decoder's shapes are symbolic (`batch_size`, `sequence_length`): named dims that match
+/// are the same shape; an unnamed one could broadcast, so that Mul stays a kernel of its own.
+#[test]
+fn named_symbolic_dims_make_a_gate_and_unnamed_ones_do_not() {
+    let ty = ElemType::F16;
+    let sym = |name: &str, dims: &[&str]| {
+        let mut v = val(name, ty, &[]);
+        v.shape =
+            Some(dims.iter().map(|d| d.parse().map_or_else(|_| Dim::Symbolic(d.to_string()), Dim::Fixed)).collect());
+        v
+    };
+    let graph = |seq: &str| {
+        let o = ["batch_size", seq, "8"];
+        vec![
+            node(
+                "MatMul",
+                13,
+                vec![Some(sym("x", &["batch_size", seq, "4"])), Some(val("w", ty, &[4, 8]))],
+                vec![sym("up", &o)],
+                vec![],
+            ),
+            node("Mul", 14, vec![Some(sym("silu", &o)), Some(sym("up", &o))], vec![sym("y", &o)], vec![]),
+        ]
+    };
+    assert_eq!(ops(&graph("sequence_length"), &["x", "w", "silu"], &["y"]), ["MatMul+Mul"]);
+    assert_eq!(ops(&graph(""), &["x", "w", "silu"], &["y"]), ["MatMul", "Mul"]);
 }

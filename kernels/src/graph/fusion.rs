@@ -196,9 +196,9 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
                 if !is_conv
                     && epilogue.residual.is_none()
                     && epilogue.activation.is_none()
-                    && product_residual(product, reader, &tail).is_some() =>
+                    && gate_operand(product, reader, &tail).is_some() =>
             {
-                let Some(k) = product_residual(product, reader, &tail) else { break };
+                let Some(k) = gate_operand(product, reader, &tail) else { break };
                 epilogue.residual = Some((r, k, true));
                 epilogue.residual_mul = true;
             }
@@ -312,6 +312,37 @@ fn product_residual(product: &Node, add: &Node, tail: &str) -> Option<usize> {
     }
     // The other operand has the Add output's shape and type.
     residual_input(add, add, tail)
+}
+
+/// The index of the Mul's operand that gates a product (MatMul, or Gemm without transposes):
+/// the other operand, whose shape and type are the Mul output's and `tail`'s (no broadcast).
+/// Shapes compare dim by dim, named symbolic dims included (a decoder's `batch_size` and
+/// `sequence_length`); the product checks the element counts again at each shape.
+fn gate_operand(product: &Node, mul: &Node, tail: &str) -> Option<usize> {
+    let plain = product.op_type == "MatMul"
+        || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
+    let present: Vec<(usize, &ValueInfo)> = mul
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
+        .collect();
+    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
+    let (k, read, other) = match (a.name == tail, b.name == tail) {
+        (true, false) => (*kb, *a, *b),
+        (false, true) => (*ka, *b, *a),
+        _ => return None,
+    };
+    let out = mul.output(0)?;
+    let shape = known_dims(out)?;
+    let same = |v: &ValueInfo| v.elem_type == out.elem_type && known_dims(v) == Some(shape);
+    (plain && same(read) && same(other)).then_some(k)
+}
+
+/// A value's dims where each is fixed or a named symbolic dim.
+fn known_dims(v: &ValueInfo) -> Option<&[Dim]> {
+    let dims = v.shape.as_deref()?;
+    dims.iter().all(|d| !matches!(d, Dim::Symbolic(n) if n.is_empty())).then_some(dims)
 }
 
 /// The exported SiLU after `tail`: `Sigmoid(tail)` and `Mul(tail, sigmoid)` (either operand
