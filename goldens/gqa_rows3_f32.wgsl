@@ -25,17 +25,19 @@ struct Params {
 @group(0) @binding(0) var<storage, read> src0: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> src1: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> src2: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> seqlens: array<i32>;
-@group(0) @binding(4) var<storage, read> cos_cache: array<f32>;
-@group(0) @binding(5) var<storage, read> sin_cache: array<f32>;
-@group(0) @binding(6) var<storage, read> norm0: array<f32>;
-@group(0) @binding(7) var<storage, read> norm1: array<f32>;
-@group(0) @binding(8) var<storage, read_write> y0: array<vec4<f32>>;
-@group(0) @binding(9) var<storage, read_write> y1: array<vec4<f32>>;
-@group(0) @binding(10) var<storage, read_write> y2: array<vec4<f32>>;
-@group(0) @binding(11) var<storage, read_write> mask: array<u32>;
-@group(0) @binding(12) var<storage, read_write> status: array<u32>;
-@group(0) @binding(13) var<uniform> pp: array<Params, 4>;
+@group(0) @binding(3) var<storage, read> past1: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> past2: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> seqlens: array<i32>;
+@group(0) @binding(6) var<storage, read> cos_cache: array<f32>;
+@group(0) @binding(7) var<storage, read> sin_cache: array<f32>;
+@group(0) @binding(8) var<storage, read> norm0: array<f32>;
+@group(0) @binding(9) var<storage, read> norm1: array<f32>;
+@group(0) @binding(10) var<storage, read_write> y0: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> y1: array<vec4<f32>>;
+@group(0) @binding(12) var<storage, read_write> y2: array<vec4<f32>>;
+@group(0) @binding(13) var<storage, read_write> mask: array<u32>;
+@group(0) @binding(14) var<storage, read_write> status: array<u32>;
+@group(0) @binding(15) var<uniform> pp: array<Params, 4>;
 
 // Stage st's source (0: Q, 1: K, 2: V) and norm weights (Q's, K's).
 fn src_at(st: u32, k: u32) -> vec4<f32> {
@@ -57,6 +59,29 @@ fn norm_at(st: u32, i: u32) -> f32 {
         return norm0[i];
     }
     return norm1[i];
+}
+
+// Quad k of stage st's past cache (1: K, 2: V).
+fn past_at(st: u32, k: u32) -> vec4<f32> {
+    if (st == 1u) {
+        return past1[k];
+    }
+    return past2[k];
+}
+
+// Quad k of stage st's output.
+fn store(st: u32, k: u32, v: vec4<f32>) {
+    switch st {
+        case 0u: {
+            y0[k] = v;
+        }
+        case 1u: {
+            y1[k] = v;
+        }
+        default: {
+            y2[k] = v;
+        }
+    }
 }
 
 // Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
@@ -113,11 +138,64 @@ fn new_quad(st: u32, b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f32>
         new_element(st, base, i + 2u, inv, position), new_element(st, base, i + 3u, inv, position));
 }
 
+// Quad `quad` of the stage's output (pp[st]): Q's, or a present cache's.
+fn stage_quad(st: u32, quad: u32) {
+    let e = quad * 4u;
+    let i = e % pp[st].d;
+    let query = (pp[st].flags & 8u) != 0u;
+    // Flags bit 6: only the new rows of a present that is the past's own range, one invocation
+    // per quad of them ([B, H, S, D]); the rows before and after them stay as they are.
+    let only_new = (pp[st].flags & 64u) != 0u;
+    var b: u32;
+    var h: u32;
+    var r: u32;
+    if (query) {
+        h = (e / pp[st].d) % pp[st].heads;
+        r = (e / (pp[st].d * pp[st].heads)) % pp[st].rows;
+        b = e / (pp[st].d * pp[st].heads * pp[st].rows);
+    } else {
+        let rows = select(pp[st].rows, pp[st].seq, only_new);
+        r = (e / pp[st].d) % rows;
+        h = (e / (pp[st].d * rows)) % pp[st].heads;
+        b = e / (pp[st].d * rows * pp[st].heads);
+    }
+    let total = seqlens[b] + 1;
+    let past_b = u32(max(total - i32(pp[st].seq), 0));
+    let bad = total < 1 || (!query && (past_b + pp[st].seq > pp[st].rows || past_b > pp[st].past))
+        || (pp[st].half > 0u && past_b + pp[st].seq > pp[st].max_seq);
+    var out = quad;
+    if (only_new) {
+        r = r + past_b;
+        out = (((b * pp[st].heads + h) * pp[st].rows + min(r, pp[st].rows - 1u)) * pp[st].d + i) / 4u;
+    }
+    if (bad) {
+        status[0] = pp[st].code;
+        if (!only_new) {
+            store(st, out, vec4<f32>());
+        }
+        return;
+    }
+    if (query) {
+        store(st, quad, new_quad(st, b, r, h, i, past_b + r));
+    } else if (only_new) {
+        store(st, out, new_quad(st, b, r - past_b, h, i, r));
+    } else if (r < past_b) {
+        // Flags bit 5: the present is the past's own range; its rows are already there.
+        if ((pp[st].flags & 32u) == 0u) {
+            store(st, quad, past_at(st, (((b * pp[st].heads + h) * pp[st].past + r) * pp[st].d + i) / 4u));
+        }
+    } else if (r < past_b + pp[st].seq) {
+        store(st, quad, new_quad(st, b, r - past_b, h, i, r));
+    } else {
+        store(st, quad, vec4<f32>());
+    }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let id = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
-    // Q's quads, then the present K's new rows, then V's, then the mask's words.
+    // Q's quads, then the present K's, then V's, then the mask's words.
     let end0 = pp[0].total / 4u;
     let end1 = end0 + pp[1].total / 4u;
     let end2 = end1 + pp[2].total / 4u;
@@ -142,47 +220,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         return;
     }
-    var st = 0u;
-    var quad = id;
     if (id >= end1) {
-        st = 2u;
-        quad = id - end1;
+        stage_quad(2u, id - end1);
     } else if (id >= end0) {
-        st = 1u;
-        quad = id - end0;
-    }
-    let e = quad * 4u;
-    let i = e % pp[st].d;
-    let query = st == 0u;
-    // Q is [B, S, H, D]; a present's new rows are [B, H, S, D] of its [B, H, T, D].
-    var h = (e / pp[st].d) % pp[st].heads;
-    var s = (e / (pp[st].d * pp[st].heads)) % pp[st].seq;
-    var b = e / (pp[st].d * pp[st].heads * pp[st].seq);
-    if (!query) {
-        s = (e / pp[st].d) % pp[st].seq;
-        h = (e / (pp[st].d * pp[st].seq)) % pp[st].heads;
-        b = e / (pp[st].d * pp[st].seq * pp[st].heads);
-    }
-    let total = seqlens[b] + 1;
-    let past_b = u32(max(total - i32(pp[st].seq), 0));
-    let bad = total < 1 || (!query && (past_b + pp[st].seq > pp[st].rows || past_b > pp[st].past))
-        || (pp[st].half > 0u && past_b + pp[st].seq > pp[st].max_seq);
-    if (bad) {
-        status[0] = pp[st].code;
-        if (query) {
-            y0[quad] = vec4<f32>();
-        }
-        return;
-    }
-    let v = new_quad(st, b, s, h, i, past_b + s);
-    if (query) {
-        y0[quad] = v;
-        return;
-    }
-    let out = (((b * pp[st].heads + h) * pp[st].rows + past_b + s) * pp[st].d + i) / 4u;
-    if (st == 1u) {
-        y1[out] = v;
+        stage_quad(1u, id - end0);
     } else {
-        y2[out] = v;
+        stage_quad(0u, id);
     }
 }

@@ -32,6 +32,14 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> status: array<u32>;
 @group(0) @binding(8) var<uniform> p: Params;
 
+fn past_at(k: u32) -> vec4<f32> {
+    return past[k];
+}
+
+fn store(k: u32, v: vec4<f32>) {
+    y[k] = v;
+}
+
 // Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
 // Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
 fn load(base: u32, i: u32, inv: f32) -> f32 {
@@ -86,13 +94,8 @@ fn new_quad(b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f32> {
         new_element(base, i + 2u, inv, position), new_element(base, i + 3u, inv, position));
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-    let quad = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
-    if (quad >= p.total / 4u) {
-        return;
-    }
+// Quad `quad` of the stage's output (p): Q's, or a present cache's.
+fn stage_quad(quad: u32) {
     let e = quad * 4u;
     let i = e % p.d;
     let query = (p.flags & 8u) != 0u;
@@ -124,22 +127,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (bad) {
         status[0] = p.code;
         if (!only_new) {
-            y[out] = vec4<f32>();
+            store(out, vec4<f32>());
         }
         return;
     }
     if (query) {
-        y[quad] = new_quad(b, r, h, i, past_b + r);
+        store(quad, new_quad(b, r, h, i, past_b + r));
     } else if (only_new) {
-        y[out] = new_quad(b, r - past_b, h, i, r);
+        store(out, new_quad(b, r - past_b, h, i, r));
     } else if (r < past_b) {
         // Flags bit 5: the present is the past's own range; its rows are already there.
         if ((p.flags & 32u) == 0u) {
-            y[quad] = past[(((b * p.heads + h) * p.past + r) * p.d + i) / 4u];
+            store(quad, past_at((((b * p.heads + h) * p.past + r) * p.d + i) / 4u));
         }
     } else if (r < past_b + p.seq) {
-        y[quad] = new_quad(b, r - past_b, h, i, r);
+        store(quad, new_quad(b, r - past_b, h, i, r));
     } else {
-        y[quad] = vec4<f32>();
+        store(quad, vec4<f32>());
+    }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let quad = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    if (quad < p.total / 4u) {
+        stage_quad(quad);
     }
 }

@@ -8,6 +8,9 @@ stay on the CPU (its value sizes the present cache)."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -77,8 +80,8 @@ def feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary
     return feeds
 
 
-def check(make_session, run_cpu, model, feeds, dtype, seed):
-    got = make_session(model, OURS).run(None, feeds)
+def check(make_session, run_cpu, model, feeds, dtype, seed, options=None):
+    got = make_session(model, dict(OURS, **(options or {}))).run(None, feeds)
     want = run_cpu(model, feeds)
     for name, g, w in zip(["output", "present_key", "present_value"], got, want):
         assert g.shape == w.shape, f"{name}: shape {g.shape} != {w.shape}"
@@ -116,6 +119,39 @@ def test_gqa_matches_cpu(make_session, run_cpu, dtype, case, rotary):
     model = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=rotary, half=half)
     feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=rotary, half=half)
     check(make_session, run_cpu, model, feeds, dtype, seed)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", ["prefill", "decode", "shared_buffer", "follow_up_prompt", "gemma_decode"])
+def test_gqa_with_eight_storage_buffers_matches_cpu(make_session, run_cpu, dtype, case, tmp_path):
+    """A device that binds WebGPU's minimum of 8 storage buffers per stage (`max_storage_buffers=8`) prepares Q, K, V
+    and the mask in four dispatches, where larger ones take one: both forms match the CPU EP (rotary, q/k norms
+    and packed Q/K/V run through `test_gqa_variants` and the LLM tests on the one-dispatch form)."""
+    b, s, heads, kv_heads, d, past, seqlens, total = CASES[case]
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    half = d // 2 if d % 16 == 0 else None
+    model = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=half is not None, half=half)
+    feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=half is not None, half=half)
+    check(make_session, run_cpu, model, feeds, dtype, seed, LIMITED)
+    counts = [gqa_dispatches(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED)]
+    assert counts[1] == counts[0] + 3, f"preparation dispatches: {counts} (one-dispatch form, four-dispatch form)"
+
+
+LIMITED = {"max_storage_buffers": 8}
+
+
+def gqa_dispatches(sess, feeds, tmp_path) -> int:
+    """The dispatches of the GroupQueryAttention step in one profiled run (`ONNXRUNTIME_EP_WGPU_PROFILE`)."""
+    path = tmp_path / "profile.jsonl"
+    path.unlink(missing_ok=True)
+    os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"] = str(path)
+    try:
+        sess.run(None, feeds)
+    finally:
+        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"]
+    steps = [json.loads(line) for line in path.read_text().splitlines()]
+    return sum(r["dispatches"] for r in steps if r["ops"] == "GroupQueryAttention")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

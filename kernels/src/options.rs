@@ -51,6 +51,9 @@ pub struct EpOptions {
     /// `pipeline_cache`: where the persistent pipeline cache lives, or off (read when the
     /// session opens the adapter's device; the first session to open it decides).
     pub pipeline_cache: PipelineCacheSetting,
+    /// `max_storage_buffers`: plan as if the device bound at most this many storage buffers per
+    /// shader stage (the forms made for devices with WebGPU's minimum of 8).
+    pub max_storage_buffers: Option<u32>,
 }
 
 /// The `attention` option.
@@ -110,7 +113,18 @@ pub const KEYS: &[(&str, &str)] = &[
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
     ("attention", "auto | unfused | flash: auto fuses f16 attention on tensor cores; flash fuses every type"),
     ("pipeline_cache", "off | on | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
+    (
+        "max_storage_buffers",
+        "N >= 8: plan as if the device bound at most N storage buffers per shader stage (WebGPU's minimum is 8)",
+    ),
 ];
+
+fn parse_storage_buffers(v: &str) -> Result<u32, String> {
+    match v.parse::<u32>() {
+        Ok(n) if n >= 8 => Ok(n),
+        _ => Err(format!("option 'max_storage_buffers': '{v}' is not a number of at least 8 (WebGPU's minimum)")),
+    }
+}
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
@@ -167,6 +181,7 @@ impl EpOptions {
                 "pipeline_cache" => {
                     o.pipeline_cache = v.parse().map_err(|e| format!("option 'pipeline_cache': {e}"))?
                 }
+                "max_storage_buffers" => o.max_storage_buffers = Some(parse_storage_buffers(v)?),
                 "validation" => {
                     o.validation = match v {
                         "basic" => Validation::Basic,
@@ -233,6 +248,16 @@ mod tests {
     fn parse(pairs: &[(&str, &str)]) -> Result<EpOptions, String> {
         let map = pairs.iter().map(|(k, v)| (format!("{PREFIX}{k}"), v.to_string())).collect();
         EpOptions::from_config(&map)
+    }
+
+    #[test]
+    fn storage_buffers_go_no_lower_than_webgpus_minimum() {
+        assert_eq!(parse(&[("max_storage_buffers", "8")]).unwrap().max_storage_buffers, Some(8));
+        assert_eq!(parse(&[]).unwrap().max_storage_buffers, None);
+        for bad in ["7", "-1", "many"] {
+            let e = parse(&[("max_storage_buffers", bad)]).unwrap_err();
+            assert!(e.contains("max_storage_buffers") && e.contains(bad), "{e}");
+        }
     }
 
     #[test]

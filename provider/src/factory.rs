@@ -43,11 +43,14 @@ pub struct Factory {
     logger: Logger,
 }
 
+/// An opened device: (adapter, debug validation, tensor cores, `max_storage_buffers`).
+type GpuKey = (usize, bool, bool, Option<u32>);
+
 /// The open devices, shared with the allocators ORT creates at registration (which open their
 /// device on first use).
 pub struct Devices {
-    /// Open devices by (adapter index, debug validation, cooperative matrices).
-    gpus: Mutex<HashMap<(usize, bool, bool), Arc<Gpu>>>,
+    /// Open devices by [`GpuKey`].
+    gpus: Mutex<HashMap<GpuKey, Arc<Gpu>>>,
     logger: Logger,
 }
 
@@ -153,7 +156,7 @@ impl Devices {
         let debug = options.validation == Validation::Debug;
         let coop = options.cooperative_matrix != CoopMode::Off;
         let mut gpus = self.gpus.lock();
-        let key = (adapter, debug, coop);
+        let key = (adapter, debug, coop, options.max_storage_buffers);
         // A lost device never comes back: sessions still holding it fail their runs with the
         // reason, and new sessions get a freshly opened device.
         if let Some(g) = gpus.get(&key) {
@@ -182,6 +185,7 @@ impl Devices {
             pipeline_cache: options.pipeline_cache.clone(),
             pipeline_caches: Some(Arc::new(crate::experimental::SavedPipelineCaches)),
             log: Some(cache_log(self.logger)),
+            max_storage_buffers: options.max_storage_buffers,
         })?;
         if let Some(path) = gpu.pipeline_cache_path() {
             self.logger.log(

@@ -70,6 +70,8 @@ pub struct GpuOptions {
     pub pipeline_caches: Option<Arc<dyn PipelineCaches>>,
     /// Where the persistent cache's warnings and info lines go (dropped when unset).
     pub log: Option<CacheLog>,
+    /// Plans as if the device bound at most this many storage buffers per shader stage.
+    pub max_storage_buffers: Option<u32>,
 }
 
 impl std::fmt::Debug for GpuOptions {
@@ -137,6 +139,9 @@ impl Gpu {
     pub fn new(options: &GpuOptions) -> Result<Arc<Gpu>, GpuError> {
         let (adapter, summary) = adapter::select(options.debug_validation, &options.adapter)?;
         let mut caps = DeviceCaps::from_adapter(&adapter);
+        if let Some(n) = options.max_storage_buffers {
+            caps.max_storage_buffers_per_stage = caps.max_storage_buffers_per_stage.min(n);
+        }
         let wanted = wgpu::Features::SHADER_F16
             | wgpu::Features::SUBGROUP
             | wgpu::Features::SUBGROUP_BARRIER

@@ -402,7 +402,7 @@ impl Kernel for GqaKernel {
         let mut dispatches = match prep.as_slice() {
             [all] => vec![all.bind(
                 cx.gpu,
-                &[query.buf, key_src, value_src, seqlens.buf, buf(7), buf(8), buf(14), buf(15)],
+                &[query.buf, key_src, value_src, k_past, v_past, seqlens.buf, buf(7), buf(8), buf(14), buf(15)],
                 &[&q_tmp, present_k.buf, present_v.buf, &mask, cx.status],
             )?],
             [q_rows, k_rows, v_rows, mask_words] => vec![

@@ -76,7 +76,7 @@ impl OpSource for GqaPrepSource {
 }
 
 /// Storage buffers the one-dispatch form binds (`PrepStage::Rows3`).
-const ROWS3_STORAGE: u32 = 13;
+const ROWS3_STORAGE: u32 = 15;
 
 /// Every preparation variant on `caps`.
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -127,10 +127,10 @@ impl GqaKernel {
 }
 
 impl GqaKernel {
-    /// Whether the preparation runs as one dispatch: both present caches are their pasts' own
-    /// ranges (only new rows to write) and the device binds the thirteen storage buffers.
-    pub(super) fn fuses_rows(&self, caps: &DeviceCaps, shared: [bool; 2]) -> bool {
-        shared == [true; 2] && caps.max_storage_buffers_per_stage >= ROWS3_STORAGE
+    /// Whether the preparation runs as one dispatch: where the device binds its fifteen storage
+    /// buffers (a present cache that is its past's own range binds a spare buffer as that past).
+    pub(super) fn fuses_rows(&self, caps: &DeviceCaps) -> bool {
+        caps.max_storage_buffers_per_stage >= ROWS3_STORAGE
     }
 
     /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
@@ -173,7 +173,7 @@ impl GqaKernel {
         params.total = to_u32("GroupQueryAttention mask words", words)?;
         let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
         let quads = |p: &PrepParams| u64::from(p.total) / 4;
-        if self.fuses_rows(caps, shared) {
+        if self.fuses_rows(caps) {
             let all = stages.iter().map(quads).sum::<u64>() + words;
             let four = [stages[0], stages[1], stages[2], params];
             return Ok(vec![OpDispatch::new(op(self.ty, PrepStage::Rows3), &four, grid_for(all, caps)?)]);
