@@ -8,6 +8,9 @@ with a logged reason."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -90,6 +93,9 @@ SKIP_CASES = [
     ("SkipLayerNormalization", (2, 3, 96), (3, 96), False, False, [1, 1, 1, 0]),
     ("SkipLayerNormalization", (1, 7, 33), (1, 7, 33), True, False, [1, 0, 0, 0]),
     ("SkipLayerNormalization", (4, 64), (4, 64), False, True, [1, 0, 0, 1]),
+    # Few long rows (a decode step's): wide workgroups (256 invocations per row, subgroup reductions).
+    ("SkipSimplifiedLayerNormalization", (1, 1, 2048), (1, 1, 2048), False, True, [1, 0, 0, 1]),
+    ("SkipLayerNormalization", (1, 3, 1030), (1, 3, 1030), True, True, [1, 1, 1, 1]),
 ]
 
 
@@ -144,6 +150,24 @@ def test_skip_layer_norm(make_session, run_cpu, dtype, case):
 
 
 @pytest.mark.smoke
+@pytest.mark.parametrize("rows,wide", [(1, True), (3, True), (64, False)])
+def test_few_long_rows_take_wide_workgroups(make_session, rows, wide, tmp_path):
+    """A decode step's one row of 2048 runs on 256 invocations (`_t256`), a prompt's many rows on 64 each: the
+    program each dispatch ran, from the per-dispatch profile (values: `test_skip_layer_norm`)."""
+    model, names, _ = skip_model("SkipSimplifiedLayerNormalization", np.float16, (1, rows, 2048), (1, rows, 2048),
+                                 False, False, [1, 0, 0, 1])
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.uniform(-2, 2, (1, rows, 2048) if n != "gamma" else (2048,)).astype(np.float16) for n in names}
+    path = tmp_path / "profile.jsonl"
+    os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
+    try:
+        make_session(model, OURS).run(None, feeds)
+    finally:
+        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
+    ops = [json.loads(line)["ops"] for line in path.read_text().splitlines()]
+    assert len(ops) == 1 and ops[0].endswith("_t256]" if wide else "_t64]"), ops
+
+
 def test_skip_simplified_layer_norm_smoke(make_session, run_cpu):
     test_skip_layer_norm(make_session, run_cpu, np.float32, SKIP_CASES[0])
 

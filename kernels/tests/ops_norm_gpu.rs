@@ -468,10 +468,10 @@ fn run_kernel(kernel: &dyn Kernel, inputs: &[&T], out_types: &[ElemType]) -> Vec
 }
 
 const TUNINGS: [RowTuning; 4] = [
-    RowTuning { threads: 64, subgroups: false },
-    RowTuning { threads: 256, subgroups: false },
-    RowTuning { threads: 32, subgroups: true },
-    RowTuning { threads: 128, subgroups: true },
+    RowTuning { threads: 64, subgroups: false, widen: false },
+    RowTuning { threads: 256, subgroups: false, widen: false },
+    RowTuning { threads: 32, subgroups: true, widen: false },
+    RowTuning { threads: 128, subgroups: true, widen: false },
 ];
 
 /// The row kernels at other workgroup sizes, and with the workgroup-memory reduction the
@@ -557,8 +557,9 @@ fn time_kernel(label: &str, kernel: &dyn Kernel, ty: ElemType, shapes: &[&[u64]]
 #[test]
 #[ignore]
 fn bench_rows() {
-    let tunings =
-        [64, 128, 256].into_iter().flat_map(|t| [false, true].map(|sg| RowTuning { threads: t, subgroups: sg }));
+    let tunings = [64, 128, 256]
+        .into_iter()
+        .flat_map(|t| [false, true].map(|sg| RowTuning { threads: t, subgroups: sg, widen: false }));
     for tuning in tunings {
         eprintln!("-- {tuning:?}");
         for ty in [ElemType::F32, ElemType::F16] {

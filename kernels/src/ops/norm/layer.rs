@@ -11,6 +11,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{
     broadcast_strides, broadcasts_onto, check_bindings, float_types, input_type, packed, strip_leading_ones, RowTuning,
+    WIDE_THREADS,
 };
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -103,6 +104,10 @@ pub(crate) fn variants(kind: NormKind, caps: &DeviceCaps, rms_stats: bool) -> Ve
             }
         }
     }
+    // Few long rows (a decode step's) take WIDE_THREADS with subgroup reductions.
+    let wide =
+        out.iter().filter(|s| sg && !s.bcast).map(|&s| NormSource { threads: WIDE_THREADS, ..s }).collect::<Vec<_>>();
+    out.extend(wide);
     out.into_iter().map(|s| ShaderVariant::Op(OpShader::new(s))).collect()
 }
 
@@ -300,14 +305,22 @@ impl NormKernel {
         caps: &DeviceCaps,
     ) -> Result<OpDispatch, GpuError> {
         let g = self.geometry(x, scale, bias)?;
-        let (threads, sg) = self.tuning.on(caps)?;
+        let (bcast, v4) = (!g.dims.is_empty(), g.dims.is_empty() && g.n % 4 == 0);
+        let loads = if bcast {
+            0
+        } else if v4 {
+            g.n / 4
+        } else {
+            g.n
+        };
+        let (threads, sg) = self.tuning.for_rows(g.rows, loads, caps)?;
         let source = NormSource {
             kind: self.kind,
             ty: self.ty,
             bias: self.bias,
             stats: self.stats,
-            bcast: !g.dims.is_empty(),
-            v4: g.dims.is_empty() && g.n % 4 == 0,
+            bcast,
+            v4,
             sg,
             threads,
             skip: false,

@@ -46,11 +46,28 @@ pub struct RowTuning {
     pub threads: u32,
     /// Combine partials through subgroup operations when the device has them.
     pub subgroups: bool,
+    /// Take [`WIDE_THREADS`] where rows are few (see [`RowTuning::for_rows`]).
+    pub widen: bool,
 }
+
+/// Invocations per row where the rows alone leave the device mostly idle (a decode step's one
+/// row): the row's loads spread over more invocations instead of queueing in a few.
+pub const WIDE_THREADS: u32 = 256;
 
 impl RowTuning {
     pub const fn new(threads: u32) -> RowTuning {
-        RowTuning { threads, subgroups: true }
+        RowTuning { threads, subgroups: true, widen: true }
+    }
+
+    /// The invocations per row and subgroup use for `rows` rows of `loads` loads each on `caps`:
+    /// this tuning's, or [`WIDE_THREADS`] (subgroup reductions only) where the rows fill at most
+    /// a quarter of the device's parallelism and each wide invocation still has a load.
+    pub(crate) fn for_rows(self, rows: u32, loads: u32, caps: &DeviceCaps) -> Result<(u32, bool), GpuError> {
+        let (threads, sg) = self.on(caps)?;
+        let few = u64::from(rows) * 4 <= u64::from(caps.parallelism);
+        let fits = WIDE_THREADS <= caps.max_invocations_per_workgroup;
+        let wide = self.widen && sg && few && fits && loads >= WIDE_THREADS && threads < WIDE_THREADS;
+        Ok((if wide { WIDE_THREADS } else { threads }, sg))
     }
 
     /// The threads and whether subgroups are used on `caps`, or why this tuning cannot run there.

@@ -10,7 +10,7 @@
 use bytemuck::Zeroable;
 
 use super::layer::{NormKind, NormParams, NormSource, THREADS};
-use super::{check_bindings, float_types, input_type, RowTuning};
+use super::{check_bindings, float_types, input_type, RowTuning, WIDE_THREADS};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -70,6 +70,9 @@ impl OpDef for SkipDef {
             for v4 in [false, true] {
                 for &bias in betas {
                     out.push(SkipNormKernel::source(self.0, ty, bias, v4, caps.subgroups, THREADS));
+                    if caps.subgroups {
+                        out.push(SkipNormKernel::source(self.0, ty, bias, v4, true, WIDE_THREADS));
+                    }
                 }
             }
         }
@@ -264,8 +267,8 @@ impl SkipNormKernel {
         let n = to_u32("SkipLayerNormalization row length", hidden)?;
         let rows = to_u32("SkipLayerNormalization rows", elems / hidden.max(1))?;
         to_u32("SkipLayerNormalization elements", elems)?;
-        let (threads, sg) = self.tuning.on(caps)?;
         let v4 = n % 4 == 0;
+        let (threads, sg) = self.tuning.for_rows(rows, if v4 { n / 4 } else { n }, caps)?;
         let source = Self::source(self.kind, self.ty, self.beta, v4, sg, threads);
         let flags = u32::from(self.outputs[1])
             | (u32::from(self.outputs[2]) << 1)

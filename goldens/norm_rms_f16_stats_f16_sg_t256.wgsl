@@ -1,0 +1,82 @@
+enable f16;
+
+struct Params {
+    rows: u32,
+    n: u32,
+    eps: f32,
+    // Bit 0: write the mean; bit 1: write the inverse standard deviation.
+    flags: u32,
+    // Collapsed dimensions of X and the element strides of scale and bias along them.
+    nd: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+    dims: array<vec4<u32>, 2>,
+    s_str: array<vec4<u32>, 2>,
+    b_str: array<vec4<u32>, 2>,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f16>;
+@group(0) @binding(1) var<storage, read> scale: array<f16>;
+@group(0) @binding(2) var<storage, read_write> y: array<f16>;
+@group(0) @binding(3) var<storage, read_write> mean_out: array<f16>;
+@group(0) @binding(4) var<storage, read_write> inv_out: array<f16>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+const T: u32 = 256u;
+
+var<workgroup> w_part: array<f32, T>;
+
+// The sum of `v` over the workgroup, for every invocation.
+fn workgroup_sum(v: f32, lane: u32, sg: u32, nsg: u32) -> f32 {
+    let s = subgroupAdd(v);
+    if (lane == 0u) {
+        w_part[sg] = s;
+    }
+    workgroupBarrier();
+    var total = w_part[0];
+    for (var i = 1u; i < nsg; i = i + 1u) {
+        total = total + w_part[i];
+    }
+    return total;
+}
+
+
+@compute @workgroup_size(256, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(num_subgroups) nsg: u32,
+) {
+    let row = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    if (row >= p.rows) {
+        return;
+    }
+    let len = p.n;
+    let base = row * len;
+    let nf = f32(p.n);
+    var acc = 0.0;
+    for (var j = tid; j < len; j = j + T) {
+        let v = f32(x[base + j]);
+        acc = fma(v, v, acc);
+    }
+    let total = workgroup_sum(acc, lane, sg, nsg);
+    let mean = 0.0;
+    let inv = 1.0 / sqrt(total / nf + p.eps);
+    if (tid == 0u) {
+        if ((p.flags & 1u) != 0u) {
+            mean_out[row] = f16(mean);
+        }
+        if ((p.flags & 2u) != 0u) {
+            inv_out[row] = f16(inv);
+        }
+    }
+    for (var j = tid; j < len; j = j + T) {
+        let si = j;
+        let v = (f32(x[base + j]) - mean) * inv * f32(scale[si]);
+        y[base + j] = f16(v);
+    }
+}
