@@ -8,7 +8,7 @@ struct Params {
     block: u32,
     col_words: u32,
     zp_stride: u32,
-    // Bit 0: add the bias.
+    // Bit 0: add the bias; bit 1: SiLU (x · sigmoid(x)); bit 2: times the gate.
     flags: u32,
 }
 
@@ -16,8 +16,10 @@ struct Params {
 @group(0) @binding(1) var<storage, read> b: array<u32>;
 @group(0) @binding(2) var<storage, read> scales: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<uniform> p: Params;
+// Y's shape: multiplies the result where flags bit 2 says so (a gated product).
+@group(0) @binding(4) var<storage, read> gate: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+@group(0) @binding(6) var<uniform> p: Params;
 
 // Invocations per column, columns per workgroup, rows of A per workgroup, values per packed word.
 // Invocations, columns and rows of A per workgroup, values per packed word.
@@ -61,6 +63,21 @@ fn column_sums(x: array<f32, C>, tid: u32) -> f32 {
         }
     }
     return total;
+}
+
+// The bias, SiLU and gate (flags bits 0-2) on the sum for element `i` of Y, column `col`.
+fn epilogue(sum: f32, i: u32, col: u32) -> f32 {
+    var v = sum;
+    if ((p.flags & 1u) != 0u) {
+        v = v + f32(bias[col]);
+    }
+    if ((p.flags & 2u) != 0u) {
+        v = v / (1.0 + exp(-v));
+    }
+    if ((p.flags & 4u) != 0u) {
+        v = v * f32(gate[i]);
+    }
+    return v;
 }
 
 @compute @workgroup_size(256, 1, 1)
@@ -430,12 +447,10 @@ fn main(
         }
     }
     if (0u < rows) {
-        var v = column_sums(acc0, tid);
+        let v = column_sums(acc0, tid);
         if (tid < C && n0 + tid < p.n) {
-            if ((p.flags & 1u) != 0u) {
-                v = v + f32(bias[n0 + tid]);
-            }
-            y[(m0 + 0u) * p.n + n0 + tid] = f32(v);
+            let i = (m0 + 0u) * p.n + n0 + tid;
+            y[i] = f32(epilogue(v, i, n0 + tid));
         }
     }
 }

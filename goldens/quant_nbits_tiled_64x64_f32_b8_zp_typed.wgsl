@@ -8,7 +8,7 @@ struct Params {
     block: u32,
     col_words: u32,
     zp_stride: u32,
-    // Bit 0: add the bias.
+    // Bit 0: add the bias; bit 1: SiLU (x · sigmoid(x)); bit 2: times the gate.
     flags: u32,
 }
 
@@ -17,8 +17,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> scales: array<f32>;
 @group(0) @binding(3) var<storage, read> zero_points: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;
-@group(0) @binding(6) var<uniform> p: Params;
+// Y's shape: multiplies the result where flags bit 2 says so (a gated product).
+@group(0) @binding(5) var<storage, read> gate: array<f32>;
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;
+@group(0) @binding(7) var<uniform> p: Params;
 
 // The tile of Y (rows, columns), the slice of K, values per packed word, words per column of a slice.
 const TM: u32 = 64u;
@@ -34,6 +36,21 @@ var<workgroup> sb: array<f32, 2048>;
 // The zero point of block `kb` of column `n`.
 fn zero_point(n: u32, kb: u32) -> f32 {
     return f32(zero_points[n * p.k_blocks + kb]);
+}
+
+// The bias, SiLU and gate (flags bits 0-2) on the sum for element `i` of Y, column `col`.
+fn epilogue(sum: f32, i: u32, col: u32) -> f32 {
+    var v = sum;
+    if ((p.flags & 1u) != 0u) {
+        v = v + f32(bias[col]);
+    }
+    if ((p.flags & 2u) != 0u) {
+        v = v / (1.0 + exp(-v));
+    }
+    if ((p.flags & 4u) != 0u) {
+        v = v * f32(gate[i]);
+    }
+    return v;
 }
 
 @compute @workgroup_size(256, 1, 1)
@@ -106,11 +123,8 @@ fn main(
         let gm = m_base + ty + 16u * (i / 4u);
         let gn = n_base + tx + 16u * (i % 4u);
         if (gm < p.m && gn < p.n) {
-            var v = acc[i];
-            if ((p.flags & 1u) != 0u) {
-                v = v + f32(bias[gn]);
-            }
-            y[gm * p.n + gn] = f32(v);
+            let o = gm * p.n + gn;
+            y[o] = f32(epilogue(acc[i], o, gn));
         }
     }
 }

@@ -460,8 +460,10 @@ def nbits_node(rng, dtype, name, src, k, n, block=32):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("seq", [1, 37])
-def test_llama_mlp_block(make_session, run_cpu, dtype, seq):
+@pytest.mark.parametrize("seq", [1, 5, 37])
+def test_llama_mlp_block(make_session, run_cpu, dtype, seq, tmp_path):
+    """An int4 SwiGLU block: the gate's MatMulNBits applies the SiLU and the up projection's the gate in their
+    stores (one, four and 37 rows: the GEMV and tiled kernels), with the CPU EP's values."""
     seed = new_seed()
     rng = np.random.default_rng(seed)
     hidden, ffn = 96, 160
@@ -484,6 +486,14 @@ def test_llama_mlp_block(make_session, run_cpu, dtype, seq):
     model = model_of(nodes, [vi("x", dtype, shape), vi("skip", dtype, shape)], [vi("y", dtype, shape)], inits)
     feeds = {"x": rng.uniform(-1, 1, shape).astype(dtype), "skip": rng.uniform(-1, 1, shape).astype(dtype)}
     check_like_cpu(make_session, run_cpu, model, feeds, dtype, seed)
+    path = tmp_path / "profile.jsonl"
+    os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"] = str(path)
+    try:
+        make_session(model, OURS).run(None, feeds)
+    finally:
+        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"]
+    ops = [json.loads(line)["ops"] for line in path.read_text().splitlines()]
+    assert {"MatMulNBits+Sigmoid+Mul", "MatMulNBits+Mul"} <= set(ops) and "Mul" not in ops, ops
 
 
 def test_matmul_nbits_wrong_k_at_run_time_fails_clearly(make_session, run_cpu):

@@ -113,12 +113,13 @@ fn check(test: &str, ty: ElemType, c: &Case) {
     let opts = PlacementOptions::defaults(profiles::get("llvmpipe").unwrap());
     def.check(&nd, &opts).expect("claimed");
     let atol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
-    let peak = want.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
-    let compare = |what: &str, got: &[f64]| {
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+    let close = |what: &str, got: &[f64], want: &[f64]| {
+        let peak = want.iter().fold(0f64, |m, v| m.max(v.abs())).max(1.0);
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
             assert!((g - w).abs() <= atol * peak, "{test} {what}: element {i}: got {g}, want {w}");
         }
     };
+    let compare = |what: &str, got: &[f64]| close(what, got, &want);
     let mut kernel = NbitsKernel::of(&nd).unwrap();
     let got = run_graph(&[nd], &[("A", &a)], &consts, &["Y"]).expect("runs").remove(0).values();
     compare("auto", &got);
@@ -135,6 +136,15 @@ fn check(test: &str, ty: ElemType, c: &Case) {
     for pass in ["first", "reused"] {
         compare(&format!("Dequant once, {pass}"), &run_kernel(&kernel, &operands, ty).values());
         assert_eq!(format!("{:?}", kernel.dequantized), "DequantSlot(made)");
+    }
+    // SwiGLU's fused SiLU and gate in each kernel's store: silu(y) · gate.
+    let gate = tensor(ty, &[c.m, c.n], &(0..c.m * c.n).map(|_| rng.random_range(-1.0f32..1.0)).collect::<Vec<_>>());
+    let gated: Vec<f64> = want.iter().zip(gate.values()).map(|(&v, g)| v / (1.0 + (-v).exp()) * g).collect();
+    (kernel.silu, kernel.gate) = (true, true);
+    operands.push(Some(&gate));
+    for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
+        kernel.force = Some(kind);
+        close(&format!("{kind:?}, SiLU and gate"), &run_kernel(&kernel, &operands, ty).values(), &gated);
     }
 }
 

@@ -111,10 +111,44 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
         let product = fusion.rewrites.get(&i).is_none_or(|r| r.op_type == "MatMul");
         if is_product(node) && product && !fusion.absorbed.contains(&i) {
             fuse_epilogue(nodes, i, (&sole_reader, &inner_readers), &mut fusion);
+        } else if node.domain == "com.microsoft" && node.op_type == "MatMulNBits" && !fusion.absorbed.contains(&i) {
+            fuse_nbits_epilogue(nodes, i, (&sole_reader, &inner_readers), &mut fusion);
         }
     }
     fuse_chains(nodes, &sole_reader, &mut fusion);
     fusion
+}
+
+/// MatMulNBits absorbs the exported SiLU after it or, without one, a gating Mul (SwiGLU's up
+/// projection times the gate's SiLU): its kernels apply both after the bias.
+fn fuse_nbits_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, fusion: &mut Fusion) {
+    let Some(tail) = out_name(&nodes[p]).map(str::to_string) else { return };
+    let mut epilogue = Epilogue::default();
+    let absorbed = match activation_pattern(nodes, &tail, (sole_reader, readers), false, false) {
+        Some((members, Activation::Silu)) => {
+            epilogue.activation = members.last().map(|&last| (last, Activation::Silu));
+            members
+        }
+        Some(_) => return,
+        None => {
+            let Some(r) = sole_reader(&tail) else { return };
+            let mul = &nodes[r];
+            if !mul.is_onnx() || mul.op_type != "Mul" || fusion.absorbed.contains(&r) {
+                return;
+            }
+            let Some(k) = gate_operand(&nodes[p], mul, &tail) else { return };
+            epilogue.residual = Some((r, k, true));
+            epilogue.residual_mul = true;
+            vec![r]
+        }
+    };
+    for &n in &absorbed {
+        if let Some(o) = out_name(&nodes[n]) {
+            fusion.renames.insert(o.to_string(), tail.clone());
+        }
+        fusion.absorbed.insert(n);
+    }
+    fusion.epilogues.insert(p, epilogue);
 }
 
 fn is_product(node: &Node) -> bool {

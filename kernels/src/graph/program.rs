@@ -14,6 +14,7 @@ use crate::dtype::ElemType;
 use crate::ops::conv::ConvKernel;
 use crate::ops::elementwise::{fused, Arg, ElemNode};
 use crate::ops::matmul::{ProductKernel, ProductKind};
+use crate::ops::quant::nbits::{NbitsKernel, GATE};
 use crate::ops::{lookup, Kernel};
 
 /// Where a step reads or writes a tensor.
@@ -334,7 +335,18 @@ fn node_step(
                 });
                 act
             });
-            if node.op_type == "Conv" {
+            if node.op_type == "MatMulNBits" {
+                let mut nbits = NbitsKernel::of(node)?;
+                nbits.silu = activation == Some(crate::gemm::Activation::Silu);
+                if let Some((mul, k, _)) = epilogue.residual {
+                    // The node's own inputs, then the gate.
+                    nbits.gate = true;
+                    inputs.resize(GATE, None);
+                    inputs.push(scope.operand(&nodes[mul], k)?);
+                    ops.push_str("+Mul");
+                }
+                Arc::new(nbits)
+            } else if node.op_type == "Conv" {
                 let mut conv = ConvKernel::of(node)?;
                 conv.activation = activation.unwrap_or_default();
                 let fused = FusedConv { nodes, epilogue, fold: folds.get(&i) };

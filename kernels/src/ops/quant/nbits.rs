@@ -11,7 +11,10 @@ use super::source::{NbitsKind, NbitsSource, ZeroPoints, GEMV_COLS, GEMV_ROWS, GE
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
-use crate::gemm::{broadcast_layout, plan_gemm, GemmOptions, GemmPlan, GemmProblem};
+use crate::gemm::{
+    broadcast_layout, plan_gemm, GemmOptions, GemmPlan, GemmProblem, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
+    FLAG_RESIDUAL_MUL,
+};
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::graph::ExecOptions;
@@ -35,6 +38,8 @@ const SCALES: usize = 2;
 const ZERO_POINTS: usize = 3;
 const G_IDX: usize = 4;
 const BIAS: usize = 5;
+/// A fused gate's operand, after the node's own inputs.
+pub const GATE: usize = 6;
 
 struct NbitsDef;
 
@@ -91,6 +96,10 @@ pub struct NbitsKernel {
     pub block: u64,
     pub zp: ZeroPoints,
     pub bias: bool,
+    /// A fused SiLU after the bias (the exported `Mul(y, Sigmoid(y))`).
+    pub silu: bool,
+    /// A fused gate: the result times input [`GATE`] (Y's shape; SwiGLU's up projection).
+    pub gate: bool,
     /// Forces the kernel (tests, benchmarks); `None` picks the GEMV kernel up to [`GEMV_ROWS`]
     /// rows; from [`DEQUANT_ROWS`] rows, when the weights are constants and the GEMM engine has
     /// tensor cores, B dequantised once into `dequantized` and the GEMM engine (on the H200,
@@ -156,6 +165,8 @@ impl NbitsKernel {
             block: block as u64,
             zp,
             bias,
+            silu: false,
+            gate: false,
             force: None,
         })
     }
@@ -204,7 +215,7 @@ impl NbitsKernel {
             block: to_u32("MatMulNBits block_size", self.block)?,
             col_words: to_u32("MatMulNBits packed words", col_bytes / 4)?,
             zp_stride: to_u32("MatMulNBits zero points", zp_bytes)?,
-            flags: u32::from(self.bias),
+            flags: u32::from(self.bias) | (u32::from(self.silu) << 1) | (u32::from(self.gate) << 2),
         })
     }
 
@@ -299,6 +310,12 @@ impl Kernel for NbitsKernel {
         if let Some(last) = out.last_mut() {
             *last = self.n;
         }
+        if self.gate {
+            let g = inputs.get(GATE).copied().flatten().ok_or_else(|| err("the fused gate is missing".into()))?;
+            if g.iter().product::<u64>() != out.iter().product::<u64>() {
+                return Err(err(format!("the fused gate {g:?} does not match the output {out:?}")));
+            }
+        }
         Ok(vec![out])
     }
 
@@ -316,13 +333,17 @@ impl Kernel for NbitsKernel {
             scales: io.input(SCALES)?.buf,
             zp: if self.zp == ZeroPoints::None { None } else { Some(io.input(ZERO_POINTS)?.buf) },
             bias: if self.bias { Some(io.input(BIAS)?.buf) } else { None },
+            gate: if self.gate { Some(io.input(GATE)?.buf) } else { None },
             y: io.output(0)?.buf,
         };
         match self.route(m, cx.caps(), &cx.options.gemm)? {
             Route::Direct(kind, planned) => {
                 let spare = cx.gpu.unused_input()?;
-                let inputs: Vec<&GpuBuffer> =
-                    [ops.a, ops.b, ops.scales].into_iter().chain(ops.zp).chain([ops.bias.unwrap_or(spare)]).collect();
+                let inputs: Vec<&GpuBuffer> = [ops.a, ops.b, ops.scales]
+                    .into_iter()
+                    .chain(ops.zp)
+                    .chain([ops.bias.unwrap_or(spare), ops.gate.unwrap_or(spare)])
+                    .collect();
                 let d = planned.bind(cx.gpu, &inputs, &[ops.y])?;
                 let line = format!("MatMulNBits '{}': {kind:?}, M {m}", self.name);
                 Ok(PreparedStep { dispatches: vec![d], plan: Some(line) })
@@ -369,6 +390,7 @@ struct Operands<'a> {
     scales: &'a GpuBuffer,
     zp: Option<&'a GpuBuffer>,
     bias: Option<&'a GpuBuffer>,
+    gate: Option<&'a GpuBuffer>,
     y: &'a GpuBuffer,
 }
 
@@ -394,7 +416,14 @@ impl NbitsKernel {
         if self.bias {
             problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
         }
-        Ok(Route::Dequant(dequant, plan_gemm(&problem, caps, options)?))
+        if self.silu {
+            problem.epilogue.activation = crate::gemm::Activation::Silu;
+        }
+        let mut plan = plan_gemm(&problem, caps, options)?;
+        if self.gate {
+            plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT | FLAG_RESIDUAL_MUL);
+        }
+        Ok(Route::Dequant(dequant, plan))
     }
 
     /// B dequantised into a `[N, K]` scratch buffer, then the GEMM engine with it as a
@@ -427,7 +456,10 @@ impl NbitsKernel {
             w
         };
         let bindings = GemmBindings { a: ops.a, b: &w, bias: ops.bias, out: ops.y };
-        dispatches.extend(cx.gpu.prepare_gemm(plan, bindings)?);
+        dispatches.extend(match ops.gate {
+            Some(gate) => cx.gpu.prepare_gemm_residual(plan, bindings, gate)?,
+            None => cx.gpu.prepare_gemm(plan, bindings)?,
+        });
         let line = format!("MatMulNBits '{}': dequantised B, GEMM {:?}", self.name, plan.tiling);
         Ok(PreparedStep { dispatches, plan: Some(line) })
     }
