@@ -479,6 +479,8 @@ mod tests {
             block,
             zp,
             bias: true,
+            silu: false,
+            gate: false,
             force: None,
             weights_constant: true,
             dequantized: DequantSlot::default(),
