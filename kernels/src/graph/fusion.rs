@@ -1,4 +1,5 @@
-//! Which nodes of a partition run as one kernel: the single fusion rule of the EP.
+//! Which nodes of a partition run as one kernel: the single fusion rule of the EP (the operand
+//! and pattern matching it uses: `super::fusion_match`).
 //!
 //! - A Conv with constant weights absorbs a BatchNormalization with constant operands, folded
 //!   into new weights and bias when the program is built (`super::fold`).
@@ -22,9 +23,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::model::{Dim, Node, ValueInfo};
+use super::fusion_match::{
+    activation_pattern, bias_input, extended_activation, f32_output, gate_operand, product_residual, residual_input,
+    scalar_factor,
+};
+use super::model::Node;
 use super::support::clip_bounds;
-use crate::dtype::ElemType;
 use crate::gemm::Activation;
 use crate::ops::{lookup, ElemNode};
 
@@ -155,11 +159,11 @@ fn is_product(node: &Node) -> bool {
     node.is_onnx() && matches!(node.op_type.as_str(), "MatMul" | "Gemm" | "Conv")
 }
 
-fn out_name(node: &Node) -> Option<&str> {
+pub(super) fn out_name(node: &Node) -> Option<&str> {
     node.output(0).map(|o| o.name.as_str())
 }
 
-type Readers<'a> = (&'a dyn Fn(&str) -> Option<usize>, &'a dyn Fn(&str) -> Vec<usize>);
+pub(super) type Readers<'a> = (&'a dyn Fn(&str) -> Option<usize>, &'a dyn Fn(&str) -> Vec<usize>);
 
 /// Absorbs a bias Add and an activation after product `p`; `sole_reader` and `readers` see only
 /// values that stay inside the partition.
@@ -287,261 +291,6 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     if epilogue != Epilogue::default() {
         fusion.epilogues.insert(p, epilogue);
     }
-}
-
-/// The activation a conv's `ext_act` store applies for `node` (an `Activation::is_extended` one).
-fn extended_activation(node: &Node) -> Option<Activation> {
-    let one_input = node.inputs.iter().flatten().filter(|v| !v.name.is_empty()).count() == 1;
-    let act = match node.op_type.as_str() {
-        "HardSigmoid" => Activation::HardSigmoid {
-            alpha: node.float("alpha").unwrap_or(0.2),
-            beta: node.float("beta").unwrap_or(0.5),
-        },
-        "HardSwish" => Activation::HardSwish,
-        "LeakyRelu" => Activation::LeakyRelu { alpha: node.float("alpha").unwrap_or(0.01) },
-        "Swish" if node.float("alpha").unwrap_or(1.0) == 1.0 => Activation::Silu,
-        _ => return None,
-    };
-    let same_type = node.input(0).zip(node.output(0)).is_some_and(|(i, o)| i.elem_type == o.elem_type);
-    (one_input && same_type).then_some(act)
-}
-
-/// Whether the product writes float32.
-fn f32_output(product: &Node) -> bool {
-    product.output(0).is_some_and(|o| o.elem_type == crate::dtype::ElemType::F32.onnx())
-}
-
-/// The index of the Add's operand that a Conv can read as its residual: the other operand,
-/// of the conv output's (known) shape and type, so the output's index addresses it.
-fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let present: Vec<(usize, &ValueInfo)> = add
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
-        .collect();
-    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
-    let (k, other) = match (a.name == tail, b.name == tail) {
-        (true, false) => (*kb, *b),
-        (false, true) => (*ka, *a),
-        _ => return None,
-    };
-    let out = conv.output(0)?;
-    let shape = out.fixed_shape()?;
-    let same = |v: &ValueInfo| v.elem_type == out.elem_type && v.fixed_shape().as_ref() == Some(&shape);
-    (same(other) && same(add.output(0)?)).then_some(k)
-}
-
-/// The index of the Add's operand that a product (MatMul, or Gemm without transposes) can read
-/// as its residual: the other operand, of the Add output's known shape and type, which must also
-/// be the shape of `tail` (the product's output, or a Reshape of it): an Add that broadcasts the
-/// result to another shape stays a kernel of its own.
-fn product_residual(product: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let plain = product.op_type == "MatMul"
-        || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
-    let out = add.output(0)?.fixed_shape()?;
-    let read = add.inputs.iter().flatten().find(|v| v.name == tail)?.fixed_shape()?;
-    if !plain || read != out {
-        return None;
-    }
-    // The other operand has the Add output's shape and type.
-    residual_input(add, add, tail)
-}
-
-/// The index of the Mul's operand that gates a product (MatMul, or Gemm without transposes):
-/// the other operand, whose shape and type are the Mul output's and `tail`'s (no broadcast).
-/// Shapes compare dim by dim, named symbolic dims included (a decoder's `batch_size` and
-/// `sequence_length`); the product checks the element counts again at each shape.
-fn gate_operand(product: &Node, mul: &Node, tail: &str) -> Option<usize> {
-    let plain = product.op_type == "MatMul"
-        || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
-    let present: Vec<(usize, &ValueInfo)> = mul
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
-        .collect();
-    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
-    let (k, read, other) = match (a.name == tail, b.name == tail) {
-        (true, false) => (*kb, *a, *b),
-        (false, true) => (*ka, *b, *a),
-        _ => return None,
-    };
-    let out = mul.output(0)?;
-    let shape = known_dims(out)?;
-    let same = |v: &ValueInfo| v.elem_type == out.elem_type && known_dims(v) == Some(shape);
-    (plain && same(read) && same(other)).then_some(k)
-}
-
-/// A value's dims where each is fixed or a named symbolic dim.
-fn known_dims(v: &ValueInfo) -> Option<&[Dim]> {
-    let dims = v.shape.as_deref()?;
-    dims.iter().all(|d| !matches!(d, Dim::Symbolic(n) if n.is_empty())).then_some(dims)
-}
-
-/// The exported SiLU after `tail`: `Sigmoid(tail)` and `Mul(tail, sigmoid)` (either operand
-/// order) are `tail`'s only readers, and the Mul the Sigmoid's only reader.
-fn silu_pair(
-    nodes: &[Node],
-    tail: &str,
-    sole_reader: &dyn Fn(&str) -> Option<usize>,
-    readers: Vec<usize>,
-) -> Option<(usize, usize)> {
-    let [a, b] = readers.as_slice() else { return None };
-    let (sigmoid, mul) = if nodes[*a].op_type == "Sigmoid" { (*a, *b) } else { (*b, *a) };
-    let (s, m) = (&nodes[sigmoid], &nodes[mul]);
-    let s_out = out_name(s)?;
-    let operands: Vec<&str> = m.inputs.iter().flatten().map(|v| v.name.as_str()).collect();
-    let ok = s.is_onnx()
-        && m.is_onnx()
-        && s.op_type == "Sigmoid"
-        && m.op_type == "Mul"
-        && s.input(0).is_some_and(|v| v.name == tail)
-        && (operands == [tail, s_out] || operands == [s_out, tail])
-        && sole_reader(s_out) == Some(mul)
-        && m.output(0).zip(s.input(0)).is_some_and(|(o, i)| o.elem_type == i.elem_type && o.shape == i.shape);
-    ok.then_some((sigmoid, mul))
-}
-
-/// A multi-node activation reading `tail` and the nodes it spans: the exported erf GELU (MatMul
-/// and Gemm only; like Relu and Clip also through Reshapes, since ORT's MatMulAddFusion turns a
-/// 3-D Linear into Reshape → Gemm → Reshape before it), or the exported SiLU pair.
-fn activation_pattern(
-    nodes: &[Node],
-    tail: &str,
-    (sole_reader, readers): Readers<'_>,
-    conv: bool,
-    through_reshape: bool,
-) -> Option<(Vec<usize>, Activation)> {
-    if let Some(members) = (!conv).then(|| gelu_erf(nodes, tail, sole_reader, readers(tail))).flatten() {
-        return Some((members, Activation::Gelu));
-    }
-    if through_reshape {
-        return None;
-    }
-    let (sigmoid, mul) = silu_pair(nodes, tail, sole_reader, readers(tail))?;
-    Some((vec![sigmoid, mul], Activation::Silu))
-}
-
-/// The erf GELU torch exports after `tail`: `Div(x, √2) → Erf → Add(1) → Mul(x, ·) → Mul(0.5)`
-/// (either operand order of each Add and Mul, `Mul(x, 1/√2)` for the Div, and the 0.5 applied
-/// to `x` before the product instead of after it). Returns its members, the last one's output
-/// being the GELU; every intermediate value has one reader and the output keeps x's type and
-/// shape.
-fn gelu_erf(
-    nodes: &[Node],
-    tail: &str,
-    sole_reader: &dyn Fn(&str) -> Option<usize>,
-    readers: Vec<usize>,
-) -> Option<Vec<usize>> {
-    let [a, b] = readers.as_slice() else { return None };
-    // The constants as stored: √2 in f16 is 1.4140625.
-    let f16 = nodes[*a].inputs.iter().flatten().any(|v| v.name == tail && v.elem_type == ElemType::F16.onnx());
-    let tolerance = if f16 { 1e-3 } else { 1e-6 };
-    let near = |f: f32, want: f64| (f64::from(f) - want).abs() <= tolerance * want;
-    let is_scale = |n: usize, want: f64| scalar_factor(&nodes[n], tail).is_some_and(|f| near(f, want));
-    // The branch into erf: x/√2, and the other reader: x·(…) or x·0.5.
-    let (div, other) = if is_scale(*a, std::f64::consts::FRAC_1_SQRT_2) { (*a, *b) } else { (*b, *a) };
-    if !is_scale(div, std::f64::consts::FRAC_1_SQRT_2) || !nodes[other].is_onnx() || nodes[other].op_type != "Mul" {
-        return None;
-    }
-    let erf = only_onnx_reader(nodes, sole_reader, div, "Erf")?;
-    let add = only_onnx_reader(nodes, sole_reader, erf, "Add")?;
-    let one = other_operand(&nodes[add], out_name(&nodes[erf])?)?;
-    if one.scalar_f32() != Some(1.0) || !one.constant {
-        return None;
-    }
-    let (add_out, other_out) = (out_name(&nodes[add])?, out_name(&nodes[other])?);
-    let last = sole_reader(other_out)?;
-    let joined = |m: usize, a: &str, b: &str| mul_operands(&nodes[m]).is_some_and(|o| o == [a, b] || o == [b, a]);
-    let ok = if is_scale(other, 0.5) {
-        // 0.5·x first, then (0.5·x)·(1 + erf).
-        sole_reader(add_out) == Some(last) && joined(last, other_out, add_out)
-    } else {
-        // x·(1 + erf), then ·0.5.
-        sole_reader(add_out) == Some(other)
-            && joined(other, tail, add_out)
-            && scalar_factor(&nodes[last], other_out).is_some_and(|f| near(f, 0.5))
-    };
-    let members = ok.then(|| vec![div, erf, add, other, last])?;
-    let (x, y) = (nodes[div].input(0)?, nodes[*members.last()?].output(0)?);
-    (x.elem_type == y.elem_type && x.shape == y.shape).then_some(members)
-}
-
-/// The sole reader of node `n`'s output, when it is an ONNX `op`.
-fn only_onnx_reader(nodes: &[Node], sole_reader: &dyn Fn(&str) -> Option<usize>, n: usize, op: &str) -> Option<usize> {
-    let r = sole_reader(out_name(&nodes[n])?)?;
-    (nodes[r].is_onnx() && nodes[r].op_type == op).then_some(r)
-}
-
-/// A binary node's operand that is not `value`.
-fn other_operand<'a>(node: &'a Node, value: &str) -> Option<&'a ValueInfo> {
-    let (a, b) = (node.input(0)?, node.input(1)?);
-    match (a.name == value, b.name == value) {
-        (true, false) => Some(b),
-        (false, true) => Some(a),
-        _ => None,
-    }
-}
-
-/// The operand names of a Mul.
-fn mul_operands(node: &Node) -> Option<[&str; 2]> {
-    (node.is_onnx() && node.op_type == "Mul").then_some([node.input(0)?.name.as_str(), node.input(1)?.name.as_str()])
-}
-
-/// The factor of `Mul(tail, c)`, `Mul(c, tail)` or `Div(tail, c)` with `c` a constant scalar.
-pub(super) fn scalar_factor(node: &Node, tail: &str) -> Option<f32> {
-    let (a, b) = (node.input(0)?, node.input(1)?);
-    let constant =
-        |v: &ValueInfo| if v.constant && v.fixed_shape()?.iter().product::<u64>() == 1 { v.scalar_f32() } else { None };
-    let factor = match node.op_type.as_str() {
-        "Mul" if a.name == tail && b.name != tail => constant(b)?,
-        "Mul" if b.name == tail && a.name != tail => constant(a)?,
-        "Div" if a.name == tail && b.name != tail => 1.0 / constant(b)?,
-        _ => return None,
-    };
-    // The output keeps the product's shape and type only when the scalar has no more dimensions
-    // and the same element type.
-    let (t, c) = if a.name == tail { (a, b) } else { (b, a) };
-    let same_type = c.elem_type == t.elem_type && node.output(0)?.elem_type == t.elem_type;
-    (factor.is_finite() && same_type && c.rank()? <= t.rank()?).then_some(factor)
-}
-
-/// The index of the Add's input that can be the product's bias: the other operand, of a rank
-/// no larger than the output's, each dimension 1 or provably the output's.
-fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let present: Vec<(usize, &ValueInfo)> = add
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
-        .collect();
-    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
-    let (k, bias) = if a.name == tail && b.name != tail {
-        (*kb, *b)
-    } else if b.name == tail && a.name != tail {
-        (*ka, *a)
-    } else {
-        return None;
-    };
-    if bias.elem_type != product.input(0)?.elem_type {
-        return None;
-    }
-    // A 1-D MatMul operand drops an output dimension, so the bias could not be laid out.
-    if product.op_type == "MatMul" && (0..2).any(|i| product.input(i).and_then(ValueInfo::rank).is_none_or(|r| r < 2)) {
-        return None;
-    }
-    let out = product.output(0)?.shape.as_ref()?;
-    let bias_shape = bias.shape.as_ref()?;
-    if bias_shape.len() > out.len() {
-        return None;
-    }
-    let fits = bias_shape.iter().rev().zip(out.iter().rev()).all(|(b, o)| b == &Dim::Fixed(1) || b == o);
-    // The GEMM lays a bias out per batch only when it varies with every batch dim or with none
-    // (the product may merge its batch dims): a mask [B,1,1,S] over scores [B,H,S,S] stays apart.
-    let offset = out.len() - bias_shape.len();
-    let no_batch = bias_shape.iter().enumerate().all(|(i, d)| i + offset + 2 >= out.len() || d == &Dim::Fixed(1));
-    (fits && (bias_shape == out || no_batch)).then_some(k)
 }
 
 /// Groups the elementwise nodes that no product absorbed into chains.

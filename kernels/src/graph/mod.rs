@@ -5,6 +5,7 @@ pub mod attention;
 pub mod executor;
 pub mod fold;
 pub mod fusion;
+mod fusion_match;
 pub mod model;
 pub mod offload;
 pub mod packed_proj;

@@ -208,7 +208,7 @@ fn projection(ctx: &Ctx<'_>, fusion: &Fusion, v: &ValueInfo, members: &[usize], 
                 [0, 1].into_iter().find(|&k| node.input(1 - k).is_some_and(|c| c.constant))?
             };
             let x = node.input(data)?;
-            factor *= super::fusion::scalar_factor(node, &x.name)?;
+            factor *= super::fusion_match::scalar_factor(node, &x.name)?;
             name = &x.name;
         } else {
             return None;
