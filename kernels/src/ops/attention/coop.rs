@@ -61,8 +61,11 @@ pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool) -> Option<(u32, u32)> {
         return None;
     }
     #[cfg(feature = "wgsl-override")]
-    if let Some(t) = experiment_tiling(d).filter(|_| !emulate) {
-        return Some(t);
+    if let Some((nsg, bc)) = experiment_tiling(d).filter(|_| !emulate) {
+        // A tiling the device cannot hold is not run (the process would end without a word).
+        let fits = storage_bytes(nsg, bc, d as u32, false) <= caps.max_workgroup_storage_bytes
+            && caps.allows_workgroup(nsg * 32, 1, 1);
+        return fits.then_some((nsg, bc));
     }
     let tilings: &[(u32, u32)] = if emulate { &EMULATED_TILINGS } else { &TILINGS };
     tilings.iter().copied().find(|&(nsg, bc)| {
