@@ -6,26 +6,16 @@
 
 mod common;
 
-use common::graph::{node, run_graph, val, T};
-use ep_kernels::graph::{build_program, Dim, Node};
+use common::graph::{node, run_graph, step_ops, val, T};
+use ep_kernels::graph::{Dim, Node};
 use ep_kernels::ElemType;
-use rand::Rng;
 
 fn random(ty: ElemType, shape: &[u64], scale: f32) -> T {
-    let mut rng = rand::rng();
-    let n: u64 = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|_| rng.random_range(-scale..scale)).collect();
-    if ty == ElemType::F16 {
-        T::f16(shape, &v)
-    } else {
-        T::f32(shape, &v)
-    }
+    T::random(ty, shape, scale)
 }
 
 fn ops(nodes: &[Node], inputs: &[&str], outputs: &[&str]) -> Vec<String> {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let p = build_program(nodes, &s(inputs), &s(outputs), vec![]).unwrap_or_else(|e| panic!("{e}"));
-    let mut ops: Vec<String> = p.steps.iter().map(|s| s.ops.clone()).collect();
+    let mut ops = step_ops(nodes, inputs, outputs);
     ops.sort();
     ops
 }

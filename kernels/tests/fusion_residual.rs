@@ -5,26 +5,16 @@
 
 mod common;
 
-use common::graph::{const_val, node, run_graph, val, T};
-use ep_kernels::graph::{build_program, Attr, Node};
+use common::graph::{const_val, node, run_graph, step_ops, val, T};
+use ep_kernels::graph::{Attr, Node};
 use ep_kernels::ElemType;
-use rand::Rng;
 
 fn random(ty: ElemType, shape: &[u64], scale: f32) -> T {
-    let mut rng = rand::rng();
-    let n: u64 = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|_| rng.random_range(-scale..scale)).collect();
-    if ty == ElemType::F16 {
-        T::f16(shape, &v)
-    } else {
-        T::f32(shape, &v)
-    }
+    T::random(ty, shape, scale)
 }
 
 fn ops(nodes: &[Node], inputs: &[&str], outputs: &[&str]) -> Vec<String> {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let p = build_program(nodes, &s(inputs), &s(outputs), vec![]).unwrap_or_else(|e| panic!("{e}"));
-    p.steps.iter().map(|s| s.ops.clone()).collect()
+    step_ops(nodes, inputs, outputs)
 }
 
 /// `y = r + Linear(x)` over `[b, s, k] → [b, s, n]`: MatMul + Add(bias), or (`gemm`) Reshape →

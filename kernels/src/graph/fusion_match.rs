@@ -23,6 +23,23 @@ pub(super) fn extended_activation(node: &Node) -> Option<Activation> {
     (one_input && same_type).then_some(act)
 }
 
+/// A binary node's two present operands where exactly one is `tail`: the other's index, then
+/// `tail`'s and the other's value infos.
+fn tail_and_other<'a>(node: &'a Node, tail: &str) -> Option<(usize, &'a ValueInfo, &'a ValueInfo)> {
+    let present: Vec<(usize, &ValueInfo)> = node
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
+        .collect();
+    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
+    match (a.name == tail, b.name == tail) {
+        (true, false) => Some((*kb, *a, *b)),
+        (false, true) => Some((*ka, *b, *a)),
+        _ => None,
+    }
+}
+
 /// Whether the product writes float32.
 pub(super) fn f32_output(product: &Node) -> bool {
     product.output(0).is_some_and(|o| o.elem_type == crate::dtype::ElemType::F32.onnx())
@@ -31,18 +48,7 @@ pub(super) fn f32_output(product: &Node) -> bool {
 /// The index of the Add's operand that a Conv can read as its residual: the other operand,
 /// of the conv output's (known) shape and type, so the output's index addresses it.
 pub(super) fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let present: Vec<(usize, &ValueInfo)> = add
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
-        .collect();
-    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
-    let (k, other) = match (a.name == tail, b.name == tail) {
-        (true, false) => (*kb, *b),
-        (false, true) => (*ka, *a),
-        _ => return None,
-    };
+    let (k, _, other) = tail_and_other(add, tail)?;
     let out = conv.output(0)?;
     let shape = out.fixed_shape()?;
     let same = |v: &ValueInfo| v.elem_type == out.elem_type && v.fixed_shape().as_ref() == Some(&shape);
@@ -72,18 +78,7 @@ pub(super) fn product_residual(product: &Node, add: &Node, tail: &str) -> Option
 pub(super) fn gate_operand(product: &Node, mul: &Node, tail: &str) -> Option<usize> {
     let plain = product.op_type == "MatMul"
         || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
-    let present: Vec<(usize, &ValueInfo)> = mul
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
-        .collect();
-    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
-    let (k, read, other) = match (a.name == tail, b.name == tail) {
-        (true, false) => (*kb, *a, *b),
-        (false, true) => (*ka, *b, *a),
-        _ => return None,
-    };
+    let (k, read, other) = tail_and_other(mul, tail)?;
     let out = mul.output(0)?;
     let shape = known_dims(out)?;
     let same = |v: &ValueInfo| v.elem_type == out.elem_type && known_dims(v) == Some(shape);
@@ -232,20 +227,7 @@ pub(super) fn scalar_factor(node: &Node, tail: &str) -> Option<f32> {
 /// The index of the Add's input that can be the product's bias: the other operand, of a rank
 /// no larger than the output's, each dimension 1 or provably the output's.
 pub(super) fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let present: Vec<(usize, &ValueInfo)> = add
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, v)| v.as_ref().filter(|v| !v.name.is_empty()).map(|v| (k, v)))
-        .collect();
-    let [(ka, a), (kb, b)] = present.as_slice() else { return None };
-    let (k, bias) = if a.name == tail && b.name != tail {
-        (*kb, *b)
-    } else if b.name == tail && a.name != tail {
-        (*ka, *a)
-    } else {
-        return None;
-    };
+    let (k, _, bias) = tail_and_other(add, tail)?;
     if bias.elem_type != product.input(0)?.elem_type {
         return None;
     }

@@ -44,6 +44,18 @@ impl T {
         T { ty: ElemType::U8, shape: shape.to_vec(), data: v.to_vec() }
     }
 
+    /// Uniform random floats in (-scale, scale) of type `ty` (F32 or F16).
+    pub fn random(ty: ElemType, shape: &[u64], scale: f32) -> T {
+        use rand::Rng;
+        let mut rng = rand::rng();
+        let v: Vec<f32> = (0..shape.iter().product::<u64>()).map(|_| rng.random_range(-scale..scale)).collect();
+        if ty == ElemType::F16 {
+            T::f16(shape, &v)
+        } else {
+            T::f32(shape, &v)
+        }
+    }
+
     /// The values as f64 (floats and integers; booleans as 0/1).
     pub fn values(&self) -> Vec<f64> {
         let d = &self.data;
@@ -55,6 +67,13 @@ impl T {
             ElemType::Bool | ElemType::U8 => d.iter().map(|&b| b as f64).collect(),
         }
     }
+}
+
+/// The ops of each step of the program built from `nodes` (what the fusion rule joined).
+pub fn step_ops(nodes: &[Node], inputs: &[&str], outputs: &[&str]) -> Vec<String> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let p = build_program(nodes, &s(inputs), &s(outputs), vec![]).unwrap_or_else(|e| panic!("{e}"));
+    p.steps.iter().map(|s| s.ops.clone()).collect()
 }
 
 /// A value of the graph with its type and (static) shape.
