@@ -35,23 +35,13 @@ fn per_kv_head_decode_against_f64() {
         (case(4, 2, 4, 64, 128, Some(60)), "bool", 0.0),
         (case(1, 1, 1, 5, 64, None), "none", 0.0),
     ];
+    // Where an invocation would hold too much of a row (head size 256 on a small subgroup), the
+    // per-row kernel runs it.
+    check_cases(&cases, None, |ty, c, plan| {
+        let per_kv = kv_lanes(ty, c.d as u64, gpu.caps()).is_some();
+        assert!(plan.contains("split-KV") && plan.contains("per K/V head") == per_kv, "{plan}")
+    });
     for ty in [ElemType::F32, ElemType::F16] {
-        for (c, mask, softcap) in &cases {
-            let run = Direct { ty, mask, kt: false, softcap: *softcap };
-            // Causal rows with an offset: the queries are the last of the keys (GroupQueryAttention's).
-            let bottom_right = c.causal.is_some_and(|o| o > 0);
-            let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
-                if bottom_right {
-                    k.causal = Causal::BottomRight;
-                }
-            };
-            // Where an invocation would hold too much of a row (head size 256 on a small subgroup),
-            // the per-row kernel runs it.
-            let per_kv = kv_lanes(ty, c.d as u64, gpu.caps()).is_some();
-            run.check(&mut rng, c, configure, |plan| {
-                assert!(plan.contains("split-KV") && plan.contains("per K/V head") == per_kv, "{plan}")
-            });
-        }
         // K stored transposed: its rows are no whole chunks, so the per-row kernel runs it.
         let run = Direct { ty, mask: "add", kt: true, softcap: 0.0 };
         let c = case(4, 2, 1, 300, 64, None);
@@ -75,7 +65,6 @@ fn key_groups_merged_by_subgroup_shuffles_against_f64() {
         eprintln!("skipped: this adapter's subgroups hold no two key groups of {lanes} lanes");
         return;
     }
-    let mut rng = rand::rng();
     let cases = [
         (case(3, 1, 1, 300, 64, None), "none", 0.0),
         (case(8, 2, 1, 5, 64, None), "bool", 0.0),
@@ -83,17 +72,24 @@ fn key_groups_merged_by_subgroup_shuffles_against_f64() {
         (case(4, 2, 2, 70, 64, Some(68)), "none", 0.0),
         (case(2, 2, 1, 1, 64, None), "none", 0.0),
     ];
+    check_cases(&cases, Some(lanes), |_, _, plan| assert!(plan.contains("per K/V head"), "{plan}"));
+}
+
+/// Each case in f32 and f16 against float64, `lanes` forced where given; `check_plan` sees each
+/// plan line. Causal rows with an offset put the queries last among the keys (GroupQueryAttention's).
+fn check_cases(cases: &[(Case, &str, f64)], lanes: Option<u32>, check_plan: impl Fn(ElemType, &Case, &str)) {
+    let mut rng = rand::rng();
     for ty in [ElemType::F32, ElemType::F16] {
-        for (c, mask, softcap) in &cases {
+        for (c, mask, softcap) in cases {
             let run = Direct { ty, mask, kt: false, softcap: *softcap };
             let bottom_right = c.causal.is_some_and(|o| o > 0);
             let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
-                k.lanes = Some(lanes);
+                k.lanes = lanes;
                 if bottom_right {
                     k.causal = Causal::BottomRight;
                 }
             };
-            run.check(&mut rng, c, configure, |plan| assert!(plan.contains("per K/V head"), "{plan}"));
+            run.check(&mut rng, c, configure, |plan| check_plan(ty, c, plan));
         }
     }
 }
