@@ -147,12 +147,19 @@ fn fuse_nbits_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers
         }
     };
     for &n in &absorbed {
-        if let Some(o) = out_name(&nodes[n]) {
-            fusion.renames.insert(o.to_string(), tail.clone());
-        }
-        fusion.absorbed.insert(n);
+        fusion.absorb(nodes, n, &tail);
     }
     fusion.epilogues.insert(p, epilogue);
+}
+
+impl Fusion {
+    /// Node `n` joins a product's step: its output becomes `tail`, the value it read.
+    fn absorb(&mut self, nodes: &[Node], n: usize, tail: &str) {
+        if let Some(o) = out_name(&nodes[n]) {
+            self.renames.insert(o.to_string(), tail.to_string());
+        }
+        self.absorbed.insert(n);
+    }
 }
 
 fn is_product(node: &Node) -> bool {
@@ -181,10 +188,7 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
         };
         if let Some((members, act)) = pattern {
             for &n in &members {
-                if let Some(o) = out_name(&nodes[n]) {
-                    fusion.renames.insert(o.to_string(), tail.clone());
-                }
-                fusion.absorbed.insert(n);
+                fusion.absorb(nodes, n, &tail);
             }
             // Recorded by its last node.
             epilogue.activation = members.last().map(|&last| (last, act));
@@ -196,6 +200,8 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
         if !reader.is_onnx() || fusion.absorbed.contains(&r) {
             break;
         }
+        // A gated product's factor (SwiGLU's up projection times the gate's SiLU).
+        let gate = if reader.op_type == "Mul" { gate_operand(product, reader, &tail) } else { None };
         match reader.op_type.as_str() {
             "BatchNormalization"
                 if product.op_type == "Conv"
@@ -228,16 +234,9 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
                 let Some(k) = product_residual(product, reader, &tail) else { break };
                 epilogue.residual = Some((r, k, true));
             }
-            // A gated product (SwiGLU's up projection times the gate's SiLU): the other operand
-            // of the output's shape multiplies the result after the whole epilogue.
-            "Mul"
-                if !is_conv
-                    && epilogue.residual.is_none()
-                    && epilogue.activation.is_none()
-                    && gate_operand(product, reader, &tail).is_some() =>
-            {
-                let Some(k) = gate_operand(product, reader, &tail) else { break };
-                epilogue.residual = Some((r, k, true));
+            // The gate (of the output's shape) multiplies the result after the whole epilogue.
+            "Mul" if !is_conv && epilogue.residual.is_none() && epilogue.activation.is_none() && gate.is_some() => {
+                epilogue.residual = gate.map(|k| (r, k, true));
                 epilogue.residual_mul = true;
             }
             "Mul" | "Div"
@@ -278,8 +277,7 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
         }
         let Some(o) = out_name(reader) else { break };
         // The absorbed node's output is the (updated) value it read.
-        fusion.renames.insert(o.to_string(), tail.clone());
-        fusion.absorbed.insert(r);
+        fusion.absorb(nodes, r, &tail);
         tail = o.to_string();
         // A Conv's residual Add may still follow its activation; nothing follows a product's.
         if (epilogue.activation.is_some() && !(is_conv && epilogue.residual.is_none()))

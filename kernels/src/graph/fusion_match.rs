@@ -55,13 +55,18 @@ pub(super) fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usiz
     (same(other) && same(add.output(0)?)).then_some(k)
 }
 
+/// A MatMul, or a Gemm without transposes (MatMulNBits has none either): its output's index
+/// is the row-major element of a residual or gate of its shape.
+fn plain_product(product: &Node) -> bool {
+    product.op_type == "MatMul" || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0)
+}
+
 /// The index of the Add's operand that a product (MatMul, or Gemm without transposes) can read
 /// as its residual: the other operand, of the Add output's known shape and type, which must also
 /// be the shape of `tail` (the product's output, or a Reshape of it): an Add that broadcasts the
 /// result to another shape stays a kernel of its own.
 pub(super) fn product_residual(product: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let plain = product.op_type == "MatMul"
-        || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
+    let plain = plain_product(product);
     let out = add.output(0)?.fixed_shape()?;
     let read = add.inputs.iter().flatten().find(|v| v.name == tail)?.fixed_shape()?;
     if !plain || read != out {
@@ -76,8 +81,7 @@ pub(super) fn product_residual(product: &Node, add: &Node, tail: &str) -> Option
 /// Shapes compare dim by dim, named symbolic dims included (a decoder's `batch_size` and
 /// `sequence_length`); the product checks the element counts again at each shape.
 pub(super) fn gate_operand(product: &Node, mul: &Node, tail: &str) -> Option<usize> {
-    let plain = product.op_type == "MatMul"
-        || (product.int("transA").unwrap_or(0) == 0 && product.int("transB").unwrap_or(0) == 0);
+    let plain = plain_product(product);
     let (k, read, other) = tail_and_other(mul, tail)?;
     let out = mul.output(0)?;
     let shape = known_dims(out)?;

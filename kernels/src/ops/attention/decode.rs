@@ -62,19 +62,20 @@ pub fn kv_lanes(ty: ElemType, d: u64, caps: &DeviceCaps) -> Option<u32> {
         return None;
     }
     let lanes = 1 << (31 - most.leading_zeros());
-    // Each invocation holds at most 16 elements of a row (of Q, of the output, of each K/V row
-    // in flight): more would spill, and the unrolled text grows with it.
-    (chunks % lanes == 0 && d / u64::from(lanes) <= KV_MAX_ELEMENTS).then_some(lanes)
+    lanes_fit(ty, d, lanes).then_some(lanes)
+}
+
+/// Whether `lanes` invocations can share a key row of head size `d`: whole 16-byte chunks each,
+/// and at most 16 elements of a row per invocation (of Q, of the output, of each K/V row in
+/// flight): more would spill, and the unrolled text grows with it.
+fn lanes_fit(ty: ElemType, d: u64, lanes: u32) -> bool {
+    let chunks = d * ty.size() / 16;
+    lanes.is_power_of_two() && chunks % u64::from(lanes) == 0 && d / u64::from(lanes) <= KV_MAX_ELEMENTS
 }
 
 /// `lanes` per key row forced by a test, where the K/V-head kernel can run them.
 fn forced_lanes(ty: ElemType, d: u64, lanes: u32, caps: &DeviceCaps) -> Result<u32, GpuError> {
-    let chunks = d * ty.size() / 16;
-    let fits = kv_lanes(ty, d, caps).is_some()
-        && lanes.is_power_of_two()
-        && lanes <= caps.subgroup_min_size
-        && chunks % u64::from(lanes) == 0
-        && d / u64::from(lanes) <= KV_MAX_ELEMENTS;
+    let fits = kv_lanes(ty, d, caps).is_some() && lanes <= caps.subgroup_min_size && lanes_fit(ty, d, lanes);
     fits.then_some(lanes).ok_or_else(|| {
         GpuError::Internal(format!("the K/V-head decode kernel cannot run {lanes} lanes per key row of head size {d}"))
     })

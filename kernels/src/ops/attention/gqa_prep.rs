@@ -38,8 +38,7 @@ struct PrepParams {
 pub enum PrepStage {
     /// Rows of Q or of a present cache.
     Rows,
-    /// Q, the new rows of the present K and V, and the mask in one dispatch (a decode step on a
-    /// shared cache).
+    /// Q's rows, both present caches and the mask in one dispatch (see [`fuses_rows`]).
     Rows3,
     /// The boolean mask.
     Mask,
@@ -78,13 +77,19 @@ impl OpSource for GqaPrepSource {
 /// Storage buffers the one-dispatch form binds (`PrepStage::Rows3`).
 const ROWS3_STORAGE: u32 = 15;
 
+/// Whether the preparation runs as one dispatch: where the device binds its fifteen storage
+/// buffers (a present cache that is its past's own range binds a spare buffer as that past).
+pub fn fuses_rows(caps: &DeviceCaps) -> bool {
+    caps.max_storage_buffers_per_stage >= ROWS3_STORAGE
+}
+
 /// Every preparation variant on `caps`.
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
     let mut out = vec![op(ElemType::F32, PrepStage::Mask)];
     for ty in crate::ops::norm::float_types(caps) {
         out.push(op(ty, PrepStage::Rows));
-        if caps.max_storage_buffers_per_stage >= ROWS3_STORAGE {
+        if fuses_rows(caps) {
             out.push(op(ty, PrepStage::Rows3));
         }
     }
@@ -127,15 +132,9 @@ impl GqaKernel {
 }
 
 impl GqaKernel {
-    /// Whether the preparation runs as one dispatch: where the device binds its fifteen storage
-    /// buffers (a present cache that is its past's own range binds a spare buffer as that past).
-    pub(super) fn fuses_rows(&self, caps: &DeviceCaps) -> bool {
-        caps.max_storage_buffers_per_stage >= ROWS3_STORAGE
-    }
-
     /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
     /// already in place where `shared`), and the mask words; all four as one dispatch where
-    /// [`GqaKernel::fuses_rows`].
+    /// [`fuses_rows`].
     pub(super) fn prep_dispatches(
         &self,
         g: &GqaGeometry,
@@ -173,7 +172,7 @@ impl GqaKernel {
         params.total = to_u32("GroupQueryAttention mask words", words)?;
         let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
         let quads = |p: &PrepParams| u64::from(p.total) / 4;
-        if self.fuses_rows(caps) {
+        if fuses_rows(caps) {
             let all = stages.iter().map(quads).sum::<u64>() + words;
             let four = [stages[0], stages[1], stages[2], params];
             return Ok(vec![OpDispatch::new(op(self.ty, PrepStage::Rows3), &four, grid_for(all, caps)?)]);
