@@ -29,10 +29,11 @@ pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[RunInput
     let mut text = String::new();
     for s in steps {
         text.push_str(&format!(
-            "{{\"partition\":{},\"ops\":{},\"dispatches\":{},\"gpu_ms\":{:.6}}}\n",
+            "{{\"partition\":{},\"ops\":{},\"dispatches\":{},\"workgroups\":{},\"gpu_ms\":{:.6}}}\n",
             json_string(partition),
             json_string(&s.ops),
             s.dispatches,
+            s.workgroups,
             s.seconds * 1e3
         ));
     }

@@ -190,6 +190,8 @@ pub struct StepProfile {
     /// The op types the step computes, e.g. `MatMul+Add` or `Div+Erf+Add+Mul+Mul`.
     pub ops: String,
     pub dispatches: usize,
+    /// Workgroups over the step's dispatches (tells one shape's dispatch from another's).
+    pub workgroups: u64,
     pub seconds: f64,
 }
 
@@ -342,7 +344,8 @@ impl Executable {
         let mut out = Vec::with_capacity(groups.len());
         for (ops, dispatches) in groups {
             let seconds = timer.time(&self.gpu, &dispatches, repeat)? / f64::from(repeat);
-            out.push(StepProfile { ops, dispatches: dispatches.len(), seconds });
+            let workgroups = dispatches.iter().map(|d| d.grid().iter().map(|&g| u64::from(g)).product::<u64>()).sum();
+            out.push(StepProfile { ops, dispatches: dispatches.len(), workgroups, seconds });
         }
         Ok(Some(out))
     }
