@@ -75,7 +75,10 @@ impl OpDef for NbitsDef {
                 for bits in [2, 4, 8] {
                     for zp in ZeroPoints::ALL {
                         for &rows in NbitsSource::rows_for(kind) {
-                            out.push(ShaderVariant::Op(OpShader::new(NbitsSource { kind, ty, bits, zp, rows })));
+                            for &kn in NbitsSource::layouts_for(kind) {
+                                let source = NbitsSource { kind, ty, bits, zp, rows, kn };
+                                out.push(ShaderVariant::Op(OpShader::new(source)));
+                            }
                         }
                     }
                 }
@@ -107,7 +110,7 @@ pub struct NbitsKernel {
     pub force: Option<NbitsKind>,
     /// B, its scales and zero points are initializers (the same every run).
     pub weights_constant: bool,
-    /// B at A's precision, `[N, K]`: made by the first prepare that needs it and shared by every
+    /// B at A's precision, `[K, N]`: made by the first prepare that needs it and shared by every
     /// shape set of this node (one full-precision copy of this node's weights).
     pub dequantized: DequantSlot,
 }
@@ -222,7 +225,16 @@ impl NbitsKernel {
     /// The kernel of `kind` for `m` rows of A (the GEMV kernel has a one-row form).
     fn source(&self, kind: NbitsKind, m: u64) -> NbitsSource {
         let rows = if kind == NbitsKind::Gemv && m > 1 { GEMV_WG_ROWS } else { 1 };
-        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows }
+        let kn = kind == NbitsKind::Dequant && self.untransposed();
+        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn }
+    }
+
+    /// Whether B is dequantised as `[K, N]`: constant weights, dequantised once (where neighbouring
+    /// invocations store neighbouring columns), so the GEMM engine reads B untransposed and takes
+    /// its widest tiles (on the H200 the 128×256 tile, which a transposed B does not get). Weights
+    /// dequantised every run keep `[N, K]`, which each invocation stores contiguously.
+    fn untransposed(&self) -> bool {
+        self.weights_constant
     }
 
     /// The kernel for `m` rows: the tiled one needs 256 invocations and 16 KiB of workgroup
@@ -379,7 +391,7 @@ impl Kernel for NbitsKernel {
 enum Route {
     /// The GEMV or tiled kernel: one dispatch reading the packed weights.
     Direct(NbitsKind, OpDispatch),
-    /// B dequantised into a `[N, K]` buffer, then the GEMM engine's plan.
+    /// B dequantised into a `[K, N]` (constant weights) or `[N, K]` buffer, then the GEMM engine's plan.
     Dequant(OpDispatch, GemmPlan),
 }
 
@@ -412,7 +424,7 @@ impl NbitsKernel {
         let dequant =
             OpDispatch::new(ShaderVariant::Op(OpShader::new(self.source(NbitsKind::Dequant, m))), &params, grid);
         let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
-        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, true);
+        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, !self.untransposed());
         if self.bias {
             problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
         }
@@ -426,8 +438,8 @@ impl NbitsKernel {
         Ok(Route::Dequant(dequant, plan))
     }
 
-    /// B dequantised into a `[N, K]` scratch buffer, then the GEMM engine with it as a
-    /// transposed B (and the bias in its epilogue).
+    /// B dequantised into a scratch buffer (`[K, N]` for constant weights, else `[N, K]`, read as
+    /// a transposed B), then the GEMM engine (with the bias in its epilogue).
     fn prepare_dequant(
         &self,
         cx: &PrepareCx<'_>,
@@ -514,5 +526,25 @@ mod tests {
         assert_eq!(k.kind(512, &small), NbitsKind::Gemv);
         k.force = Some(NbitsKind::Dequant);
         assert_eq!(k.kind(1, &caps), NbitsKind::Dequant);
+    }
+
+    /// A prefill's product on the H200: constant weights dequantised as `[K, N]` take the widest
+    /// tile an fp16 MatMul of that shape gets (a transposed B got the 128×128 one).
+    #[test]
+    fn constant_weights_take_an_untransposed_gemm() {
+        let caps = crate::caps::profiles::get("h200").unwrap();
+        let mut k = NbitsKernel { ty: ElemType::F16, k: 2048, n: 8192, block: 32, ..kernel(4, 32, ZeroPoints::None) };
+        let names = |k: &NbitsKernel| match k.route(512, &caps, &GemmOptions::default()).unwrap() {
+            Route::Dequant(dq, plan) => (dq.variant.name(), plan.steps[0].variant.name()),
+            Route::Direct(..) => panic!("512 rows on the H200 take the dequantised route"),
+        };
+        let wide = "gemm_f16_coop_128x256_k16_w4x4_s2_p2".to_string();
+        assert_eq!(names(&k), ("quant_nbits_dequant_kn_f16_b4_zp_none".to_string(), wide));
+        // Weights dequantised every run stay `[N, K]`, read transposed.
+        k.weights_constant = false;
+        k.force = Some(NbitsKind::Dequant);
+        let (dq, gemm) = names(&k);
+        assert_eq!(dq, "quant_nbits_dequant_f16_b4_zp_none");
+        assert!(gemm.ends_with("_bt"), "{gemm}");
     }
 }

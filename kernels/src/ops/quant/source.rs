@@ -56,6 +56,9 @@ pub struct NbitsSource {
     pub zp: ZeroPoints,
     /// Rows of A per workgroup of the GEMV kernel (1 or [`GEMV_WG_ROWS`]); 1 for the others.
     pub rows: u32,
+    /// The dequantising kernel writes B as `[K, N]` (untransposed) rather than `[N, K]`; false
+    /// for the others.
+    pub kn: bool,
 }
 
 impl NbitsSource {
@@ -66,6 +69,14 @@ impl NbitsSource {
             NbitsKind::Tiled | NbitsKind::Dequant => &[1],
         }
     }
+
+    /// The layouts of the dequantised B `kind` writes (only the dequantising kernel writes one).
+    pub fn layouts_for(kind: NbitsKind) -> &'static [bool] {
+        match kind {
+            NbitsKind::Dequant => &[false, true],
+            NbitsKind::Gemv | NbitsKind::Tiled => &[false],
+        }
+    }
 }
 
 impl OpSource for NbitsSource {
@@ -73,6 +84,7 @@ impl OpSource for NbitsSource {
         let kind = match self.kind {
             NbitsKind::Gemv => format!("gemv_r{}_c{GEMV_COLS}_t{GEMV_THREADS}", self.rows),
             NbitsKind::Tiled => "tiled_64x64".into(),
+            NbitsKind::Dequant if self.kn => "dequant_kn".into(),
             NbitsKind::Dequant => "dequant".into(),
         };
         format!("quant_nbits_{kind}_{}_b{}_zp_{}", self.ty.name(), self.bits, self.zp.name())
@@ -88,6 +100,7 @@ impl OpSource for NbitsSource {
             threads => GEMV_THREADS,
             cols => GEMV_COLS,
             rows => self.rows,
+            kn => self.kn,
             b_bias => 3 + zp,
             b_w => 2 + zp,
         };
