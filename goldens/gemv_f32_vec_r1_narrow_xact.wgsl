@@ -178,12 +178,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (col0 < p.n) {
         let arow0 = a_base + min(row0 + 0u, p.m - 1u) * p.a_rs;
         var k = k_begin + k_lane;
-        // 4 loads in flight, then their multiply-adds.
-        for (; k + 3u * KT < k_end; k = k + 4u * KT) {
+        // 16 loads in flight, then their multiply-adds.
+        for (; k + 15u * KT < k_end; k = k + 16u * KT) {
             let b0 = load_b((b_base + (k + 0u * KT) * p.b_rs) / VEC);
             let b1 = load_b((b_base + (k + 1u * KT) * p.b_rs) / VEC);
             let b2 = load_b((b_base + (k + 2u * KT) * p.b_rs) / VEC);
             let b3 = load_b((b_base + (k + 3u * KT) * p.b_rs) / VEC);
+            let b4 = load_b((b_base + (k + 4u * KT) * p.b_rs) / VEC);
+            let b5 = load_b((b_base + (k + 5u * KT) * p.b_rs) / VEC);
+            let b6 = load_b((b_base + (k + 6u * KT) * p.b_rs) / VEC);
+            let b7 = load_b((b_base + (k + 7u * KT) * p.b_rs) / VEC);
+            let b8 = load_b((b_base + (k + 8u * KT) * p.b_rs) / VEC);
+            let b9 = load_b((b_base + (k + 9u * KT) * p.b_rs) / VEC);
+            let b10 = load_b((b_base + (k + 10u * KT) * p.b_rs) / VEC);
+            let b11 = load_b((b_base + (k + 11u * KT) * p.b_rs) / VEC);
+            let b12 = load_b((b_base + (k + 12u * KT) * p.b_rs) / VEC);
+            let b13 = load_b((b_base + (k + 13u * KT) * p.b_rs) / VEC);
+            let b14 = load_b((b_base + (k + 14u * KT) * p.b_rs) / VEC);
+            let b15 = load_b((b_base + (k + 15u * KT) * p.b_rs) / VEC);
             let a0_0 = f32(a[arow0 + (k + 0u * KT) * p.a_cs]);
             acc0_0 = fma(vec4<f32>(a0_0), b0[0], acc0_0);
             let a1_0 = f32(a[arow0 + (k + 1u * KT) * p.a_cs]);
@@ -192,6 +204,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             acc0_0 = fma(vec4<f32>(a2_0), b2[0], acc0_0);
             let a3_0 = f32(a[arow0 + (k + 3u * KT) * p.a_cs]);
             acc0_0 = fma(vec4<f32>(a3_0), b3[0], acc0_0);
+            let a4_0 = f32(a[arow0 + (k + 4u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a4_0), b4[0], acc0_0);
+            let a5_0 = f32(a[arow0 + (k + 5u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a5_0), b5[0], acc0_0);
+            let a6_0 = f32(a[arow0 + (k + 6u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a6_0), b6[0], acc0_0);
+            let a7_0 = f32(a[arow0 + (k + 7u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a7_0), b7[0], acc0_0);
+            let a8_0 = f32(a[arow0 + (k + 8u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a8_0), b8[0], acc0_0);
+            let a9_0 = f32(a[arow0 + (k + 9u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a9_0), b9[0], acc0_0);
+            let a10_0 = f32(a[arow0 + (k + 10u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a10_0), b10[0], acc0_0);
+            let a11_0 = f32(a[arow0 + (k + 11u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a11_0), b11[0], acc0_0);
+            let a12_0 = f32(a[arow0 + (k + 12u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a12_0), b12[0], acc0_0);
+            let a13_0 = f32(a[arow0 + (k + 13u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a13_0), b13[0], acc0_0);
+            let a14_0 = f32(a[arow0 + (k + 14u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a14_0), b14[0], acc0_0);
+            let a15_0 = f32(a[arow0 + (k + 15u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a15_0), b15[0], acc0_0);
         }
         for (; k < k_end; k = k + KT) {
             let bv = load_b((b_base + k * p.b_rs) / VEC);

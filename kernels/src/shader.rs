@@ -10,7 +10,7 @@ use minijinja::{context, Environment, UndefinedBehavior, Value};
 
 use crate::conv::ConvVariant;
 use crate::dtype::DType;
-use crate::gemm::{Contig, CoopVariant, GemmVariant, GemvVec, TileShape};
+use crate::gemm::{Contig, CoopVariant, GemmVariant, TileShape};
 
 /// What a kernel that loads eight f16 as one `vec4<u32>` (`wgsl/f16x8.wgsl.j2`) needs for
 /// `unpack2x16float`; every compliant wgpu adapter has it (`DownlevelFlags::SHADER_F16_IN_F32`).
@@ -256,7 +256,7 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
             let out_t = if g.split_k { "f32" } else { g.dtype.wgsl() };
             let ctx = context! {
                 rows => g.rows, ct => g.column_lanes(), kt => g.k_lanes(), vec => g.vec(),
-                groups => g.vec() / 4, unroll => GemvVec::UNROLL, split_k => g.split_k, out_t,
+                groups => g.vec() / 4, unroll => g.loads_in_flight(), split_k => g.split_k, out_t,
             };
             ("gemv_vec.wgsl.j2", context! { ..dtype_context(g.dtype), ..ctx })
         }

@@ -109,8 +109,10 @@ fn gemv_vec_matches_reference() {
         (&[2, 3000], &[3000, 40]),
         (&[2, 1, 33], &[2, 33, 24]),
         (&[1, 0], &[0, 16]),
-        // Narrow bands, one row and four, a ragged last band.
+        // Narrow bands, one row and four, a ragged last band; with K = 2500 the one-row form's 16
+        // loads in flight per lane run before its tail.
         (&[1, 700], &[700, 520]),
+        (&[1, 2500], &[2500, 520]),
         (&[5, 1200], &[1200, 72]),
     ];
     for dtype in [DType::F32, DType::F16] {

@@ -93,6 +93,17 @@ impl GemvVec {
     /// Loads issued back to back before their multiply-adds.
     pub const UNROLL: u32 = 4;
 
+    /// Loads each invocation issues back to back in the kernel's main loop: 16 in the one-row
+    /// narrow form (a decode step's products, whose few hundred workgroups keep too few bytes in
+    /// flight at 4: 2–4% more bandwidth on the H200's decode shapes), else [`GemvVec::UNROLL`].
+    pub fn loads_in_flight(self) -> u32 {
+        if self.narrow && self.rows == 1 {
+            16
+        } else {
+            Self::UNROLL
+        }
+    }
+
     /// Invocations side by side along N.
     pub fn column_lanes(self) -> u32 {
         if self.narrow {
