@@ -4,10 +4,12 @@
 For each genai model (`bench/genai_build.py`) and provider, prefill of 512 and 1024 tokens with numpy I/O: every
 run's wall ms (the first included), and for our library each run's host phases (`startup_stats` differences:
 run, run_values, run_record, run_wait, copy_in, copy_out_wait, copy_out, pipeline, ...) and the buffers our
-allocators created. Then the same
-prefill with every output bound on the device (IO binding), which leaves out the logits' copy to the host.
+allocators created. Then the same prefill with every output bound on the device (IO binding), which leaves out the
+logits' copy to the host. With `--again`, numpy runs after a 3 s pause and after the bound runs, the SM clock
+sampled before each run.
 
-    python3 bench/prefill_split.py --models DIR --lib LIB [--only REGEX] [--runs 6] [--out FILE]
+    python3 bench/prefill_split.py --models DIR --lib LIB [--only REGEX] [--runs 6] [--providers ours,peer]
+        [--again] [--out FILE]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import genai_bench as gb  # noqa: E402
 import iobind  # noqa: E402
 import providers as prov  # noqa: E402
+
 
 def phase_diff(before: dict | None, after: dict | None) -> dict | None:
     """Every phase that took at least 0.05 ms between the two readings (`pipeline`: compiles, whichever run or
