@@ -200,6 +200,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off0 = a_base + (row0 + ao0) * p.a_rs + ai0 * p.a_cs;
     let a_st0 = ao0 * SA + ai0;
     var ra0: vec4<f16>;
+    var rax0: vec4<f16>;
     let ae1 = tid + 256u;
     let ao1 = ae1 / 8u;
     let ai1 = (ae1 % 8u) * VW;
@@ -208,6 +209,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off1 = a_base + (row0 + ao1) * p.a_rs + ai1 * p.a_cs;
     let a_st1 = ao1 * SA + ai1;
     var ra1: vec4<f16>;
+    var rax1: vec4<f16>;
     let ae2 = tid + 512u;
     let ao2 = ae2 / 8u;
     let ai2 = (ae2 % 8u) * VW;
@@ -216,6 +218,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off2 = a_base + (row0 + ao2) * p.a_rs + ai2 * p.a_cs;
     let a_st2 = ao2 * SA + ai2;
     var ra2: vec4<f16>;
+    var rax2: vec4<f16>;
     let ae3 = tid + 768u;
     let ao3 = ae3 / 8u;
     let ai3 = (ae3 % 8u) * VW;
@@ -224,6 +227,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off3 = a_base + (row0 + ao3) * p.a_rs + ai3 * p.a_cs;
     let a_st3 = ao3 * SA + ai3;
     var ra3: vec4<f16>;
+    var rax3: vec4<f16>;
     let be0 = tid + 0u;
     let bo0 = be0 / 8u;
     let bi0 = (be0 % 8u) * VW;
@@ -232,6 +236,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off0 = b_base + bi0 * p.b_rs + (col0 + bo0) * p.b_cs;
     let b_st0 = bo0 * SB + bi0;
     var rb0: vec4<f16>;
+    var rbx0: vec4<f16>;
     let be1 = tid + 256u;
     let bo1 = be1 / 8u;
     let bi1 = (be1 % 8u) * VW;
@@ -240,6 +245,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off1 = b_base + bi1 * p.b_rs + (col0 + bo1) * p.b_cs;
     let b_st1 = bo1 * SB + bi1;
     var rb1: vec4<f16>;
+    var rbx1: vec4<f16>;
     let be2 = tid + 512u;
     let bo2 = be2 / 8u;
     let bi2 = (be2 % 8u) * VW;
@@ -248,6 +254,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off2 = b_base + bi2 * p.b_rs + (col0 + bo2) * p.b_cs;
     let b_st2 = bo2 * SB + bi2;
     var rb2: vec4<f16>;
+    var rbx2: vec4<f16>;
     let be3 = tid + 768u;
     let bo3 = be3 / 8u;
     let bi3 = (be3 % 8u) * VW;
@@ -256,6 +263,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off3 = b_base + bi3 * p.b_rs + (col0 + bo3) * p.b_cs;
     let b_st3 = bo3 * SB + bi3;
     var rb3: vec4<f16>;
+    var rbx3: vec4<f16>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
@@ -267,7 +275,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc3_1 = coop_mat16x16<f32, C>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
-    if (n_slices > 0u) {
+    // Two register sets: a slice is fetched two slices before it is staged. Slices past the
+    // end load as zeros, so the loop always runs whole pairs (an odd count adds one zero slice).
         ra0 = vec4<f16>();
         if (a_ok0 && k_begin + a_k0 < k_end) {
             ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
@@ -300,6 +309,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (b_ok3 && k_begin + b_k3 < k_end) {
             rb3 = b[(b_off3 + k_begin * p.b_rs) / VW];
         }
+    let k_second = k_begin + BK;
+        rax0 = vec4<f16>();
+        if (a_ok0 && k_second + a_k0 < k_end) {
+            rax0 = a[(a_off0 + k_second * p.a_cs) / VW];
+        }
+        rax1 = vec4<f16>();
+        if (a_ok1 && k_second + a_k1 < k_end) {
+            rax1 = a[(a_off1 + k_second * p.a_cs) / VW];
+        }
+        rax2 = vec4<f16>();
+        if (a_ok2 && k_second + a_k2 < k_end) {
+            rax2 = a[(a_off2 + k_second * p.a_cs) / VW];
+        }
+        rax3 = vec4<f16>();
+        if (a_ok3 && k_second + a_k3 < k_end) {
+            rax3 = a[(a_off3 + k_second * p.a_cs) / VW];
+        }
+        rbx0 = vec4<f16>();
+        if (b_ok0 && k_second + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + k_second * p.b_rs) / VW];
+        }
+        rbx1 = vec4<f16>();
+        if (b_ok1 && k_second + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + k_second * p.b_rs) / VW];
+        }
+        rbx2 = vec4<f16>();
+        if (b_ok2 && k_second + b_k2 < k_end) {
+            rbx2 = b[(b_off2 + k_second * p.b_rs) / VW];
+        }
+        rbx3 = vec4<f16>();
+        if (b_ok3 && k_second + b_k3 < k_end) {
+            rbx3 = b[(b_off3 + k_second * p.b_rs) / VW];
+        }
         a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
         a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
         a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
@@ -308,48 +350,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
         b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
         b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
-    }
     workgroupBarrier();
-    for (var s = 0u; s < n_slices; s = s + 1u) {
-        let cur = s & 1u;
-        let has_next = s + 1u < n_slices;
-        if (has_next) {
-            let k_next = k_begin + (s + 1u) * BK;
+    for (var s = 0u; s < n_slices; s = s + 2u) {
+        let k_even = k_begin + (s + 2u) * BK;
         ra0 = vec4<f16>();
-        if (a_ok0 && k_next + a_k0 < k_end) {
-            ra0 = a[(a_off0 + k_next * p.a_cs) / VW];
+        if (a_ok0 && k_even + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_even * p.a_cs) / VW];
         }
         ra1 = vec4<f16>();
-        if (a_ok1 && k_next + a_k1 < k_end) {
-            ra1 = a[(a_off1 + k_next * p.a_cs) / VW];
+        if (a_ok1 && k_even + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_even * p.a_cs) / VW];
         }
         ra2 = vec4<f16>();
-        if (a_ok2 && k_next + a_k2 < k_end) {
-            ra2 = a[(a_off2 + k_next * p.a_cs) / VW];
+        if (a_ok2 && k_even + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_even * p.a_cs) / VW];
         }
         ra3 = vec4<f16>();
-        if (a_ok3 && k_next + a_k3 < k_end) {
-            ra3 = a[(a_off3 + k_next * p.a_cs) / VW];
+        if (a_ok3 && k_even + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_even * p.a_cs) / VW];
         }
         rb0 = vec4<f16>();
-        if (b_ok0 && k_next + b_k0 < k_end) {
-            rb0 = b[(b_off0 + k_next * p.b_rs) / VW];
+        if (b_ok0 && k_even + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_even * p.b_rs) / VW];
         }
         rb1 = vec4<f16>();
-        if (b_ok1 && k_next + b_k1 < k_end) {
-            rb1 = b[(b_off1 + k_next * p.b_rs) / VW];
+        if (b_ok1 && k_even + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_even * p.b_rs) / VW];
         }
         rb2 = vec4<f16>();
-        if (b_ok2 && k_next + b_k2 < k_end) {
-            rb2 = b[(b_off2 + k_next * p.b_rs) / VW];
+        if (b_ok2 && k_even + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_even * p.b_rs) / VW];
         }
         rb3 = vec4<f16>();
-        if (b_ok3 && k_next + b_k3 < k_end) {
-            rb3 = b[(b_off3 + k_next * p.b_rs) / VW];
+        if (b_ok3 && k_even + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_even * p.b_rs) / VW];
         }
-        }
-        let a_cur = cur * A_STAGE + a_sg;
-        let b_cur = cur * B_STAGE + b_sg;
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
         let ea0_0 = a_cur + 0u;
         let ea0_0c = ea0_0 / VW;
         let fa0_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_0c][0], SA);
@@ -402,16 +439,112 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc2_1 = coopMultiplyAdd(fa1_2, fb1_1, acc2_1);
         acc3_0 = coopMultiplyAdd(fa1_3, fb1_0, acc3_0);
         acc3_1 = coopMultiplyAdd(fa1_3, fb1_1, acc3_1);
-        if (has_next) {
-        a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
-        a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
-        a_tile[((1u - cur) * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
-        a_tile[((1u - cur) * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
-        b_tile[((1u - cur) * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
-        b_tile[((1u - cur) * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
-        b_tile[((1u - cur) * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
-        b_tile[((1u - cur) * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
+        a_tile[(1u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(rax0.x), f16(rax0.y), f16(rax0.z), f16(rax0.w));
+        a_tile[(1u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(rax1.x), f16(rax1.y), f16(rax1.z), f16(rax1.w));
+        a_tile[(1u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(rax2.x), f16(rax2.y), f16(rax2.z), f16(rax2.w));
+        a_tile[(1u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(rax3.x), f16(rax3.y), f16(rax3.z), f16(rax3.w));
+        b_tile[(1u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rbx0.x), f16(rbx0.y), f16(rbx0.z), f16(rbx0.w));
+        b_tile[(1u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rbx1.x), f16(rbx1.y), f16(rbx1.z), f16(rbx1.w));
+        b_tile[(1u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rbx2.x), f16(rbx2.y), f16(rbx2.z), f16(rbx2.w));
+        b_tile[(1u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rbx3.x), f16(rbx3.y), f16(rbx3.z), f16(rbx3.w));
+        workgroupBarrier();
+        let k_odd = k_begin + (s + 3u) * BK;
+        rax0 = vec4<f16>();
+        if (a_ok0 && k_odd + a_k0 < k_end) {
+            rax0 = a[(a_off0 + k_odd * p.a_cs) / VW];
         }
+        rax1 = vec4<f16>();
+        if (a_ok1 && k_odd + a_k1 < k_end) {
+            rax1 = a[(a_off1 + k_odd * p.a_cs) / VW];
+        }
+        rax2 = vec4<f16>();
+        if (a_ok2 && k_odd + a_k2 < k_end) {
+            rax2 = a[(a_off2 + k_odd * p.a_cs) / VW];
+        }
+        rax3 = vec4<f16>();
+        if (a_ok3 && k_odd + a_k3 < k_end) {
+            rax3 = a[(a_off3 + k_odd * p.a_cs) / VW];
+        }
+        rbx0 = vec4<f16>();
+        if (b_ok0 && k_odd + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + k_odd * p.b_rs) / VW];
+        }
+        rbx1 = vec4<f16>();
+        if (b_ok1 && k_odd + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + k_odd * p.b_rs) / VW];
+        }
+        rbx2 = vec4<f16>();
+        if (b_ok2 && k_odd + b_k2 < k_end) {
+            rbx2 = b[(b_off2 + k_odd * p.b_rs) / VW];
+        }
+        rbx3 = vec4<f16>();
+        if (b_ok3 && k_odd + b_k3 < k_end) {
+            rbx3 = b[(b_off3 + k_odd * p.b_rs) / VW];
+        }
+        {
+        let a_cur = 1u * A_STAGE + a_sg;
+        let b_cur = 1u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_0c][0], SA);
+        let ea0_1 = a_cur + 640u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_1c][0], SA);
+        let ea0_2 = a_cur + 1280u;
+        let ea0_2c = ea0_2 / VW;
+        let fa0_2 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_2c][0], SA);
+        let ea0_3 = a_cur + 1920u;
+        let ea0_3c = ea0_3 / VW;
+        let fa0_3 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_3c][0], SA);
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_0c][0], SB);
+        let eb0_1 = b_cur + 640u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
+        acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
+        acc2_0 = coopMultiplyAdd(fa0_2, fb0_0, acc2_0);
+        acc2_1 = coopMultiplyAdd(fa0_2, fb0_1, acc2_1);
+        acc3_0 = coopMultiplyAdd(fa0_3, fb0_0, acc3_0);
+        acc3_1 = coopMultiplyAdd(fa0_3, fb0_1, acc3_1);
+        let ea1_0 = a_cur + 16u;
+        let ea1_0c = ea1_0 / VW;
+        let fa1_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_0c][0], SA);
+        let ea1_1 = a_cur + 656u;
+        let ea1_1c = ea1_1 / VW;
+        let fa1_1 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_1c][0], SA);
+        let ea1_2 = a_cur + 1296u;
+        let ea1_2c = ea1_2 / VW;
+        let fa1_2 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_2c][0], SA);
+        let ea1_3 = a_cur + 1936u;
+        let ea1_3c = ea1_3 / VW;
+        let fa1_3 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_3c][0], SA);
+        let eb1_0 = b_cur + 16u;
+        let eb1_0c = eb1_0 / VW;
+        let fb1_0 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_0c][0], SB);
+        let eb1_1 = b_cur + 656u;
+        let eb1_1c = eb1_1 / VW;
+        let fb1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
+        acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
+        acc2_0 = coopMultiplyAdd(fa1_2, fb1_0, acc2_0);
+        acc2_1 = coopMultiplyAdd(fa1_2, fb1_1, acc2_1);
+        acc3_0 = coopMultiplyAdd(fa1_3, fb1_0, acc3_0);
+        acc3_1 = coopMultiplyAdd(fa1_3, fb1_1, acc3_1);
+        }
+        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
+        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
+        a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
+        a_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
+        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
+        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
+        b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
+        b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
         workgroupBarrier();
     }
 

@@ -234,6 +234,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off0 = a_base + (row0 + ao0) * p.a_rs + ai0 * p.a_cs;
     let a_st0 = ao0 * SA + ai0;
     var ra0: vec4<u32>;
+    var rax0: vec4<u32>;
     let ae1 = tid + 128u;
     let ao1 = ae1 / 4u;
     let ai1 = (ae1 % 4u) * VW;
@@ -242,6 +243,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off1 = a_base + (row0 + ao1) * p.a_rs + ai1 * p.a_cs;
     let a_st1 = ao1 * SA + ai1;
     var ra1: vec4<u32>;
+    var rax1: vec4<u32>;
     let be0 = tid + 0u;
     let bo0 = be0 / 8u;
     let bi0 = (be0 % 8u) * VW;
@@ -250,6 +252,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off0 = b_base + bo0 * p.b_rs + (col0 + bi0) * p.b_cs;
     let b_st0 = bo0 * SB + bi0;
     var rb0: vec4<u32>;
+    var rbx0: vec4<u32>;
     let be1 = tid + 128u;
     let bo1 = be1 / 8u;
     let bi1 = (be1 % 8u) * VW;
@@ -258,6 +261,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off1 = b_base + bo1 * p.b_rs + (col0 + bi1) * p.b_cs;
     let b_st1 = bo1 * SB + bi1;
     var rb1: vec4<u32>;
+    var rbx1: vec4<u32>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
@@ -265,7 +269,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc1_1 = coop_mat16x16<f32, C>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
-    if (n_slices > 0u) {
+    // Two register sets: a slice is fetched two slices before it is staged. Slices past the
+    // end load as zeros, so the loop always runs whole pairs (an odd count adds one zero slice).
         ra0 = vec4<u32>();
         if (a_ok0 && k_begin + a_k0 < k_end) {
             ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
@@ -282,36 +287,48 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (b_ok1 && k_begin + b_k1 < k_end) {
             rb1 = b[(b_off1 + k_begin * p.b_rs) / VW];
         }
+    let k_second = k_begin + BK;
+        rax0 = vec4<u32>();
+        if (a_ok0 && k_second + a_k0 < k_end) {
+            rax0 = a[(a_off0 + k_second * p.a_cs) / VW];
+        }
+        rax1 = vec4<u32>();
+        if (a_ok1 && k_second + a_k1 < k_end) {
+            rax1 = a[(a_off1 + k_second * p.a_cs) / VW];
+        }
+        rbx0 = vec4<u32>();
+        if (b_ok0 && k_second + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + k_second * p.b_rs) / VW];
+        }
+        rbx1 = vec4<u32>();
+        if (b_ok1 && k_second + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + k_second * p.b_rs) / VW];
+        }
         a_tile[(0u * A_STAGE + a_st0) / VW] = f16x8(ra0);
         a_tile[(0u * A_STAGE + a_st1) / VW] = f16x8(ra1);
         b_tile[(0u * B_STAGE + b_st0) / VW] = f16x8(rb0);
         b_tile[(0u * B_STAGE + b_st1) / VW] = f16x8(rb1);
-    }
     workgroupBarrier();
-    for (var s = 0u; s < n_slices; s = s + 1u) {
-        let cur = s & 1u;
-        let has_next = s + 1u < n_slices;
-        if (has_next) {
-            let k_next = k_begin + (s + 1u) * BK;
+    for (var s = 0u; s < n_slices; s = s + 2u) {
+        let k_even = k_begin + (s + 2u) * BK;
         ra0 = vec4<u32>();
-        if (a_ok0 && k_next + a_k0 < k_end) {
-            ra0 = a[(a_off0 + k_next * p.a_cs) / VW];
+        if (a_ok0 && k_even + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_even * p.a_cs) / VW];
         }
         ra1 = vec4<u32>();
-        if (a_ok1 && k_next + a_k1 < k_end) {
-            ra1 = a[(a_off1 + k_next * p.a_cs) / VW];
+        if (a_ok1 && k_even + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_even * p.a_cs) / VW];
         }
         rb0 = vec4<u32>();
-        if (b_ok0 && k_next + b_k0 < k_end) {
-            rb0 = b[(b_off0 + k_next * p.b_rs) / VW];
+        if (b_ok0 && k_even + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_even * p.b_rs) / VW];
         }
         rb1 = vec4<u32>();
-        if (b_ok1 && k_next + b_k1 < k_end) {
-            rb1 = b[(b_off1 + k_next * p.b_rs) / VW];
+        if (b_ok1 && k_even + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_even * p.b_rs) / VW];
         }
-        }
-        let a_cur = cur * A_STAGE + a_sg;
-        let b_cur = cur * B_STAGE + b_sg;
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
         let ea0_0 = a_cur + 0u;
         let ea0_0c = ea0_0 / VW;
         let fa0_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_0c][0], SA);
@@ -344,12 +361,68 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
         acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
         acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
-        if (has_next) {
-        a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = f16x8(ra0);
-        a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = f16x8(ra1);
-        b_tile[((1u - cur) * B_STAGE + b_st0) / VW] = f16x8(rb0);
-        b_tile[((1u - cur) * B_STAGE + b_st1) / VW] = f16x8(rb1);
+        a_tile[(1u * A_STAGE + a_st0) / VW] = f16x8(rax0);
+        a_tile[(1u * A_STAGE + a_st1) / VW] = f16x8(rax1);
+        b_tile[(1u * B_STAGE + b_st0) / VW] = f16x8(rbx0);
+        b_tile[(1u * B_STAGE + b_st1) / VW] = f16x8(rbx1);
+        workgroupBarrier();
+        let k_odd = k_begin + (s + 3u) * BK;
+        rax0 = vec4<u32>();
+        if (a_ok0 && k_odd + a_k0 < k_end) {
+            rax0 = a[(a_off0 + k_odd * p.a_cs) / VW];
         }
+        rax1 = vec4<u32>();
+        if (a_ok1 && k_odd + a_k1 < k_end) {
+            rax1 = a[(a_off1 + k_odd * p.a_cs) / VW];
+        }
+        rbx0 = vec4<u32>();
+        if (b_ok0 && k_odd + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + k_odd * p.b_rs) / VW];
+        }
+        rbx1 = vec4<u32>();
+        if (b_ok1 && k_odd + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + k_odd * p.b_rs) / VW];
+        }
+        {
+        let a_cur = 1u * A_STAGE + a_sg;
+        let b_cur = 1u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_0c][0], SA);
+        let ea0_1 = a_cur + 640u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea0_1c][0], SA);
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_0c][0], SB);
+        let eb0_1 = b_cur + 16u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
+        acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
+        let ea1_0 = a_cur + 16u;
+        let ea1_0c = ea1_0 / VW;
+        let fa1_0 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_0c][0], SA);
+        let ea1_1 = a_cur + 656u;
+        let ea1_1c = ea1_1 / VW;
+        let fa1_1 = coopLoadT<coop_mat16x16<f16, A>>(&a_tile[ea1_1c][0], SA);
+        let eb1_0 = b_cur + 1152u;
+        let eb1_0c = eb1_0 / VW;
+        let fb1_0 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb1_0c][0], SB);
+        let eb1_1 = b_cur + 1168u;
+        let eb1_1c = eb1_1 / VW;
+        let fb1_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
+        acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
+        }
+        a_tile[(0u * A_STAGE + a_st0) / VW] = f16x8(ra0);
+        a_tile[(0u * A_STAGE + a_st1) / VW] = f16x8(ra1);
+        b_tile[(0u * B_STAGE + b_st0) / VW] = f16x8(rb0);
+        b_tile[(0u * B_STAGE + b_st1) / VW] = f16x8(rb1);
         workgroupBarrier();
     }
 

@@ -239,6 +239,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off0 = a_base + (row0 + ai0) * p.a_rs + ao0 * p.a_cs;
     let a_st0 = ao0 * SA + ai0;
     var ra0: vec4<f32>;
+    var rax0: vec4<f32>;
     let ae1 = tid + 256u;
     let ao1 = ae1 / 32u;
     let ai1 = (ae1 % 32u) * VW;
@@ -247,6 +248,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off1 = a_base + (row0 + ai1) * p.a_rs + ao1 * p.a_cs;
     let a_st1 = ao1 * SA + ai1;
     var ra1: vec4<f32>;
+    var rax1: vec4<f32>;
     let ae2 = tid + 512u;
     let ao2 = ae2 / 32u;
     let ai2 = (ae2 % 32u) * VW;
@@ -255,6 +257,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off2 = a_base + (row0 + ai2) * p.a_rs + ao2 * p.a_cs;
     let a_st2 = ao2 * SA + ai2;
     var ra2: vec4<f32>;
+    var rax2: vec4<f32>;
     let ae3 = tid + 768u;
     let ao3 = ae3 / 32u;
     let ai3 = (ae3 % 32u) * VW;
@@ -263,6 +266,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off3 = a_base + (row0 + ai3) * p.a_rs + ao3 * p.a_cs;
     let a_st3 = ao3 * SA + ai3;
     var ra3: vec4<f32>;
+    var rax3: vec4<f32>;
     let be0 = tid + 0u;
     let bo0 = be0 / 32u;
     let bi0 = (be0 % 32u) * VW;
@@ -271,6 +275,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off0 = b_base + bo0 * p.b_rs + (col0 + bi0) * p.b_cs;
     let b_st0 = bo0 * SB + bi0;
     var rb0: vec4<f32>;
+    var rbx0: vec4<f32>;
     let be1 = tid + 256u;
     let bo1 = be1 / 32u;
     let bi1 = (be1 % 32u) * VW;
@@ -279,6 +284,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off1 = b_base + bo1 * p.b_rs + (col0 + bi1) * p.b_cs;
     let b_st1 = bo1 * SB + bi1;
     var rb1: vec4<f32>;
+    var rbx1: vec4<f32>;
     let be2 = tid + 512u;
     let bo2 = be2 / 32u;
     let bi2 = (be2 % 32u) * VW;
@@ -287,6 +293,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off2 = b_base + bo2 * p.b_rs + (col0 + bi2) * p.b_cs;
     let b_st2 = bo2 * SB + bi2;
     var rb2: vec4<f32>;
+    var rbx2: vec4<f32>;
     let be3 = tid + 768u;
     let bo3 = be3 / 32u;
     let bi3 = (be3 % 32u) * VW;
@@ -295,9 +302,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_off3 = b_base + bo3 * p.b_rs + (col0 + bi3) * p.b_cs;
     let b_st3 = bo3 * SB + bi3;
     var rb3: vec4<f32>;
+    var rbx3: vec4<f32>;
 
     var low_a: bool;
     var low_b: bool;
+    var low_ax: bool;
+    var low_bx: bool;
     var acc0_0 = coop_mat16x16<f32, C>();
     var acc0_1 = coop_mat16x16<f32, C>();
     var acc1_0 = coop_mat16x16<f32, C>();
@@ -308,7 +318,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc3_1 = coop_mat16x16<f32, C>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
-    if (n_slices > 0u) {
+    // Two register sets: a slice is fetched two slices before it is staged. Slices past the
+    // end load as zeros, so the loop always runs whole pairs (an odd count adds one zero slice).
         {
         // Segment of the three-part K (A: hi, lo, hi; B: lo, hi, hi) and the real K within it.
         // (The split itself waits for the store, so the loads stay in flight over the multiply.)
@@ -349,6 +360,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rb3 = b[(b_off3 + kr * p.b_rs) / VW];
         }
         }
+    let k_second = k_begin + BK;
+        {
+        // Segment of the three-part K (A: hi, lo, hi; B: lo, hi, hi) and the real K within it.
+        // (The split itself waits for the store, so the loads stay in flight over the multiply.)
+        let seg = k_second / k_seg;
+        let kr = k_second - seg * k_seg;
+        low_ax = seg == 1u;
+        low_bx = seg == 0u;
+        rax0 = vec4<f32>();
+        if (a_ok0 && kr + a_k0 < p.k && k_second + a_k0 < k_end) {
+            rax0 = a[(a_off0 + kr * p.a_cs) / VW];
+        }
+        rax1 = vec4<f32>();
+        if (a_ok1 && kr + a_k1 < p.k && k_second + a_k1 < k_end) {
+            rax1 = a[(a_off1 + kr * p.a_cs) / VW];
+        }
+        rax2 = vec4<f32>();
+        if (a_ok2 && kr + a_k2 < p.k && k_second + a_k2 < k_end) {
+            rax2 = a[(a_off2 + kr * p.a_cs) / VW];
+        }
+        rax3 = vec4<f32>();
+        if (a_ok3 && kr + a_k3 < p.k && k_second + a_k3 < k_end) {
+            rax3 = a[(a_off3 + kr * p.a_cs) / VW];
+        }
+        rbx0 = vec4<f32>();
+        if (b_ok0 && kr + b_k0 < p.k && k_second + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + kr * p.b_rs) / VW];
+        }
+        rbx1 = vec4<f32>();
+        if (b_ok1 && kr + b_k1 < p.k && k_second + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + kr * p.b_rs) / VW];
+        }
+        rbx2 = vec4<f32>();
+        if (b_ok2 && kr + b_k2 < p.k && k_second + b_k2 < k_end) {
+            rbx2 = b[(b_off2 + kr * p.b_rs) / VW];
+        }
+        rbx3 = vec4<f32>();
+        if (b_ok3 && kr + b_k3 < p.k && k_second + b_k3 < k_end) {
+            rbx3 = b[(b_off3 + kr * p.b_rs) / VW];
+        }
+        }
         ra0 = split_part(ra0, scale_a, low_a);
         ra1 = split_part(ra1, scale_a, low_a);
         ra2 = split_part(ra2, scale_a, low_a);
@@ -365,56 +417,51 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
         b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
         b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
-    }
     workgroupBarrier();
-    for (var s = 0u; s < n_slices; s = s + 1u) {
-        let cur = s & 1u;
-        let has_next = s + 1u < n_slices;
-        if (has_next) {
-            let k_next = k_begin + (s + 1u) * BK;
+    for (var s = 0u; s < n_slices; s = s + 2u) {
+        let k_even = k_begin + (s + 2u) * BK;
         {
         // Segment of the three-part K (A: hi, lo, hi; B: lo, hi, hi) and the real K within it.
         // (The split itself waits for the store, so the loads stay in flight over the multiply.)
-        let seg = k_next / k_seg;
-        let kr = k_next - seg * k_seg;
+        let seg = k_even / k_seg;
+        let kr = k_even - seg * k_seg;
         low_a = seg == 1u;
         low_b = seg == 0u;
         ra0 = vec4<f32>();
-        if (a_ok0 && kr + a_k0 < p.k && k_next + a_k0 < k_end) {
+        if (a_ok0 && kr + a_k0 < p.k && k_even + a_k0 < k_end) {
             ra0 = a[(a_off0 + kr * p.a_cs) / VW];
         }
         ra1 = vec4<f32>();
-        if (a_ok1 && kr + a_k1 < p.k && k_next + a_k1 < k_end) {
+        if (a_ok1 && kr + a_k1 < p.k && k_even + a_k1 < k_end) {
             ra1 = a[(a_off1 + kr * p.a_cs) / VW];
         }
         ra2 = vec4<f32>();
-        if (a_ok2 && kr + a_k2 < p.k && k_next + a_k2 < k_end) {
+        if (a_ok2 && kr + a_k2 < p.k && k_even + a_k2 < k_end) {
             ra2 = a[(a_off2 + kr * p.a_cs) / VW];
         }
         ra3 = vec4<f32>();
-        if (a_ok3 && kr + a_k3 < p.k && k_next + a_k3 < k_end) {
+        if (a_ok3 && kr + a_k3 < p.k && k_even + a_k3 < k_end) {
             ra3 = a[(a_off3 + kr * p.a_cs) / VW];
         }
         rb0 = vec4<f32>();
-        if (b_ok0 && kr + b_k0 < p.k && k_next + b_k0 < k_end) {
+        if (b_ok0 && kr + b_k0 < p.k && k_even + b_k0 < k_end) {
             rb0 = b[(b_off0 + kr * p.b_rs) / VW];
         }
         rb1 = vec4<f32>();
-        if (b_ok1 && kr + b_k1 < p.k && k_next + b_k1 < k_end) {
+        if (b_ok1 && kr + b_k1 < p.k && k_even + b_k1 < k_end) {
             rb1 = b[(b_off1 + kr * p.b_rs) / VW];
         }
         rb2 = vec4<f32>();
-        if (b_ok2 && kr + b_k2 < p.k && k_next + b_k2 < k_end) {
+        if (b_ok2 && kr + b_k2 < p.k && k_even + b_k2 < k_end) {
             rb2 = b[(b_off2 + kr * p.b_rs) / VW];
         }
         rb3 = vec4<f32>();
-        if (b_ok3 && kr + b_k3 < p.k && k_next + b_k3 < k_end) {
+        if (b_ok3 && kr + b_k3 < p.k && k_even + b_k3 < k_end) {
             rb3 = b[(b_off3 + kr * p.b_rs) / VW];
         }
         }
-        }
-        let a_cur = cur * A_STAGE + a_sg;
-        let b_cur = cur * B_STAGE + b_sg;
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
         let ea0_0 = a_cur + 0u;
         let ea0_0c = ea0_0 / VW;
         let fa0_0 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea0_0c][0], SA);
@@ -467,7 +514,120 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         acc2_1 = coopMultiplyAdd(fa1_2, fb1_1, acc2_1);
         acc3_0 = coopMultiplyAdd(fa1_3, fb1_0, acc3_0);
         acc3_1 = coopMultiplyAdd(fa1_3, fb1_1, acc3_1);
-        if (has_next) {
+        rax0 = split_part(rax0, scale_a, low_ax);
+        rax1 = split_part(rax1, scale_a, low_ax);
+        rax2 = split_part(rax2, scale_a, low_ax);
+        rax3 = split_part(rax3, scale_a, low_ax);
+        rbx0 = split_part(rbx0, scale_b, low_bx);
+        rbx1 = split_part(rbx1, scale_b, low_bx);
+        rbx2 = split_part(rbx2, scale_b, low_bx);
+        rbx3 = split_part(rbx3, scale_b, low_bx);
+        a_tile[(1u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(rax0.x), f16(rax0.y), f16(rax0.z), f16(rax0.w));
+        a_tile[(1u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(rax1.x), f16(rax1.y), f16(rax1.z), f16(rax1.w));
+        a_tile[(1u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(rax2.x), f16(rax2.y), f16(rax2.z), f16(rax2.w));
+        a_tile[(1u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(rax3.x), f16(rax3.y), f16(rax3.z), f16(rax3.w));
+        b_tile[(1u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rbx0.x), f16(rbx0.y), f16(rbx0.z), f16(rbx0.w));
+        b_tile[(1u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rbx1.x), f16(rbx1.y), f16(rbx1.z), f16(rbx1.w));
+        b_tile[(1u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rbx2.x), f16(rbx2.y), f16(rbx2.z), f16(rbx2.w));
+        b_tile[(1u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rbx3.x), f16(rbx3.y), f16(rbx3.z), f16(rbx3.w));
+        workgroupBarrier();
+        let k_odd = k_begin + (s + 3u) * BK;
+        {
+        // Segment of the three-part K (A: hi, lo, hi; B: lo, hi, hi) and the real K within it.
+        // (The split itself waits for the store, so the loads stay in flight over the multiply.)
+        let seg = k_odd / k_seg;
+        let kr = k_odd - seg * k_seg;
+        low_ax = seg == 1u;
+        low_bx = seg == 0u;
+        rax0 = vec4<f32>();
+        if (a_ok0 && kr + a_k0 < p.k && k_odd + a_k0 < k_end) {
+            rax0 = a[(a_off0 + kr * p.a_cs) / VW];
+        }
+        rax1 = vec4<f32>();
+        if (a_ok1 && kr + a_k1 < p.k && k_odd + a_k1 < k_end) {
+            rax1 = a[(a_off1 + kr * p.a_cs) / VW];
+        }
+        rax2 = vec4<f32>();
+        if (a_ok2 && kr + a_k2 < p.k && k_odd + a_k2 < k_end) {
+            rax2 = a[(a_off2 + kr * p.a_cs) / VW];
+        }
+        rax3 = vec4<f32>();
+        if (a_ok3 && kr + a_k3 < p.k && k_odd + a_k3 < k_end) {
+            rax3 = a[(a_off3 + kr * p.a_cs) / VW];
+        }
+        rbx0 = vec4<f32>();
+        if (b_ok0 && kr + b_k0 < p.k && k_odd + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + kr * p.b_rs) / VW];
+        }
+        rbx1 = vec4<f32>();
+        if (b_ok1 && kr + b_k1 < p.k && k_odd + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + kr * p.b_rs) / VW];
+        }
+        rbx2 = vec4<f32>();
+        if (b_ok2 && kr + b_k2 < p.k && k_odd + b_k2 < k_end) {
+            rbx2 = b[(b_off2 + kr * p.b_rs) / VW];
+        }
+        rbx3 = vec4<f32>();
+        if (b_ok3 && kr + b_k3 < p.k && k_odd + b_k3 < k_end) {
+            rbx3 = b[(b_off3 + kr * p.b_rs) / VW];
+        }
+        }
+        {
+        let a_cur = 1u * A_STAGE + a_sg;
+        let b_cur = 1u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea0_0c][0], SA);
+        let ea0_1 = a_cur + 16u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea0_1c][0], SA);
+        let ea0_2 = a_cur + 32u;
+        let ea0_2c = ea0_2 / VW;
+        let fa0_2 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea0_2c][0], SA);
+        let ea0_3 = a_cur + 48u;
+        let ea0_3c = ea0_3 / VW;
+        let fa0_3 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea0_3c][0], SA);
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_0c][0], SB);
+        let eb0_1 = b_cur + 16u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
+        acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa0_0, fb0_1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa0_1, fb0_0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa0_1, fb0_1, acc1_1);
+        acc2_0 = coopMultiplyAdd(fa0_2, fb0_0, acc2_0);
+        acc2_1 = coopMultiplyAdd(fa0_2, fb0_1, acc2_1);
+        acc3_0 = coopMultiplyAdd(fa0_3, fb0_0, acc3_0);
+        acc3_1 = coopMultiplyAdd(fa0_3, fb0_1, acc3_1);
+        let ea1_0 = a_cur + 2176u;
+        let ea1_0c = ea1_0 / VW;
+        let fa1_0 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_0c][0], SA);
+        let ea1_1 = a_cur + 2192u;
+        let ea1_1c = ea1_1 / VW;
+        let fa1_1 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_1c][0], SA);
+        let ea1_2 = a_cur + 2208u;
+        let ea1_2c = ea1_2 / VW;
+        let fa1_2 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_2c][0], SA);
+        let ea1_3 = a_cur + 2224u;
+        let ea1_3c = ea1_3 / VW;
+        let fa1_3 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_3c][0], SA);
+        let eb1_0 = b_cur + 2176u;
+        let eb1_0c = eb1_0 / VW;
+        let fb1_0 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb1_0c][0], SB);
+        let eb1_1 = b_cur + 2192u;
+        let eb1_1c = eb1_1 / VW;
+        let fb1_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
+        acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
+        acc2_0 = coopMultiplyAdd(fa1_2, fb1_0, acc2_0);
+        acc2_1 = coopMultiplyAdd(fa1_2, fb1_1, acc2_1);
+        acc3_0 = coopMultiplyAdd(fa1_3, fb1_0, acc3_0);
+        acc3_1 = coopMultiplyAdd(fa1_3, fb1_1, acc3_1);
+        }
         ra0 = split_part(ra0, scale_a, low_a);
         ra1 = split_part(ra1, scale_a, low_a);
         ra2 = split_part(ra2, scale_a, low_a);
@@ -476,15 +636,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         rb1 = split_part(rb1, scale_b, low_b);
         rb2 = split_part(rb2, scale_b, low_b);
         rb3 = split_part(rb3, scale_b, low_b);
-        a_tile[((1u - cur) * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
-        a_tile[((1u - cur) * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
-        a_tile[((1u - cur) * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
-        a_tile[((1u - cur) * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
-        b_tile[((1u - cur) * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
-        b_tile[((1u - cur) * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
-        b_tile[((1u - cur) * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
-        b_tile[((1u - cur) * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
-        }
+        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
+        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
+        a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
+        a_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
+        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
+        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
+        b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
+        b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
         workgroupBarrier();
     }
 

@@ -23,34 +23,38 @@ fn coop_label(s: &CoopShape) -> String {
 pub fn coop_candidates() -> Vec<Candidate> {
     let kst = |s: CoopShape| CoopShape { stage_k: true, ..s };
     let p2 = |s: CoopShape| CoopShape { depth: 2, ..s };
+    let p1 = |s: CoopShape| CoopShape { depth: 1, ..s };
+    // The tuned shapes' one-register-set forms, and variations of them (as before the tuned
+    // shapes took two).
+    let (c128, c64) = (p1(COOP_128), p1(COOP_64));
     let shapes = [
-        COOP_128,
-        kst(COOP_128),
-        p2(COOP_128),
-        kst(p2(COOP_128)),
-        kst(CoopShape { sg_m: 4, sg_n: 2, ..COOP_128 }),
-        kst(p2(CoopShape { sg_m: 2, sg_n: 2, ..COOP_128 })),
-        kst(p2(CoopShape { bk: 16, ..COOP_128 })),
-        kst(CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 }),
-        kst(p2(CoopShape { bn: 64, sg_m: 2, sg_n: 2, ..COOP_128 })),
+        c128,
+        kst(c128),
+        p2(c128),
+        kst(p2(c128)),
+        kst(CoopShape { sg_m: 4, sg_n: 2, ..c128 }),
+        kst(p2(CoopShape { sg_m: 2, sg_n: 2, ..c128 })),
+        kst(p2(CoopShape { bk: 16, ..c128 })),
+        kst(CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..c128 }),
+        kst(p2(CoopShape { bn: 64, sg_m: 2, sg_n: 2, ..c128 })),
         // 512 invocations: the driver must then fit 128 registers per invocation (2×2 or 2×4
         // fragments per subgroup), so 16 warps share an SM where COOP_128's 189 allow 8.
-        CoopShape { sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
-        CoopShape { bn: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
-        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..COOP_128 },
-        CoopShape { bk: 16, sg_m: 4, sg_n: 4, ..COOP_128 },
-        CoopShape { bn: 256, bk: 16, sg_m: 4, sg_n: 4, ..COOP_128 },
-        CoopShape { bn: 256, bk: 16, sg_m: 4, sg_n: 4, depth: 2, ..COOP_128 },
-        CoopShape { bn: 256, bk: 16, sg_m: 2, sg_n: 8, depth: 2, ..COOP_128 },
-        COOP_64,
-        kst(COOP_64),
-        kst(p2(COOP_64)),
-        kst(CoopShape { bk: 64, ..COOP_64 }),
-        kst(p2(CoopShape { sg_m: 1, sg_n: 2, ..COOP_64 })),
+        CoopShape { sg_m: 4, sg_n: 4, stages: 1, ..c128 },
+        CoopShape { bn: 256, sg_m: 4, sg_n: 4, stages: 1, ..c128 },
+        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, ..c128 },
+        CoopShape { bk: 16, sg_m: 4, sg_n: 4, ..c128 },
+        CoopShape { bn: 256, bk: 16, sg_m: 4, sg_n: 4, ..c128 },
+        CoopShape { bn: 256, bk: 16, sg_m: 4, sg_n: 4, depth: 2, ..c128 },
+        CoopShape { bn: 256, bk: 16, sg_m: 2, sg_n: 8, depth: 2, ..c128 },
+        c64,
+        kst(c64),
+        kst(p2(c64)),
+        kst(CoopShape { bk: 64, ..c64 }),
+        kst(p2(CoopShape { sg_m: 1, sg_n: 2, ..c64 })),
         // Two register sets for the medium tiles, staged as loaded.
-        p2(COOP_64),
-        p2(CoopShape { bk: 16, ..COOP_64 }),
-        p2(CoopShape { bk: 16, ..COOP_128 }),
+        p2(c64),
+        p2(CoopShape { bk: 16, ..c64 }),
+        p2(CoopShape { bk: 16, ..c128 }),
     ];
     shapes
         .iter()

@@ -114,11 +114,11 @@ fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
     vec![
         (COOP_64, TilingChoice::Tile64),
         (COOP_64, TilingChoice::SplitK),
-        (CoopShape { stages: 1, ..COOP_128 }, TilingChoice::Tile128),
-        (CoopShape { sg_m: 2, sg_n: 2, stages: 1, ..COOP_128 }, TilingChoice::Tile128),
+        (CoopShape { stages: 1, depth: 1, ..COOP_128 }, TilingChoice::Tile128),
+        (CoopShape { sg_m: 2, sg_n: 2, stages: 1, depth: 1, ..COOP_128 }, TilingChoice::Tile128),
         // Both operands staged K-contiguous (transposing stores), two register sets in flight.
         (CoopShape { stage_k: true, depth: 2, ..COOP_64 }, TilingChoice::SplitK),
-        (CoopShape { stage_k: true, stages: 1, ..COOP_128 }, TilingChoice::Tile128),
+        (CoopShape { stage_k: true, stages: 1, depth: 1, ..COOP_128 }, TilingChoice::Tile128),
         // 8 subgroups over a 64×64 tile 16 deep: 128 chunks of A per slice for 256 invocations,
         // so only the first half load A (the partial loaders of the 512-invocation kernels).
         (CoopShape { bk: 16, sg_m: 2, sg_n: 4, ..COOP_64 }, TilingChoice::Tile64),
@@ -200,7 +200,7 @@ fn f32_split_emulated_matches_reference() {
 /// register sets in flight, and one stage, in shapes whose doubled staging fits llvmpipe's 32 KB.
 #[test]
 fn f32_split_fused_emulated_matches_reference() {
-    let shapes = [CoopShape { bk: 16, depth: 2, ..COOP_64 }, CoopShape { stages: 1, ..COOP_64 }];
+    let shapes = [CoopShape { bk: 16, depth: 2, ..COOP_64 }, CoopShape { stages: 1, depth: 1, ..COOP_64 }];
     check_f32_split(CoopMode::On, shapes, "_x3f", "f32_split_fused");
 }
 
@@ -279,7 +279,7 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
     let options = GemmOptions { f32_split: CoopMode::On, f32_split_fused: CoopMode::On, ..Default::default() };
     let (m, n, k) = (72, 40, 36);
     let p = GemmProblem::simple(DType::F32, m, n, k, false, false);
-    let plan = emulated_plan_with(&p, CoopShape { stages: 1, ..COOP_64 }, &options).expect("split plan");
+    let plan = emulated_plan_with(&p, CoopShape { stages: 1, depth: 1, ..COOP_64 }, &options).expect("split plan");
     let b: Vec<f32> = random_vec(&mut rng, (k * n) as usize).iter().map(|v| v * 1e6).collect();
     let ab = gpu.upload(&to_bytes(&vec![0.0; (m * k) as usize], DType::F32), "a").unwrap();
     let bb = gpu.upload(&to_bytes(&b, DType::F32), "b").unwrap();

@@ -135,8 +135,8 @@ fn tuning_candidates_validate_and_compile() {
         CoopShape { stage_k: true, ..COOP_128 },
         CoopShape { depth: 2, ..COOP_128 },
         CoopShape { stage_k: true, depth: 2, ..COOP_64 },
-        CoopShape { stages: 1, sg_m: 4, sg_n: 4, ..COOP_128 },
-        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, stage_k: true, ..COOP_128 },
+        CoopShape { stages: 1, depth: 1, sg_m: 4, sg_n: 4, ..COOP_128 },
+        CoopShape { bm: 256, sg_m: 4, sg_n: 4, stages: 1, depth: 1, stage_k: true, ..COOP_128 },
         CoopShape { bk: 64, ..COOP_64 },
     ];
     let mut failures = Vec::new();
