@@ -45,17 +45,23 @@ SHAPES = [
     # Gemma-3-1B's heads (4 query, 1 K/V, head size 256): the SIMT flash kernel and split-KV decode.
     ("gemma_prefill_s2048_h4kv1_d256_causal", 1, 4, 1, 2048, 2048, 256, True),
     ("gemma_decode_s1x4096_h4kv1_d256", 1, 4, 1, 1, 4096, 256, False),
+    # Llama-3.2-1B's prompt at 1024 tokens, and again with a boolean mask beside causal (a `_boolmask` case: every
+    # key the causal rule lets in is true), as GroupQueryAttention's flash step runs: what reading the mask costs.
+    ("llama_prefill_s1024_h32kv8_d64_causal", 1, 32, 8, 1024, 1024, 64, True),
+    ("llama_prefill_s1024_h32kv8_d64_causal_boolmask", 1, 32, 8, 1024, 1024, 64, True),
 ]
 HBM_TBS = 4.8
 # Set to 1: also print each of our dispatches' time (read by our library at each profiled run).
 DISPATCHES_ENV = "ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"
 
 
-def model(b, hq, hkv, sq, skv, d, causal):
+def model(b, hq, hkv, sq, skv, d, causal, mask=False):
     t = TensorProto.FLOAT16
     inputs = [helper.make_tensor_value_info("q", t, [b, hq, sq, d]), helper.make_tensor_value_info("k", t, [b, hkv, skv, d]),
               helper.make_tensor_value_info("v", t, [b, hkv, skv, d])]
-    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=int(causal))
+    if mask:
+        inputs.append(helper.make_tensor_value_info("m", TensorProto.BOOL, [sq, skv]))
+    node = helper.make_node("Attention", [i.name for i in inputs], ["y"], is_causal=int(causal))
     graph = helper.make_graph([node], "attention", inputs, [helper.make_tensor_value_info("y", t, [b, hq, sq, d])])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
     m.ir_version = 10
@@ -163,11 +169,14 @@ def main():
         rng = np.random.default_rng(0)
         feeds = {n: rng.standard_normal((b, h, s, d), dtype=np.float32).astype(np.float16)
                  for n, h, s in (("q", hq, sq), ("k", hkv, skv), ("v", hkv, skv))}
+        masked = name.endswith("_boolmask")
+        ours_feeds = dict(feeds, m=np.ones((sq, skv), dtype=bool)) if masked else feeds
         flops = 4.0 * b * hq * sq * skv * d * (0.5 if causal else 1.0)
         nbytes = 2.0 * (2 * b * hkv * skv * d + 2 * b * hq * sq * d)
         row = {"case": name, "flops": flops, "bytes": nbytes}
         try:
-            out, gpu_ms, wall_ms = ours(devices, feeds, model(b, hq, hkv, sq, skv, d, causal), warm=args.warm)
+            out, gpu_ms, wall_ms = ours(devices, ours_feeds, model(b, hq, hkv, sq, skv, d, causal, masked),
+                                        warm=args.warm)
             row.update(ours_gpu_ms=gpu_ms, ours_wall_ms=wall_ms)
         except Exception as e:  # noqa: BLE001
             row["ours_error"], out = str(e).splitlines()[0][:200], None

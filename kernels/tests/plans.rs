@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use common::graph::{const_val, node, val, T};
 use ep_kernels::caps::profiles;
 use ep_kernels::graph::{Attr, ExecOptions, FlashMode, Node, PlacementOptions, ValueInfo};
-use ep_kernels::ops::{lookup, registry, registry_variants, Kernel, KernelIo, OpDef, PrepareCx, Tensor};
+use ep_kernels::ops::{lookup, registry, registry_variants, Kernel, KernelIo, OpDef, PrepareCx, StepPlan, Tensor};
 use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::{DeviceCaps, ElemType};
 
@@ -415,6 +415,19 @@ fn attention_plans_name_their_engine() {
     assert!(llama.dispatches[1].0.starts_with("attn_decode_combine"), "{:?}", llama.dispatches);
 }
 
+/// GroupQueryAttention's flash step is causal, so a prompt's key tiles past the diagonal are
+/// skipped (a mask alone would load and discard them).
+#[test]
+fn gqa_attention_skips_keys_past_the_diagonal() {
+    let caps = profiles::get("h200").unwrap();
+    let c = llm().into_iter().find(|c| c.node.op_type == "GroupQueryAttention").unwrap();
+    let kernel = lookup(&c.node).unwrap().build(&c.node).unwrap();
+    let (q, kv) = ([1u64, 37, 256], [1u64, 37, 128]);
+    let refs = [Some(&q[..]), Some(&kv[..]), Some(&kv[..]), None, None, Some(&[1u64][..]), Some(&[][..])];
+    let plan = kernel.plan(&refs, &caps, &ExecOptions::default()).unwrap().unwrap();
+    assert!(plan.line.contains("mask seqlens, causal BottomRight"), "{}", plan.line);
+}
+
 /// `kernel` prepared on the test adapter at `shapes` (buffers of the node's declared types,
 /// never run): its bound dispatches as (variant, grid), which must equal its plan's.
 fn assert_binds_plan(kernel: &dyn Kernel, node: &Node, shapes: &[Option<Vec<u64>>]) -> usize {
@@ -489,4 +502,56 @@ fn tensor_core_attention_binds_the_plan() {
             assert_eq!(count, if s > 1 { 2 } else { 1 }, "{s} splits");
         }
     }
+}
+
+/// Llama-3.2-1B's prompt (32/8 heads, packed QKV, rotary): the preparation is one dispatch (Q's
+/// rows, both caches) and writes no mask; the tensor-core flash kernel reads `seqlens_k` itself
+/// (key splits at 512 tokens, one at 1024). With a local window it reads the mask the
+/// preparation writes.
+#[test]
+fn gqa_prompt_reads_seqlens_and_writes_no_mask() {
+    let caps = profiles::get("h200").unwrap();
+    let i32v = |name: &str, shape: &[u64]| Some(val(name, ElemType::I32, shape));
+    let f16 = ElemType::F16;
+    let gqa = |window: i64| {
+        ms(node(
+            "GroupQueryAttention",
+            1,
+            vec![
+                Some(val("q", f16, &[1, 1024, 3072])),
+                None,
+                None,
+                None,
+                None,
+                i32v("seqlens", &[1]),
+                i32v("total", &[]),
+                Some(val("cos", f16, &[2048, 32])),
+                Some(val("sin", f16, &[2048, 32])),
+            ],
+            vec![val("y", f16, &[1, 1024, 2048]), val("pk", f16, &[1, 8, 1024, 64]), val("pv", f16, &[1, 8, 1024, 64])],
+            vec![
+                ("num_heads", Attr::Int(32)),
+                ("kv_num_heads", Attr::Int(8)),
+                ("do_rotary", Attr::Int(1)),
+                ("local_window_size", Attr::Int(window)),
+            ],
+        ))
+    };
+    let plan_at = |n: &Node, s: u64| {
+        let kernel = lookup(n).unwrap().build(n).unwrap();
+        let (q, rows) = ([1u64, s, 3072], [2048u64, 32]);
+        let refs =
+            [Some(&q[..]), None, None, None, None, Some(&[1u64][..]), Some(&[][..]), Some(&rows[..]), Some(&rows[..])];
+        kernel.plan(&refs, &caps, &ExecOptions::default()).unwrap().unwrap()
+    };
+    let names = |p: &StepPlan| p.dispatches.iter().map(|d| d.0.clone()).collect::<Vec<_>>();
+    let prompt = gqa(-1);
+    let plan = plan_at(&prompt, 1024);
+    assert!(plan.line.contains("mask seqlens, causal BottomRight"), "{}", plan.line);
+    assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_64x64_mask_seqlens"]);
+    let plan = plan_at(&prompt, 512);
+    assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_64x64_mask_seqlens_split", "attn_decode_reduce_f16"]);
+    let plan = plan_at(&gqa(128), 1024);
+    assert!(plan.line.contains("mask bool, causal BottomRight"), "{}", plan.line);
+    assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_64x64_mask_bool"]);
 }

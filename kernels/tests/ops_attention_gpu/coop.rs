@@ -74,3 +74,31 @@ fn emulated_tensor_core_kernel_against_f64() {
         check_capped(&mut rng, &capped, mask, splits, false, 0.4);
     }
 }
+
+/// GroupQueryAttention's `seqlens_k` read by the flash kernels themselves (no mask): batch 0 sees
+/// every key, the others stop short of the present length (a shared cache's tail of random keys,
+/// which must not count) or fall below the queries (a padded prompt). Each engine: the emulated
+/// tensor-core kernel (one and two key splits, and capped), the SIMT kernel, and split-KV decode
+/// (one and three query rows), f16 and f32 where the engine runs them.
+#[test]
+fn seqlens_as_the_causal_offsets_against_f64() {
+    let gpu = common::gpu();
+    let mut rng = rand::rng();
+    let case =
+        |b, sq, skv, d: usize| Case { b, hq: 4, hkv: 2, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal: None };
+    if coop::plan(64, gpu.caps(), true).is_some() {
+        for (c, splits, softcap) in [(case(3, 37, 75, 64), None, 0.0), (case(2, 40, 150, 64), Some(2), 0.0)] {
+            check_capped(&mut rng, &c, "seqlens", splits, false, softcap);
+        }
+        check_capped(&mut rng, &case(2, 33, 50, 128), "seqlens", None, true, 0.4);
+    }
+    for ty in [ElemType::F32, ElemType::F16] {
+        let run = Direct { ty, mask: "seqlens", kt: false, softcap: 0.0 };
+        let simt = |k: &mut ep_kernels::ops::attention::FlashKernel| k.engine = Engine::Simt;
+        run.check(&mut rng, &case(3, 21, 70, 64), simt, |plan| assert!(plan.contains("mask seqlens"), "{plan}"));
+        for sq in [1, 3] {
+            let plan_ok = |plan: &str| assert!(plan.contains("split-KV") && plan.contains("mask seqlens"), "{plan}");
+            run.check(&mut rng, &case(3, sq, 300, 64), |_| {}, plan_ok);
+        }
+    }
+}

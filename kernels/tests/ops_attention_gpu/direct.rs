@@ -5,7 +5,7 @@ use super::{assert_close, random, Case};
 use crate::common;
 use common::graph::{val, T};
 use ep_kernels::graph::{Attr, ExecOptions};
-use ep_kernels::ops::attention::{onnx, FlashKernel, Layout};
+use ep_kernels::ops::attention::{onnx, FlashKernel, Layout, MaskKind};
 use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
 use ep_kernels::ElemType;
 use rand::Rng;
@@ -13,7 +13,9 @@ use rand::Rng;
 /// What one run varies besides the problem.
 pub struct Direct<'a> {
     pub ty: ElemType,
-    /// "none", "add" ([B, 1, Sq, Skv]) or "bool" ([Sq, Skv]).
+    /// "none", "add" ([B, 1, Sq, Skv]), "bool" ([Sq, Skv]) or "seqlens" (GroupQueryAttention's
+    /// `seqlens_k`, [B]: batch b's causal offset is `max(seqlens_k[b] + 1 − Sq, 0)`; such cases
+    /// take `causal: None`, the offsets being the causal rule).
     pub mask: &'a str,
     /// K is stored transposed, `[B, H, D, S]`.
     pub kt: bool,
@@ -49,14 +51,23 @@ impl Direct<'_> {
                 let shape = [c.b as u64, 1, sq as u64, skv as u64];
                 Some(if ty == ElemType::F16 { T::f16(&shape, &add) } else { T::f32(&shape, &add) })
             }
+            // Batch 0 sees every key; the others fewer (a shared cache's unwritten tail, whose
+            // keys must not be read), some fewer than the queries (a padded prompt: offset 0).
+            "seqlens" => {
+                let lens: Vec<i32> =
+                    (0..c.b).map(|b| if b == 0 { skv as i32 - 1 } else { rng.random_range(0..skv as i32) }).collect();
+                Some(T::i32(&[c.b as u64], &lens))
+            }
             _ => None,
         };
+        let seqlens = mask == "seqlens";
+        assert!(!seqlens || c.causal.is_none(), "seqlens cases set no causal offset of their own");
         let mut inputs = vec![Some(val("q", ty, &q.shape)), Some(val("k", ty, &k.shape)), Some(val("v", ty, &v.shape))];
-        if let Some(m) = &m {
+        if let Some(m) = m.as_ref().filter(|_| !seqlens) {
             inputs.push(Some(val("m", m.ty, &m.shape)));
         }
         let mut attrs = vec![("scale", Attr::Float(c.scale as f32))];
-        if c.causal.is_some() {
+        if c.causal.is_some() || seqlens {
             attrs.push(("is_causal", Attr::Int(1)));
         }
         let n = common::graph::node("Attention", 23, inputs, vec![val("y", ty, &shape(c.hq, sq))], attrs);
@@ -64,11 +75,15 @@ impl Direct<'_> {
         let bias = |b: usize, _: usize, i: usize, j: usize| match (mask, &mv) {
             ("bool", Some(mv)) if mv[i * skv + j] == 0.0 => f64::NEG_INFINITY,
             ("add", Some(mv)) => mv[(b * sq + i) * skv + j],
+            ("seqlens", Some(mv)) if j as f64 > i as f64 + (mv[b] + 1.0 - sq as f64).max(0.0) => f64::NEG_INFINITY,
             _ => 0.0,
         };
         let want = c.reference_capped(self.softcap, &q.values(), &k.values(), &v.values(), &bias);
         let mut kernel = onnx::kernel(&n).unwrap();
         kernel.softcap = self.softcap as f32;
+        if seqlens {
+            kernel.mask = MaskKind::SeqLens;
+        }
         configure(&mut kernel);
         // The kernel reads K through its layout; what it is handed is K stored transposed.
         let k_stored = if self.kt {

@@ -145,9 +145,10 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     for d in HEAD_SIZES {
         let Some((nsg, bc)) = plan(d, caps, emulate) else { continue };
         let d = d as u32;
-        for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
-            // Capped scores come from GroupQueryAttention only, whose mask is boolean.
-            let softcaps: &[bool] = if mask == MaskKind::Bool { &[false, true] } else { &[false] };
+        for mask in MaskKind::ALL {
+            // Capped scores come from GroupQueryAttention only, whose mask is boolean or its seqlens.
+            let gqa = matches!(mask, MaskKind::Bool | MaskKind::SeqLens);
+            let softcaps: &[bool] = if gqa { &[false, true] } else { &[false] };
             for split in [false, true] {
                 for &softcap in softcaps {
                     out.push(ShaderVariant::Op(OpShader::new(CoopSource {

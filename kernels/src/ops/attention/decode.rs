@@ -224,14 +224,14 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
     for ty in crate::ops::norm::float_types(caps) {
         for d in super::HEAD_SIZES {
-            for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
+            for mask in MaskKind::ALL {
                 out.push(ShaderVariant::Op(OpShader::new(DecodeSource { ty, d: d as u32, mask })));
             }
         }
         out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: false })));
         for d in KV_HEAD_SIZES {
             let Some(lanes) = kv_lanes(ty, d, caps) else { continue };
-            for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
+            for mask in MaskKind::ALL {
                 for rows in ROW_BLOCKS {
                     let subgroup = caps.subgroup_min_size;
                     let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup };

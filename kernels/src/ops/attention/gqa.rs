@@ -7,9 +7,11 @@
 //! follow the cached ones. `total_sequence_length` sizes the present cache
 //! (`max(total, past length)`), so its value is read on the host ([`Kernel::value_inputs`]).
 //!
-//! Three preparation dispatches (`wgsl/gqa_prep.wgsl.j2`: rotated Q; the present K and V; a
+//! Preparation (`wgsl/gqa_prep.wgsl.j2`: rotated Q; the present K and V; with a local window, a
 //! boolean mask of causality, padding and the window), then the flash kernels
 //! ([`super::FlashKernel`]: tensor cores, SIMT or split-KV decode) over Q and the present cache.
+//! Without a window the flash kernels read `seqlens_k` itself ([`MaskKind::SeqLens`]): each
+//! batch's causal offset is its past length, so no mask is written or read.
 //! Declined with a reason: `smooth_softmax`, non-causal, quantized or window-sized caches,
 //! `position_ids`, `attention_bias`, `head_sink`, per-head Q/K norms, head sizes the flash kernels lack.
 
@@ -259,7 +261,31 @@ impl GqaKernel {
         Ok(g)
     }
 
-    /// The flash step over Q `[B, S, H·D]` and the present cache, with the mask.
+    /// What limits the keys a token sees: `seqlens_k` itself (batch b's token s sees keys up to
+    /// `past_b + s`), or with a local window the boolean mask the preparation writes.
+    pub(super) fn mask_kind(&self) -> MaskKind {
+        if self.window > 0 {
+            MaskKind::Bool
+        } else {
+            MaskKind::SeqLens
+        }
+    }
+
+    /// The flash step's mask operand: `[B, 1, S, T]` bytes, or `seqlens_k`'s `[B]`.
+    fn mask_shape(&self, g: &GqaGeometry) -> Vec<u64> {
+        match self.mask_kind() {
+            MaskKind::Bool => vec![g.batch, 1, g.seq, g.present],
+            _ => vec![g.batch],
+        }
+    }
+
+    /// The flash step over Q `[B, S, H·D]` and the present cache, with the mask or `seqlens_k`.
+    ///
+    /// Causal: with `seqlens_k`, batch b's offset is its past length `past_b`, so key tiles past
+    /// each batch's last key are never loaded (a prompt's past the diagonal, a shared cache's past
+    /// the keys written so far). With the mask, bottom-right as well: the checks (host and
+    /// device) hold every `past_b + S` within the present cache, so `past_b ≤ T − S`, the
+    /// bottom-right offset, and no key the mask lets in is cut.
     fn flash(&self) -> FlashKernel {
         FlashKernel {
             name: self.name.clone(),
@@ -267,8 +293,8 @@ impl GqaKernel {
             ty: self.ty,
             scale: self.scale,
             softcap: self.softcap,
-            causal: Causal::None,
-            mask: MaskKind::Bool,
+            causal: Causal::BottomRight,
+            mask: self.mask_kind(),
             q: Layout::packed(self.heads),
             k: Layout::BHSD,
             v: Layout::BHSD,
@@ -317,7 +343,7 @@ impl Kernel for GqaKernel {
         let prep = self.prep_dispatches(&g, caps, 0, [false; 2]).map_err(|e| self.err(e))?;
         let q = [g.batch, g.seq, self.heads * g.d];
         let kv = [g.batch, self.kv_heads, g.present, g.d];
-        let m = [g.batch, 1, g.seq, g.present];
+        let m = self.mask_shape(&g);
         let flash = self.flash().plan(&[Some(&q), Some(&kv), Some(&kv), Some(&m)], caps, options)?;
         let mut plan = step_plan(String::new(), "", &prep);
         if let Some(f) = flash {
@@ -385,8 +411,9 @@ impl Kernel for GqaKernel {
         check_bindings(&bound, cx.caps())?;
         let q_tmp =
             cx.gpu.storage_buffer(g.batch * g.seq * self.heads * g.d * self.ty.size(), "GroupQueryAttention Q")?;
-        let mask =
-            cx.gpu.storage_buffer((g.batch * g.seq * g.present).next_multiple_of(4), "GroupQueryAttention mask")?;
+        let m_shape = self.mask_shape(&g);
+        let mask_bytes = if self.mask_kind() == MaskKind::Bool { m_shape.iter().product::<u64>() } else { 4 };
+        let mask = cx.gpu.storage_buffer(mask_bytes.next_multiple_of(4), "GroupQueryAttention mask")?;
         let key_src = if g.packed { query.buf } else { buf(1) };
         let value_src = if g.packed { query.buf } else { buf(2) };
         let rows_in = |src, past, norm| [src, past, seqlens.buf, buf(7), buf(8), norm];
@@ -405,23 +432,30 @@ impl Kernel for GqaKernel {
                 &[query.buf, key_src, value_src, k_past, v_past, seqlens.buf, buf(7), buf(8), buf(14), buf(15)],
                 &[&q_tmp, present_k.buf, present_v.buf, &mask, cx.status],
             )?],
-            [q_rows, k_rows, v_rows, mask_words] => vec![
-                q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
-                k_rows.bind(cx.gpu, &rows_in(key_src, k_past, buf(15)), &[present_k.buf, cx.status])?,
-                v_rows.bind(cx.gpu, &rows_in(value_src, v_past, spare), &[present_v.buf, cx.status])?,
-                mask_words.bind(cx.gpu, &[seqlens.buf], &[&mask])?,
-            ],
+            [q_rows, k_rows, v_rows, mask_words @ ..] => {
+                let mut out = vec![
+                    q_rows.bind(cx.gpu, &rows_in(query.buf, spare, buf(14)), &[&q_tmp, cx.status])?,
+                    k_rows.bind(cx.gpu, &rows_in(key_src, k_past, buf(15)), &[present_k.buf, cx.status])?,
+                    v_rows.bind(cx.gpu, &rows_in(value_src, v_past, spare), &[present_v.buf, cx.status])?,
+                ];
+                for words in mask_words {
+                    out.push(words.bind(cx.gpu, &[seqlens.buf], &[&mask])?);
+                }
+                out
+            }
             _ => return Err(GpuError::Internal(self.err("unexpected preparation dispatches"))),
         };
         let qd = self.heads * g.d;
         let q_shape = [g.batch, g.seq, qd];
-        let m_shape = [g.batch, 1, g.seq, g.present];
         let flash_io = KernelIo {
             inputs: vec![
                 Some(Tensor { buf: &q_tmp, shape: &q_shape, ty: self.ty, constant: false }),
                 Some(present_k),
                 Some(present_v),
-                Some(Tensor { buf: &mask, shape: &m_shape, ty: ElemType::Bool, constant: false }),
+                Some(match self.mask_kind() {
+                    MaskKind::Bool => Tensor { buf: &mask, shape: &m_shape, ty: ElemType::Bool, constant: false },
+                    _ => Tensor { buf: seqlens.buf, shape: &m_shape, ty: ElemType::I32, constant: false },
+                }),
             ],
             outputs: vec![out],
         };

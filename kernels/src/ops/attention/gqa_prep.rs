@@ -133,8 +133,8 @@ impl GqaKernel {
 
 impl GqaKernel {
     /// The preparation dispatches at `g`: rows of Q, of the present K and V (whose past rows are
-    /// already in place where `shared`), and the mask words; all four as one dispatch where
-    /// [`fuses_rows`].
+    /// already in place where `shared`), and the mask words where the flash step reads a mask;
+    /// all as one dispatch where [`fuses_rows`].
     pub(super) fn prep_dispatches(
         &self,
         g: &GqaGeometry,
@@ -167,7 +167,11 @@ impl GqaKernel {
             stage(false, self.kv_heads, k_off, self.rotary, self.k_norm, shared[0])?,
             stage(false, self.kv_heads, v_off, false, None, shared[1])?,
         ];
-        let words = (g.batch * g.seq * g.present).div_ceil(4);
+        // The mask only where the flash kernels read it (a local window): else none at all.
+        let words = match self.mask_kind() {
+            super::MaskKind::Bool => (g.batch * g.seq * g.present).div_ceil(4),
+            _ => 0,
+        };
         let mut params = self.rows_params(g, false, self.kv_heads, 0, false)?;
         params.total = to_u32("GroupQueryAttention mask words", words)?;
         let op = |ty, stage| ShaderVariant::Op(OpShader::new(GqaPrepSource { ty, stage }));
@@ -179,7 +183,9 @@ impl GqaKernel {
         }
         let rows = |p: &PrepParams| Ok(OpDispatch::new(op(self.ty, PrepStage::Rows), p, grid_for(quads(p), caps)?));
         let mut out = stages.iter().map(rows).collect::<Result<Vec<_>, GpuError>>()?;
-        out.push(OpDispatch::new(op(ElemType::F32, PrepStage::Mask), &params, grid_for(words, caps)?));
+        if words > 0 {
+            out.push(OpDispatch::new(op(ElemType::F32, PrepStage::Mask), &params, grid_for(words, caps)?));
+        }
         Ok(out)
     }
 }

@@ -16,20 +16,28 @@ use crate::ops::{grid, to_u32, Kernel, KernelIo, PrepareCx, PreparedStep, StepPl
 use crate::runtime::GpuBuffer;
 use crate::shader::{OpShader, ShaderVariant};
 
-/// The mask operand: none, added to the scaled scores, or boolean (false excludes the key).
+/// The mask operand: none, added to the scaled scores, boolean (false excludes the key), or
+/// GroupQueryAttention's `seqlens_k` (i32 `[B]`): with causal masking, batch b's offset is
+/// `max(seqlens_k[b] + 1 − Sq, 0)` instead of the uniform one, so no `[B, Sq, Skv]` mask is
+/// written or read and key tiles past each batch's last key are never loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MaskKind {
     None,
     Add,
     Bool,
+    SeqLens,
 }
 
 impl MaskKind {
+    /// Every kind, in the order the variant lists take them.
+    pub const ALL: [MaskKind; 4] = [MaskKind::None, MaskKind::Add, MaskKind::Bool, MaskKind::SeqLens];
+
     pub fn name(self) -> &'static str {
         match self {
             MaskKind::None => "none",
             MaskKind::Add => "add",
             MaskKind::Bool => "bool",
+            MaskKind::SeqLens => "seqlens",
         }
     }
 }
@@ -316,7 +324,12 @@ impl Kernel for FlashKernel {
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let get = |i: usize| inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("input {i} is missing")));
         let g = self.geometry(get(0)?, get(1)?, get(2)?)?;
-        if self.mask != MaskKind::None {
+        if self.mask == MaskKind::SeqLens {
+            let m = get(3)?;
+            if m != [g.batch] || self.causal == Causal::None {
+                return Err(self.err(format!("seqlens {m:?} for batch {} without causal masking", g.batch)));
+            }
+        } else if self.mask != MaskKind::None {
             let m = get(3)?;
             if !broadcasts_onto(m, &[g.batch, g.heads, g.sq, g.skv]) {
                 return Err(self.err(format!(
@@ -407,7 +420,7 @@ impl FlashKernel {
             None => (br, bc),
         };
         let mut m_stride = [0u64; 4];
-        if let Some(m) = mask {
+        if let Some(m) = mask.filter(|_| self.mask != MaskKind::SeqLens) {
             m_stride.copy_from_slice(&broadcast_strides(m, &[g.batch, g.heads, g.sq, g.skv]));
         }
         let (_, o_stride) = self.output(&g).map_err(GpuError::Invalid)?;

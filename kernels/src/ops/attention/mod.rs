@@ -123,7 +123,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<crate::shader::ShaderVariant> {
     for ty in crate::ops::norm::float_types(caps) {
         for d in HEAD_SIZES {
             let Some((br, bc)) = plan_tiles(d, caps) else { continue };
-            for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
+            for mask in MaskKind::ALL {
                 out.push(ShaderVariant::Op(OpShader::new(AttnSource { ty, d: d as u32, br, bc, mask })));
             }
         }
