@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import iobind  # noqa: E402
 
 
 def model(ws: list, layers: int, m: int, k: int, tp: int, path: str) -> str:
@@ -61,7 +66,7 @@ def measure(dev, ws, layers: int, args, prealloc: bool) -> float:
         io.bind_ortvalue_output("Y", ort.OrtValue.ortvalue_from_shape_and_type([args.m, args.k], npt, "gpu", did, vid))
     else:
         io._iobinding.bind_output("Y", ort.OrtDevice.make("gpu", did, vid)._get_c_device())
-    probe = ort.OrtValue.ortvalue_from_numpy(np.zeros(1, np.float32), "gpu", did, vid)
+    probe = iobind.wait_probe(did, vid)
     per_run_ms(sess, io, probe, 10)  # warm-up
     guess = per_run_ms(sess, io, probe, 5)
     return per_run_ms(sess, io, probe, max(20, int(args.budget_s * 1e3 / max(guess, 1e-3) / 3)))

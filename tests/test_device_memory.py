@@ -340,12 +340,14 @@ def test_a_steady_bound_run_allocates_nothing(make_session, lib_path, ort, devic
     assert after["allocations"] > before["allocations"]  # ORT allocated outputs, served from the cache
 
 
+@pytest.mark.parametrize("n", [5, 1024])
 @pytest.mark.parametrize("computed", [False, True])
 def test_indices_from_the_host_are_checked_there_and_the_run_does_not_wait(make_session, run_cpu, lib_path, ort,
-                                                                           device_id, computed):
-    """A decoder's token ids come from the host (a device value uploaded through our data transfer): Gather checks
-    them on the host, so a bound run waits for nothing and the next one is recorded while the GPU works. Indices a
-    step computes are checked by the kernel's status word, which the run waits for. Bad indices fail either way."""
+                                                                           device_id, computed, n):
+    """A decoder's token ids, or a prompt's (1024 of them: 8 KB), come from the host (a device value uploaded through
+    our data transfer): Gather checks them on the host, so a bound run waits for nothing and the next one is recorded
+    while the GPU works. Indices a step computes are checked by the kernel's status word, which the run waits for.
+    Bad indices fail either way."""
     rng = np.random.default_rng()
     table = rng.uniform(-1, 1, (50, 24)).astype(np.float32)
     nodes = [helper.make_node("Gather", ["T", "J" if computed else "I"], ["G"], axis=0),
@@ -358,7 +360,7 @@ def test_indices_from_the_host_are_checked_there_and_the_run_does_not_wait(make_
     model = models.finish(nodes, [models.tensor("I", np.int64, ["n"])], [models.tensor("Y", np.float32, None)],
                           inits)
     sess = make_session(model, config={"session.disable_cpu_ep_fallback": "1"})
-    ids = rng.integers(-49, 48, 5).astype(np.int64)
+    ids = rng.integers(-49, 48, n).astype(np.int64)
     want = run_cpu(model, {"I": ids})[0]
     bind_run(ort, sess, {"I": ids}, device_id)
     before = locator.startup_stats(lib_path)["run_wait"]["count"]
@@ -371,6 +373,30 @@ def test_indices_from_the_host_are_checked_there_and_the_run_does_not_wait(make_
     with pytest.raises(Exception, match="out of range"):
         bind_run(ort, sess, {"I": bad}, device_id)[0].numpy()
     np.testing.assert_array_equal(bind_run(ort, sess, {"I": ids}, device_id)[0].numpy(), want)
+
+
+def test_a_read_back_of_an_uploaded_input_waits_for_nothing(make_session, run_cpu, lib_path, ort, device_id):
+    """genai's prompt: the attention mask, bound on our device, also feeds CPU nodes (its ReduceSum), so ORT reads it
+    back through our data transfer every run. A range written from the host and not since is read from its host
+    copy: the read waits for no GPU work (the previous run's), and runs back to back keep the GPU busy. What it
+    reads is the mask (the CPU node's output matches)."""
+    rng = np.random.default_rng()
+    table = rng.uniform(-1, 1, (50, 24)).astype(np.float32)
+    nodes = [helper.make_node("Gather", ["T", "I"], ["G"], axis=0), helper.make_node("Relu", ["G"], ["Y"]),
+             helper.make_node("ReduceSum", ["M"], ["S"], keepdims=0)]
+    inits = [helper.make_tensor("T", TensorProto.FLOAT, table.shape, table.ravel())]
+    model = models.finish(nodes, [models.tensor("I", np.int64, ["n"]), models.tensor("M", np.int64, [1, "n"])],
+                          [models.tensor("Y", np.float32, None), models.tensor("S", np.int64, None)], inits)
+    sess = make_session(model, fallback=True)
+    feeds = {"I": rng.integers(0, 50, 512).astype(np.int64), "M": rng.integers(0, 2, (1, 512)).astype(np.int64)}
+    bind_run(ort, sess, feeds, device_id)
+    waits, before = locator.startup_stats(lib_path)["copy_out_wait"]["count"], copies(lib_path)
+    y, s = bind_run(ort, sess, feeds, device_id)
+    assert host_copies(before, copies(lib_path))[1] == 1, "the mask read back for the CPU node"
+    assert locator.startup_stats(lib_path)["copy_out_wait"]["count"] == waits
+    want = run_cpu(model, feeds)
+    np.testing.assert_array_equal(s.numpy(), want[1])
+    np.testing.assert_array_equal(y.numpy(), want[0])
 
 
 def test_out_of_memory_in_alloc_is_an_error_and_the_next_run_works(lib_path):

@@ -119,18 +119,24 @@ fn too_large_an_allocation_is_out_of_memory_and_the_allocator_works_on() {
 
 /// A few bytes written from the host keep a host copy (`runtime::shadow`, which host checks read
 /// instead of the device) until anything else writes over them: a copy on the device, a run's
-/// output, a free. Longer writes keep none.
+/// output, a free. Writes longer than `shadow::MAX_BYTES` (a 2048-token prompt's ids) keep none.
 #[test]
 fn host_copies_of_small_uploads_last_until_overwritten() {
     let a = allocator();
-    let x = a.alloc(256).unwrap();
+    let long = shadow::MAX_BYTES as u64 + 8;
+    let x = a.alloc(256 + 2 * long).unwrap();
     let at = |off: u64, len: u64| resolve(x + off, len).unwrap();
     transfer::write(&at(0, 8), &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
     transfer::write(&at(64, 4), &[9, 9, 9, 9]).unwrap();
     transfer::write(&at(128, 128), &[7; 128]).unwrap();
+    let ids: Vec<u8> = (0..shadow::MAX_BYTES).map(|i| (i % 251) as u8).collect();
+    transfer::write(&at(256, ids.len() as u64), &ids).unwrap();
+    transfer::write(&at(256 + long, long), &vec![1; long as usize]).unwrap();
     assert_eq!(shadow::lookup(&at(0, 8)), Some(vec![1, 2, 3, 4, 5, 6, 7, 8]));
     assert_eq!(shadow::lookup(&at(0, 4)), None, "only the exact range");
-    assert_eq!(shadow::lookup(&at(128, 128)), None, "too long to keep");
+    assert_eq!(shadow::lookup(&at(128, 128)), Some(vec![7; 128]));
+    assert_eq!(shadow::lookup(&at(256, ids.len() as u64)), Some(ids), "a prompt's ids");
+    assert_eq!(shadow::lookup(&at(256 + long, long)), None, "too long to keep");
     // A copy within one buffer (wgpu has no such copy command: it goes through the host) is exact
     // and its host copy right.
     transfer::transfer(vec![Copy::OnDevice { src: at(128, 8), dst: at(0, 8) }]).unwrap();
@@ -156,7 +162,7 @@ fn host_copies_of_small_uploads_last_until_overwritten() {
     assert_eq!(read(x + 64, 4), vec![0, 0, 128, 63]);
     transfer::write(&at(32, 4), &[5, 5, 5, 5]).unwrap();
     assert!(memory::free(x));
-    let y = a.alloc(256).unwrap();
+    let y = a.alloc(256 + 2 * long).unwrap();
     assert_eq!(y, x, "the same buffer and address again");
     assert_eq!(shadow::lookup(&resolve(y + 32, 4).unwrap()), None, "a free drops every copy of its buffer");
     assert!(memory::free(y));

@@ -1,6 +1,8 @@
-//! Host copies of the few-byte tensors written into our device memory from the host (ORT's
-//! uploads through our data transfer: a decoder's sequence lengths), so a kernel's run-time
-//! check can read them without waiting for the GPU (`Kernel::host_check`, `graph/execute.rs`).
+//! Host copies of the small tensors written into our device memory from the host (ORT's uploads
+//! through our data transfer: a decoder's sequence lengths, a prompt's token ids), so a kernel's
+//! run-time check can read them without waiting for the GPU (`Kernel::host_check`,
+//! `graph/execute.rs`): a run whose checks all pass on the host returns without waiting, and
+//! runs back to back overlap one's recording with the previous one's GPU work.
 //! Every other write to a range of a shadowed buffer — a copy on the device, a run's output, a
 //! free — drops the shadows it overlaps, so a shadow always holds what the device will hold when
 //! the next run reads it (the queue runs writes in the order they were made).
@@ -9,11 +11,13 @@ use parking_lot::Mutex;
 
 use super::memory::DeviceSlice;
 
-/// Tensors up to this long are shadowed.
-const MAX_BYTES: usize = 64;
+/// Tensors up to this long are shadowed: the int64 token ids of a 2048-token prompt.
+pub const MAX_BYTES: usize = 16 << 10;
 /// Shadows kept per buffer, and buffers with shadows (the oldest go first).
 const PER_BUFFER: usize = 64;
 const BUFFERS: usize = 256;
+/// Bytes kept in all: past it the oldest buffers' shadows go first.
+const TOTAL_BYTES: usize = 1 << 20;
 
 /// Per buffer, its shadows as (offset, bytes).
 type Shadows = Vec<(wgpu::Buffer, Vec<(u64, Vec<u8>)>)>;
@@ -25,6 +29,9 @@ pub fn record(dst: &DeviceSlice, data: &[u8]) {
     drop_overlapping(&mut all, &dst.buffer, dst.offset, data.len() as u64);
     if data.len() > MAX_BYTES {
         return;
+    }
+    while !all.is_empty() && held(&all) + data.len() > TOTAL_BYTES {
+        all.remove(0);
     }
     let k = match all.iter().position(|(b, _)| *b == dst.buffer) {
         Some(k) => k,
@@ -59,6 +66,11 @@ pub fn lookup(s: &DeviceSlice) -> Option<Vec<u8>> {
     let all = SHADOWS.lock();
     let (_, list) = all.iter().find(|(b, _)| *b == s.buffer)?;
     list.iter().rev().find(|(o, d)| *o == s.offset && d.len() as u64 == s.len).map(|(_, d)| d.clone())
+}
+
+/// Bytes the shadows hold.
+fn held(all: &Shadows) -> usize {
+    all.iter().flat_map(|(_, list)| list.iter().map(|(_, d)| d.len())).sum()
 }
 
 fn drop_overlapping(all: &mut Shadows, buffer: &wgpu::Buffer, offset: u64, len: u64) {

@@ -238,9 +238,15 @@ pub fn write(dst: &DeviceSlice, data: &[u8]) -> Result<(), GpuError> {
     dst.gpu.upload_at(&dst.buffer, start, &words)
 }
 
-/// A device range into host memory, after every submitted use of it.
+/// A device range into host memory, after every submitted use of it. A range written from the
+/// host and not since (`shadow`: ORT reading back a prompt's attention mask for its CPU nodes) is
+/// read from its host copy, without waiting for the GPU.
 pub fn read(src: &DeviceSlice, out: &mut [u8]) -> Result<(), GpuError> {
     if out.is_empty() {
+        return Ok(());
+    }
+    if let Some(bytes) = super::shadow::lookup(src).filter(|b| b.len() == out.len()) {
+        out.copy_from_slice(&bytes);
         return Ok(());
     }
     if src.aligned() {
