@@ -96,7 +96,11 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
 // conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
 // Flag bit 10 multiplies the result by it instead (a gated product).
 fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
-    let r = f32(residual[out_index]);
+    return epilogue_with(acc, bias_index, f32(residual[out_index]));
+}
+
+// The same with the residual's element already loaded.
+fn epilogue_with(acc: f32, bias_index: u32, r: f32) -> f32 {
     if ((p.flags & 1024u) != 0u) {
         return epilogue(acc, bias_index) * r;
     }

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-NAME = "gemm_f16_coop_128x256_k16_w4x4_s2_p2"
+NAME = "gemm_f16_coop_128x256_k16_w4x4_s2_p2_ss"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -164,6 +164,9 @@ impl ShaderVariant {
         if coop.is_some_and(|c| !c.emulate) {
             caps |= naga::valid::Capabilities::COOPERATIVE_MATRIX;
         }
+        if coop.is_some_and(|c| c.subgroup_sync) {
+            caps |= naga::valid::Capabilities::SUBGROUP | naga::valid::Capabilities::SUBGROUP_BARRIER;
+        }
         let f16_words = matches!(self, ShaderVariant::Gemm(GemmVariant::GemvVec(g)) if g.dtype == DType::F16);
         if coop.is_some_and(|c| c.width == 8) || f16_words {
             caps |= F16X8_CAPS;
@@ -323,6 +326,7 @@ fn coop_context(c: CoopVariant) -> Value {
         out_t => if c.split_k { "f32" } else { c.dtype.wgsl() },
         split_k => c.split_k,
         emulate => c.emulate,
+        subgroup_sync => c.subgroup_sync,
         split => c.split,
         fused => c.split && c.fused,
         bm => s.bm, bn => s.bn, bk => s.bk, sg_m => s.sg_m, sg_n => s.sg_n, stages => s.stages, depth => s.depth,

@@ -11,7 +11,7 @@ use ep_kernels::caps::profiles;
 use ep_kernels::gemm::tuning::{COOP_128, COOP_64, COOP_WIDE, SIMT_VEC_128, SIMT_VEC_64};
 use ep_kernels::gemm::{
     broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopMode, CoopShape, GemmOptions, GemmPlan, GemmProblem,
-    GemmVariant, StepIo, Tiling, TilingChoice, Tuning,
+    GemmVariant, StepIo, Tiling, TilingChoice, Tuning, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, FLAG_RESIDUAL_MUL,
 };
 use ep_kernels::runtime::GemmBindings;
 use ep_kernels::{DType, DeviceCaps};
@@ -103,6 +103,7 @@ fn emulated_plan_with(p: &GemmProblem, shape: CoopShape, options: &GemmOptions) 
     for step in &mut plan.steps {
         if let GemmVariant::Coop(c) = &mut step.variant {
             c.emulate = true;
+            c.subgroup_sync = false;
         }
     }
     Some(plan)
@@ -166,6 +167,64 @@ fn coop_emulated_matches_reference() {
         }
     }
     assert!(ran > 0);
+}
+
+/// The coop epilogue with a residual operand (the output's shape, loaded before each fragment
+/// is stored): added before the activation, after it, or multiplying the result (a gated
+/// product), against float64. Fails with the residual read at a neighbouring element.
+#[test]
+fn coop_emulated_residual_epilogues_match_reference() {
+    let gpu = gpu();
+    if !gpu.caps().shader_f16 {
+        eprintln!("adapter has no shader-f16: coop kernels stage in f16");
+        return;
+    }
+    let mut rng = rng("coop_emulated_residual");
+    let modes = [
+        (FLAG_RESIDUAL, "before the activation"),
+        (FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT, "after the activation"),
+        (FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT | FLAG_RESIDUAL_MUL, "gated"),
+    ];
+    let shapes = emulable_shapes();
+    for (i, &(m, n, k)) in [(136u32, 72u32, 104u32), (33, 70, 47), (72, 16, 8)].iter().enumerate() {
+        for (j, &(flags, what)) in modes.iter().enumerate() {
+            let (shape, choice) = shapes[(i * 3 + j) % shapes.len()];
+            let (ta, tb) = TRANSPOSES[(i + j) % 4];
+            let mut p = GemmProblem::simple(DType::F16, m, n, k, ta, tb);
+            if flags & FLAG_RESIDUAL_AFTER_ACT != 0 {
+                p = with_bias(p);
+            }
+            let Some(mut plan) = emulated_plan(&p, shape, choice, false) else {
+                panic!("{shape:?} {choice:?} at {m}x{n}x{k}: no coop plan");
+            };
+            plan.add_output_flags(flags);
+            let (a, b, bias) = data(&p, &mut rng, true);
+            let residual = round_f16(&random_vec(&mut rng, p.output_len() as usize));
+            let ab = gpu.upload(&to_bytes(&a, p.dtype), "a").unwrap();
+            let bb = gpu.upload(&to_bytes(&b, p.dtype), "b").unwrap();
+            let biasb = bias.as_ref().map(|v| gpu.upload(&to_bytes(v, p.dtype), "bias").unwrap());
+            let rb = gpu.upload(&to_bytes(&residual, p.dtype), "residual").unwrap();
+            let out = gpu.upload(&poison(p.output_len() as usize, p.dtype), "out").unwrap();
+            let io = GemmBindings { a: &ab, b: &bb, bias: biasb.as_ref(), out: &out };
+            let dispatches = gpu.prepare_gemm_residual(&plan, io, &rb).unwrap();
+            gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
+            let got = from_bytes(&gpu.read_buffer(&out).unwrap(), p.dtype);
+            let product = reference(&p, &a, &b, bias.as_deref());
+            let want: Vec<f64> = product
+                .iter()
+                .zip(&residual)
+                .map(|(&v, &r)| match flags {
+                    f if f & FLAG_RESIDUAL_MUL != 0 => v * r as f64,
+                    _ => v + r as f64,
+                })
+                .collect();
+            let names: Vec<String> = plan.shaders().map(|v| v.name()).collect();
+            assert!(names.iter().any(|n| n.ends_with("_res")), "{names:?}");
+            let (atol, rtol) = tolerance(p.dtype, k);
+            let label = format!("{what}: {shape:?} {m}x{n}x{k} tA={ta} tB={tb} {names:?}");
+            assert_close(&got[..want.len()], &want, atol, rtol, &label);
+        }
+    }
 }
 
 #[test]

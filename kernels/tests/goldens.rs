@@ -154,6 +154,7 @@ fn tuning_candidates_validate_and_compile() {
                         emulate: false,
                         split: false,
                         fused: false,
+                        subgroup_sync: split_k,
                     });
                     let variant = ShaderVariant::Gemm(v);
                     let name = variant.name();

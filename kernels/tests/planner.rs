@@ -191,27 +191,27 @@ fn h200_takes_tensor_cores_for_f16() {
     assert_eq!(plan.tiling, Tiling::Coop128);
     assert!(plan.uses_coop() && plan.fallbacks.is_empty(), "{:?}", plan.fallbacks);
     // 16-byte loads and a wave of 128×256 tiles: the 512-invocation kernel.
-    assert_eq!(plan.steps[0].variant.name(), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
+    assert_eq!(plan.steps[0].variant.name(), "gemm_f16_coop_128x256_k16_w4x4_s2_p2_ss");
     // Whisper's projections have too few 128×128 tiles to fill the device.
     assert_eq!(auto(&f16(1500, 384, 384), &caps).tiling, Tiling::Coop64);
-    assert_eq!(auto(&f16(1500, 384, 384), &caps).steps[0].variant.name(), "gemm_f16_coop_64x64");
+    assert_eq!(auto(&f16(1500, 384, 384), &caps).steps[0].variant.name(), "gemm_f16_coop_64x64_ss");
     // Few output tiles and a long K: split-K on tensor cores.
     let plan = auto(&f16(128, 4096, 4096), &caps);
     assert!(matches!(plan.tiling, Tiling::CoopSplitK { splits } if splits >= 2), "{:?}", plan.tiling);
     let names: Vec<String> = plan.variants().map(|v| v.name()).collect();
-    assert_eq!(names, ["gemm_f16_coop_64x64_splitk", "splitk_reduce_f16_t256"]);
+    assert_eq!(names, ["gemm_f16_coop_64x64_splitk_ss", "splitk_reduce_f16_t256"]);
     // Transposed operands stage the other way round and load fragments column-major. A
     // transposed A still fits the 128×256 tile; a K-contiguous B staged for it would not fit
     // 48 KB, so the 128×128 kernel takes it.
     let p = GemmProblem::simple(DType::F16, 4096, 4096, 4096, true, false);
-    assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x256_at_k16_w4x4_s2_p2");
+    assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x256_at_k16_w4x4_s2_p2_ss");
     let p = GemmProblem::simple(DType::F16, 4096, 4096, 4096, true, true);
-    assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_at_bt");
+    assert_eq!(auto(&p, &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_at_bt_ss");
     // N = 384 in 256-wide tiles would compute a third more: the 128×128 kernel.
-    assert_eq!(auto(&f16(16384, 384, 1024), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128");
+    assert_eq!(auto(&f16(16384, 384, 1024), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_ss");
     // Unaligned K: scalar loads, still tensor cores, on the 128×128 kernel (narrow loads need
     // more prefetch registers than the 512-invocation kernel has).
-    assert_eq!(auto(&f16(4096, 4096, 4093), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_scalar");
+    assert_eq!(auto(&f16(4096, 4096, 4093), &caps).steps[0].variant.name(), "gemm_f16_coop_128x128_scalar_ss");
 }
 
 /// The tile classes by problem size on the H200 profile, as measured (docs/PERFORMANCE.md,
@@ -221,12 +221,12 @@ fn h200_takes_tensor_cores_for_f16() {
 fn h200_tile_classes_follow_the_measurements() {
     let caps = h200();
     let name = |m, n, k| auto(&f16(m, n, k), &caps).steps[0].variant.name();
-    assert_eq!(name(512, 2048, 2048), "gemm_f16_coop_64x64");
-    assert_eq!(name(512, 3072, 1024), "gemm_f16_coop_128x128");
-    assert_eq!(name(1024, 2048, 2048), "gemm_f16_coop_128x128");
-    assert_eq!(name(1500, 1536, 384), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
-    assert_eq!(name(512, 8192, 2048), "gemm_f16_coop_128x256_k16_w4x4_s2_p2");
-    assert_eq!(name(64, 65536, 576), "gemm_f16_coop_64x64");
+    assert_eq!(name(512, 2048, 2048), "gemm_f16_coop_64x64_ss");
+    assert_eq!(name(512, 3072, 1024), "gemm_f16_coop_128x128_ss");
+    assert_eq!(name(1024, 2048, 2048), "gemm_f16_coop_128x128_ss");
+    assert_eq!(name(1500, 1536, 384), "gemm_f16_coop_128x256_k16_w4x4_s2_p2_ss");
+    assert_eq!(name(512, 8192, 2048), "gemm_f16_coop_128x256_k16_w4x4_s2_p2_ss");
+    assert_eq!(name(64, 65536, 576), "gemm_f16_coop_64x64_ss");
 }
 
 #[test]
@@ -248,17 +248,17 @@ fn f32_splits_large_products_and_stays_exact_elsewhere() {
     let plan = auto(&square(4096), &caps);
     assert!(plan.uses_coop());
     let names: Vec<String> = plan.steps.iter().map(|s| s.variant.name()).collect();
-    assert_eq!(names, ["absmax_t256", "absmax_t256", "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f"]);
+    assert_eq!(names, ["absmax_t256", "absmax_t256", "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss"]);
     assert_eq!((plan.steps[2].params.k, plan.steps[2].params.k_chunk), (4096, 4096));
     // ... or serial (K three times), by option or where a short K lets it take 128×256 tiles.
     let serial = GemmOptions { f32_split_fused: CoopMode::Off, ..Default::default() };
     let plan = plan_gemm(&square(4096), &caps, &serial).unwrap();
-    assert_eq!(plan.steps[2].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3");
+    assert_eq!(plan.steps[2].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3_ss");
     assert_eq!((plan.steps[2].params.k, plan.steps[2].params.k_chunk), (4096, 3 * 4096));
     let name = |m, n, k| auto(&GemmProblem::simple(DType::F32, m, n, k, false, false), &caps).steps[2].variant.name();
-    assert_eq!(name(1500, 1536, 384), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3");
-    assert_eq!(name(1500, 1152, 384), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f");
-    assert_eq!(name(512, 3072, 1024), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f");
+    assert_eq!(name(1500, 1536, 384), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3_ss");
+    assert_eq!(name(1500, 1152, 384), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
+    assert_eq!(name(512, 3072, 1024), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
     // The first pass reads both operands' 2^22 vec4s, the second its 2 × 1024 maxima (256 vec4s each).
     assert_eq!((plan.steps[0].params.m, plan.steps[0].params.tiles_n, plan.workspace_bytes), (1 << 22, 1024, 8192));
     assert_eq!((plan.steps[1].params.m, plan.steps[1].params.k, plan.steps[1].params.total_workgroups), (256, 256, 2));
@@ -295,7 +295,7 @@ fn f32_splits_large_products_and_stays_exact_elsewhere() {
     // The opt-in f16 precision takes precedence: one product, operands rounded to f16.
     let opt_in = GemmOptions { f32_via_f16: true, ..Default::default() };
     let plan = plan_gemm(&square(4096), &caps, &opt_in).unwrap();
-    assert_eq!(plan.steps[0].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2");
+    assert_eq!(plan.steps[0].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_ss");
     // Without tensor cores nothing changes.
     let plan = auto(&square(4096), &profiles::get("llvmpipe").unwrap());
     assert!(!plan.uses_coop() && split_reason(&plan).unwrap().contains("cooperative-matrix"));

@@ -106,6 +106,7 @@ pub(crate) fn step(
             emulate: false,
             split: split.is_some(),
             fused: split == Some(true),
+            subgroup_sync: caps.subgroup_barrier,
         };
         match GemmVariant::Coop(variant).fits(caps) {
             Ok(()) => {

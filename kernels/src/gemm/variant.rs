@@ -38,6 +38,10 @@ pub struct CoopVariant {
     /// With `split`: K runs once; each slice stages the high and the low parts side by side
     /// (twice the staging memory) and every fragment pair takes its three products in turn.
     pub fused: bool,
+    /// The epilogue syncs each subgroup's scratch with subgroup barriers (device cap
+    /// `subgroup_barrier`) instead of workgroup ones, so subgroups write out their fragments
+    /// without waiting for the others. Not with `emulate` (its subgroups are not the hardware's).
+    pub subgroup_sync: bool,
 }
 
 impl CoopVariant {
@@ -256,13 +260,14 @@ impl GemmVariant {
                     w => format!("_w{w}"),
                 };
                 let emu = if c.emulate { "_emu" } else { "" };
+                let sync = if c.subgroup_sync { "_ss" } else { "" };
                 let x3 = match (c.split, c.fused) {
                     (true, true) => "_x3f",
                     (true, false) => "_x3",
                     _ => "",
                 };
                 format!(
-                    "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{x3}{emu}",
+                    "gemm_{}_coop_{}x{}{split}{}{scalar}{params}{x3}{sync}{emu}",
                     c.dtype,
                     s.bm,
                     s.bn,
@@ -362,7 +367,13 @@ fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
         return Err("only a split kernel stages fused low parts".into());
     }
     if c.emulate {
-        return Ok(());
+        return match c.subgroup_sync {
+            true => Err("emulated coop kernels sync with workgroup barriers".into()),
+            false => Ok(()),
+        };
+    }
+    if c.subgroup_sync && !caps.subgroup_barrier {
+        return Err("subgroup barriers need the device's subgroup_barrier".into());
     }
     coop_device_check(caps)
 }

@@ -538,13 +538,13 @@ mod tests {
             Route::Dequant(dq, plan) => (dq.variant.name(), plan.steps[0].variant.name()),
             Route::Direct(..) => panic!("512 rows on the H200 take the dequantised route"),
         };
-        let wide = "gemm_f16_coop_128x256_k16_w4x4_s2_p2".to_string();
+        let wide = "gemm_f16_coop_128x256_k16_w4x4_s2_p2_ss".to_string();
         assert_eq!(names(&k), ("quant_nbits_dequant_kn_f16_b4_zp_none".to_string(), wide));
         // Weights dequantised every run stay `[N, K]`, read transposed.
         k.weights_constant = false;
         k.force = Some(NbitsKind::Dequant);
         let (dq, gemm) = names(&k);
         assert_eq!(dq, "quant_nbits_dequant_f16_b4_zp_none");
-        assert!(gemm.ends_with("_bt"), "{gemm}");
+        assert!(gemm.ends_with("_bt_ss"), "{gemm}");
     }
 }
