@@ -150,16 +150,18 @@ def test_skip_layer_norm(make_session, run_cpu, dtype, case):
 
 
 @pytest.mark.smoke
-@pytest.mark.parametrize("rows,wide", [(1, True), (3, True), (2048, False)])
-def test_few_long_rows_take_wide_workgroups(make_session, rows, wide, tmp_path):
-    """A decode step's one row of 2048 runs on 256 invocations (`_t256`), a prompt's many rows on 64 each: the
-    program each dispatch ran, from the per-dispatch profile (values: `test_skip_layer_norm`). Rows count as few
-    up to a quarter of the device's parallelism (264 workgroups on the H200, where 64 rows are still few), so the
-    many-row case takes 2048."""
-    model, names, _ = skip_model("SkipSimplifiedLayerNormalization", np.float16, (1, rows, 2048), (1, rows, 2048),
+@pytest.mark.parametrize("rows,n,threads", [(1, 2048, 256), (3, 2048, 256), (2048, 2048, 256), (2048, 1024, 128),
+                                            (2048, 256, 64)])
+def test_row_invocations_follow_rows_and_length(make_session, rows, n, threads, tmp_path):
+    """Invocations per row, from the program each dispatch ran (the per-dispatch profile; values:
+    `test_skip_layer_norm`): a decode step's one row of 2048 runs on 256 (rows count as few up to a quarter of the
+    device's parallelism: 264 workgroups on the H200, where 64 rows are still few); a prompt's many rows on enough
+    that each invocation loads at most two vec4s a pass (2048 f16: 512 loads on 256, 1024: 128), and never fewer
+    than 64."""
+    model, names, _ = skip_model("SkipSimplifiedLayerNormalization", np.float16, (1, rows, n), (1, rows, n),
                                  False, False, [1, 0, 0, 1])
     rng = np.random.default_rng(0)
-    feeds = {n: rng.uniform(-2, 2, (1, rows, 2048) if n != "gamma" else (2048,)).astype(np.float16) for n in names}
+    feeds = {name: rng.uniform(-2, 2, (1, rows, n) if name != "gamma" else (n,)).astype(np.float16) for name in names}
     path = tmp_path / "profile.jsonl"
     os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
     try:

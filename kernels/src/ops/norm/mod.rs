@@ -54,20 +54,32 @@ pub struct RowTuning {
 /// row): the row's loads spread over more invocations instead of queueing in a few.
 pub const WIDE_THREADS: u32 = 256;
 
+/// Loads one invocation of a row kernel issues per pass at most, where [`WIDE_THREADS`] allow:
+/// each iteration of a pass waits for its loads (a skip kernel also stores in it, which no load
+/// after it may pass), so a 2048-wide f16 row on 64 invocations took 8 round trips a pass
+/// (Llama-3.2-1B's SkipSimplifiedLayerNormalization, 9 µs for 1024 rows on the H200).
+pub const LOADS_PER_INVOCATION: u32 = 2;
+
 impl RowTuning {
     pub const fn new(threads: u32) -> RowTuning {
         RowTuning { threads, subgroups: true, widen: true }
     }
 
     /// The invocations per row and subgroup use for `rows` rows of `loads` loads each on `caps`:
-    /// this tuning's, or [`WIDE_THREADS`] (subgroup reductions only) where the rows fill at most
-    /// a quarter of the device's parallelism and each wide invocation still has a load.
+    /// this tuning's, or more (subgroup reductions only, up to [`WIDE_THREADS`]): all of them
+    /// where the rows fill at most a quarter of the device's parallelism and each wide invocation
+    /// still has a load; else enough that no invocation queues more than [`LOADS_PER_INVOCATION`].
     pub(crate) fn for_rows(self, rows: u32, loads: u32, caps: &DeviceCaps) -> Result<(u32, bool), GpuError> {
         let (threads, sg) = self.on(caps)?;
+        if !(self.widen && sg && WIDE_THREADS <= caps.max_invocations_per_workgroup) || threads >= WIDE_THREADS {
+            return Ok((threads, sg));
+        }
         let few = u64::from(rows) * 4 <= u64::from(caps.parallelism);
-        let fits = WIDE_THREADS <= caps.max_invocations_per_workgroup;
-        let wide = self.widen && sg && few && fits && loads >= WIDE_THREADS && threads < WIDE_THREADS;
-        Ok((if wide { WIDE_THREADS } else { threads }, sg))
+        if few && loads >= WIDE_THREADS {
+            return Ok((WIDE_THREADS, sg));
+        }
+        let spread = loads.div_ceil(LOADS_PER_INVOCATION).next_power_of_two().min(WIDE_THREADS);
+        Ok((threads.max(spread), sg))
     }
 
     /// The threads and whether subgroups are used on `caps`, or why this tuning cannot run there.
