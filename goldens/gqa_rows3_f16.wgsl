@@ -86,16 +86,6 @@ fn store(st: u32, k: u32, v: vec4<f16>) {
     }
 }
 
-// Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
-// Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
-fn load(st: u32, base: u32, i: u32, inv: f32) -> f32 {
-    let v = f32(src_at(st, (base + i) / 4u)[(base + i) % 4u]);
-    if ((pp[st].flags & 16u) == 0u) {
-        return v;
-    }
-    return f32(f16(v * inv * f32(norm_at(st, i))));
-}
-
 // 1 / RMS of the head row at `base` of the source when flags bit 4 asks for the norm, else 1.
 fn head_inv(st: u32, base: u32) -> f32 {
     if ((pp[st].flags & 16u) == 0u) {
@@ -109,35 +99,44 @@ fn head_inv(st: u32, base: u32) -> f32 {
     return inverseSqrt(sum / f32(pp[st].d) + pp[st].eps);
 }
 
-// Element i of the head row at `base` (normalised by `inv`), rotated to `position` when half > 0.
-fn new_element(st: u32, base: u32, i: u32, inv: f32, position: u32) -> f16 {
-    let x = load(st, base, i, inv);
-    let rot = 2u * pp[st].half;
-    if (i >= rot) {
-        return f16(x);
+// Elements i..i+3 (i a multiple of 4) of the head row at `base` of the source, RMS-normalised by
+// `inv` when flags bit 4 is set (each rounded to the tensor type, as the CPU EP's separate norm).
+// Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
+fn load4(st: u32, base: u32, i: u32, inv: f32) -> vec4<f32> {
+    let v = vec4<f32>(src_at(st, (base + i) / 4u));
+    if ((pp[st].flags & 16u) == 0u) {
+        return v;
     }
-    var c: u32;
-    var sign: f32;
-    var j: u32;
-    if ((pp[st].flags & 1u) != 0u) {
-        c = i / 2u;
-        sign = select(1.0, -1.0, i % 2u == 0u);
-        j = select(i - 1u, i + 1u, i % 2u == 0u);
-    } else {
-        c = i % pp[st].half;
-        sign = select(1.0, -1.0, i < pp[st].half);
-        j = (i + pp[st].half) % rot;
-    }
-    let k = position * pp[st].half + c;
-    return f16(x * f32(cos_cache[k]) + sign * load(st, base, j, inv) * f32(sin_cache[k]));
+    let w = vec4<f32>(f32(norm_at(st, i + 0u)), f32(norm_at(st, i + 1u)), f32(norm_at(st, i + 2u)), f32(norm_at(st, i + 3u)));
+    return vec4<f32>(vec4<f16>(v * inv * w));
 }
 
 // Elements i..i+3 of head h of new token s of batch b, rotated to `position`: the head's norm once.
+// half is a multiple of 8 (gqa.rs checks it, as ONNX Runtime does), so a quad rotates whole: with
+// its partner quad (halves) or its own pairs (interleaved).
 fn new_quad(st: u32, b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f16> {
     let base = (b * pp[st].seq + s) * pp[st].row + pp[st].offset + h * pp[st].d;
     let inv = head_inv(st, base);
-    return vec4<f16>(new_element(st, base, i, inv, position), new_element(st, base, i + 1u, inv, position),
-        new_element(st, base, i + 2u, inv, position), new_element(st, base, i + 3u, inv, position));
+    let half = pp[st].half;
+    let x = load4(st, base, i, inv);
+    let rot = 2u * half;
+    if (i >= rot) {
+        return vec4<f16>(x);
+    }
+    let k = position * half;
+    if ((pp[st].flags & 1u) != 0u) {
+        let c = k + i / 2u;
+        let c0 = f32(cos_cache[c]);
+        let s0 = f32(sin_cache[c]);
+        let c1 = f32(cos_cache[c + 1u]);
+        let s1 = f32(sin_cache[c + 1u]);
+        return vec4<f16>(vec4<f32>(x.x * c0 - x.y * s0, x.y * c0 + x.x * s0, x.z * c1 - x.w * s1, x.w * c1 + x.z * s1));
+    }
+    let y = load4(st, base, (i + half) % rot, inv);
+    let c = k + i % half;
+    let cs = vec4<f32>(f32(cos_cache[c]), f32(cos_cache[c + 1u]), f32(cos_cache[c + 2u]), f32(cos_cache[c + 3u]));
+    let sn = vec4<f32>(f32(sin_cache[c]), f32(sin_cache[c + 1u]), f32(sin_cache[c + 2u]), f32(sin_cache[c + 3u]));
+    return vec4<f16>(x * cs + select(1.0, -1.0, i < half) * y * sn);
 }
 
 // Quad `quad` of the stage's output (pp[st]): Q's, or a present cache's.

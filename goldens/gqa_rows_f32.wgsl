@@ -40,16 +40,6 @@ fn store(k: u32, v: vec4<f32>) {
     y[k] = v;
 }
 
-// Element i of a head row at `base` of the source, RMS-normalised by `inv` when flags bit 4 is set.
-// Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
-fn load(base: u32, i: u32, inv: f32) -> f32 {
-    let v = f32(src[(base + i) / 4u][(base + i) % 4u]);
-    if ((p.flags & 16u) == 0u) {
-        return v;
-    }
-    return f32(f32(v * inv * f32(norm[i])));
-}
-
 // 1 / RMS of the head row at `base` of the source when flags bit 4 asks for the norm, else 1.
 fn head_inv(base: u32) -> f32 {
     if ((p.flags & 16u) == 0u) {
@@ -63,35 +53,44 @@ fn head_inv(base: u32) -> f32 {
     return inverseSqrt(sum / f32(p.d) + p.eps);
 }
 
-// Element i of the head row at `base` (normalised by `inv`), rotated to `position` when half > 0.
-fn new_element(base: u32, i: u32, inv: f32, position: u32) -> f32 {
-    let x = load(base, i, inv);
-    let rot = 2u * p.half;
-    if (i >= rot) {
-        return f32(x);
+// Elements i..i+3 (i a multiple of 4) of the head row at `base` of the source, RMS-normalised by
+// `inv` when flags bit 4 is set (each rounded to the tensor type, as the CPU EP's separate norm).
+// Rows, heads and head sizes are multiples of 4 elements, so the source is read as vec4.
+fn load4(base: u32, i: u32, inv: f32) -> vec4<f32> {
+    let v = vec4<f32>(src[(base + i) / 4u]);
+    if ((p.flags & 16u) == 0u) {
+        return v;
     }
-    var c: u32;
-    var sign: f32;
-    var j: u32;
-    if ((p.flags & 1u) != 0u) {
-        c = i / 2u;
-        sign = select(1.0, -1.0, i % 2u == 0u);
-        j = select(i - 1u, i + 1u, i % 2u == 0u);
-    } else {
-        c = i % p.half;
-        sign = select(1.0, -1.0, i < p.half);
-        j = (i + p.half) % rot;
-    }
-    let k = position * p.half + c;
-    return f32(x * f32(cos_cache[k]) + sign * load(base, j, inv) * f32(sin_cache[k]));
+    let w = vec4<f32>(f32(norm[i + 0u]), f32(norm[i + 1u]), f32(norm[i + 2u]), f32(norm[i + 3u]));
+    return vec4<f32>(vec4<f32>(v * inv * w));
 }
 
 // Elements i..i+3 of head h of new token s of batch b, rotated to `position`: the head's norm once.
+// half is a multiple of 8 (gqa.rs checks it, as ONNX Runtime does), so a quad rotates whole: with
+// its partner quad (halves) or its own pairs (interleaved).
 fn new_quad(b: u32, s: u32, h: u32, i: u32, position: u32) -> vec4<f32> {
     let base = (b * p.seq + s) * p.row + p.offset + h * p.d;
     let inv = head_inv(base);
-    return vec4<f32>(new_element(base, i, inv, position), new_element(base, i + 1u, inv, position),
-        new_element(base, i + 2u, inv, position), new_element(base, i + 3u, inv, position));
+    let half = p.half;
+    let x = load4(base, i, inv);
+    let rot = 2u * half;
+    if (i >= rot) {
+        return vec4<f32>(x);
+    }
+    let k = position * half;
+    if ((p.flags & 1u) != 0u) {
+        let c = k + i / 2u;
+        let c0 = f32(cos_cache[c]);
+        let s0 = f32(sin_cache[c]);
+        let c1 = f32(cos_cache[c + 1u]);
+        let s1 = f32(sin_cache[c + 1u]);
+        return vec4<f32>(vec4<f32>(x.x * c0 - x.y * s0, x.y * c0 + x.x * s0, x.z * c1 - x.w * s1, x.w * c1 + x.z * s1));
+    }
+    let y = load4(base, (i + half) % rot, inv);
+    let c = k + i % half;
+    let cs = vec4<f32>(f32(cos_cache[c]), f32(cos_cache[c + 1u]), f32(cos_cache[c + 2u]), f32(cos_cache[c + 3u]));
+    let sn = vec4<f32>(f32(sin_cache[c]), f32(sin_cache[c + 1u]), f32(sin_cache[c + 2u]), f32(sin_cache[c + 3u]));
+    return vec4<f32>(x * cs + select(1.0, -1.0, i < half) * y * sn);
 }
 
 // Quad `quad` of the stage's output (p): Q's, or a present cache's.
