@@ -63,15 +63,16 @@ def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled,
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
-def test_the_mlp_gate_runs_in_the_up_projection(make_session, run_cpu, dtype, tmp_path):
+def test_the_mlp_gate_runs_in_the_gate_projection(make_session, run_cpu, dtype, tmp_path):
     """SwiGLU's `Mul(SiLU(gate), up)` over the decoder's symbolic shapes (batch_size, sequence_length) runs in the
-    up projection's store: a step of MatMul+Mul per layer and no Mul of its own, with the CPU EP's values."""
+    gate projection's store beside its SiLU, the up projection plain: a step of MatMul+Sigmoid+Mul+Mul per layer
+    and no Mul of its own, with the CPU EP's values."""
     seed = new_seed()
     rng = np.random.default_rng(seed)
     model = llm_model(dtype, seed=seed)
     feeds = llm_feeds(model, 1, 7, 0, rng, dtype)
     got, ops = profiled_ops(make_session(model, fallback=True), feeds, tmp_path)
-    assert ops.count("MatMul+Mul") == 2 and "Mul" not in ops, ops
+    assert ops.count("MatMul+Sigmoid+Mul+Mul") == 2 and "Mul" not in ops and "MatMul+Mul" not in ops, ops
     compare(got, run_cpu(model, feeds), dtype, seed, "prompt")
 
 

@@ -1,6 +1,6 @@
 //! A gated product in its store: SwiGLU's `SiLU(x·Wg) * (x·Wu)` as exported (the gate's SiLU as
-//! `Mul(g, Sigmoid(g))`), where the up projection absorbs the final Mul and multiplies its result
-//! by the gate's — against float64 on the test adapter, at shapes that are no tile multiple (the
+//! `Mul(g, Sigmoid(g))`), where the gate absorbs its SiLU and the final Mul and multiplies its
+//! activated result by the up projection's (which runs plain) — against float64 on the test adapter, at shapes that are no tile multiple (the
 //! GEMV kernels for one and three rows, and a thin product with a long K, which the planner
 //! splits, so the split-K reduction applies the gate).
 
@@ -35,9 +35,12 @@ fn swiglu(ty: ElemType, (b, s, k, n): (u64, u64, u64, u64), gate_first: bool) ->
 }
 
 fn check(ty: ElemType, dims: (u64, u64, u64, u64), gate_first: bool) {
+    check_nodes(ty, dims, swiglu(ty, dims, gate_first));
+}
+
+fn check_nodes(ty: ElemType, dims: (u64, u64, u64, u64), nodes: Vec<Node>) {
     let (b, s, k, n) = dims;
-    let nodes = swiglu(ty, dims, gate_first);
-    assert_eq!(ops(&nodes, &["x", "wg", "wu"], &["y"]), ["MatMul+Mul", "MatMul+Sigmoid+Mul"], "{dims:?}");
+    assert_eq!(ops(&nodes, &["x", "wg", "wu"], &["y"]), ["MatMul", "MatMul+Sigmoid+Mul+Mul"], "{dims:?}");
     let (x, wg, wu) = (random(ty, &[b, s, k], 1.0), random(ty, &[k, n], 0.2), random(ty, &[k, n], 0.2));
     let got = run_graph(&nodes, &[("x", &x), ("wg", &wg), ("wu", &wu)], &[], &["y"]).unwrap();
     let (xv, gv, uv) = (x.values(), wg.values(), wu.values());
@@ -67,6 +70,29 @@ fn a_gated_product_multiplies_in_its_store() {
         check(ty, (1, 1, 256, 136), false);
         check(ty, (1, 3, 96, 264), true);
     }
+}
+
+/// The gate takes the gating Mul wherever the up projection stands among the nodes (here first,
+/// so it is met first), and the up projection's store then waits for nothing of the gate's.
+#[test]
+fn the_gate_takes_the_gating_mul_whatever_the_node_order() {
+    for ty in [ElemType::F32, ElemType::F16] {
+        let dims = (1, 19, 48, 40);
+        let mut nodes = swiglu(ty, dims, false);
+        let up = nodes.remove(3);
+        nodes.insert(0, up);
+        check_nodes(ty, dims, nodes);
+    }
+}
+
+/// Where the gate's SiLU is also read elsewhere, the gating Mul joins the up projection instead.
+#[test]
+fn a_silu_read_elsewhere_leaves_the_gating_mul_to_the_up_projection() {
+    let ty = ElemType::F32;
+    let o = [1, 4, 8];
+    let mut nodes = swiglu(ty, (1, 4, 8, 8), true);
+    nodes.push(node("Relu", 14, vec![Some(val("silu", ty, &o))], vec![val("z", ty, &o)], vec![]));
+    assert_eq!(ops(&nodes, &["x", "wg", "wu"], &["y", "z"]), ["MatMul+Mul", "MatMul+Sigmoid+Mul", "Relu"]);
 }
 
 #[test]

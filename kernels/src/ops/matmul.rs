@@ -326,8 +326,9 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                                 p.epilogue.activation = activation;
                                 if let Ok(mut plan) = plan_gemm(&p, caps, &options) {
                                     out.extend(plan.shaders().map(|v| (v.name(), v)));
-                                    // A fused residual: untransposed products without an activation.
-                                    if !ta && !tb && activation == Activation::None {
+                                    // A fused residual (a SiLU's: SwiGLU's gate times its up projection):
+                                    // untransposed products.
+                                    if !ta && !tb {
                                         plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT);
                                         out.extend(plan.shaders().map(|v| (v.name(), v)));
                                     }
