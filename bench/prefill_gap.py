@@ -85,6 +85,8 @@ def main() -> int:
     args = ap.parse_args()
     lib = str(Path(args.lib).resolve())
     p = prov.our_provider(lib, "--lib", {})
+    if not p.available:
+        raise SystemExit(f"our EP is not available: {p.reason}")
     rng = np.random.default_rng(0)
     rows = []
     for d in sorted(d for d in Path(args.models).iterdir() if (d / "genai_config.json").is_file()):
