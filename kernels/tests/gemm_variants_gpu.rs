@@ -129,11 +129,19 @@ fn emulable_shapes() -> Vec<(CoopShape, TilingChoice)> {
     ]
 }
 
-#[test]
-fn coop_emulated_matches_reference() {
+/// The test adapter, where it has shader-f16 (the coop kernels stage in f16 even when emulated).
+fn coop_gpu() -> Option<std::sync::Arc<ep_kernels::runtime::Gpu>> {
     let gpu = gpu();
     if !gpu.caps().shader_f16 {
         eprintln!("adapter has no shader-f16: coop kernels stage in f16");
+        return None;
+    }
+    Some(gpu)
+}
+
+#[test]
+fn coop_emulated_matches_reference() {
+    if coop_gpu().is_none() {
         return;
     }
     let mut rng = rng("coop_emulated");
@@ -174,11 +182,7 @@ fn coop_emulated_matches_reference() {
 /// product), against float64. Fails with the residual read at a neighbouring element.
 #[test]
 fn coop_emulated_residual_epilogues_match_reference() {
-    let gpu = gpu();
-    if !gpu.caps().shader_f16 {
-        eprintln!("adapter has no shader-f16: coop kernels stage in f16");
-        return;
-    }
+    let Some(gpu) = coop_gpu() else { return };
     let mut rng = rng("coop_emulated_residual");
     let modes = [
         (FLAG_RESIDUAL, "before the activation"),
@@ -229,8 +233,7 @@ fn coop_emulated_residual_epilogues_match_reference() {
 
 #[test]
 fn f32_via_f16_emulated_matches_reference() {
-    let gpu = gpu();
-    if !gpu.caps().shader_f16 {
+    if coop_gpu().is_none() {
         return;
     }
     let mut rng = rng("f32_via_f16");
@@ -264,10 +267,7 @@ fn f32_split_fused_emulated_matches_reference() {
 }
 
 fn check_f32_split(fused: CoopMode, shapes: [CoopShape; 2], suffix: &str, seed: &str) {
-    let gpu = gpu();
-    if !gpu.caps().shader_f16 {
-        return;
-    }
+    let Some(gpu) = coop_gpu() else { return };
     let mut rng = rng(seed);
     let options = GemmOptions { f32_split: CoopMode::On, f32_split_fused: fused, ..Default::default() };
     let cases: &[(u32, u32, u32, f32, f32)] =
@@ -330,10 +330,7 @@ fn check_f32_split(fused: CoopMode, shapes: [CoopShape; 2], suffix: &str, seed: 
 /// magnitude from run to run, so its scale must be taken again each time.
 #[test]
 fn f32_split_with_a_constant_b_takes_its_maximum_once() {
-    let gpu = gpu();
-    if !gpu.caps().shader_f16 {
-        return;
-    }
+    let Some(gpu) = coop_gpu() else { return };
     let mut rng = rng("f32_split_constant_b");
     let options = GemmOptions { f32_split: CoopMode::On, f32_split_fused: CoopMode::On, ..Default::default() };
     let (m, n, k) = (72, 40, 36);
@@ -367,11 +364,7 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
 /// output of its column as the float64 reference has it.
 #[test]
 fn coop_16_byte_loads_carry_every_f16_value() {
-    let gpu = gpu();
-    if !gpu.caps().shader_f16 {
-        eprintln!("adapter has no shader-f16: coop kernels stage in f16");
-        return;
-    }
+    let Some(gpu) = coop_gpu() else { return };
     let (m, n) = (128u32, 512u32);
     let eye: Vec<f32> = (0..m * m).map(|i| if i / m == i % m { 1.0 } else { 0.0 }).collect();
     let mut b: Vec<f32> = (0..=u16::MAX).map(|bits| half::f16::from_bits(bits).to_f32()).collect();
