@@ -65,6 +65,9 @@ def skip_norm_model(m, h):
 CASES = [
     ("nbits_decode_m1_k2048_n8192", nbits_model, (1, 2048, 8192)),
     ("nbits_decode_m1_k8192_n2048", nbits_model, (1, 8192, 2048)),
+    ("nbits_decode_m1_k2048_n3072", nbits_model, (1, 2048, 3072)),
+    ("nbits_decode_m1_k2048_n2048", nbits_model, (1, 2048, 2048)),
+    ("nbits_decode_m1_k2048_n128256", nbits_model, (1, 2048, 128256)),
     ("nbits_prefill_m512_k2048_n8192", nbits_model, (512, 2048, 8192)),
     ("skip_rmsnorm_m512_h2048", skip_norm_model, (512, 2048)),
 ]

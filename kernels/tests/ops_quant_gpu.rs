@@ -7,8 +7,8 @@ mod common;
 use common::graph::{node, run_graph, val, T};
 use ep_kernels::caps::profiles;
 use ep_kernels::graph::{Attr, ExecOptions, PlacementOptions};
-use ep_kernels::ops::quant::nbits::NbitsKernel;
-use ep_kernels::ops::quant::source::NbitsKind;
+use ep_kernels::ops::quant::nbits::{lanes_for, NbitsKernel};
+use ep_kernels::ops::quant::source::{NbitsKind, LANES_UNROLL};
 use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
 use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::ElemType;
@@ -126,10 +126,16 @@ fn check(test: &str, ty: ElemType, c: &Case) {
     // Each kernel at any number of rows, directly.
     let mut operands: Vec<Option<&T>> = vec![Some(&a), Some(&b), Some(&scales), zp.as_ref(), None];
     operands.push(c.bias.then_some(&bias));
-    for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
+    let kinds = kinds(c);
+    for &kind in &kinds {
         kernel.force = Some(kind);
         compare(&format!("{kind:?}"), &run_kernel(&kernel, &operands, ty).values());
     }
+    // One row in whole 16-byte chunks takes the one-row kernel unforced.
+    kernel.force = None;
+    let shapes: Vec<Option<&[u64]>> = operands.iter().map(|t| t.map(|t| t.shape.as_slice())).collect();
+    let plan = kernel.plan(&shapes, common::gpu().caps(), &ExecOptions::default()).unwrap().unwrap();
+    assert_eq!(plan.tiling == "Lanes", lanes_chosen(c), "{test}: planned {}", plan.tiling);
     // Constant weights: dequantised once by the first prepare, reused by the next.
     kernel.force = Some(NbitsKind::Dequant);
     kernel.weights_constant = true;
@@ -142,10 +148,37 @@ fn check(test: &str, ty: ElemType, c: &Case) {
     let gated: Vec<f64> = want.iter().zip(gate.values()).map(|(&v, g)| v / (1.0 + (-v).exp()) * g).collect();
     (kernel.silu, kernel.gate) = (true, true);
     operands.push(Some(&gate));
-    for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
+    for &kind in &kinds {
         kernel.force = Some(kind);
         close(&format!("{kind:?}, SiLU and gate"), &run_kernel(&kernel, &operands, ty).values(), &gated);
     }
+}
+
+/// Whether the one-row kernel can run case `c` (on an adapter with subgroups): one row of 4 or
+/// 8 bits, blocks and K in whole 16-byte chunks of B.
+fn lanes_run(c: &Case) -> bool {
+    let cv = 128 / u64::from(c.bits);
+    lanes_for(common::gpu().caps()).is_some()
+        && c.m == 1
+        && [4, 8].contains(&c.bits)
+        && c.block % cv == 0
+        && c.k % cv == 0
+}
+
+/// Whether the planner takes the one-row kernel for case `c`: it runs, and every invocation's
+/// chunks of a column are in flight at once.
+fn lanes_chosen(c: &Case) -> bool {
+    let span = |l: u32| u64::from(LANES_UNROLL * l) * 128 / u64::from(c.bits);
+    lanes_run(c) && lanes_for(common::gpu().caps()).is_some_and(|l| c.k <= span(l))
+}
+
+/// The kernels each case is run on directly.
+fn kinds(c: &Case) -> Vec<NbitsKind> {
+    let mut kinds = vec![NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant];
+    if lanes_run(c) {
+        kinds.push(NbitsKind::Lanes);
+    }
+    kinds
 }
 
 /// Runs `kernel` once on `inputs` (uploaded; `None` for omitted ones); its output.
@@ -187,6 +220,14 @@ fn cases() -> Vec<Case> {
         c(37, 80, 21, 2, 32, Zp::None, false),
         // More packed words per column than the GEMV's invocations load in one pass.
         c(2, 2500, 11, 4, 32, Zp::Packed, true),
+        // One row in whole chunks (the one-row kernel): the main loop and its remainder, a
+        // padded last block, 8 bits, one block per column.
+        c(1, 2112, 67, 4, 32, Zp::None, true),
+        c(1, 512, 2051, 4, 32, Zp::Packed, true),
+        c(1, 96, 67, 4, 64, Zp::Packed, false),
+        c(1, 160, 33, 8, 16, Zp::Typed, true),
+        c(1, 256, 19, 4, 256, Zp::Typed, false),
+        c(1, 1040, 5, 8, 32, Zp::Packed, true),
     ]
 }
 

@@ -7,7 +7,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::source::{NbitsKind, NbitsSource, ZeroPoints, GEMV_COLS, GEMV_ROWS, GEMV_WG_ROWS};
+use super::source::{
+    chunk_values, LanesShape, NbitsKind, NbitsSource, ZeroPoints, GEMV_COLS, GEMV_ROWS, GEMV_WG_ROWS, LANES_COLS,
+    LANES_MAX, LANES_UNROLL,
+};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -70,14 +73,24 @@ impl OpDef for NbitsDef {
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
         let mut out = Vec::new();
-        for kind in [NbitsKind::Gemv, NbitsKind::Tiled, NbitsKind::Dequant] {
+        for kind in [NbitsKind::Gemv, NbitsKind::Lanes, NbitsKind::Tiled, NbitsKind::Dequant] {
+            let shapes: Vec<LanesShape> = match (kind, lanes_for(caps)) {
+                (NbitsKind::Lanes, Some(l)) => LANES_COLS.iter().map(|&c| LanesShape::new(l, c)).collect(),
+                (NbitsKind::Lanes, None) => continue,
+                _ => vec![LanesShape::default()],
+            };
             for ty in float_types(caps) {
                 for bits in [2, 4, 8] {
+                    if kind == NbitsKind::Lanes && !LANES_BITS.contains(&bits) {
+                        continue;
+                    }
                     for zp in ZeroPoints::ALL {
                         for &rows in NbitsSource::rows_for(kind) {
                             for &kn in NbitsSource::layouts_for(kind) {
-                                let source = NbitsSource { kind, ty, bits, zp, rows, kn };
-                                out.push(ShaderVariant::Op(OpShader::new(source)));
+                                for &lanes in &shapes {
+                                    let source = NbitsSource { kind, ty, bits, zp, rows, kn, lanes };
+                                    out.push(ShaderVariant::Op(OpShader::new(source)));
+                                }
                             }
                         }
                     }
@@ -117,6 +130,17 @@ pub struct NbitsKernel {
 
 /// Rows of A from which constant weights are dequantised once for the GEMM engine.
 pub const DEQUANT_ROWS: u64 = 32;
+
+/// Bit widths the one-row kernel is generated for.
+const LANES_BITS: [u32; 2] = [4, 8];
+
+/// Invocations per column group of the one-row kernel on `caps`: a power of two of at most
+/// [`LANES_MAX`] and the smallest subgroup (a group's shuffles stay inside one subgroup), or
+/// `None` without subgroups.
+pub fn lanes_for(caps: &DeviceCaps) -> Option<u32> {
+    let most = caps.subgroup_min_size.min(LANES_MAX);
+    (caps.subgroups && most >= 4).then(|| 1 << (31 - most.leading_zeros()))
+}
 
 /// The node's dequantised weights, once made (shared by clones of the kernel).
 #[derive(Clone, Default)]
@@ -223,10 +247,46 @@ impl NbitsKernel {
     }
 
     /// The kernel of `kind` for `m` rows of A (the GEMV kernel has a one-row form).
-    fn source(&self, kind: NbitsKind, m: u64) -> NbitsSource {
+    fn source(&self, kind: NbitsKind, m: u64, caps: &DeviceCaps) -> NbitsSource {
         let rows = if kind == NbitsKind::Gemv && m > 1 { GEMV_WG_ROWS } else { 1 };
         let kn = kind == NbitsKind::Dequant && self.untransposed();
-        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn }
+        let lanes = match (kind, lanes_for(caps)) {
+            (NbitsKind::Lanes, Some(l)) => experiment_lanes(l).unwrap_or(LanesShape::new(l, self.lanes_cols(l, caps))),
+            _ => LanesShape::default(),
+        };
+        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn, lanes }
+    }
+
+    /// Whether the one-row kernel can run this node for `m` rows on `caps`: one row, 4 or 8
+    /// bits, blocks of whole 16-byte chunks and K a multiple of a chunk's values.
+    fn lanes_can_run(&self, m: u64, caps: &DeviceCaps) -> bool {
+        let cv = u64::from(chunk_values(self.bits));
+        m == 1
+            && lanes_for(caps).is_some()
+            && LANES_BITS.contains(&self.bits)
+            && self.block % cv == 0
+            && self.k % cv == 0
+    }
+
+    /// Whether the planner takes the one-row kernel: it can run, and each invocation's chunks of
+    /// a column are all in flight at once. On the H200 a longer K (8192 → 2048, 8 chunks per
+    /// invocation) ran 8% slower than the GEMV kernel, whose invocations issue all their loads
+    /// up front (`docs/PERFORMANCE.md`).
+    fn lanes_chosen(&self, m: u64, caps: &DeviceCaps) -> bool {
+        let span = |l: u32| u64::from(LANES_UNROLL * l * chunk_values(self.bits));
+        self.lanes_can_run(m, caps) && lanes_for(caps).is_some_and(|l| self.k <= span(l))
+    }
+
+    /// Columns per group of the one-row kernel: the most of [`LANES_COLS`] that still give the
+    /// device workgroups for three quarters of its parallelism (on the H200, 4 for N = 8192 and
+    /// the LM head, 1 for N = 2048 and 3072; `docs/PERFORMANCE.md`).
+    fn lanes_cols(&self, lanes: u32, caps: &DeviceCaps) -> u32 {
+        let fills = |c: u32| {
+            let groups = self.n.div_ceil(u64::from(c));
+            let workgroups = groups.div_ceil(u64::from(LanesShape::new(lanes, c).groups_per_workgroup()));
+            4 * workgroups >= 3 * u64::from(caps.parallelism)
+        };
+        LANES_COLS.iter().copied().find(|&c| fills(c)).unwrap_or(1)
     }
 
     /// Whether B is dequantised as `[K, N]`: constant weights, dequantised once (where neighbouring
@@ -242,7 +302,9 @@ impl NbitsKernel {
     fn kind(&self, m: u64, caps: &DeviceCaps) -> NbitsKind {
         let tiled_fits = caps.max_invocations_per_workgroup >= 256 && caps.max_workgroup_storage_bytes >= 16384;
         let dequant = self.weights_constant && m >= DEQUANT_ROWS && crate::gemm::coop_device_check(caps).is_ok();
-        let auto = if m <= u64::from(GEMV_ROWS) {
+        let auto = if self.lanes_chosen(m, caps) {
+            NbitsKind::Lanes
+        } else if m <= u64::from(GEMV_ROWS) {
             NbitsKind::Gemv
         } else if dequant {
             NbitsKind::Dequant
@@ -253,6 +315,20 @@ impl NbitsKernel {
         };
         self.force.unwrap_or(auto)
     }
+}
+
+/// An experiment build's one-row kernel shape: `EXP_NBITS_LANES=cols x unroll` (`bench/README.md`).
+/// Release builds never read it.
+#[cfg(feature = "wgsl-override")]
+fn experiment_lanes(lanes: u32) -> Option<LanesShape> {
+    let spec = std::env::var("EXP_NBITS_LANES").ok()?;
+    let (cols, unroll) = spec.split_once('x')?;
+    Some(LanesShape { lanes, cols: cols.parse().ok()?, unroll: unroll.parse().ok()? })
+}
+
+#[cfg(not(feature = "wgsl-override"))]
+fn experiment_lanes(_: u32) -> Option<LanesShape> {
+    None
 }
 
 /// A's type (also the scales', bias' and Y's), how zero points are given and whether a bias is,
@@ -411,10 +487,17 @@ impl NbitsKernel {
     fn route(&self, m: u64, caps: &DeviceCaps, options: &GemmOptions) -> Result<Route, GpuError> {
         let params = self.params(m)?;
         let kind = self.kind(m, caps);
+        if kind == NbitsKind::Lanes && !self.lanes_can_run(m, caps) {
+            return Err(GpuError::Internal(format!("the one-row MatMulNBits kernel cannot run {m} rows of this node")));
+        }
         if kind != NbitsKind::Dequant {
-            let source = self.source(kind, m);
+            let source = self.source(kind, m, caps);
             let groups = match kind {
                 NbitsKind::Gemv => self.n.div_ceil(u64::from(GEMV_COLS)) * m.div_ceil(u64::from(source.rows)),
+                NbitsKind::Lanes => {
+                    let l = source.lanes;
+                    self.n.div_ceil(u64::from(l.cols)).div_ceil(u64::from(l.groups_per_workgroup()))
+                }
                 _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
             };
             let dispatch = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(groups, caps)?);
@@ -422,7 +505,7 @@ impl NbitsKernel {
         }
         let grid = grid_for(self.n * u64::from(params.col_words), caps)?;
         let dequant =
-            OpDispatch::new(ShaderVariant::Op(OpShader::new(self.source(NbitsKind::Dequant, m))), &params, grid);
+            OpDispatch::new(ShaderVariant::Op(OpShader::new(self.source(NbitsKind::Dequant, m, caps))), &params, grid);
         let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
         let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, !self.untransposed());
         if self.bias {
@@ -526,6 +609,27 @@ mod tests {
         assert_eq!(k.kind(512, &small), NbitsKind::Gemv);
         k.force = Some(NbitsKind::Dequant);
         assert_eq!(k.kind(1, &caps), NbitsKind::Dequant);
+    }
+
+    /// Llama-3.2-1B's int4 decode products on the H200 (32 invocations per group): the one-row
+    /// kernel with 4 columns a group where that still fills the device (gate/up, the LM head), 1
+    /// where it would not (QKV, O); the GEMV kernel for K = 8192 (down) and for 2 rows.
+    #[test]
+    fn decode_products_on_the_h200() {
+        let caps = crate::caps::profiles::get("h200").unwrap();
+        let name = |k: u64, n: u64, m: u64| {
+            let node = NbitsKernel { ty: ElemType::F16, k, n, block: 32, ..kernel(4, 32, ZeroPoints::None) };
+            match node.route(m, &caps, &GemmOptions::default()).unwrap() {
+                Route::Direct(_, d) => d.variant.name(),
+                Route::Dequant(..) => panic!("decode takes a direct kernel"),
+            }
+        };
+        assert_eq!(name(2048, 8192, 1), "quant_nbits_gemv_l32_c4_u2_f16_b4_zp_none");
+        assert_eq!(name(2048, 128256, 1), "quant_nbits_gemv_l32_c4_u2_f16_b4_zp_none");
+        assert_eq!(name(2048, 3072, 1), "quant_nbits_gemv_l32_c1_u2_f16_b4_zp_none");
+        assert_eq!(name(2048, 2048, 1), "quant_nbits_gemv_l32_c1_u2_f16_b4_zp_none");
+        assert_eq!(name(8192, 2048, 1), "quant_nbits_gemv_r1_c8_t256_f16_b4_zp_none");
+        assert_eq!(name(2048, 8192, 2), "quant_nbits_gemv_r4_c8_t256_f16_b4_zp_none");
     }
 
     /// A prefill's product on the H200: constant weights dequantised as `[K, N]` take the widest

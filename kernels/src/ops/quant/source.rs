@@ -31,6 +31,9 @@ impl ZeroPoints {
 pub enum NbitsKind {
     /// The product for few rows, dequantising on the fly.
     Gemv,
+    /// The product for one row: a few invocations per column, whole 16-byte chunks of B, sums
+    /// finished by subgroup shuffles (`quant_nbits_gemv_lanes.wgsl.j2`).
+    Lanes,
     /// The product for many rows: 64×64 tiles, B's slices dequantised into workgroup memory.
     Tiled,
     /// B dequantised into a `[N, K]` buffer for the GEMM engine.
@@ -45,6 +48,13 @@ pub const GEMV_COLS: u32 = 8;
 pub const GEMV_WG_ROWS: u32 = 4;
 /// The most rows of A the GEMV kernel is chosen for.
 pub const GEMV_ROWS: u32 = 8;
+/// Most invocations sharing a column in the one-row kernel (fewer where subgroups are smaller).
+pub const LANES_MAX: u32 = 32;
+/// Output columns per group of invocations in the one-row kernel (the planner takes the most
+/// that still give the device a workgroup per unit of parallelism), and 16-byte chunks of B each
+/// invocation has in flight.
+pub const LANES_COLS: [u32; 2] = [4, 1];
+pub const LANES_UNROLL: u32 = 2;
 
 /// One MatMulNBits kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +69,37 @@ pub struct NbitsSource {
     /// The dequantising kernel writes B as `[K, N]` (untransposed) rather than `[N, K]`; false
     /// for the others.
     pub kn: bool,
+    /// The one-row kernel's invocations per column group, columns per group and chunks in
+    /// flight ([`LanesShape`]); zero for the others.
+    pub lanes: LanesShape,
+}
+
+/// How the one-row kernel spreads a column over invocations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LanesShape {
+    /// Invocations per group (a power of two, at most the subgroup size).
+    pub lanes: u32,
+    /// Output columns per group.
+    pub cols: u32,
+    /// 16-byte chunks of B each invocation loads before summing them.
+    pub unroll: u32,
+}
+
+impl LanesShape {
+    /// `lanes` invocations per group of `cols` columns, [`LANES_UNROLL`] chunks in flight.
+    pub fn new(lanes: u32, cols: u32) -> LanesShape {
+        LanesShape { lanes, cols, unroll: LANES_UNROLL }
+    }
+
+    /// Groups of invocations per workgroup.
+    pub fn groups_per_workgroup(self) -> u32 {
+        GEMV_THREADS / self.lanes.max(1)
+    }
+}
+
+/// Values of `bits` bits in one 16-byte chunk of B.
+pub fn chunk_values(bits: u32) -> u32 {
+    128 / bits
 }
 
 impl NbitsSource {
@@ -66,7 +107,7 @@ impl NbitsSource {
     pub fn rows_for(kind: NbitsKind) -> &'static [u32] {
         match kind {
             NbitsKind::Gemv => &[1, GEMV_WG_ROWS],
-            NbitsKind::Tiled | NbitsKind::Dequant => &[1],
+            NbitsKind::Lanes | NbitsKind::Tiled | NbitsKind::Dequant => &[1],
         }
     }
 
@@ -74,7 +115,7 @@ impl NbitsSource {
     pub fn layouts_for(kind: NbitsKind) -> &'static [bool] {
         match kind {
             NbitsKind::Dequant => &[false, true],
-            NbitsKind::Gemv | NbitsKind::Tiled => &[false],
+            NbitsKind::Gemv | NbitsKind::Lanes | NbitsKind::Tiled => &[false],
         }
     }
 }
@@ -83,6 +124,10 @@ impl OpSource for NbitsSource {
     fn name(&self) -> String {
         let kind = match self.kind {
             NbitsKind::Gemv => format!("gemv_r{}_c{GEMV_COLS}_t{GEMV_THREADS}", self.rows),
+            NbitsKind::Lanes => {
+                let l = self.lanes;
+                format!("gemv_l{}_c{}_u{}", l.lanes, l.cols, l.unroll)
+            }
             NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant if self.kn => "dequant_kn".into(),
             NbitsKind::Dequant => "dequant".into(),
@@ -103,22 +148,38 @@ impl OpSource for NbitsSource {
             kn => self.kn,
             b_bias => 3 + zp,
             b_w => 2 + zp,
+            l => self.lanes.lanes,
+            cl => self.lanes.cols,
+            un => self.lanes.unroll,
+            cv => chunk_values(self.bits),
+            // The butterfly across a group's invocations: xor by half of them, a quarter, ... 1.
+            shuffles => (0..self.lanes.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
         };
         match self.kind {
             NbitsKind::Gemv => render("quant_nbits_gemv.wgsl.j2", ctx),
+            NbitsKind::Lanes => render("quant_nbits_gemv_lanes.wgsl.j2", ctx),
             NbitsKind::Tiled => render("quant_nbits_tiled.wgsl.j2", ctx),
             NbitsKind::Dequant => render("quant_nbits_dequant.wgsl.j2", ctx),
         }
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
-        crate::ops::capabilities_for(&[self.ty])
+        let caps = crate::ops::capabilities_for(&[self.ty]);
+        match self.kind {
+            NbitsKind::Lanes if self.ty == ElemType::F16 => {
+                caps | naga::valid::Capabilities::SUBGROUP | crate::shader::F16X8_CAPS
+            }
+            NbitsKind::Lanes => caps | naga::valid::Capabilities::SUBGROUP,
+            _ => caps,
+        }
     }
 
     /// The GEMV kernel clamps its columns to N − 1, its A reads to K and its rows to M, and
-    /// stores only in-range outputs; its workgroup arrays are indexed below their sizes.
+    /// stores only in-range outputs; its workgroup arrays are indexed below their sizes. The
+    /// one-row kernel clamps its columns likewise and reads only chunks below K (a multiple of
+    /// its chunk, checked by the planner, as is its single row).
     fn guards_every_access(&self) -> bool {
-        self.kind == NbitsKind::Gemv
+        matches!(self.kind, NbitsKind::Gemv | NbitsKind::Lanes)
     }
 }
 
