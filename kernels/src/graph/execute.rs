@@ -11,11 +11,31 @@ use crate::runtime::startup::{self, Phase};
 use crate::runtime::transfer::{self, Direction};
 use crate::runtime::{Dispatch, Gpu, Readback};
 
-/// Dispatches recorded per submission of a run, in order; the last chunk takes the rest. They
-/// double: the GPU runs one chunk while the next, twice as long, is recorded (recording costs
-/// about 4 µs per dispatch on the H200, about half of what a transformer's dispatch runs), so
-/// the GPU starts after 4 dispatches and does not wait for a long tail.
+/// Dispatches recorded per submission of a run that finds the GPU idle, in order; the last chunk
+/// takes the rest. They double: the GPU runs one chunk while the next, twice as long, is encoded
+/// (wgpu encodes a pass when its command buffer is finished, 2–3 µs per dispatch on the H200's
+/// host), so it starts after 4 dispatches and does not wait for a long tail.
 const CHUNKS: [usize; 8] = [4, 8, 16, 32, 64, 128, 256, usize::MAX];
+
+/// The dispatches per submission of a run: [`CHUNKS`] when the GPU was last seen idle (a run
+/// whose result is waited for: its latency), else one submission. Runs back to back, which no
+/// wait separates, keep the GPU busy with earlier runs, and each submission costs the H200's host
+/// 60–100 µs: a 131-dispatch decode token made six, more host time than its GPU time
+/// (`docs/PERFORMANCE.md`). An experiment build takes `EXP_SUBMIT_CHUNKS=4,8,...` for either (the
+/// last chunk takes the rest; `bench/README.md`).
+fn submit_chunks(gpu: &Gpu) -> Vec<usize> {
+    #[cfg(feature = "wgsl-override")]
+    if let Ok(spec) = std::env::var("EXP_SUBMIT_CHUNKS") {
+        let mut sizes: Vec<usize> = spec.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+        sizes.push(usize::MAX);
+        return sizes;
+    }
+    if gpu.seen_idle() {
+        CHUNKS.to_vec()
+    } else {
+        vec![usize::MAX]
+    }
+}
 
 /// Records the copy kernels of `keys` as one compute pass, with the dispatches `kept` holds from
 /// earlier runs (an out-of-memory drops them: `runtime::devcopy::drop_kept`).
@@ -188,8 +208,9 @@ impl Executable {
                 None => prepared.dispatches.iter().collect(),
             };
             let mut start = 0;
-            for (k, &size) in CHUNKS.iter().enumerate() {
-                let end = if k + 1 == CHUNKS.len() { dispatches.len() } else { (start + size).min(dispatches.len()) };
+            let chunks = submit_chunks(gpu);
+            for (k, &size) in chunks.iter().enumerate() {
+                let end = if k + 1 == chunks.len() { dispatches.len() } else { (start + size).min(dispatches.len()) };
                 if start < end {
                     gpu.encode(&mut encoder, &dispatches[start..end]);
                 }

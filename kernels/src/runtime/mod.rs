@@ -103,6 +103,10 @@ pub struct Gpu {
     unused_input: std::sync::OnceLock<GpuBuffer>,
     /// How long a wait polls before it blocks, in µs (0: it blocks at once; `wait.rs`).
     spin_us: std::sync::atomic::AtomicU64,
+    /// Submissions made, and how many of them a wait has seen finished (`wait.rs`): equal when
+    /// the GPU has nothing of ours in flight.
+    submitted: std::sync::atomic::AtomicU64,
+    seen_done: std::sync::atomic::AtomicU64,
     /// This device's own `Arc`, for the pipeline-compile workers.
     me: Weak<Gpu>,
 }
@@ -204,6 +208,8 @@ impl Gpu {
             uniform_slabs: Default::default(),
             unused_input: Default::default(),
             spin_us,
+            submitted: Default::default(),
+            seen_done: Default::default(),
             me: me.clone(),
         }))
     }

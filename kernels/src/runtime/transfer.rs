@@ -347,6 +347,7 @@ impl Gpu {
             pending.bytes = 0;
             let first = pending.encoder.take().map(wgpu::CommandEncoder::finish);
             self.queue.submit(first.into_iter().chain(work));
+            self.submitted.fetch_add(1, std::sync::atomic::Ordering::Release);
             std::mem::take(&mut pending.staged)
         };
         // Each staging buffer is mapped again once the GPU is done with it (on a later poll),

@@ -33,12 +33,23 @@ pub(super) fn initial_spin(kind: DeviceKind) -> u64 {
 impl Gpu {
     /// Blocks until all submitted work is done (polling first, for the device's budget).
     pub fn wait(&self) -> Result<(), GpuError> {
+        let submitted = self.submitted.load(Ordering::Acquire);
         let polled = match self.spin_us.load(Ordering::Relaxed) {
             0 => self.device.poll(wgpu::PollType::wait_indefinitely()),
             us => self.spin(Duration::from_micros(us)),
         };
         self.check_alive()?;
-        polled.map(|_| ()).map_err(|e| GpuError::Poll(e.to_string()))
+        polled.map_err(|e| GpuError::Poll(e.to_string()))?;
+        // Everything submitted before the wait began is done.
+        self.seen_done.fetch_max(submitted, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Whether every submission of ours was seen finished by a wait: the GPU is idle (a run then
+    /// feeds it early, in small submissions), or at least not running a backlog of ours (runs
+    /// back to back, which never wait, submit once).
+    pub fn seen_idle(&self) -> bool {
+        self.seen_done.load(Ordering::Acquire) >= self.submitted.load(Ordering::Acquire)
     }
 
     /// Sets how long this device's waits poll before they block (`None`: they block at once).

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""One build of ours on a genai model's decode (one token over a past of `--ctx` rows, inputs and outputs bound on
+the device), printed as one JSON line: back-to-back ms per token, our host phases per run and (with `--profile`)
+the GPU time per op kind. For A/B runs in one call, each build or setting in its own process:
+
+    for lib in a.so b.so a.so b.so; do python3 bench/decode_ab.py --model DIR --lib $lib; done
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import genai_bench as gb  # noqa: E402
+import iobind  # noqa: E402
+import providers as prov  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="a directory built by bench/genai_build.py")
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    p = prov.our_provider(str(Path(args.lib).resolve()), "--lib", {})
+    sess = p.session(str(Path(args.model) / "model.onnx"), strict=False)
+    rng = np.random.default_rng(0)
+    feeds = gb.feeds_for(sess, 1, args.ctx, rng)
+    before = gb.run_phases(p)
+    timed, _ = iobind.time_bound(p, sess, feeds, {"warmup": 3, "budget_s": 3.0, "min_runs": 20, "max_runs": 400})
+    row = {"label": args.label or Path(args.lib).name, "b2b_ms": timed.get("back_to_back_ms"),
+           "median_ms": timed.get("median_ms")}
+    if before is not None:
+        row["host"] = gb.host_split(before, gb.run_phases(p))
+    if args.profile:
+        row["gpu"] = gb.top_steps(prov.profiled_steps(sess, feeds), 12)
+    print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
