@@ -36,6 +36,7 @@ fn zero_point(n: u32, kb: u32) -> f32 {
     return f32((zero_points[byte / 4u] >> shift) & 15u);
 }
 
+
 // The bias, SiLU and gate (flags bits 0-2) on the sum for element `i` of Y, column `col`.
 fn epilogue(sum: f32, i: u32, col: u32) -> f32 {
     var v = sum;

@@ -51,6 +51,9 @@ pub struct Epilogue {
     pub residual: Option<(usize, usize, bool)>,
     /// The residual node is a Mul (a MatMul's or Gemm's only): the result times the operand.
     pub residual_mul: bool,
+    /// SwiGLU's up projection joined to the gate's step (a MatMulNBits of the same A whose only
+    /// reader is the gating Mul): the step reads its weights instead of its result.
+    pub up: Option<usize>,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -142,7 +145,12 @@ fn fuse_nbits_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers
     let absorbed = match activation_pattern(nodes, &tail, (sole_reader, readers), false, false) {
         Some((mut members, Activation::Silu)) => {
             epilogue.activation = members.last().map(|&last| (last, Activation::Silu));
-            members.extend(gate_after_silu(nodes, p, &members, sole_reader, fusion, &mut epilogue));
+            let mul = gate_after_silu(nodes, p, &members, sole_reader, fusion, &mut epilogue);
+            if let Some((mul, k, _)) = epilogue.residual.filter(|_| mul.is_some()) {
+                epilogue.up = crate::graph::fusion_match::nbits_up_projection(nodes, p, (mul, k), sole_reader)
+                    .filter(|u| !fusion.absorbed.contains(u));
+            }
+            members.extend(mul);
             members
         }
         Some(_) => return,
@@ -160,6 +168,10 @@ fn fuse_nbits_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers
     };
     for &n in &absorbed {
         fusion.absorb(nodes, n, &tail);
+    }
+    if let Some(u) = epilogue.up {
+        // Its result is never made: the gating Mul, its only reader, joined the step.
+        fusion.absorbed.insert(u);
     }
     fusion.epilogues.insert(p, epilogue);
 }

@@ -251,3 +251,34 @@ pub(super) fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize
     let no_batch = bias_shape.iter().enumerate().all(|(i, d)| i + offset + 2 >= out.len() || d == &Dim::Fixed(1));
     (fits && (bias_shape == out || no_batch)).then_some(k)
 }
+
+/// SwiGLU's up projection for gate product `p` (a MatMulNBits) whose gating Mul `mul` reads the
+/// up value as operand `k`: a MatMulNBits of the same A with the same K, N, bits and block size,
+/// neither with zero points or act-order, the up one without a bias, whose result only `mul`
+/// reads. The two then run as one step (one kernel for one row of A).
+pub(super) fn nbits_up_projection(
+    nodes: &[Node],
+    p: usize,
+    (mul, k): (usize, usize),
+    sole_reader: &dyn Fn(&str) -> Option<usize>,
+) -> Option<usize> {
+    let up_value = &nodes[mul].input(k)?.name;
+    let u = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == up_value))?;
+    let (gate, up) = (&nodes[p], &nodes[u]);
+    let nbits = |n: &Node| n.domain == "com.microsoft" && n.op_type == "MatMulNBits" && n.outputs.len() == 1;
+    let absent = |n: &Node, i: usize| n.input(i).is_none_or(|v| v.name.is_empty());
+    let same = ["K", "N", "block_size"].iter().all(|a| gate.int(a).is_some() && gate.int(a) == up.int(a))
+        && gate.int("bits").unwrap_or(4) == up.int("bits").unwrap_or(4);
+    let plain = |n: &Node| absent(n, 3) && absent(n, 4);
+    let shared_a = gate.input(0).map(|v| &v.name) == up.input(0).map(|v| &v.name);
+    (u != p
+        && nbits(gate)
+        && nbits(up)
+        && same
+        && plain(gate)
+        && plain(up)
+        && absent(up, 5)
+        && shared_a
+        && sole_reader(up_value) == Some(mul))
+    .then_some(u)
+}

@@ -14,7 +14,7 @@ use crate::dtype::ElemType;
 use crate::ops::conv::ConvKernel;
 use crate::ops::elementwise::{fused, Arg, ElemNode};
 use crate::ops::matmul::{ProductKernel, ProductKind};
-use crate::ops::quant::nbits::{NbitsKernel, GATE};
+use crate::ops::quant::nbits::{NbitsKernel, GATE, UP_B};
 use crate::ops::{lookup, Kernel};
 
 /// Where a step reads or writes a tensor.
@@ -338,7 +338,15 @@ fn node_step(
             if node.op_type == "MatMulNBits" {
                 let mut nbits = NbitsKernel::of(node)?;
                 nbits.silu = activation == Some(crate::gemm::Activation::Silu);
-                if let Some((mul, k, _)) = epilogue.residual {
+                if let (Some(_), Some(u)) = (epilogue.residual, epilogue.up) {
+                    // The node's own inputs, an empty gate slot, then the up projection's weights.
+                    nbits.up = Some(Box::new(NbitsKernel::of(&nodes[u])?));
+                    inputs.resize(UP_B, None);
+                    inputs.push(scope.operand(&nodes[u], 1)?);
+                    inputs.push(scope.operand(&nodes[u], 2)?);
+                    ops.insert_str(0, "MatMulNBits+");
+                    ops.push_str("+Mul");
+                } else if let Some((mul, k, _)) = epilogue.residual {
                     // The node's own inputs, then the gate.
                     nbits.gate = true;
                     inputs.resize(GATE, None);

@@ -43,6 +43,10 @@ const G_IDX: usize = 4;
 const BIAS: usize = 5;
 /// A fused gate's operand, after the node's own inputs.
 pub const GATE: usize = 6;
+/// A fused up projection's packed weights and scales (SwiGLU's other product of the same A),
+/// after the gate slot.
+pub const UP_B: usize = 7;
+pub const UP_SCALES: usize = 8;
 
 struct NbitsDef;
 
@@ -88,8 +92,15 @@ impl OpDef for NbitsDef {
                         for &rows in NbitsSource::rows_for(kind) {
                             for &kn in NbitsSource::layouts_for(kind) {
                                 for &lanes in &shapes {
-                                    let source = NbitsSource { kind, ty, bits, zp, rows, kn, lanes };
-                                    out.push(ShaderVariant::Op(OpShader::new(source)));
+                                    let duals: &[bool] = if kind == NbitsKind::Lanes && zp == ZeroPoints::None {
+                                        &[false, true]
+                                    } else {
+                                        &[false]
+                                    };
+                                    for &dual in duals {
+                                        let source = NbitsSource { kind, ty, bits, zp, rows, kn, lanes, dual };
+                                        out.push(ShaderVariant::Op(OpShader::new(source)));
+                                    }
                                 }
                             }
                         }
@@ -116,6 +127,10 @@ pub struct NbitsKernel {
     pub silu: bool,
     /// A fused gate: the result times input [`GATE`] (Y's shape; SwiGLU's up projection).
     pub gate: bool,
+    /// A fused up projection (same A, K, N, bits and block size; no zero points or bias): the
+    /// result times it. One row runs one kernel over both weights; other rows run the up
+    /// projection into a scratch buffer, then this product gated by it.
+    pub up: Option<Box<NbitsKernel>>,
     /// Forces the kernel (tests, benchmarks); `None` picks the GEMV kernel up to [`GEMV_ROWS`]
     /// rows; from [`DEQUANT_ROWS`] rows, when the weights are constants and the GEMM engine has
     /// tensor cores, B dequantised once into `dequantized` and the GEMM engine (on the H200,
@@ -194,6 +209,7 @@ impl NbitsKernel {
             bias,
             silu: false,
             gate: false,
+            up: None,
             force: None,
         })
     }
@@ -254,7 +270,8 @@ impl NbitsKernel {
             (NbitsKind::Lanes, Some(l)) => experiment_lanes(l).unwrap_or(LanesShape::new(l, self.lanes_cols(l, caps))),
             _ => LanesShape::default(),
         };
-        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn, lanes }
+        let dual = kind == NbitsKind::Lanes && self.up.is_some();
+        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn, lanes, dual }
     }
 
     /// Whether the one-row kernel can run this node for `m` rows on `caps`: one row, 4 or 8
@@ -398,6 +415,11 @@ impl Kernel for NbitsKernel {
         if let Some(last) = out.last_mut() {
             *last = self.n;
         }
+        if let Some(up) = &self.up {
+            let at = |i: usize| inputs.get(i).copied().flatten();
+            up.check_operands(&[at(A), at(UP_B), at(UP_SCALES)])
+                .map_err(|e| err(format!("the fused up projection {e}")))?;
+        }
         if self.gate {
             let g = inputs.get(GATE).copied().flatten().ok_or_else(|| err("the fused gate is missing".into()))?;
             if g.iter().product::<u64>() != out.iter().product::<u64>() {
@@ -415,6 +437,9 @@ impl Kernel for NbitsKernel {
         crate::ops::norm::check_bindings(&io.outputs, cx.caps())?;
         let a = io.input(A)?;
         let m = a.elems() / self.k;
+        if let Some(up) = &self.up {
+            return self.prepare_dual(cx, io, up, m);
+        }
         let ops = Operands {
             a: a.buf,
             b: io.input(B)?.buf,
@@ -448,6 +473,20 @@ impl Kernel for NbitsKernel {
     ) -> Result<Option<StepPlan>, String> {
         let out = self.infer(inputs)?.remove(0);
         let m = inputs.first().copied().flatten().unwrap_or_default().iter().product::<u64>() / self.k.max(1);
+        if let (Some(up), false) = (&self.up, self.kind(m, caps) == NbitsKind::Lanes) {
+            // The up projection into a scratch buffer, then this product gated by it.
+            let mut gated: Vec<Option<&[u64]>> = inputs.iter().take(GATE).copied().collect();
+            gated.resize(GATE, None);
+            gated.push(Some(out.as_slice()));
+            let ups = [inputs.first().copied().flatten(), inputs.get(UP_B).copied().flatten()];
+            let up_plan = up.plan(&[ups[0], ups[1], inputs.get(UP_SCALES).copied().flatten()], caps, options)?;
+            let mut plan = self.gated().plan(&gated, caps, options)?;
+            if let (Some(p), Some(u)) = (plan.as_mut(), up_plan) {
+                p.line = format!("{} (after its up projection: {})", p.line, u.line);
+                p.dispatches.splice(0..0, u.dispatches);
+            }
+            return Ok(plan);
+        }
         let what = format!("MatMulNBits '{}'", self.name);
         let route = self.route(m, caps, &options.gemm).map_err(|e| format!("{what}: {e}"))?;
         let line = format!("{what}: M={m} N={} K={} {}-bit -> {out:?}", self.n, self.k, self.bits);
@@ -463,192 +502,10 @@ impl Kernel for NbitsKernel {
     }
 }
 
-/// How a MatMulNBits step runs at one M: what `prepare` binds and `plan` reports.
-enum Route {
-    /// The GEMV or tiled kernel: one dispatch reading the packed weights.
-    Direct(NbitsKind, OpDispatch),
-    /// B dequantised into a `[K, N]` (constant weights) or `[N, K]` buffer, then the GEMM engine's plan.
-    Dequant(OpDispatch, GemmPlan),
-}
-
-/// The buffers a MatMulNBits step binds.
-struct Operands<'a> {
-    a: &'a GpuBuffer,
-    b: &'a GpuBuffer,
-    scales: &'a GpuBuffer,
-    zp: Option<&'a GpuBuffer>,
-    bias: Option<&'a GpuBuffer>,
-    gate: Option<&'a GpuBuffer>,
-    y: &'a GpuBuffer,
-}
-
-impl NbitsKernel {
-    /// The dispatches for `m` rows of A on `caps`.
-    fn route(&self, m: u64, caps: &DeviceCaps, options: &GemmOptions) -> Result<Route, GpuError> {
-        let params = self.params(m)?;
-        let kind = self.kind(m, caps);
-        if kind == NbitsKind::Lanes && !self.lanes_can_run(m, caps) {
-            return Err(GpuError::Internal(format!("the one-row MatMulNBits kernel cannot run {m} rows of this node")));
-        }
-        if kind != NbitsKind::Dequant {
-            let source = self.source(kind, m, caps);
-            let groups = match kind {
-                NbitsKind::Gemv => self.n.div_ceil(u64::from(GEMV_COLS)) * m.div_ceil(u64::from(source.rows)),
-                NbitsKind::Lanes => {
-                    let l = source.lanes;
-                    self.n.div_ceil(u64::from(l.cols)).div_ceil(u64::from(l.groups_per_workgroup()))
-                }
-                _ => self.n.div_ceil(TILE) * m.div_ceil(TILE),
-            };
-            let dispatch = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(groups, caps)?);
-            return Ok(Route::Direct(kind, dispatch));
-        }
-        let grid = grid_for(self.n * u64::from(params.col_words), caps)?;
-        let dequant =
-            OpDispatch::new(ShaderVariant::Op(OpShader::new(self.source(NbitsKind::Dequant, m, caps))), &params, grid);
-        let dtype = self.ty.float().ok_or_else(|| GpuError::Internal("MatMulNBits of a non-float type".into()))?;
-        let mut problem = GemmProblem::simple(dtype, params.m, params.n, params.k, false, !self.untransposed());
-        if self.bias {
-            problem.epilogue.bias = Some(broadcast_layout(&[self.n], &[m, self.n], &problem)?);
-        }
-        if self.silu {
-            problem.epilogue.activation = crate::gemm::Activation::Silu;
-        }
-        let mut plan = plan_gemm(&problem, caps, options)?;
-        if self.gate {
-            plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT | FLAG_RESIDUAL_MUL);
-        }
-        Ok(Route::Dequant(dequant, plan))
-    }
-
-    /// B dequantised into a scratch buffer (`[K, N]` for constant weights, else `[N, K]`, read as
-    /// a transposed B), then the GEMM engine (with the bias in its epilogue).
-    fn prepare_dequant(
-        &self,
-        cx: &PrepareCx<'_>,
-        ops: &Operands<'_>,
-        dequant: &OpDispatch,
-        plan: &GemmPlan,
-    ) -> Result<PreparedStep, GpuError> {
-        let inputs: Vec<&GpuBuffer> = [ops.b, ops.scales].into_iter().chain(ops.zp).collect();
-        let mut dispatches = Vec::new();
-        let w = if self.weights_constant {
-            // Constant weights: dequantised once, on the first prepare (queued before any run
-            // that uses them), and kept for every shape set.
-            let mut slot = self.dequantized.0.lock();
-            match slot.as_ref() {
-                Some(w) => w.clone(),
-                None => {
-                    let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
-                    let once = dequant.bind(cx.gpu, &inputs, &[&w])?;
-                    cx.gpu.run(&[&once])?;
-                    slot.insert(w).clone()
-                }
-            }
-        } else {
-            let w = cx.gpu.storage_buffer(self.n * self.k * self.ty.size(), "MatMulNBits weights")?;
-            dispatches.push(dequant.bind(cx.gpu, &inputs, &[&w])?);
-            w
-        };
-        let bindings = GemmBindings { a: ops.a, b: &w, bias: ops.bias, out: ops.y };
-        dispatches.extend(match ops.gate {
-            Some(gate) => cx.gpu.prepare_gemm_residual(plan, bindings, gate)?,
-            None => cx.gpu.prepare_gemm(plan, bindings)?,
-        });
-        let line = format!("MatMulNBits '{}': dequantised B, GEMM {:?}", self.name, plan.tiling);
-        Ok(PreparedStep { dispatches, plan: Some(line) })
-    }
-}
+#[path = "nbits_route.rs"]
+mod route;
+use route::{Operands, Route};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kernel(bits: u32, block: u64, zp: ZeroPoints) -> NbitsKernel {
-        NbitsKernel {
-            name: "q".into(),
-            ty: ElemType::F32,
-            k: 80,
-            n: 67,
-            bits,
-            block,
-            zp,
-            bias: true,
-            silu: false,
-            gate: false,
-            force: None,
-            weights_constant: true,
-            dequantized: DequantSlot::default(),
-        }
-    }
-
-    #[test]
-    fn operand_sizes() {
-        // K 80, block 16: 5 blocks of 8 bytes (4 bits); 3 bytes of packed zero points per column.
-        let k = kernel(4, 16, ZeroPoints::Packed);
-        assert_eq!(k.strides(), (40, 3));
-        let ok = k.infer(&[Some(&[3, 80]), Some(&[67, 5, 8]), Some(&[335]), Some(&[201]), None, Some(&[67])]);
-        assert_eq!(ok.unwrap(), vec![vec![3, 67]]);
-        assert!(k.infer(&[Some(&[3, 81]), Some(&[67, 5, 8]), Some(&[335]), Some(&[201]), None, Some(&[67])]).is_err());
-        assert!(k.infer(&[Some(&[3, 80]), Some(&[67, 5, 8]), Some(&[335]), Some(&[200]), None, Some(&[67])]).is_err());
-        // 8 bits, block 32: 3 blocks of 32 bytes, one zero point byte per block.
-        let k = kernel(8, 32, ZeroPoints::Typed);
-        assert_eq!(k.strides(), (96, 3));
-        assert!(k.infer(&[Some(&[80]), Some(&[67, 3, 32]), Some(&[67, 3]), Some(&[201]), None, Some(&[67])]).is_ok());
-    }
-
-    #[test]
-    fn kernel_choice() {
-        let caps = crate::caps::profiles::get("llvmpipe").unwrap();
-        let mut k = kernel(4, 16, ZeroPoints::None);
-        assert_eq!(
-            (k.kind(1, &caps), k.kind(8, &caps), k.kind(9, &caps)),
-            (NbitsKind::Gemv, NbitsKind::Gemv, NbitsKind::Tiled)
-        );
-        let small = DeviceCaps { max_workgroup_storage_bytes: 8192, ..caps.clone() };
-        assert_eq!(k.kind(512, &small), NbitsKind::Gemv);
-        k.force = Some(NbitsKind::Dequant);
-        assert_eq!(k.kind(1, &caps), NbitsKind::Dequant);
-    }
-
-    /// Llama-3.2-1B's int4 decode products on the H200 (32 invocations per group): the one-row
-    /// kernel with 4 columns a group where that still fills the device (gate/up, the LM head), 1
-    /// where it would not (QKV, O); the GEMV kernel for K = 8192 (down) and for 2 rows.
-    #[test]
-    fn decode_products_on_the_h200() {
-        let caps = crate::caps::profiles::get("h200").unwrap();
-        let name = |k: u64, n: u64, m: u64| {
-            let node = NbitsKernel { ty: ElemType::F16, k, n, block: 32, ..kernel(4, 32, ZeroPoints::None) };
-            match node.route(m, &caps, &GemmOptions::default()).unwrap() {
-                Route::Direct(_, d) => d.variant.name(),
-                Route::Dequant(..) => panic!("decode takes a direct kernel"),
-            }
-        };
-        assert_eq!(name(2048, 8192, 1), "quant_nbits_gemv_l32_c4_u2_f16_b4_zp_none");
-        assert_eq!(name(2048, 128256, 1), "quant_nbits_gemv_l32_c4_u2_f16_b4_zp_none");
-        assert_eq!(name(2048, 3072, 1), "quant_nbits_gemv_l32_c1_u2_f16_b4_zp_none");
-        assert_eq!(name(2048, 2048, 1), "quant_nbits_gemv_l32_c1_u2_f16_b4_zp_none");
-        assert_eq!(name(8192, 2048, 1), "quant_nbits_gemv_r1_c8_t256_f16_b4_zp_none");
-        assert_eq!(name(2048, 8192, 2), "quant_nbits_gemv_r4_c8_t256_f16_b4_zp_none");
-    }
-
-    /// A prefill's product on the H200: constant weights dequantised as `[K, N]` take the widest
-    /// tile an fp16 MatMul of that shape gets (a transposed B got the 128×128 one).
-    #[test]
-    fn constant_weights_take_an_untransposed_gemm() {
-        let caps = crate::caps::profiles::get("h200").unwrap();
-        let mut k = NbitsKernel { ty: ElemType::F16, k: 2048, n: 8192, block: 32, ..kernel(4, 32, ZeroPoints::None) };
-        let names = |k: &NbitsKernel| match k.route(512, &caps, &GemmOptions::default()).unwrap() {
-            Route::Dequant(dq, plan) => (dq.variant.name(), plan.steps[0].variant.name()),
-            Route::Direct(..) => panic!("512 rows on the H200 take the dequantised route"),
-        };
-        let wide = "gemm_f16_coop_128x256_k16_w4x4_s2_p2_ss".to_string();
-        assert_eq!(names(&k), ("quant_nbits_dequant_kn_f16_b4_zp_none".to_string(), wide));
-        // Weights dequantised every run stay `[N, K]`, read transposed.
-        k.weights_constant = false;
-        k.force = Some(NbitsKind::Dequant);
-        let (dq, gemm) = names(&k);
-        assert_eq!(dq, "quant_nbits_dequant_f16_b4_zp_none");
-        assert!(gemm.ends_with("_bt_ss"), "{gemm}");
-    }
-}
+#[path = "nbits_tests.rs"]
+mod tests;

@@ -72,6 +72,9 @@ pub struct NbitsSource {
     /// The one-row kernel's invocations per column group, columns per group and chunks in
     /// flight ([`LanesShape`]); zero for the others.
     pub lanes: LanesShape,
+    /// The one-row kernel also reads SwiGLU's up projection (its weights and scales after the
+    /// node's own; no zero points) and multiplies each column by it; false for the others.
+    pub dual: bool,
 }
 
 /// How the one-row kernel spreads a column over invocations.
@@ -126,7 +129,8 @@ impl OpSource for NbitsSource {
             NbitsKind::Gemv => format!("gemv_r{}_c{GEMV_COLS}_t{GEMV_THREADS}", self.rows),
             NbitsKind::Lanes => {
                 let l = self.lanes;
-                format!("gemv_l{}_c{}_u{}", l.lanes, l.cols, l.unroll)
+                let dual = if self.dual { "_dual" } else { "" };
+                format!("gemv_l{}_c{}_u{}{dual}", l.lanes, l.cols, l.unroll)
             }
             NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant if self.kn => "dequant_kn".into(),
@@ -146,7 +150,8 @@ impl OpSource for NbitsSource {
             cols => GEMV_COLS,
             rows => self.rows,
             kn => self.kn,
-            b_bias => 3 + zp,
+            b_bias => 3 + zp + 2 * u32::from(self.dual),
+            dual => self.dual,
             b_w => 2 + zp,
             l => self.lanes.lanes,
             cl => self.lanes.cols,
