@@ -90,3 +90,22 @@ fn constant_weights_take_an_untransposed_gemm() {
     assert_eq!(dq, "quant_nbits_dequant_f16_b4_zp_none");
     assert!(gemm.ends_with("_bt_ss"), "{gemm}");
 }
+
+/// SwiGLU's gate with its up projection on the H200: one row plans the one-row kernel over both
+/// weights; three rows plan the up projection, then the gated product (two GEMV dispatches).
+#[test]
+fn swiglu_plans_one_dispatch_for_one_row() {
+    let caps = crate::caps::profiles::get("h200").unwrap();
+    let one =
+        NbitsKernel { ty: ElemType::F16, k: 2048, n: 8192, block: 32, bias: false, ..kernel(4, 32, ZeroPoints::None) };
+    let gate = NbitsKernel { silu: true, up: Some(Box::new(one.clone())), ..one };
+    let names = |m: u64| {
+        let (a, b, s) = ([m, 2048], [8192, 64, 16], [8192 * 64]);
+        let mut shapes: Vec<Option<&[u64]>> = vec![Some(&a), Some(&b), Some(&s), None, None, None, None];
+        shapes.extend([Some(&b[..]), Some(&s[..])]);
+        let plan = gate.plan(&shapes, &caps, &ExecOptions::default()).unwrap().unwrap();
+        plan.dispatches.into_iter().map(|(name, _)| name).collect::<Vec<_>>()
+    };
+    assert_eq!(names(1), ["quant_nbits_gemv_l32_c4_u2_dual_f16_b4_zp_none"]);
+    assert_eq!(names(3), ["quant_nbits_gemv_r4_c8_t256_f16_b4_zp_none", "quant_nbits_gemv_r4_c8_t256_f16_b4_zp_none"]);
+}
