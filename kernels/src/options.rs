@@ -59,12 +59,13 @@ pub struct EpOptions {
 /// The `attention` option.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Attention {
-    /// f16 attention on the tensor-core flash kernel where the device has one; else unfused.
+    /// f16 attention, and f32 of head size 64 split into three f16 products, on the tensor-core
+    /// flash kernel where the device has one; else unfused.
     #[default]
     Auto,
     /// Never fused.
     Unfused,
-    /// Every float type fused (f32, and devices without tensor cores, on the SIMT kernel, which
+    /// Every float type fused (f32 at other head sizes, and devices without tensor cores, on the SIMT kernel, which
     /// is not yet tuned: slower than unfused on the H200).
     Flash,
 }
@@ -111,7 +112,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("conv_algorithm", "auto | im2col | implicit | direct: how a Conv runs"),
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
-    ("attention", "auto | unfused | flash: auto fuses f16 attention on tensor cores; flash fuses every type"),
+    ("attention", "auto | unfused | flash: auto fuses f16, and f32 of head size 64, on tensor cores; flash fuses every type"),
     ("pipeline_cache", "off | on | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
     (
         "max_storage_buffers",

@@ -397,7 +397,21 @@ fn pattern_with_other_head_size_is_not_rewritten() {
 }
 
 fn pattern_with_head_size_is_not_rewritten(d: u64) {
-    let ty = ElemType::F32;
+    assert_eq!(pattern_steps(d, ElemType::F32, FlashMode::All), 3);
+}
+
+/// By default on a device with tensor cores (`TensorCores`), f32 attention is rewritten only at
+/// the head size its split kernel has (64); f16 at every rewrite head size.
+#[test]
+fn tensor_core_mode_fuses_f32_at_the_split_head_sizes() {
+    assert_eq!(pattern_steps(64, ElemType::F32, FlashMode::TensorCores), 1);
+    assert_eq!(pattern_steps(128, ElemType::F32, FlashMode::TensorCores), 3);
+    assert_eq!(pattern_steps(128, ElemType::F16, FlashMode::TensorCores), 1);
+    assert_eq!(pattern_steps(64, ElemType::F32, FlashMode::Off), 3);
+}
+
+/// The steps of `MatMul → Softmax → MatMul` at head size `d` under `mode`.
+fn pattern_steps(d: u64, ty: ElemType, mode: FlashMode) -> usize {
     let (n, s) = (2u64, 5u64);
     let nodes = vec![
         node(
@@ -417,8 +431,8 @@ fn pattern_with_head_size_is_not_rewritten(d: u64) {
         ),
     ];
     let names = ["q", "kt", "v"].map(String::from);
-    let program = build_program_with(&nodes, &names, &["y".to_string()], vec![], FlashMode::All).unwrap();
-    assert_eq!(program.steps.len(), 3);
+    let program = build_program_with(&nodes, &names, &["y".to_string()], vec![], mode).unwrap();
+    program.steps.len()
 }
 
 /// A mask that would widen the scores ([2, 1, S, S] onto [1, 2, S, S]) keeps the unfused ops,

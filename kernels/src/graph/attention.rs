@@ -79,9 +79,13 @@ pub(super) fn flash(ctx: &Ctx<'_>, s: usize, mode: super::FlashMode) -> Option<R
         return None;
     }
     members.push(mm1);
-    // Only the element types the mode fuses (f16 by default, on the tensor-core kernel).
-    mode.allows(crate::dtype::ElemType::from_onnx(ctx.nodes[mm1].input(0)?.elem_type)?).ok()?;
-    finish(ctx, members, mm1, mm2, mask, scale, rank)
+    // Only the element types (and f32 head sizes) the mode fuses.
+    let ty = crate::dtype::ElemType::from_onnx(ctx.nodes[mm1].input(0)?.elem_type)?;
+    mode.allows().ok()?;
+    let rewrite = finish(ctx, members, mm1, mm2, mask, scale, rank)?;
+    let d = dims(ctx.nodes[mm1].input(0)?)?.last()?.fixed()?;
+    mode.allows_head(ty, d).ok()?;
+    Some(rewrite)
 }
 
 /// Whether a Cast goes to f16 or f32.

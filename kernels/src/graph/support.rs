@@ -33,27 +33,38 @@ pub enum FlashMode {
     /// unfused and the attention ops are declined.
     #[default]
     Off,
-    /// f16 only, which the tensor-core kernel runs (`attention=auto` on a device that has it).
-    F16,
-    /// Every float type (`attention=flash`; f32 on the SIMT kernel, not yet tuned).
+    /// f16, and f32 at the head sizes where it runs split in three f16 products, on the
+    /// tensor-core kernel (`attention=auto` on a device that has it).
+    TensorCores,
+    /// Every float type (`attention=flash`; f32 at other head sizes, and devices without tensor
+    /// cores, on the SIMT kernel, not yet tuned).
     All,
 }
 
 impl FlashMode {
-    /// Why attention of `ty` stays off the flash kernels, or `Ok`.
-    pub fn allows(self, ty: crate::dtype::ElemType) -> Result<(), String> {
+    /// Why attention stays off the flash kernels, or `Ok` (f32 head sizes: [`Self::allows_head`]).
+    pub fn allows(self) -> Result<(), String> {
         match self {
-            FlashMode::All => Ok(()),
-            FlashMode::F16 if ty == crate::dtype::ElemType::F16 => Ok(()),
-            FlashMode::F16 => Err(format!(
-                "attention in {} runs unfused: by default only f16 attention runs fused, on the tensor-core kernel \
-                 (session option attention=flash forces the SIMT flash kernel, which is not yet tuned)",
-                ty.name()
-            )),
+            FlashMode::All | FlashMode::TensorCores => Ok(()),
             FlashMode::Off => Err("the flash-attention kernels are off (attention=unfused, or a device without \
                  cooperative-matrix support; attention=flash forces the SIMT kernel, which is not yet tuned)"
                 .into()),
         }
+    }
+
+    /// Why attention of `ty` with head size `d` stays off the flash kernels, or `Ok`: by default
+    /// f32 runs fused only where the tensor cores take it split in three f16 products.
+    pub fn allows_head(self, ty: crate::dtype::ElemType, d: u64) -> Result<(), String> {
+        self.allows()?;
+        let sizes = crate::ops::attention::coop::X3_HEAD_SIZES;
+        if self == FlashMode::TensorCores && ty == crate::dtype::ElemType::F32 && !sizes.contains(&d) {
+            return Err(format!(
+                "f32 attention of head size {d} runs unfused: by default f32 runs fused only at head size(s) \
+                 {sizes:?}, on the tensor cores in three f16 products (session option attention=flash forces \
+                 the SIMT flash kernel, which is not yet tuned)"
+            ));
+        }
+        Ok(())
     }
 }
 

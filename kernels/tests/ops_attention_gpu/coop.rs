@@ -17,7 +17,7 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
 }
 
 fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool, softcap: f64) {
-    let run = Direct { ty: ElemType::F16, mask, kt, softcap };
+    let run = Direct { ty: ElemType::F16, mask, kt, softcap, gain: None };
     run.check(
         rng,
         c,
@@ -36,7 +36,7 @@ fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, k
 #[test]
 fn emulated_tensor_core_kernel_against_f64() {
     let gpu = common::gpu();
-    if coop::plan(64, gpu.caps(), true).is_none() {
+    if coop::plan(64, gpu.caps(), true, false).is_none() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }
@@ -86,19 +86,78 @@ fn seqlens_as_the_causal_offsets_against_f64() {
     let mut rng = rand::rng();
     let case =
         |b, sq, skv, d: usize| Case { b, hq: 4, hkv: 2, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal: None };
-    if coop::plan(64, gpu.caps(), true).is_some() {
+    if coop::plan(64, gpu.caps(), true, false).is_some() {
         for (c, splits, softcap) in [(case(3, 37, 75, 64), None, 0.0), (case(2, 40, 150, 64), Some(2), 0.0)] {
             check_capped(&mut rng, &c, "seqlens", splits, false, softcap);
         }
         check_capped(&mut rng, &case(2, 33, 50, 128), "seqlens", None, true, 0.4);
     }
     for ty in [ElemType::F32, ElemType::F16] {
-        let run = Direct { ty, mask: "seqlens", kt: false, softcap: 0.0 };
+        let run = Direct { ty, mask: "seqlens", kt: false, softcap: 0.0, gain: None };
         let simt = |k: &mut ep_kernels::ops::attention::FlashKernel| k.engine = Engine::Simt;
         run.check(&mut rng, &case(3, 21, 70, 64), simt, |plan| assert!(plan.contains("mask seqlens"), "{plan}"));
         for sq in [1, 3] {
             let plan_ok = |plan: &str| assert!(plan.contains("split-KV") && plan.contains("mask seqlens"), "{plan}");
             run.check(&mut rng, &case(3, sq, 300, 64), |_| {}, plan_ok);
         }
+    }
+}
+
+/// Gains for the split f32 cases: Q and K far from 1 (their scales undo each other in the
+/// scores), and V growing 2^(j/48) along the keys, so its scale moves three times and the output
+/// fragments are rescaled for it (steeper growth makes the outputs cancellations of values far
+/// larger than themselves, whose error f32's tolerance here does not cover).
+fn far_from_one(which: usize, row: usize) -> f32 {
+    match which {
+        0 => 3.0e3,
+        1 => 1.0 / 3.0e3,
+        _ => (row as f32 / 48.0).exp2(),
+    }
+}
+
+/// A factor on a tensor's values by (tensor, sequence position), as `Direct::gain` takes.
+type Gain = fn(usize, usize) -> f32;
+
+/// A split f32 case: the problem, mask, forced key splits, K stored transposed, gains.
+type SplitCase = (Case, &'static str, Option<u64>, bool, Option<Gain>);
+
+/// V tiny, Q large and K small beyond f16's range: only the scales keep them.
+fn beyond_f16(which: usize, _row: usize) -> f32 {
+    [1.0e6, 1.0e-6, 1.0e-9][which.min(2)]
+}
+
+/// f32 attention split in three f16 products (emulated), against float64 at f32's tolerance:
+/// masks, causal tiles, key splits, K stored transposed (element loads), magnitudes f16 cannot
+/// hold, V's scale moving along the keys, and rows whose max moves past their reference.
+#[test]
+fn emulated_split_f32_kernel_against_f64() {
+    let gpu = common::gpu();
+    if coop::plan(64, gpu.caps(), true, true).is_none() {
+        eprintln!("skipped: this adapter has no subgroups or shader-f16");
+        return;
+    }
+    let mut rng = rand::rng();
+    let case = |sq, skv, scale, causal| Case { b: 1, hq: 2, hkv: 1, sq, skv, d: 64, scale, causal };
+    let cases: [SplitCase; 7] = [
+        (case(37, 75, 0.125, None), "none", None, false, None),
+        (Case { b: 2, hq: 2, hkv: 2, sq: 19, skv: 41, d: 64, scale: 0.125, causal: None }, "add", Some(2), false, None),
+        (case(50, 50, 0.125, Some(0)), "bool", None, true, None),
+        (case(45, 45, 0.125, Some(0)), "none", Some(3), true, None),
+        (case(40, 150, 0.125, None), "none", None, false, Some(far_from_one)),
+        (case(33, 90, 0.125, None), "add", Some(2), true, Some(beyond_f16)),
+        (case(40, 150, 4.0, None), "none", None, false, Some(far_from_one)),
+    ];
+    for (c, mask, splits, kt, gain) in cases {
+        let run = Direct { ty: ElemType::F32, mask, kt, softcap: 0.0, gain };
+        let configure = |kernel: &mut ep_kernels::ops::attention::FlashKernel| {
+            kernel.engine = Engine::CoopEmulated;
+            kernel.splits = splits;
+        };
+        run.check(&mut rng, &c, configure, |plan| {
+            assert!(plan.contains("f32 split in three f16 products (emulated)"), "{plan}");
+            if let Some(s) = splits {
+                assert!(plan.contains(&format!("{s} key split(s)")), "{plan}");
+            }
+        });
     }
 }

@@ -43,7 +43,7 @@ fn per_kv_head_decode_against_f64() {
     });
     for ty in [ElemType::F32, ElemType::F16] {
         // K stored transposed: its rows are no whole chunks, so the per-row kernel runs it.
-        let run = Direct { ty, mask: "add", kt: true, softcap: 0.0 };
+        let run = Direct { ty, mask: "add", kt: true, softcap: 0.0, gain: None };
         let c = case(4, 2, 1, 300, 64, None);
         run.check(
             &mut rng,
@@ -81,7 +81,7 @@ fn check_cases(cases: &[(Case, &str, f64)], lanes: Option<u32>, check_plan: impl
     let mut rng = rand::rng();
     for ty in [ElemType::F32, ElemType::F16] {
         for (c, mask, softcap) in cases {
-            let run = Direct { ty, mask, kt: false, softcap: *softcap };
+            let run = Direct { ty, mask, kt: false, softcap: *softcap, gain: None };
             let bottom_right = c.causal.is_some_and(|o| o > 0);
             let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
                 k.lanes = lanes;

@@ -21,6 +21,9 @@ pub struct Direct<'a> {
     pub kt: bool,
     /// GroupQueryAttention's softcap (0: none).
     pub softcap: f64,
+    /// Factors on the random values of Q (0), K (1) and V (2) by sequence position (magnitudes
+    /// far from 1, or growing along the keys); `None`: values in [-1, 1).
+    pub gain: Option<fn(usize, usize) -> f32>,
 }
 
 impl Direct<'_> {
@@ -36,9 +39,9 @@ impl Direct<'_> {
         let (gpu, ty, mask) = (common::gpu(), self.ty, self.mask);
         let shape = |h: usize, s: usize| [c.b as u64, h as u64, s as u64, c.d as u64];
         let (q, k, v) = (
-            random(rng, ty, &shape(c.hq, c.sq)),
-            random(rng, ty, &shape(c.hkv, c.skv)),
-            random(rng, ty, &shape(c.hkv, c.skv)),
+            self.scaled(0, random(rng, ty, &shape(c.hq, c.sq)), c.sq, c.d),
+            self.scaled(1, random(rng, ty, &shape(c.hkv, c.skv)), c.skv, c.d),
+            self.scaled(2, random(rng, ty, &shape(c.hkv, c.skv)), c.skv, c.d),
         );
         let (sq, skv) = (c.sq, c.skv);
         let m = match mask {
@@ -120,6 +123,19 @@ impl Direct<'_> {
             c.d, c.hq, c.hkv, c.causal, self.softcap
         );
         assert_close(&what, &T { ty, shape: oshape.to_vec(), data }.values(), &want, ty);
+    }
+}
+
+impl Direct<'_> {
+    /// `x` ([…, s, d]) times the gain of tensor `which` at each row's position.
+    fn scaled(&self, which: usize, x: T, s: usize, d: usize) -> T {
+        let Some(gain) = self.gain else { return x };
+        let v: Vec<f32> = x.values().iter().enumerate().map(|(i, &e)| e as f32 * gain(which, (i / d) % s)).collect();
+        if x.ty == ElemType::F16 {
+            T::f16(&x.shape, &v)
+        } else {
+            T::f32(&x.shape, &v)
+        }
     }
 }
 

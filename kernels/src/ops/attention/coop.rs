@@ -27,6 +27,13 @@ pub const MAX_HEAD_SIZE: u64 = 128;
 /// have less workgroup memory, and each emulated invocation multiplies its fragments' share alone).
 const TILINGS: [(u32, u32); 3] = [(4, 64), (4, 32), (2, 32)];
 const EMULATED_TILINGS: [(u32, u32); 2] = [(2, 32), (2, 16)];
+/// The split f32 form stages two parts of K, V and P: 32-key tiles fit 48 KB at head size 64.
+const X3_TILINGS: [(u32, u32); 1] = [(4, 32)];
+const X3_EMULATED_TILINGS: [(u32, u32); 1] = [(2, 16)];
+
+/// The head sizes f32 attention runs on the tensor cores at split precision (`x3`): where four
+/// subgroups fit (larger heads would run on two, which the f16 kernel measured 2–3× slower).
+pub const X3_HEAD_SIZES: [u64; 1] = [64];
 
 /// Words between rows of a subgroup's score/output scratch: ≡ 4 (mod 32), which the lanes'
 /// column order needs to read 32 distinct banks.
@@ -35,10 +42,13 @@ fn row_words(bc: u32) -> u32 {
 }
 
 /// Workgroup memory of a tiling: K and V tiles (f16 rows padded by 8), the per-subgroup score
-/// scratch (f32) and P (f16); the emulated form also keeps Q.
-pub fn storage_bytes(nsg: u32, bc: u32, d: u32, emulate: bool) -> u32 {
-    let q = if emulate { nsg * 16 * (d + 8) * 2 } else { 0 };
-    2 * bc * (d + 8) * 2 + nsg * 16 * row_words(bc) * 4 + nsg * 16 * (bc + 8) * 2 + q
+/// scratch (f32) and P (f16); the emulated form also keeps Q. The split f32 form (`x3`) keeps
+/// two parts of each f16 tile and three maxima.
+pub fn storage_bytes(nsg: u32, bc: u32, d: u32, emulate: bool, x3: bool) -> u32 {
+    let parts = if x3 { 2 } else { 1 };
+    let q = if emulate { nsg * 16 * (d + 8) * 2 * parts } else { 0 };
+    let atomics = if x3 { 16 } else { 0 };
+    parts * (2 * bc * (d + 8) * 2 + nsg * 16 * (bc + 8) * 2) + nsg * 16 * row_words(bc) * 4 + q + atomics
 }
 
 /// Why the tensor-core kernel cannot run on `caps` (real fragments unless `emulate`).
@@ -55,21 +65,30 @@ pub fn device_check(caps: &DeviceCaps, emulate: bool) -> Result<(), String> {
     crate::gemm::coop_device_check(caps)
 }
 
-/// (subgroups, keys per tile) for head size `d`, or `None` when the kernel cannot run.
-pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool) -> Option<(u32, u32)> {
+/// (subgroups, keys per tile) for head size `d` (f32 at split precision with `x3`), or `None`
+/// when the kernel cannot run.
+pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> Option<(u32, u32)> {
     if !HEAD_SIZES.contains(&d) || d > MAX_HEAD_SIZE || device_check(caps, emulate).is_err() {
         return None;
     }
+    if x3 && !X3_HEAD_SIZES.contains(&d) {
+        return None;
+    }
     #[cfg(feature = "wgsl-override")]
-    if let Some((nsg, bc)) = experiment_tiling(d).filter(|_| !emulate) {
+    if let Some((nsg, bc)) = experiment_tiling(d).filter(|_| !emulate && !x3) {
         // A tiling the device cannot hold is not run (the process would end without a word).
-        let fits = storage_bytes(nsg, bc, d as u32, false) <= caps.max_workgroup_storage_bytes
+        let fits = storage_bytes(nsg, bc, d as u32, false, false) <= caps.max_workgroup_storage_bytes
             && caps.allows_workgroup(nsg * 32, 1, 1);
         return fits.then_some((nsg, bc));
     }
-    let tilings: &[(u32, u32)] = if emulate { &EMULATED_TILINGS } else { &TILINGS };
+    let tilings: &[(u32, u32)] = match (emulate, x3) {
+        (false, false) => &TILINGS,
+        (true, false) => &EMULATED_TILINGS,
+        (false, true) => &X3_TILINGS,
+        (true, true) => &X3_EMULATED_TILINGS,
+    };
     tilings.iter().copied().find(|&(nsg, bc)| {
-        storage_bytes(nsg, bc, d as u32, emulate) <= caps.max_workgroup_storage_bytes
+        storage_bytes(nsg, bc, d as u32, emulate, x3) <= caps.max_workgroup_storage_bytes
             && caps.allows_workgroup(nsg * 32, 1, 1)
             && nsg * 16 <= 2 * bc
     })
@@ -98,6 +117,8 @@ pub struct CoopSource {
     /// Caps the scores (GroupQueryAttention's `softcap`). Only such kernels carry the capping
     /// code: unrolled over a row's scores it made every pipeline ~20% slower to create.
     pub softcap: bool,
+    /// f32 at split precision: three f16 products per fragment pair (never capped).
+    pub x3: bool,
 }
 
 impl OpSource for CoopSource {
@@ -105,7 +126,8 @@ impl OpSource for CoopSource {
         let split = if self.split { "_split" } else { "" };
         let emu = if self.emulate { "_emu" } else { "" };
         let cap = if self.softcap { "_cap" } else { "" };
-        format!("attn_coop_f16_d{}_{}x{}_mask_{}{cap}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
+        let ty = if self.x3 { "f32x3" } else { "f16" };
+        format!("attn_coop_{ty}_d{}_{}x{}_mask_{}{cap}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
     }
 
     fn emit(&self) -> Result<String, String> {
@@ -121,14 +143,15 @@ impl OpSource for CoopSource {
                 emulate => self.emulate,
                 split => self.split,
                 softcap => self.softcap,
+                x3 => self.x3,
             },
         )
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
-        // K and V load as eight f16 per vec4<u32>.
-        let caps =
-            naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::SUBGROUP | crate::shader::F16X8_CAPS;
+        // K and V load as eight f16 per vec4<u32> (the split f32 form loads f32).
+        let base = naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::SUBGROUP;
+        let caps = if self.x3 { base } else { base | crate::shader::F16X8_CAPS };
         if self.emulate {
             caps
         } else {
@@ -143,7 +166,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let emulate = device_check(caps, false).is_err();
     let mut out = Vec::new();
     for d in HEAD_SIZES {
-        let Some((nsg, bc)) = plan(d, caps, emulate) else { continue };
+        let Some((nsg, bc)) = plan(d, caps, emulate, false) else { continue };
         let d = d as u32;
         for mask in MaskKind::ALL {
             // Capped scores come from GroupQueryAttention only, whose mask is boolean or its seqlens.
@@ -159,8 +182,26 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                         emulate,
                         split,
                         softcap,
+                        x3: false,
                     })));
                 }
+            }
+        }
+    }
+    out.extend(x3_variants(caps, emulate));
+    out
+}
+
+/// The split f32 variants: every mask but GroupQueryAttention's seqlens (GroupQueryAttention in
+/// f32 runs on the SIMT kernel), never capped.
+fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
+    let mut out = Vec::new();
+    for d in X3_HEAD_SIZES {
+        let Some((nsg, bc)) = plan(d, caps, emulate, true) else { continue };
+        for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
+            for split in [false, true] {
+                let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true };
+                out.push(ShaderVariant::Op(OpShader::new(source)));
             }
         }
     }
@@ -173,6 +214,8 @@ pub struct Tiling {
     pub nsg: u32,
     pub bc: u32,
     pub emulate: bool,
+    /// f32 at split precision.
+    pub x3: bool,
 }
 
 /// The uniforms of `attn_coop.wgsl.j2`.
@@ -192,8 +235,9 @@ struct CoopParams {
 
 /// Whether K and V rows can be staged in whole 8-half chunks: contiguous rows whose every start
 /// (batch, head and row strides) is a multiple of 8 halves.
-fn whole_chunks(g: &Geometry) -> bool {
-    super::decode::whole_chunks(g, crate::dtype::ElemType::F16)
+fn whole_chunks(g: &Geometry, x3: bool) -> bool {
+    let ty = if x3 { crate::dtype::ElemType::F32 } else { crate::dtype::ElemType::F16 };
+    super::decode::whole_chunks(g, ty)
 }
 
 /// Fewest key tiles per split: shorter chunks cost more in partials than they gain.
@@ -222,7 +266,7 @@ pub(super) fn plan_dispatches(
     caps: &DeviceCaps,
     g: &Geometry,
     shared: SharedParams,
-    Tiling { nsg, bc, emulate }: Tiling,
+    Tiling { nsg, bc, emulate, x3 }: Tiling,
 ) -> Result<AttnPlan, GpuError> {
     let br = u64::from(nsg * 16);
     let q_tiles = g.sq.div_ceil(br);
@@ -241,11 +285,11 @@ pub(super) fn plan_dispatches(
         grid_y: dims[1],
         splits: to_u32("key splits", splits)?,
         chunk: to_u32("keys per split", chunk)?,
-        vec_kv: u32::from(whole_chunks(g)),
+        vec_kv: u32::from(whole_chunks(g, x3)),
         pad: 0,
     };
     let split = splits > 1;
-    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0 };
+    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
     let reduce = if split {
         let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
@@ -253,7 +297,12 @@ pub(super) fn plan_dispatches(
     } else {
         None
     };
-    let kernel = if emulate { "flash attention on tensor cores (emulated)" } else { "flash attention on tensor cores" };
+    let kernel = match (emulate, x3) {
+        (false, false) => "flash attention on tensor cores",
+        (true, false) => "flash attention on tensor cores (emulated)",
+        (false, true) => "flash attention on tensor cores, f32 split in three f16 products",
+        (true, true) => "flash attention on tensor cores, f32 split in three f16 products (emulated)",
+    };
     let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}");
     Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, main, reduce })
 }
@@ -270,8 +319,16 @@ mod tests {
 
     #[test]
     fn only_capped_variants_carry_the_capping_code() {
-        let source =
-            |softcap| CoopSource { d: 64, nsg: 4, bc: 64, mask: MaskKind::Bool, emulate: false, split: false, softcap };
+        let source = |softcap| CoopSource {
+            d: 64,
+            nsg: 4,
+            bc: 64,
+            mask: MaskKind::Bool,
+            emulate: false,
+            split: false,
+            softcap,
+            x3: false,
+        };
         let (plain, capped) = (source(false).emit().unwrap(), source(true).emit().unwrap());
         assert!(!plain.contains("capped(sr["), "an uncapped kernel compiles the capping block");
         assert_eq!(capped.matches("capped(sr[").count(), 32, "one capped score per column an invocation holds");
@@ -298,22 +355,29 @@ mod tests {
     fn tilings_fit_the_device() {
         let h200 = profiles::get("h200").unwrap();
         let llvmpipe = profiles::get("llvmpipe").unwrap();
-        assert_eq!(plan(64, &h200, false), Some((4, 64)));
-        assert_eq!(plan(80, &h200, false), Some((4, 64)));
-        assert_eq!(plan(96, &h200, false), Some((4, 32)));
-        assert_eq!(plan(128, &h200, false), Some((4, 32)));
-        assert_eq!(plan(72, &h200, false), None);
-        assert_eq!(plan(256, &h200, false), None);
-        assert_eq!(plan(64, &llvmpipe, false), None);
-        assert_eq!(plan(64, &llvmpipe, true), Some((2, 32)));
-        assert_eq!(plan(128, &llvmpipe, true), Some((2, 16)));
+        assert_eq!(plan(64, &h200, false, false), Some((4, 64)));
+        assert_eq!(plan(80, &h200, false, false), Some((4, 64)));
+        assert_eq!(plan(96, &h200, false, false), Some((4, 32)));
+        assert_eq!(plan(128, &h200, false, false), Some((4, 32)));
+        assert_eq!(plan(72, &h200, false, false), None);
+        assert_eq!(plan(256, &h200, false, false), None);
+        assert_eq!(plan(64, &llvmpipe, false, false), None);
+        assert_eq!(plan(64, &llvmpipe, true, false), Some((2, 32)));
+        assert_eq!(plan(128, &llvmpipe, true, false), Some((2, 16)));
         for d in HEAD_SIZES {
             for caps in [&h200, &llvmpipe] {
-                if let Some((nsg, bc)) = plan(d, caps, true) {
-                    assert!(storage_bytes(nsg, bc, d as u32, true) <= caps.max_workgroup_storage_bytes);
+                for x3 in [false, true] {
+                    if let Some((nsg, bc)) = plan(d, caps, true, x3) {
+                        assert!(storage_bytes(nsg, bc, d as u32, true, x3) <= caps.max_workgroup_storage_bytes);
+                    }
                 }
             }
         }
+        // The split f32 form: head size 64 only, four subgroups over 32 keys (46 KB).
+        assert_eq!(plan(64, &h200, false, true), Some((4, 32)));
+        assert_eq!(storage_bytes(4, 32, 64, false, true), 46096);
+        assert_eq!(plan(128, &h200, false, true), None);
+        assert_eq!(plan(64, &llvmpipe, true, true), Some((2, 16)));
         assert_eq!(row_words(32) % 32, 4);
         assert_eq!(row_words(64) % 32, 4);
     }

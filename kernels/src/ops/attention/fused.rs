@@ -91,13 +91,14 @@ impl OpDef for FlashAttentionDef {
         check_types(node, &types)?;
         check_f16(node, opts)?;
         let k = kernel(node)?;
-        super::flash_enabled(opts, k.ty)?;
+        super::flash_enabled(opts, k.ty, None)?;
         if let (Some(q), Some(kk), Some(v)) = (
             node.input(0).and_then(|v| v.fixed_shape()),
             node.input(1).and_then(|v| v.fixed_shape()),
             node.input(2).and_then(|v| v.fixed_shape()),
         ) {
             let g = k.geometry(&q, &kk, &v)?;
+            super::flash_enabled(opts, k.ty, Some(g.d))?;
             if let Some(why) = unsupported(g.d, &opts.caps) {
                 return Err(why);
             }

@@ -298,20 +298,24 @@ impl FlashKernel {
 
     /// The tensor-core tiling, when that kernel runs this problem.
     fn coop_tiling(&self, g: &Geometry, caps: &DeviceCaps) -> Result<Option<coop::Tiling>, GpuError> {
+        // f32 runs split in three f16 products, where that form exists (not GroupQueryAttention's
+        // seqlens or capped scores).
+        let x3 = self.ty == ElemType::F32;
+        let typed = self.ty == ElemType::F16 || (x3 && self.mask != MaskKind::SeqLens && self.softcap == 0.0);
         let emulate = match self.engine {
             Engine::Simt => return Ok(None),
-            Engine::Auto if self.ty != ElemType::F16 || self.tiles.is_some() => return Ok(None),
+            Engine::Auto if !typed || self.tiles.is_some() => return Ok(None),
             Engine::Auto => false,
-            Engine::CoopEmulated if self.ty != ElemType::F16 => {
+            Engine::CoopEmulated if !typed => {
                 return Err(GpuError::Internal(format!(
-                    "the tensor-core attention kernel is f16 only, not {:?}",
+                    "the tensor-core attention kernel has no form for {:?} with this mask",
                     self.ty
                 )))
             }
             Engine::CoopEmulated => true,
         };
-        match coop::plan(g.d, caps, emulate) {
-            Some((nsg, bc)) => Ok(Some(coop::Tiling { nsg, bc, emulate })),
+        match coop::plan(g.d, caps, emulate, x3) {
+            Some((nsg, bc)) => Ok(Some(coop::Tiling { nsg, bc, emulate, x3 })),
             None if emulate => {
                 Err(GpuError::Internal("the emulated tensor-core attention kernel cannot run here".into()))
             }

@@ -133,17 +133,21 @@ pub fn variants(caps: &DeviceCaps) -> Vec<crate::shader::ShaderVariant> {
     out
 }
 
-/// Whether attention of `ty` runs on the flash kernels: by default (`attention=auto`) f16 on a
-/// device with tensor cores; the SIMT kernel (f32, or devices without them) only with
+/// Whether attention of `ty` (head size `d` where known) runs on the flash kernels: by default
+/// (`attention=auto`) f16, and f32 of head size 64 split in three f16 products, on a device with
+/// tensor cores; the SIMT kernel (other f32, or devices without them) only with
 /// `attention=flash`, as it is still slower than the unfused products (`docs/PERFORMANCE.md`).
-pub(crate) fn flash_enabled(opts: &crate::graph::PlacementOptions, ty: ElemType) -> Result<(), String> {
-    opts.flash_attention.allows(ty)
+pub(crate) fn flash_enabled(opts: &crate::graph::PlacementOptions, ty: ElemType, d: Option<u64>) -> Result<(), String> {
+    match d {
+        Some(d) => opts.flash_attention.allows_head(ty, d),
+        None => opts.flash_attention.allows(),
+    }
 }
 
-/// What `attention=auto` means on `caps`: f16 attention on the tensor-core kernel where it runs.
+/// What `attention=auto` means on `caps`: attention on the tensor-core kernel where it runs.
 pub fn auto_mode(caps: &DeviceCaps) -> crate::graph::FlashMode {
     if coop::device_check(caps, false).is_ok() {
-        crate::graph::FlashMode::F16
+        crate::graph::FlashMode::TensorCores
     } else {
         crate::graph::FlashMode::Off
     }
@@ -179,5 +183,21 @@ mod tests {
         assert!(unsupported(32, &h200).unwrap().contains("64, 80, 96, 128, 256"));
         let tiny = DeviceCaps { max_workgroup_storage_bytes: 8192, ..mobile };
         assert!(unsupported(128, &tiny).unwrap().contains("workgroup memory"));
+    }
+    #[test]
+    fn auto_fuses_f32_only_where_the_tensor_cores_take_it_split() {
+        use crate::graph::FlashMode;
+        let h200 = profiles::get("h200").unwrap();
+        let llvmpipe = profiles::get("llvmpipe").unwrap();
+        assert_eq!(auto_mode(&h200), FlashMode::TensorCores);
+        assert_eq!(auto_mode(&llvmpipe), FlashMode::Off);
+        let mode = FlashMode::TensorCores;
+        assert!(mode.allows_head(ElemType::F16, 128).is_ok());
+        assert!(mode.allows_head(ElemType::F32, 64).is_ok());
+        let why = mode.allows_head(ElemType::F32, 128).unwrap_err();
+        assert!(why.contains("head size 128 runs unfused"), "{why}");
+        // attention=flash takes every head size (the SIMT kernel where the split form has none).
+        assert!(FlashMode::All.allows_head(ElemType::F32, 128).is_ok());
+        assert!(FlashMode::Off.allows_head(ElemType::F16, 64).is_err());
     }
 }

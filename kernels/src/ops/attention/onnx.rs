@@ -88,10 +88,11 @@ impl OpDef for AttentionDef {
         check_types(node, &[ElemType::F32, ElemType::F16, ElemType::Bool])?;
         check_f16(node, opts)?;
         let k = kernel(node)?;
-        super::flash_enabled(opts, k.ty)?;
+        super::flash_enabled(opts, k.ty, None)?;
         let shape = |i: usize| node.input(i).and_then(|v| v.fixed_shape());
         if let (Some(q), Some(kk), Some(v)) = (shape(0), shape(1), shape(2)) {
             let g = k.geometry(&q, &kk, &v)?;
+            super::flash_enabled(opts, k.ty, Some(g.d))?;
             if let Some(why) = unsupported(g.d, &opts.caps) {
                 return Err(why);
             }
