@@ -55,8 +55,7 @@ HBM_TBS = 4.8
 DISPATCHES_ENV = "ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"
 
 
-def model(b, hq, hkv, sq, skv, d, causal, mask=False):
-    t = TensorProto.FLOAT16
+def model(b, hq, hkv, sq, skv, d, causal, mask=False, t=TensorProto.FLOAT16):
     inputs = [helper.make_tensor_value_info("q", t, [b, hq, sq, d]), helper.make_tensor_value_info("k", t, [b, hkv, skv, d]),
               helper.make_tensor_value_info("v", t, [b, hkv, skv, d])]
     if mask:
@@ -154,6 +153,8 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--out")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--dtype", choices=["float16", "float32"], default="float16",
+                    help="float32: our split f32 tensor-core kernel at head size 64 (torch's flash backend has no f32)")
     ap.add_argument("--warm", type=float, default=0.0,
                     help="seconds of PyTorch products right before each timing (0: none; 0.5 made both slower on the H200)")
     args = ap.parse_args()
@@ -167,15 +168,16 @@ def main():
         if args.only and not re.search(args.only, name):
             continue
         rng = np.random.default_rng(0)
-        feeds = {n: rng.standard_normal((b, h, s, d), dtype=np.float32).astype(np.float16)
+        feeds = {n: rng.standard_normal((b, h, s, d), dtype=np.float32).astype(args.dtype)
                  for n, h, s in (("q", hq, sq), ("k", hkv, skv), ("v", hkv, skv))}
         masked = name.endswith("_boolmask")
         ours_feeds = dict(feeds, m=np.ones((sq, skv), dtype=bool)) if masked else feeds
         flops = 4.0 * b * hq * sq * skv * d * (0.5 if causal else 1.0)
-        nbytes = 2.0 * (2 * b * hkv * skv * d + 2 * b * hq * sq * d)
+        nbytes = np.dtype(args.dtype).itemsize * (2 * b * hkv * skv * d + 2 * b * hq * sq * d)
         row = {"case": name, "flops": flops, "bytes": nbytes}
         try:
-            out, gpu_ms, wall_ms = ours(devices, ours_feeds, model(b, hq, hkv, sq, skv, d, causal, masked),
+            elem = TensorProto.FLOAT16 if args.dtype == "float16" else TensorProto.FLOAT
+            out, gpu_ms, wall_ms = ours(devices, ours_feeds, model(b, hq, hkv, sq, skv, d, causal, masked, elem),
                                         warm=args.warm)
             row.update(ours_gpu_ms=gpu_ms, ours_wall_ms=wall_ms)
         except Exception as e:  # noqa: BLE001
