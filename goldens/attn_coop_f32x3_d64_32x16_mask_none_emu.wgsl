@@ -27,7 +27,8 @@ struct Params {
     chunk: u32,
     // K and V rows are contiguous and every row starts on an 8-half boundary.
     vec_kv: u32,
-    pad1: u32,
+    // Entries of `mx`: the K/V maxima pass's workgroups.
+    kv_groups: u32,
 }
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
@@ -35,8 +36,10 @@ struct Params {
 // 4-aligned (`vec_kv`), else element by element.
 @group(0) @binding(1) var<storage, read> k: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> o: array<f32>;
-@group(0) @binding(4) var<uniform> p: Params;
+// The K/V maxima pass's entries (attn_kv_absmax.wgsl.j2): f32 bits of the largest |K| and |V|.
+@group(0) @binding(3) var<storage, read> mx: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;
+@group(0) @binding(5) var<uniform> p: Params;
 
 const BR: u32 = 32u;
 const BC: u32 = 16u;
@@ -70,9 +73,9 @@ var<workgroup> pt: array<f16, 1536>;
 // Q, where the emulated fragments read it for the whole run.
 var<workgroup> qe: array<f16, 4608>;
 // Per subgroup (of at least 4 invocations), the largest magnitudes (f32 bits) of its share of
-// Q, then of a tile's K and V. (No atomics: with them the NVIDIA driver's tensor-core form of
-// this kernel computed garbage; plain stores and a read of every subgroup's entry do not.)
-var<workgroup> red: array<vec2<u32>, 16>;
+// Q and of the K/V maxima. (No atomics: with them the NVIDIA driver's tensor-core form of this
+// kernel computed garbage; plain stores and a read of every subgroup's entry do not.)
+var<workgroup> red: array<vec4<u32>, 16>;
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
@@ -90,7 +93,7 @@ fn capped(x: f32) -> f32 {
 
 
 // f32 attention at about fp32's accuracy on f16 fragments (x3): Q, K and V are scaled by powers
-// of two that bring their largest magnitudes (so far) into [2^14, 2^15), then split into f16
+// of two that bring their largest magnitudes into [2^14, 2^15), then split into f16
 // parts hi (rounded to 11 bits) and lo (the rest, within 2^-12 of it); each product takes
 // hi·lo + lo·hi + hi·hi, leaving out lo·lo (2^-24 relative).
 
@@ -219,25 +222,22 @@ fn emu_load(acc: ptr<function, array<f32, 8>>, lane: u32, e0: u32) {
 
 
 // The workgroup's largest magnitudes of `m` (each invocation's own), through `red`.
-fn workgroup_max(m: vec2<u32>, tid: u32, sgl: u32, sgs: u32) -> vec2<u32> {
-    let s = vec2<u32>(subgroupMax(m.x), subgroupMax(m.y));
+fn workgroup_max(m: vec4<u32>, tid: u32, sgl: u32, sgs: u32) -> vec4<u32> {
+    let s = subgroupMax(m);
     if (sgl == 0u) {
         red[tid / sgs] = s;
     }
     workgroupBarrier();
-    var out = vec2<u32>();
+    var out = vec4<u32>();
     for (var i = 0u; i < 64u / sgs; i = i + 1u) {
         out = max(out, red[i]);
     }
     return out;
 }
 
-// Stages `BC` rows of K and of V from key k0 (rows past the end are zeros) as hi and lo parts,
-// scaled by the largest magnitudes staged so far (this tile's included); returns the scales'
-// exponents. All loads are issued before the first store.
-fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32, sgl: u32, sgs: u32, run: ptr<function, vec2<u32>>) -> vec2<i32> {
-    var km = 0u;
-    var vm = 0u;
+// Stages `BC` rows of K and of V from key k0 (rows past the end are zeros) as hi and lo parts of
+// their values times sk and sv. All loads are issued before the first store.
+fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32, sk: f32, sv: f32) {
     let i0 = tid + 0u;
     let c0 = i0 / 8u;
     let d0 = i0 % 8u;
@@ -253,8 +253,6 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32, sgl: u32, sgs: u32, run
         va0 = v4(ve0, p.v_stride.w);
         vb0 = v4(ve0 + 4u * p.v_stride.w, p.v_stride.w);
     }
-    km = max(km, max(mag4(ka0), mag4(kb0)));
-    vm = max(vm, max(mag4(va0), mag4(vb0)));
     let i1 = tid + 64u;
     let c1 = i1 / 8u;
     let d1 = i1 % 8u;
@@ -270,12 +268,6 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32, sgl: u32, sgs: u32, run
         va1 = v4(ve1, p.v_stride.w);
         vb1 = v4(ve1 + 4u * p.v_stride.w, p.v_stride.w);
     }
-    km = max(km, max(mag4(ka1), mag4(kb1)));
-    vm = max(vm, max(mag4(va1), mag4(vb1)));
-    *run = max(*run, workgroup_max(vec2<u32>(km, vm), tid, sgl, sgs));
-    let e = vec2<i32>(scale_exp((*run).x), scale_exp((*run).y));
-    let sk = pow2(e.x);
-    let sv = pow2(e.y);
     let kp0 = split8(ka0, kb0, sk);
     let vp0 = split8(va0, vb0, sv);
     kv[c0 * 9u + d0] = kp0.hi;
@@ -288,7 +280,6 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32, sgl: u32, sgs: u32, run
     kv[144u + c1 * 9u + d1] = vp1.hi;
     kv[288u + c1 * 9u + d1] = kp1.lo;
     kv[432u + c1 * 9u + d1] = vp1.lo;
-    return e;
 }
 
 @compute @workgroup_size(64, 1, 1)
@@ -332,7 +323,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let p_sg = sg * 16u * PS;
 
     // Q rows (zeros past the end) staged once as hi and lo parts, then held as fragments; they are
-    // read twice, first for their largest magnitude.
+    // read twice, first for their largest magnitude, which meets K's and V's from the maxima pass.
     var qm = 0u;
     for (var i = tid; i < BR * D; i = i + 64u) {
         let row = i / D;
@@ -340,8 +331,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             qm = max(qm, mag4(vec4<f32>(q[q_base + (q0 + row) * p.q_stride.z + (i % D) * p.q_stride.w], 0.0, 0.0, 0.0)));
         }
     }
-    let eq = scale_exp(workgroup_max(vec2<u32>(qm, 0u), tid, sgl, sgs).x);
+    var kvm = vec2<u32>();
+    for (var i = tid; i < p.kv_groups; i = i + 64u) {
+        kvm = max(kvm, mx[i]);
+    }
+    let mq = workgroup_max(vec4<u32>(qm, kvm, 0u), tid, sgl, sgs);
+    let eq = scale_exp(mq.x);
+    let ek = scale_exp(mq.y);
+    let ev = scale_exp(mq.z);
     let sq = pow2(eq);
+    let sk = pow2(ek);
+    let sv = pow2(ev);
     for (var i = tid; i < BR * D; i = i + 64u) {
         let row = i / D;
         let dd = i % D;
@@ -377,10 +377,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let scale2 = p.scale * LOG2E;
     var m_run = neg_inf();
     var l_run = 0.0;
-    // The largest magnitudes of K and V staged so far, and the exponent of V's scale the output
-    // fragments hold.
-    var kv_max = vec2<u32>();
-    var ev_run = 0;
+    // The scores' scale back (the products hold Q·2^eq by K·2^ek).
+    let fs = scale2 * pow2(-eq) * pow2(-ek);
     var oacc0 = array<f32, 8>();
     var oacc1 = array<f32, 8>();
     var oacc2 = array<f32, 8>();
@@ -394,12 +392,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     k_end = min(k_end, k_begin + p.chunk);
     for (var k0 = k_begin; k0 < k_end; k0 = k0 + BC) {
         workgroupBarrier();
-        let ekv = stage_kv(k_base, v_base, k0, tid, sgl, sgs, &kv_max);
+        stage_kv(k_base, v_base, k0, tid, sk, sv);
         workgroupBarrier();
-        // The output fragments go to V's new scale with the rows' rescaling; the scores are unscaled.
-        let vr = pow2(ekv.y - ev_run);
-        ev_run = ekv.y;
-        let fs = scale2 * pow2(-eq) * pow2(-ekv.x);
         // Scores: 16 rows × BC keys per subgroup.
         var sacc0 = array<f32, 8>();
         let ek0_0 = 0u * KS + 0u;
@@ -481,8 +475,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let m_safe = select(m_ref, 0.0, m_ref == neg_inf());
         let alpha = exp2(m_run - m_safe);
         // Rows whose fragments hold something to rescale (alpha is 0 where they hold nothing yet).
-        let ao = alpha * vr;
-        let rescale = ao != 1.0 && m_run != neg_inf();
+        let rescale = alpha != 1.0 && m_run != neg_inf();
         m_run = m_ref;
         var t_sum = 0.0;
         let e0 = exp2(x0 - m_safe);
@@ -538,38 +531,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let er3 = s_sg + 48u;
             emu_store(&oacc3, lane, er3);
             workgroupBarrier();
-            sr[s_row + off0 + 0u] *= ao;
-            sr[s_row + off1 + 0u] *= ao;
-            sr[s_row + off0 + 4u] *= ao;
-            sr[s_row + off1 + 4u] *= ao;
-            sr[s_row + off0 + 8u] *= ao;
-            sr[s_row + off1 + 8u] *= ao;
-            sr[s_row + off0 + 12u] *= ao;
-            sr[s_row + off1 + 12u] *= ao;
-            sr[s_row + off0 + 16u] *= ao;
-            sr[s_row + off1 + 16u] *= ao;
-            sr[s_row + off0 + 20u] *= ao;
-            sr[s_row + off1 + 20u] *= ao;
-            sr[s_row + off0 + 24u] *= ao;
-            sr[s_row + off1 + 24u] *= ao;
-            sr[s_row + off0 + 28u] *= ao;
-            sr[s_row + off1 + 28u] *= ao;
-            sr[s_row + off0 + 32u] *= ao;
-            sr[s_row + off1 + 32u] *= ao;
-            sr[s_row + off0 + 36u] *= ao;
-            sr[s_row + off1 + 36u] *= ao;
-            sr[s_row + off0 + 40u] *= ao;
-            sr[s_row + off1 + 40u] *= ao;
-            sr[s_row + off0 + 44u] *= ao;
-            sr[s_row + off1 + 44u] *= ao;
-            sr[s_row + off0 + 48u] *= ao;
-            sr[s_row + off1 + 48u] *= ao;
-            sr[s_row + off0 + 52u] *= ao;
-            sr[s_row + off1 + 52u] *= ao;
-            sr[s_row + off0 + 56u] *= ao;
-            sr[s_row + off1 + 56u] *= ao;
-            sr[s_row + off0 + 60u] *= ao;
-            sr[s_row + off1 + 60u] *= ao;
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            sr[s_row + off0 + 32u] *= alpha;
+            sr[s_row + off1 + 32u] *= alpha;
+            sr[s_row + off0 + 36u] *= alpha;
+            sr[s_row + off1 + 36u] *= alpha;
+            sr[s_row + off0 + 40u] *= alpha;
+            sr[s_row + off1 + 40u] *= alpha;
+            sr[s_row + off0 + 44u] *= alpha;
+            sr[s_row + off1 + 44u] *= alpha;
+            sr[s_row + off0 + 48u] *= alpha;
+            sr[s_row + off1 + 48u] *= alpha;
+            sr[s_row + off0 + 52u] *= alpha;
+            sr[s_row + off1 + 52u] *= alpha;
+            sr[s_row + off0 + 56u] *= alpha;
+            sr[s_row + off1 + 56u] *= alpha;
+            sr[s_row + off0 + 60u] *= alpha;
+            sr[s_row + off1 + 60u] *= alpha;
             workgroupBarrier();
             emu_load(&oacc0, lane, er0);
             emu_load(&oacc1, lane, er1);
@@ -613,7 +606,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // Both halves' sums.
     let l_row = l_run + subgroupShuffleXor(l_run, 1u);
     // A row that sees no key is softmax over nothing: NaN, as Softmax of -inf scores.
-    let inv = pow2(-ev_run - P_EXP) / l_row;
+    let inv = pow2(-ev - P_EXP) / l_row;
     // The output fragments leave through the scratch, 64 columns at a time.
     workgroupBarrier();
     let ef0 = s_sg + 0u;

@@ -47,8 +47,9 @@ fn row_words(bc: u32) -> u32 {
 pub fn storage_bytes(nsg: u32, bc: u32, d: u32, emulate: bool, x3: bool) -> u32 {
     let parts = if x3 { 2 } else { 1 };
     let q = if emulate { nsg * 16 * (d + 8) * 2 * parts } else { 0 };
-    let atomics = if x3 { 16 } else { 0 };
-    parts * (2 * bc * (d + 8) * 2 + nsg * 16 * (bc + 8) * 2) + nsg * 16 * row_words(bc) * 4 + q + atomics
+    // x3: a vec4<u32> per subgroup of at least 4 invocations.
+    let maxima = if x3 { nsg * 32 / 4 * 16 } else { 0 };
+    parts * (2 * bc * (d + 8) * 2 + nsg * 16 * (bc + 8) * 2) + nsg * 16 * row_words(bc) * 4 + q + maxima
 }
 
 /// Why the tensor-core kernel cannot run on `caps` (real fragments unless `emulate`).
@@ -205,7 +206,59 @@ fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
             }
         }
     }
+    if !out.is_empty() {
+        out.push(ShaderVariant::Op(OpShader::new(KvMaxSource)));
+    }
     out
+}
+
+/// The split f32 kernel's maxima pass (`wgsl/attn_kv_absmax.wgsl.j2`): the largest |K| and |V|
+/// per workgroup, which the attention reads before its first tile (a per-tile maximum cost it
+/// 17–20% on the H200, docs/PERFORMANCE.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KvMaxSource;
+
+/// Invocations of the maxima pass, and at most its workgroups (the attention reads every entry).
+const KV_MAX_THREADS: u32 = 256;
+const KV_MAX_GROUPS: u64 = 256;
+
+impl OpSource for KvMaxSource {
+    fn name(&self) -> String {
+        format!("attn_kv_absmax_t{KV_MAX_THREADS}")
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render("attn_kv_absmax.wgsl.j2", minijinja::context! { threads => KV_MAX_THREADS })
+    }
+}
+
+/// The uniforms of `attn_kv_absmax.wgsl.j2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct KvMaxParams {
+    dims: [u32; 4],
+    k_stride: [u32; 4],
+    v_stride: [u32; 4],
+    total: u32,
+    groups: u32,
+    pad: [u32; 2],
+}
+
+/// The maxima pass over K and V and the bytes of its output: a workgroup per 8 elements per
+/// invocation, at most [`KV_MAX_GROUPS`].
+fn kv_max_pass(g: &Geometry, shared: &SharedParams) -> Result<(OpDispatch, u64), GpuError> {
+    let total = g.batch * g.kv_heads * g.skv * g.d;
+    let groups = total.div_ceil(u64::from(KV_MAX_THREADS) * 8).clamp(1, KV_MAX_GROUPS);
+    let params = KvMaxParams {
+        dims: [to_u32("batch", g.batch)?, to_u32("K/V heads", g.kv_heads)?, to_u32("keys", g.skv)?, g.d as u32],
+        k_stride: shared.strides[1],
+        v_stride: shared.strides[2],
+        total: to_u32("K/V elements", total)?,
+        groups: groups as u32,
+        pad: [0; 2],
+    };
+    let dispatch = OpDispatch::new(ShaderVariant::Op(OpShader::new(KvMaxSource)), &params, [groups as u32, 1, 1]);
+    Ok((dispatch, groups * 8))
 }
 
 /// A tiling chosen for one problem.
@@ -230,7 +283,8 @@ struct CoopParams {
     splits: u32,
     chunk: u32,
     vec_kv: u32,
-    pad: u32,
+    /// The maxima pass's entries (split f32 form; 0 otherwise).
+    kv_groups: u32,
 }
 
 /// Whether K and V rows can be staged in whole 8-half chunks: contiguous rows whose every start
@@ -260,7 +314,8 @@ fn split_keys(skv: u64, splits: u64, bc: u64) -> (u64, u64) {
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
-/// The tensor-core kernel's dispatch (and, with key splits, the reduction of its partials).
+/// The tensor-core kernel's dispatch (after the split f32 form's maxima pass, and with key
+/// splits before the reduction of its partials).
 pub(super) fn plan_dispatches(
     k: &FlashKernel,
     caps: &DeviceCaps,
@@ -277,6 +332,7 @@ pub(super) fn plan_dispatches(
     };
     let count = tiles * splits;
     let dims = grid(count, caps)?;
+    let pre = if x3 { Some(kv_max_pass(g, &shared)?) } else { None };
     let params = CoopParams {
         shared,
         q_tiles: to_u32("query tiles", q_tiles)?,
@@ -286,7 +342,7 @@ pub(super) fn plan_dispatches(
         splits: to_u32("key splits", splits)?,
         chunk: to_u32("keys per split", chunk)?,
         vec_kv: u32::from(whole_chunks(g, x3)),
-        pad: 0,
+        kv_groups: pre.as_ref().map_or(0, |(_, bytes)| (bytes / 8) as u32),
     };
     let split = splits > 1;
     let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
@@ -304,7 +360,7 @@ pub(super) fn plan_dispatches(
         (true, true) => "flash attention on tensor cores, f32 split in three f16 products (emulated)",
     };
     let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}");
-    Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, main, reduce })
+    Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, pre, main, reduce })
 }
 
 #[cfg(test)]
@@ -375,7 +431,7 @@ mod tests {
         }
         // The split f32 form: head size 64 only, four subgroups over 32 keys (46 KB).
         assert_eq!(plan(64, &h200, false, true), Some((4, 32)));
-        assert_eq!(storage_bytes(4, 32, 64, false, true), 46096);
+        assert_eq!(storage_bytes(4, 32, 64, false, true), 46592);
         assert_eq!(plan(128, &h200, false, true), None);
         assert_eq!(plan(64, &llvmpipe, true, true), Some((2, 16)));
         assert_eq!(row_words(32) % 32, 4);

@@ -324,7 +324,13 @@ pub(super) fn plan(
         g.d,
         k.mask.name()
     );
-    Ok(AttnPlan { line, tiling: format!("split-KV, {tiling}"), main, reduce: Some((reduce, count * (g.d + 2) * 4)) })
+    Ok(AttnPlan {
+        line,
+        tiling: format!("split-KV, {tiling}"),
+        pre: None,
+        main,
+        reduce: Some((reduce, count * (g.d + 2) * 4)),
+    })
 }
 
 /// Whether K and V rows are whole 16-byte chunks of `ty`: contiguous rows whose every start
@@ -369,7 +375,13 @@ fn plan_kv(
     let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
     let tiling = format!("{splits} chunks of {chunk} keys, {rb} query rows per K/V head and workgroup");
     let line = k.describe(g, "split-KV attention per K/V head", &tiling);
-    Ok(AttnPlan { line, tiling: format!("split-KV per K/V head, {tiling}"), main, reduce: Some((reduce, work)) })
+    Ok(AttnPlan {
+        line,
+        tiling: format!("split-KV per K/V head, {tiling}"),
+        pre: None,
+        main,
+        reduce: Some((reduce, work)),
+    })
 }
 
 /// The per-row combine of `splits` partials (the layout `reduce` reads), for many splits.

@@ -365,13 +365,23 @@ impl Kernel for FlashKernel {
         }
         check_bindings(&bound, cx.caps())?;
         let planned = self.dispatches(q.shape, k.shape, v.shape, mask.map(|m| m.shape), cx.caps())?;
-        let dispatches = match &planned.reduce {
-            None => vec![planned.main.bind(cx.gpu, &reads, &[o.buf])?],
+        let mut dispatches = Vec::with_capacity(3);
+        let maxima = match &planned.pre {
+            Some((pre, bytes)) => Some((pre, cx.gpu.storage_buffer(*bytes, "attention K/V maxima")?)),
+            None => None,
+        };
+        if let Some((pre, buf)) = &maxima {
+            dispatches.push(pre.bind(cx.gpu, &[reads[1], reads[2]], &[buf])?);
+            reads.push(buf);
+        }
+        match &planned.reduce {
+            None => dispatches.push(planned.main.bind(cx.gpu, &reads, &[o.buf])?),
             Some((reduce, bytes)) => {
                 let work = cx.gpu.storage_buffer(*bytes, "attention partials")?;
-                vec![planned.main.bind(cx.gpu, &reads, &[&work])?, reduce.bind(cx.gpu, &[&work], &[o.buf])?]
+                dispatches.push(planned.main.bind(cx.gpu, &reads, &[&work])?);
+                dispatches.push(reduce.bind(cx.gpu, &[&work], &[o.buf])?);
             }
-        };
+        }
         Ok(PreparedStep { dispatches, plan: Some(planned.line) })
     }
 
@@ -382,7 +392,8 @@ impl Kernel for FlashKernel {
             self.dispatches(required(inputs, 0)?, required(inputs, 1)?, required(inputs, 2)?, mask, caps)
         })()
         .map_err(|e| self.err(e.to_string()))?;
-        let mut dispatches = vec![planned.main];
+        let mut dispatches: Vec<OpDispatch> = planned.pre.map(|(d, _)| d).into_iter().collect();
+        dispatches.push(planned.main);
         dispatches.extend(planned.reduce.map(|(d, _)| d));
         Ok(Some(step_plan(planned.line, planned.tiling, &dispatches)))
     }
@@ -394,7 +405,11 @@ pub(super) struct AttnPlan {
     pub line: String,
     /// The engine and its tiling alone.
     pub tiling: String,
-    /// Reads Q, K, V (and the mask); writes the output, or with `reduce` the partials.
+    /// Reads K and V and writes what `main` reads after them (the split f32 kernel's maxima), and
+    /// those bytes.
+    pub pre: Option<(OpDispatch, u64)>,
+    /// Reads Q, K, V (and the mask, and `pre`'s output); writes the output, or with `reduce` the
+    /// partials.
     pub main: OpDispatch,
     /// The reduction of the partials into the output and the partials' bytes.
     pub reduce: Option<(OpDispatch, u64)>,
@@ -446,7 +461,7 @@ impl FlashKernel {
         let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
         let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
         let tiling = format!("tiles {br}x{bc}");
-        Ok(AttnPlan { line: self.describe(&g, "flash attention", &tiling), tiling, main, reduce: None })
+        Ok(AttnPlan { line: self.describe(&g, "flash attention", &tiling), tiling, pre: None, main, reduce: None })
     }
 }
 
