@@ -104,8 +104,8 @@ fn seqlens_as_the_causal_offsets_against_f64() {
 }
 
 /// Gains for the split f32 cases: Q and K far from 1 (their scales undo each other in the
-/// scores), and V growing 2^(j/48) along the keys, so its scale moves three times and the output
-/// fragments are rescaled for it (steeper growth makes the outputs cancellations of values far
+/// scores), and V growing 2^(j/48) along the keys, so the first keys' values sit far below the
+/// largest, which sets V's scale (steeper growth makes the outputs cancellations of values far
 /// larger than themselves, whose error f32's tolerance here does not cover).
 fn far_from_one(which: usize, row: usize) -> f32 {
     match which {
@@ -126,9 +126,10 @@ fn beyond_f16(which: usize, _row: usize) -> f32 {
     [1.0e6, 1.0e-6, 1.0e-9][which.min(2)]
 }
 
-/// f32 attention split in three f16 products (emulated), against float64 at f32's tolerance:
-/// masks, causal tiles, key splits, K stored transposed (element loads), magnitudes f16 cannot
-/// hold, V's scale moving along the keys, and rows whose max moves past their reference.
+/// f32 attention split in three f16 products (emulated, after its K/V maxima pass), against
+/// float64 at f32's tolerance: masks, causal tiles, key splits, K stored transposed (element
+/// loads), magnitudes f16 cannot hold, V growing along the keys, and rows whose max moves past
+/// their reference.
 #[test]
 fn emulated_split_f32_kernel_against_f64() {
     let gpu = common::gpu();
