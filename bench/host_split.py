@@ -54,6 +54,17 @@ def split(p, sess, feeds: dict, runs: int) -> dict:
     return row
 
 
+def top_dispatches(sess, feeds: dict, n: int) -> list:
+    """[program and grid, GPU ms, count] of one profiled run, every dispatch timed on its own, largest first."""
+    from genai_bench import top_steps
+
+    os.environ[providers.DISPATCHES_ENV] = "1"
+    try:
+        return top_steps(providers.profiled_steps(sess, feeds), n, by_grid=True)["top"]
+    finally:
+        os.environ.pop(providers.DISPATCHES_ENV, None)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -61,6 +72,7 @@ def main() -> int:
     ap.add_argument("--dtypes", default="fp16,fp32")
     ap.add_argument("--bound", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--dispatches", type=int, default=0, help="also list the N dispatches of most GPU time (one run)")
     ap.add_argument("-o", "--option", action="append", default=[], help="key=value session option of ours")
     args = ap.parse_args()
     import cases_torch
@@ -83,6 +95,8 @@ def main() -> int:
                 bound, _ = iobind.time_bound(p, sess, feeds, {"warmup": 20, "budget_s": 3.0, "min_runs": 50,
                                                              "max_runs": 400})
                 row["bound"] = {k: bound.get(k) for k in ("median_ms", "back_to_back_ms", "copies_per_run")}
+            if args.dispatches:
+                row["top_dispatches"] = top_dispatches(sess, feeds, args.dispatches)
             rows[dtype] = row
             print(f"whisper {dtype}: {json.dumps(row)}", flush=True)
             del sess

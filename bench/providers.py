@@ -23,6 +23,7 @@ OUR_EP = "WgpuExecutionProvider"
 OUR_LIB = "libonnxruntime_ep_wgpu.so"
 LIB_ENV = "ONNXRUNTIME_EP_WGPU_LIB"
 PROFILE_ENV = "ONNXRUNTIME_EP_WGPU_PROFILE"  # our library appends per-step GPU times to this file (run.py --profile)
+DISPATCHES_ENV = "ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"  # with PROFILE_ENV: every dispatch timed on its own
 PEER_PACKAGE = "onnxruntime_ep_webgpu"
 PEER_PIP = "onnxruntime-ep-webgpu==0.4.0"
 
