@@ -50,3 +50,34 @@ def test_own_and_shared_sessions_at_the_same_time(make_session):
         t.join(timeout=600)
     assert not any(t.is_alive() for t in threads), "a thread hung"
     assert not errors, errors[:3]
+
+
+def test_large_host_copies_split_across_the_copy_threads_from_several_threads(make_session):
+    """Inputs and outputs of 0.3 to 2.5 MB (not multiples of the 256 KB parts) copied by the copy threads,
+    four sessions' runs at once: every element arrives where it belongs."""
+    from onnx import helper
+
+    x, y = models.tensor("X", np.float32, ["n"]), models.tensor("Y", np.float32, ["n"])
+    model = models.finish([helper.make_node("Neg", ["X"], ["Y"])], [x], [y])
+    start = threading.Barrier(4)
+    errors = []
+
+    def worker(seed):
+        try:
+            local = np.random.default_rng(seed)
+            sess = make_session(model)
+            start.wait(timeout=120)
+            for i in range(6):
+                n = 75_001 + 97_003 * ((seed + i) % 7)
+                a = local.uniform(-1, 1, n).astype(np.float32)
+                np.testing.assert_array_equal(sess.run(None, {"X": a})[0], -a)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"thread {seed}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[:3]

@@ -444,6 +444,7 @@ pub unsafe fn destroy(f: *mut OrtEpFactory) -> Result<(), EpError> {
     drop(unsafe { Box::from_raw(f as *mut Factory) });
     // ORT may unload the library next: no pipeline-compile thread may still be running our code.
     ep_kernels::runtime::join_compile_workers();
+    crate::workers::shut_down();
     crate::ort::factory_released();
     Ok(())
 }

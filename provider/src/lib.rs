@@ -15,6 +15,7 @@ pub mod options;
 pub mod ort;
 mod profile;
 pub mod vkstats;
+mod workers;
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -68,6 +69,7 @@ pub unsafe extern "C" fn CreateEpFactories(
         let logger = unsafe { ort::Logger::new(default_logger) };
         let factory = factory::Factory::new(logger);
         ort::factory_created(logger);
+        workers::install();
         // SAFETY: ORT passes valid output pointers (checked non-NULL above).
         unsafe {
             *factories = Box::into_raw(factory) as *mut OrtEpFactory;
