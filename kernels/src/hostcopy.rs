@@ -1,13 +1,15 @@
 //! Large host-memory copies split across threads.
 //!
 //! A run moves its inputs into mapped staging memory and its outputs out of mapped read-back
-//! memory. One thread's `memcpy` out of memory the GPU just wrote runs at about 11 GB/s on the
-//! H200's host (a Whisper-tiny output, 2.3 MB, took 0.18 ms of a 2.8 ms run), and several
-//! threads share the work well; starting threads per copy costs more than that (30 µs each).
-//! So copies go to [`Workers`] that outlive them (the provider's pool, registered with
-//! [`set_workers`]), in parts of at least [`POOLED_MIN_CHUNK`] bytes, the calling thread taking
-//! the first. Without workers (the engine used on its own, or after the provider stopped them)
-//! copies of at least [`MIN_CHUNK`] bytes a part go to scoped threads.
+//! memory. One thread copies 2.3 MB out of memory the GPU just wrote in about 0.2–0.45 ms on the
+//! H200's host (a Whisper-tiny output; 16 MB in 3.1 ms), and threads share that work well, but
+//! starting a thread per copy costs ~30 µs and waking a parked one after the idle milliseconds
+//! between runs ~0.1 ms. So copies go to [`Workers`] that outlive them (the provider's pool,
+//! registered with [`set_workers`]) only in parts of at least [`POOLED_MIN_CHUNK`] bytes, the
+//! calling thread taking the first; measured there (provider `workers::speed`), 2 parts of a 2.3 MB
+//! copy took 0.32 ms against 0.46 in one, 8 parts of 16 MB 0.92 against 3.15, while every split of
+//! 1.15 MB or less was slower than one thread. Without workers (the engine used on its own, or after
+//! the provider stopped them) copies of at least [`MIN_CHUNK`] bytes a part go to scoped threads.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use parking_lot::{Mutex, RwLock};
 /// least this much.
 pub const MIN_CHUNK: usize = 4 << 20;
 /// With workers: the least each part of a split copy gets.
-pub const POOLED_MIN_CHUNK: usize = 256 << 10;
+pub const POOLED_MIN_CHUNK: usize = 1 << 20;
 /// At most this many threads (the caller included) share one copy.
 pub const MAX_THREADS: usize = 8;
 

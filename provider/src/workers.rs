@@ -267,3 +267,40 @@ mod tests {
         pool.stop();
     }
 }
+
+/// `cargo test --release -p onnxruntime-ep-wgpu --lib copy_speed -- --ignored --nocapture`: one copy's time
+/// split in 1 to 8 parts on the pool, the pool idle for 2 ms before each (as between runs), source not cached.
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn copy_speed() {
+        let pool = Pool::new(7);
+        let mut evict = vec![0u8; 64 << 20];
+        for len in [393_216usize, 983_040, 1_152_000, 2_304_000, 16 << 20] {
+            let src = vec![1u8; len];
+            let mut dst = vec![0u8; len];
+            for parts in [1usize, 2, 3, 4, 8] {
+                let mut times = Vec::new();
+                for it in 0..60u8 {
+                    evict.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(it));
+                    std::thread::sleep(Duration::from_millis(2));
+                    let step = len.div_ceil(parts);
+                    let t = Instant::now();
+                    let tasks = dst
+                        .chunks_mut(step)
+                        .zip(src.chunks(step))
+                        .map(|(d, s)| Box::new(move || d.copy_from_slice(s)) as Box<dyn FnOnce() + Send + '_>)
+                        .collect();
+                    pool.run(tasks);
+                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                times.sort_by(f64::total_cmp);
+                println!("{len} B in {parts} parts: median {:.1} us, p10 {:.1}", times[30], times[6]);
+            }
+        }
+        pool.stop();
+    }
+}
