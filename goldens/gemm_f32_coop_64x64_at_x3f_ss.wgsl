@@ -6,12 +6,13 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
-// The operands' largest magnitudes as f32 bits (the max passes before this product).
-@group(0) @binding(5) var<storage, read> scales: array<u32>;
+// The largest magnitudes, as f32 bits, of each workgroup's share of A and then of B (the max
+// pass before this product; p.flags >> 16 workgroups per operand).
+@group(0) @binding(5) var<storage, read> maxima: array<u32>;
 
 // Power-of-two exponents that bring each operand's largest finite magnitude into [2^14, 2^15)
-// (0 for an operand of zeros), and the factors 2^shift. Read once per workgroup; the epilogue
-// undoes them.
+// (0 for an operand of zeros), and the factors 2^shift. Reduced from the maxima once per
+// workgroup; the epilogue undoes them.
 var<private> shift_a: i32;
 var<private> shift_b: i32;
 var<private> scale_a: f32;
@@ -119,6 +120,31 @@ var<workgroup> a_lo_tile: array<array<f16, 4>, 1152>;
 var<workgroup> b_lo_tile: array<array<f16, 4>, 1152>;
 var<workgroup> c_tile: array<f32, 1024>;
 
+// The largest of the max pass's per-workgroup maxima of A and of B (p.flags >> 16 of each): a
+// strided share per invocation, then a tree through the epilogue's scratch, unused until the
+// epilogue (which the K loop's barriers keep after every invocation's read here). Compared as
+// u32 bits (finite magnitudes order alike; no denormal is flushed).
+fn operand_maxima(tid: u32) -> vec2<u32> {
+    let groups = p.flags >> 16u;
+    var m = vec2<u32>();
+    for (var g = tid; g < groups; g = g + 128u) {
+        m = max(m, vec2<u32>(maxima[g], maxima[groups + g]));
+    }
+    c_tile[tid] = bitcast<f32>(m.x);
+    c_tile[128u + tid] = bitcast<f32>(m.y);
+    workgroupBarrier();
+    for (var half = 64u; half > 0u; half = half / 2u) {
+        if (tid < half) {
+            let a = max(bitcast<u32>(c_tile[tid]), bitcast<u32>(c_tile[tid + half]));
+            let b = max(bitcast<u32>(c_tile[128u + tid]), bitcast<u32>(c_tile[128u + tid + half]));
+            c_tile[tid] = bitcast<f32>(a);
+            c_tile[128u + tid] = bitcast<f32>(b);
+        }
+        workgroupBarrier();
+    }
+    return vec2<u32>(bitcast<u32>(c_tile[0]), bitcast<u32>(c_tile[128u]));
+}
+
 
 // Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
 // columns col.. of the output; each invocation writes 8 of its elements.
@@ -160,8 +186,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_base = batch_offset(batch, p.b_bs);
     let k_begin = split * p.k_chunk;
     let k_end = min(p.k, k_begin + p.k_chunk);
-    shift_a = split_shift(scales[0]);
-    shift_b = split_shift(scales[1]);
+    let largest = operand_maxima(tid);
+    shift_a = split_shift(largest.x);
+    shift_b = split_shift(largest.y);
     scale_a = ldexp(1.0, shift_a);
     scale_b = ldexp(1.0, shift_b);
     let sg = tid / 32u;

@@ -243,25 +243,26 @@ fn thin_products_keep_gemv_unless_coop_is_forced() {
 fn f32_splits_large_products_and_stays_exact_elsewhere() {
     let caps = h200();
     let split_reason = |plan: &GemmPlan| plan.fallbacks.iter().find(|f| f.starts_with("split")).cloned();
-    // Large: three f16 products of split operands after the two max passes, fused (K once, the
+    // Large: three f16 products of split operands after the max pass, fused (K once, the
     // single-stage 128×128 tile whose doubled staging fits)...
     let plan = auto(&square(4096), &caps);
     assert!(plan.uses_coop());
     let names: Vec<String> = plan.steps.iter().map(|s| s.variant.name()).collect();
-    assert_eq!(names, ["absmax_t256", "absmax_t256", "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss"]);
-    assert_eq!((plan.steps[2].params.k, plan.steps[2].params.k_chunk), (4096, 4096));
+    assert_eq!(names, ["absmax_t256", "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss"]);
+    assert_eq!((plan.steps[1].params.k, plan.steps[1].params.k_chunk), (4096, 4096));
+    // The max pass reads both operands' 2^22 vec4s in 256 workgroups each; the product reduces
+    // their 2 × 256 maxima (the count in its flags' high half).
+    assert_eq!((plan.steps[0].params.m, plan.steps[0].params.tiles_n, plan.workspace_bytes), (1 << 22, 256, 2048));
+    assert_eq!(plan.steps[1].params.flags >> 16, 256);
     // ... or serial (K three times), by option or where a short K lets it take 128×256 tiles.
     let serial = GemmOptions { f32_split_fused: CoopMode::Off, ..Default::default() };
     let plan = plan_gemm(&square(4096), &caps, &serial).unwrap();
-    assert_eq!(plan.steps[2].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3_ss");
-    assert_eq!((plan.steps[2].params.k, plan.steps[2].params.k_chunk), (4096, 3 * 4096));
-    let name = |m, n, k| auto(&GemmProblem::simple(DType::F32, m, n, k, false, false), &caps).steps[2].variant.name();
+    assert_eq!(plan.steps[1].variant.name(), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3_ss");
+    assert_eq!((plan.steps[1].params.k, plan.steps[1].params.k_chunk), (4096, 3 * 4096));
+    let name = |m, n, k| auto(&GemmProblem::simple(DType::F32, m, n, k, false, false), &caps).steps[1].variant.name();
     assert_eq!(name(1500, 1536, 384), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3_ss");
     assert_eq!(name(1500, 1152, 384), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
     assert_eq!(name(512, 3072, 1024), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
-    // The first pass reads both operands' 2^22 vec4s, the second its 2 × 1024 maxima (256 vec4s each).
-    assert_eq!((plan.steps[0].params.m, plan.steps[0].params.tiles_n, plan.workspace_bytes), (1 << 22, 1024, 8192));
-    assert_eq!((plan.steps[1].params.m, plan.steps[1].params.k, plan.steps[1].params.total_workgroups), (256, 256, 2));
     // Small: the SIMT kernels, with the reason.
     let plan = auto(&square(256), &caps);
     assert!(!plan.uses_coop());
@@ -276,7 +277,7 @@ fn f32_splits_large_products_and_stays_exact_elsewhere() {
     // Narrow (a conv's 128 output channels over its pixels): the SIMT kernels.
     let plan = auto(&GemmProblem::simple(DType::F32, 128, 25088, 1152, false, false), &caps);
     assert!(!plan.uses_coop() && split_reason(&plan).unwrap().contains("N < 512"), "{:?}", plan.fallbacks);
-    assert!(auto(&GemmProblem::simple(DType::F32, 1500, 1536, 384, false, false), &caps).steps[2]
+    assert!(auto(&GemmProblem::simple(DType::F32, 1500, 1536, 384, false, false), &caps).steps[1]
         .variant
         .reads_scales());
     // Off by option, or with the coop path off: exact SIMT.
@@ -289,7 +290,7 @@ fn f32_splits_large_products_and_stays_exact_elsewhere() {
     assert!(split_reason(&plan).unwrap().contains("cooperative_matrix=0"), "{:?}", plan.fallbacks);
     // Forced on, a product the coop kernels can compute splits whatever its size; unaligned rows cannot.
     let on = GemmOptions { f32_split: CoopMode::On, ..Default::default() };
-    assert!(plan_gemm(&square(256), &caps, &on).unwrap().steps[2].variant.reads_scales());
+    assert!(plan_gemm(&square(256), &caps, &on).unwrap().steps[1].variant.reads_scales());
     let plan = plan_gemm(&GemmProblem::simple(DType::F32, 4096, 4096, 4095, false, false), &caps, &on).unwrap();
     assert!(split_reason(&plan).unwrap().contains("16-byte"), "{:?}", plan.fallbacks);
     // The opt-in f16 precision takes precedence: one product, operands rounded to f16.

@@ -131,7 +131,7 @@ fn dump_wgsl(dir: &std::path::Path, plan: &ep_kernels::gemm::GemmPlan) {
 
 fn row(r: &Record) -> String {
     let status = if r.pass { "ok" } else { "FAIL" };
-    // The product's kernel: a split f32 plan starts with its max passes.
+    // The product's kernel: a split f32 plan starts with its max pass.
     let variant = r.variants.iter().find(|v| !v.starts_with("absmax")).cloned().unwrap_or_default();
     format!(
         "{:<20} {:<4} {:<26} {:<36} {:>9.3} {:>8.1} {:>7.0} {:>9.2e} {}{}",

@@ -26,9 +26,9 @@ pub enum StepIo {
     Product { to_workspace: bool },
     /// `workspace, bias, out`.
     Reduce,
-    /// A max pass of a split f32 product: `a, b → workspace` (the per-workgroup maxima), or with
-    /// `last` `workspace, workspace → scales` (the product reads them at binding 5).
-    AbsMax { last: bool },
+    /// The max pass of a split f32 product: `a, b → workspace` (the per-workgroup maxima, which
+    /// the product reads at binding 5).
+    AbsMax,
 }
 
 impl StepIo {
@@ -105,10 +105,10 @@ impl GemmPlan {
         self.tiling.is_coop()
     }
 
-    /// Whether this is a split f32 product (`gemm::split`): max passes, then a product reading
-    /// their scales.
+    /// Whether this is a split f32 product (`gemm::split`): a max pass, then a product reading
+    /// its maxima.
     pub fn splits_f32(&self) -> bool {
-        self.steps.iter().any(|s| matches!(s.io, StepIo::AbsMax { .. }))
+        self.steps.iter().any(|s| s.io == StepIo::AbsMax)
     }
 }
 

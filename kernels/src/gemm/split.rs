@@ -6,10 +6,11 @@
 //! times as long (the small terms first), with f32 accumulation, and scales the result back by
 //! 2^−(s_A + s_B) before the epilogue. Only `A_lo·B_lo` (≤ 2^−20 relative) is left out.
 //!
-//! The scales depend on the data, so two [`GemmVariant::AbsMax`] steps run first: per-workgroup
-//! maxima of both operands' magnitudes, then the maximum of those, which the product reads.
-//! The maxima skip infinities and NaNs, which pass through the product as in f32; an operand
-//! of zeros gets s = 0.
+//! The scales depend on the data, so a [`GemmVariant::AbsMax`] step runs first: per-workgroup
+//! maxima of both operands' magnitudes (at most [`MAX_GROUPS`] per operand), which every workgroup
+//! of the product reads and reduces itself (a second pass reducing them cost a dispatch per product:
+//! 8 of Whisper-tiny fp32's 61). The maxima skip infinities and NaNs, which pass through the
+//! product as in f32; an operand of zeros gets s = 0.
 
 use super::coop;
 use super::layout::wide_loads_ok;
@@ -28,8 +29,11 @@ const PER_INVOCATION: u64 = 16;
 /// Shortest K, and smallest M and N, the automatic choice splits.
 const MIN_AUTO_K: u32 = 256;
 const MIN_AUTO_MN: u32 = 512;
-/// Workgroups per operand of the first max pass, at most (the second pass reads them all).
-const MAX_GROUPS: u64 = 1024;
+/// Workgroups per operand of the max pass, at most: every workgroup of the product reads all
+/// their maxima (uniform loads, before its first slice).
+pub const MAX_GROUPS: u64 = 256;
+/// Where a split product's params keep the max pass's workgroups per operand (`flags` bits 16–31).
+pub const FLAG_MAXIMA_SHIFT: u32 = 16;
 
 /// Whether an f32 problem takes the split path: `Ok(None)` when the question does not arise
 /// (f16 problems, or the opt-in `f32_via_f16`, which takes precedence), `Err` with the
@@ -77,7 +81,7 @@ fn virtual_k(k: u32, bk: u32) -> u64 {
     3 * u64::from(k.next_multiple_of(bk))
 }
 
-/// The two max passes and the product: fused or serial as `f32_split_fused` and
+/// The max pass and the product: fused or serial as `f32_split_fused` and
 /// [`keeps_serial`] decide, each on the first coop tiling (without K splits) that builds.
 pub(crate) fn plan(
     p: &GemmProblem,
@@ -94,7 +98,9 @@ pub(crate) fn plan(
             serial => form(true).or(serial)?,
         },
     };
-    let (mut steps, workspace) = max_steps(p, caps)?;
+    let (mut steps, workspace, groups) = max_steps(p, caps)?;
+    let mut step = step;
+    step.params.flags |= groups << FLAG_MAXIMA_SHIFT;
     steps.push(step);
     Ok(GemmPlan { tiling, steps, swap_operands: false, workspace_bytes: workspace, fallbacks: Vec::new() })
 }
@@ -142,9 +148,9 @@ fn product(
     Err(last)
 }
 
-/// The max passes: per-workgroup maxima of A and B into the workspace, then both maxima into
-/// the scales buffer. Both read 16 bytes at a time. Returns the steps and the workspace bytes.
-fn max_steps(p: &GemmProblem, caps: &DeviceCaps) -> Result<(Vec<GemmStep>, u64), String> {
+/// The max pass: per-workgroup maxima of A and B into the workspace (A's, then B's), 16 bytes
+/// read at a time. Returns the step, the workspace bytes and the workgroups per operand.
+fn max_steps(p: &GemmProblem, caps: &DeviceCaps) -> Result<(Vec<GemmStep>, u64, u32), String> {
     let len_a = p.a.extent(p.m, p.k, &p.batch);
     let len_b = p.b.extent(p.k, p.n, &p.batch);
     if len_a % 4 != 0 || len_b % 4 != 0 {
@@ -156,18 +162,16 @@ fn max_steps(p: &GemmProblem, caps: &DeviceCaps) -> Result<(Vec<GemmStep>, u64),
     }
     let threads = u64::from(GemmVariant::ABSMAX_THREADS);
     GemmVariant::AbsMax.fits(caps)?;
-    // Whole vec4s of maxima for the second pass: a multiple of 4 workgroups per operand.
-    let groups = vec_a.max(vec_b).div_ceil(threads * PER_INVOCATION).next_multiple_of(4).min(MAX_GROUPS) as u32;
-    let first = max_step(caps, [vec_a as u32, vec_b as u32], 0, groups, false)?;
-    let second = max_step(caps, [groups / 4, groups / 4], groups / 4, 1, true)?;
-    Ok((vec![first, second], u64::from(2 * groups) * 4))
+    let groups = vec_a.max(vec_b).div_ceil(threads * PER_INVOCATION).clamp(1, MAX_GROUPS) as u32;
+    let pass = max_step(caps, [vec_a as u32, vec_b as u32], groups)?;
+    Ok((vec![pass], u64::from(2 * groups) * 4, groups))
 }
 
-/// The max pass `step` over operand A alone: B is a constant whose maximum the full pass left
-/// in the scales when the product was prepared (`Gpu::prepare_gemm_constant_b`). Its first
-/// `tiles_n` workgroups are A's, in either pass.
+/// The max pass `step` over operand A alone: B is a constant whose maxima the full pass left in
+/// the workspace when the product was prepared (`Gpu::prepare_gemm_constant_b`). Its first
+/// `tiles_n` workgroups are A's.
 pub fn max_pass_of_a(step: &GemmStep, caps: &DeviceCaps) -> Result<GemmStep, String> {
-    if !matches!(step.io, StepIo::AbsMax { .. }) {
+    if step.io != StepIo::AbsMax {
         return Err(format!("{} is not a max pass", step.variant.name()));
     }
     let total = step.params.tiles_n;
@@ -176,20 +180,20 @@ pub fn max_pass_of_a(step: &GemmStep, caps: &DeviceCaps) -> Result<GemmStep, Str
     Ok(GemmStep { params, grid, ..step.clone() })
 }
 
-/// One max pass over two operands of `lens` vec4s (the second starting `b_start` vec4s into its
-/// binding), `groups` workgroups each. The program reads `m`, `n`, `k` and `tiles_n`.
-fn max_step(caps: &DeviceCaps, lens: [u32; 2], b_start: u32, groups: u32, last: bool) -> Result<GemmStep, String> {
+/// The max pass over two operands of `lens` vec4s, `groups` workgroups each. The program reads
+/// `m`, `n`, `k` (where b starts in its binding: 0) and `tiles_n`.
+fn max_step(caps: &DeviceCaps, lens: [u32; 2], groups: u32) -> Result<GemmStep, String> {
     let total = 2 * u64::from(groups);
     let grid = fold_grid(total, caps.max_workgroups_per_dimension).map_err(|e| e.to_string())?;
     let params = GemmParams {
         m: lens[0],
         n: lens[1],
-        k: b_start,
+        k: 0,
         tiles_n: groups,
         grid_x: grid[0],
         grid_y: grid[1],
         total_workgroups: total as u32,
         ..bytemuck::Zeroable::zeroed()
     };
-    Ok(GemmStep { variant: GemmVariant::AbsMax, params, grid, io: StepIo::AbsMax { last } })
+    Ok(GemmStep { variant: GemmVariant::AbsMax, params, grid, io: StepIo::AbsMax })
 }

@@ -32,8 +32,8 @@ pub struct CoopVariant {
     /// of a coop kernel can be tested on adapters without tensor cores. Never planned.
     pub emulate: bool,
     /// f32 operands split into f16 high and low parts, multiplied as three f16 products over a
-    /// K three times as long (`gemm::split`); the scales come from the [`GemmVariant::AbsMax`]
-    /// steps before it. Only f32 with 16-byte loads.
+    /// K three times as long (`gemm::split`); the scales come from the maxima of the
+    /// [`GemmVariant::AbsMax`] step before it. Only f32 with 16-byte loads.
     pub split: bool,
     /// With `split`: K runs once; each slice stages the high and the low parts side by side
     /// (twice the staging memory) and every fragment pair takes its three products in turn.
@@ -214,7 +214,7 @@ impl GemmVariant {
         matches!(self, GemmVariant::Coop(_))
     }
 
-    /// Whether the kernel reads the operands' scales at binding 5 (a split f32 product).
+    /// Whether the kernel reads the operands' maxima at binding 5 (a split f32 product).
     pub fn reads_scales(self) -> bool {
         matches!(self, GemmVariant::Coop(CoopVariant { split: true, .. }))
     }

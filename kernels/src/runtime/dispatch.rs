@@ -144,8 +144,8 @@ impl Gpu {
     }
 
     /// [`Gpu::prepare_gemm`] (with the residual, if any) for a product whose B is a constant of
-    /// the program: a split f32 product's max passes run once now over both operands, which
-    /// leaves B's maximum in the scales, and the returned passes take A's alone (a run then
+    /// the program: a split f32 product's max pass runs once now over both operands, which
+    /// leaves B's maxima in the workspace, and the returned pass takes A's alone (a run then
     /// reads the weight once, in the product, instead of twice).
     pub fn prepare_gemm_constant_b(
         &self,
@@ -178,16 +178,15 @@ impl Gpu {
         } else {
             None
         };
-        // A split f32 product: the max passes write the operands' scales here; the product reads them.
-        let scales = if plan.splits_f32() { Some(self.storage_buffer(16, "split scales")?) } else { None };
         let mut out = Vec::with_capacity(plan.steps.len());
-        // The max passes over both operands that run once, before any run (`constant_b`).
+        // The max pass over both operands that runs once, before any run (`constant_b`).
         let mut once = Vec::new();
         for step in &plan.steps {
             let variant = step.shader();
             let params = bytes_of(&step.params);
             // A product writes the output, or its split's partial sums to the workspace; an
-            // implicit-GEMM product also binds the conv geometry, a split f32 product its scales.
+            // implicit-GEMM product also binds the conv geometry, a split f32 product the max pass's
+            // maxima (the workspace).
             // A `_res` program also reads the residual operand.
             let residual = match (variant.reads_residual(), residual) {
                 (false, _) => None,
@@ -196,7 +195,7 @@ impl Gpu {
                     return Err(GpuError::Internal(format!("{} reads a residual but none is bound", variant.name())))
                 }
             };
-            let (fifth, layouts) = fifth_binding(step.variant, &variant, scales.as_ref(), geometry.as_ref())?;
+            let (fifth, layouts) = fifth_binding(step.variant, &variant, workspace.as_ref(), geometry.as_ref())?;
             let product = |target: &GpuBuffer| -> Result<Dispatch, GpuError> {
                 let buffers: Vec<_> = [(0, a), (1, b), (2, bias), (3, target)]
                     .into_iter()
@@ -215,12 +214,8 @@ impl Gpu {
                         if residual.is_some() { BindingLayout::REDUCE_RESIDUAL } else { BindingLayout::REDUCE };
                     self.prepare(variant, layout, params, &buffers, step.grid)?
                 }
-                (StepIo::AbsMax { last }, Some(ws)) => {
-                    let Some(scales) = &scales else {
-                        return Err(GpuError::Internal("a max pass without its scales buffer".into()));
-                    };
-                    let buffers: Vec<_> =
-                        if last { vec![(0, ws), (1, ws), (3, scales)] } else { vec![(0, a), (1, b), (3, ws)] };
+                (StepIo::AbsMax, Some(ws)) => {
+                    let buffers = [(0, a), (1, b), (3, ws)];
                     if constant_b {
                         once.push(self.prepare(variant.clone(), BindingLayout::ABSMAX, params, &buffers, step.grid)?);
                         let a_only = crate::gemm::max_pass_of_a(step, self.caps()).map_err(GpuError::Internal)?;
@@ -271,18 +266,18 @@ impl Gpu {
     }
 }
 
-/// What a product step binds at 5 (the conv geometry of an implicit-GEMM product, the scales of
+/// What a product step binds at 5 (the conv geometry of an implicit-GEMM product, the maxima of
 /// a split f32 product, or nothing) and its binding layouts without and with a residual.
 fn fifth_binding<'b>(
     v: crate::gemm::GemmVariant,
     shader: &ShaderVariant,
-    scales: Option<&'b GpuBuffer>,
+    maxima: Option<&'b GpuBuffer>,
     geometry: Option<&'b GpuBuffer>,
 ) -> Result<(Option<&'b GpuBuffer>, [BindingLayout; 2]), GpuError> {
     let missing = |what: &str| GpuError::Internal(format!("{} needs {what}, which is not bound", shader.name()));
     if v.reads_scales() {
         let layouts = [BindingLayout::PRODUCT_SPLIT, BindingLayout::PRODUCT_SPLIT_RESIDUAL];
-        return Ok((Some(scales.ok_or_else(|| missing("its scales"))?), layouts));
+        return Ok((Some(maxima.ok_or_else(|| missing("its operands' maxima"))?), layouts));
     }
     if v.is_implicit() {
         let layouts = [BindingLayout::PRODUCT_IMPLICIT, BindingLayout::PRODUCT_IMPLICIT_RESIDUAL];
