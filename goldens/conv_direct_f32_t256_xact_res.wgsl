@@ -49,8 +49,55 @@ fn first_tap(out_index: u32, stride: u32, pad: u32) -> u32 {
 
 const THREADS: u32 = 256u;
 
+
+
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
+// erf with about 1 ulp of error (N. Juffa's erff): a polynomial in x below 0.9277, else
+// 1 - exp(polynomial).
+fn ew_erf(a: f32) -> f32 {
+    let t = min(abs(a), 4.0);
+    let s = t * t;
+    var r: f32;
+    if (t > 0.927734375) {
+        r = -1.72853470e-5 * t + 3.83197126e-4;
+        let u = -3.88396438e-3 * t + 2.42546219e-2;
+        r = r * s + u;
+        r = r * t - 1.06777877e-1;
+        r = r * t - 6.34846687e-1;
+        r = r * t - 1.28717512e-1;
+        r = r * t - t;
+        r = 1.0 - exp(r);
+    } else {
+        r = -5.96761703e-4;
+        r = r * s + 4.99119423e-3;
+        r = r * s - 2.67681349e-2;
+        r = r * s + 1.12819925e-1;
+        r = r * s - 3.76125336e-1;
+        r = r * s + 1.28379166e-1;
+        r = r * t + t;
+    }
+    return select(select(r, -r, a < 0.0), a, ew_nan(a));
+}
+
 // The activations beyond Relu/Clip (flag bits 4–7; clip_min and clip_max hold their α and β):
-// 1 HardSigmoid, 2 HardSwish, 3 SiLU, 4 LeakyRelu. NaN passes through.
+// 1 HardSigmoid, 2 HardSwish, 3 SiLU, 4 LeakyRelu, 5 GELU (erf). NaN passes through.
 fn extended_activation(x: f32) -> f32 {
     let kind = (p.flags >> 4u) & 15u;
     if (kind == 1u || kind == 2u) {
@@ -62,6 +109,8 @@ fn extended_activation(x: f32) -> f32 {
         return x / (1.0 + exp(-x));
     } else if (kind == 4u) {
         return select(x, p.clip_min * x, x < 0.0);
+    } else if (kind == 5u) {
+        return 0.5 * x * (1.0 + ew_erf(x * 0.70710678118654752));
     }
     return x;
 }

@@ -2,7 +2,8 @@
 fold does not run first), a BatchNormalization after a Conv with constant weights folds into the Conv's weights and
 bias and the activation after it runs in the Conv's store: no BatchNormalization step runs, and the result matches
 the CPU EP (fp32 and fp16, CPU fallback disabled, shapes that are no tile multiples). HardSwish, HardSigmoid,
-LeakyRelu, the exported SiLU (Sigmoid + Mul) and a residual Add also run in the conv's store."""
+LeakyRelu, the exported SiLU (Sigmoid + Mul), the exported erf GELU (Whisper's frontend) and a residual Add also run in
+the conv's store."""
 
 from __future__ import annotations
 
@@ -51,6 +52,21 @@ def activations_block(dtype, seed, width=6, image=11):
     return net.finish(x, [2, 3, image, image + 3])
 
 
+def gelu(net, x, dtype):
+    """The erf GELU as torch exports it: Div(x, √2) → Erf → Add(1) → Mul(x, ·) → Mul(0.5)."""
+    e = net.op("Erf", [net.op("Div", [x, net.constant(np.sqrt(2.0), dtype)])])
+    return net.op("Mul", [net.op("Mul", [x, net.op("Add", [e, net.constant(1.0, dtype)])]), net.constant(0.5, dtype)])
+
+
+def gelu_block(dtype, seed, width=6, image=11):
+    """Conv → GELU, depthwise Conv → GELU, Conv → BN → GELU."""
+    net = Net(dtype, np.random.default_rng(seed))
+    x = gelu(net, net.conv("X", 3, width, 3, act=None), dtype)
+    x = gelu(net, net.conv(x, width, width, 3, group=width, act=None), dtype)
+    x = gelu(net, net.batch_norm(net.conv(x, width, 2 * width, 1, act=None), 2 * width), dtype)
+    return net.finish(x, [2, 3, image, image + 5])
+
+
 def session(ep_devices, model):
     so = ort.SessionOptions()
     # offload=all: these blocks are small, and the offload rule leaves them to the CPU EP on a discrete GPU.
@@ -60,7 +76,7 @@ def session(ep_devices, model):
     return ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
 
 
-@pytest.mark.parametrize("build", [resnet_block, mobilenet_block, activations_block])
+@pytest.mark.parametrize("build", [resnet_block, mobilenet_block, activations_block, gelu_block])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_batch_norm_folds_into_the_conv(ep_devices, run_cpu, build, dtype, tmp_path):
     seed = int(np.random.default_rng().integers(1 << 31))
@@ -89,6 +105,9 @@ def test_batch_norm_folds_into_the_conv(ep_devices, run_cpu, build, dtype, tmp_p
     if build is activations_block:  # every activation in the conv's store: one step per conv
         assert ops == ["Conv+BatchNormalization+HardSwish", "Conv+Sigmoid+Mul", "Conv+HardSigmoid",
                        "Conv+BatchNormalization+LeakyRelu"], ops
+    if build is gelu_block:
+        assert ops == ["Conv+Div+Erf+Add+Mul+Mul", "Conv+Div+Erf+Add+Mul+Mul",
+                       "Conv+BatchNormalization+Div+Erf+Add+Mul+Mul"], ops
     want = run_cpu(build(np.float32, seed), {"X": x.astype(np.float32)})[0]
     tol = 3e-2 if dtype == np.float16 else 1e-4
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * np.abs(want).max(),

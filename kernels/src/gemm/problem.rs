@@ -65,7 +65,7 @@ pub enum Activation {
     LeakyRelu {
         alpha: f32,
     },
-    /// `x · Φ(x) = x/2 · (1 + erf(x/√2))`, the exact (erf) GELU; MatMul and Gemm stores only.
+    /// `x · Φ(x) = x/2 · (1 + erf(x/√2))`, the exact (erf) GELU.
     Gelu,
 }
 

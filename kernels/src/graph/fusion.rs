@@ -8,8 +8,8 @@
 //!   Div by a constant scalar (MatMul/Gemm: folded into alpha and beta), then one activation
 //!   (Relu, or Clip with constant bounds), which may also follow through Reshapes (an
 //!   activation commutes with a reshape), or HardSigmoid, HardSwish, LeakyRelu, Swish or the
-//!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply, or (MatMul and
-//!   Gemm, also through Reshapes) the exported erf GELU `Div → Erf → Add → Mul → Mul`. A Conv also
+//!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply, or the exported
+//!   erf GELU `Div → Erf → Add → Mul → Mul` (MatMul and Gemm also through Reshapes). A Conv also
 //!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
 //!   activation, which its `_res` programs read; a MatMul or untransposed Gemm with a bias (or
 //!   followed by a Reshape) and no activation absorbs a residual Add after its epilogue; a MatMul
@@ -117,10 +117,7 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
     // an epilogue beside a plain one), not the up projection's.
     let silu = |i: usize| {
         let tail = out_name(&nodes[i]).unwrap_or_default();
-        matches!(
-            activation_pattern(nodes, tail, (&sole_reader, &inner_readers), false, false),
-            Some((_, Activation::Silu))
-        )
+        matches!(activation_pattern(nodes, tail, (&sole_reader, &inner_readers), false), Some((_, Activation::Silu)))
     };
     let (first, rest): (Vec<usize>, Vec<usize>) = (0..nodes.len()).partition(|&i| silu(i));
     for i in first.into_iter().chain(rest) {
@@ -142,7 +139,7 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
 fn fuse_nbits_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, fusion: &mut Fusion) {
     let Some(tail) = out_name(&nodes[p]).map(str::to_string) else { return };
     let mut epilogue = Epilogue::default();
-    let absorbed = match activation_pattern(nodes, &tail, (sole_reader, readers), false, false) {
+    let absorbed = match activation_pattern(nodes, &tail, (sole_reader, readers), false) {
         Some((mut members, Activation::Silu)) => {
             epilogue.activation = members.last().map(|&last| (last, Activation::Silu));
             let mul = gate_after_silu(nodes, p, &members, sole_reader, fusion, &mut epilogue);
@@ -231,7 +228,7 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     let is_conv = product.op_type == "Conv";
     loop {
         let pattern = match epilogue.activation {
-            None => activation_pattern(nodes, &tail, (sole_reader, readers), is_conv, through_reshape),
+            None => activation_pattern(nodes, &tail, (sole_reader, readers), through_reshape),
             Some(_) => None,
         };
         if let Some((mut members, act)) = pattern {

@@ -119,17 +119,16 @@ pub(super) fn silu_pair(
     ok.then_some((sigmoid, mul))
 }
 
-/// A multi-node activation reading `tail` and the nodes it spans: the exported erf GELU (MatMul
-/// and Gemm only; like Relu and Clip also through Reshapes, since ORT's MatMulAddFusion turns a
-/// 3-D Linear into Reshape → Gemm → Reshape before it), or the exported SiLU pair.
+/// A multi-node activation reading `tail` and the nodes it spans: the exported erf GELU (like
+/// Relu and Clip also through Reshapes, since ORT's MatMulAddFusion turns a 3-D Linear into
+/// Reshape → Gemm → Reshape before it), or the exported SiLU pair.
 pub(super) fn activation_pattern(
     nodes: &[Node],
     tail: &str,
     (sole_reader, readers): Readers<'_>,
-    conv: bool,
     through_reshape: bool,
 ) -> Option<(Vec<usize>, Activation)> {
-    if let Some(members) = (!conv).then(|| gelu_erf(nodes, tail, sole_reader, readers(tail))).flatten() {
+    if let Some(members) = gelu_erf(nodes, tail, sole_reader, readers(tail)) {
         return Some((members, Activation::Gelu));
     }
     if through_reshape {
