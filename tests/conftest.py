@@ -84,6 +84,28 @@ def model_arg(model):
     return model
 
 
+def run_in_threads(worker, count: int, timeout: float = 600):
+    """Runs worker(i) for i in range(count), each on its own thread at once; fails on a hung thread or with the first
+    errors, each as 'thread i: ...'."""
+    import threading
+
+    errors = []
+
+    def guarded(i):
+        try:
+            worker(i)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"thread {i}: {e!r}")
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[:3]
+
+
 def run_cpu_reference(model, feeds: dict) -> list:
     """Outputs of `model` on the CPU EP alone (the reference the EP is compared against)."""
     import onnxruntime as ort

@@ -17,6 +17,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import models
+from conftest import run_in_threads
 from subproc import FAULT_ENV, describe, run_script
 
 REPO = Path(__file__).resolve().parent.parent
@@ -504,29 +505,19 @@ def test_eight_threads_with_device_values(make_session, run_cpu, ort, device_id)
     shared_model = dense(48, 31, rng)
     shared = make_session(shared_model, options={"offload": "all"})
     start = threading.Barrier(8)
-    errors = []
 
     def worker(seed):
-        try:
-            local = np.random.default_rng(seed)
-            own_model = dense(48, 20 + seed, local, activation="Sigmoid")
-            own = make_session(own_model, options={"offload": "all"})
-            start.wait(timeout=120)
-            for i in range(8):
-                x = local.uniform(-1, 1, (1 + (seed * 5 + i) % 19, 48)).astype(np.float32)
-                for sess, model in ((shared, shared_model), (own, own_model)):
-                    got = bind_run(ort, sess, {"X": x}, device_id)[0].numpy()
-                    np.testing.assert_allclose(got, run_cpu(model, {"X": x})[0], rtol=1e-4, atol=1e-4)
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"thread {seed}: {e!r}")
+        local = np.random.default_rng(seed)
+        own_model = dense(48, 20 + seed, local, activation="Sigmoid")
+        own = make_session(own_model, options={"offload": "all"})
+        start.wait(timeout=120)
+        for i in range(8):
+            x = local.uniform(-1, 1, (1 + (seed * 5 + i) % 19, 48)).astype(np.float32)
+            for sess, model in ((shared, shared_model), (own, own_model)):
+                got = bind_run(ort, sess, {"X": x}, device_id)[0].numpy()
+                np.testing.assert_allclose(got, run_cpu(model, {"X": x})[0], rtol=1e-4, atol=1e-4)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
-    assert not any(t.is_alive() for t in threads), "a thread hung"
-    assert not errors, errors[:3]
+    run_in_threads(worker, 8)
     gc.collect()
 
 
