@@ -254,6 +254,7 @@ def test_concurrent_runs_on_one_session(make_session):
 def test_register_run_unregister_in_a_fresh_process(lib_path):
     code = f"""
 import numpy as np, onnxruntime as ort, sys
+from onnx import helper
 sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r})
 import models
 for cycle in range(3):
@@ -263,8 +264,19 @@ for cycle in range(3):
     sess = ort.InferenceSession(models.matmul([3, 4], [4, 5]).SerializeToString(), sess_options=so, enable_fallback=0)
     a, b = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
     assert (sess.run(None, {{"A": a, "B": b}})[0] == 4).all()
-    del sess
+    # 3 MB in and out: the copy threads start, and must be joined before the library can go.
+    neg = models.finish([helper.make_node("Neg", ["X"], ["Y"])], [models.tensor("X", np.float32, ["n"])],
+                        [models.tensor("Y", np.float32, ["n"])])
+    big = ort.InferenceSession(neg.SerializeToString(), sess_options=so, enable_fallback=0)
+    x = np.random.default_rng(cycle).uniform(-1, 1, 750_003).astype(np.float32)
+    assert (big.run(None, {{"X": x}})[0] == -x).all()
+    del sess, big
     ort.unregister_execution_provider_library("cycle")
+    # The factory is released: none of our threads may still run (ORT may unload the library).
+    if sys.platform == "linux":
+        import glob
+        names = [open(f).read().strip() for f in glob.glob("/proc/self/task/*/comm")]
+        assert not [n for n in names if n.startswith("ep-wgpu")], names
 print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
