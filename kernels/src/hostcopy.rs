@@ -8,11 +8,14 @@
 //! registered with [`set_workers`]) only in parts of at least [`POOLED_MIN_CHUNK`] bytes, the
 //! calling thread taking the first; measured there (provider `workers::speed`), 2 parts of a 2.3 MB
 //! copy took 0.32 ms against 0.46 in one, 8 parts of 16 MB 0.92 against 3.15, while every split of
-//! 1.15 MB or less was slower than one thread. Without workers (the engine used on its own, or after
-//! the provider stopped them) copies of at least [`MIN_CHUNK`] bytes a part go to scoped threads.
+//! 1.15 MB or less was slower than one thread. A read-back that waits for the GPU first makes the
+//! threads its copy will use poll for it ([`expect`]), so their wake-up falls inside the wait.
+//! Without workers (the engine used on its own, or after the provider stopped them) copies of at
+//! least [`MIN_CHUNK`] bytes a part go to scoped threads.
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
@@ -31,6 +34,9 @@ pub trait Workers: Send + Sync {
     fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>);
     /// Threads besides the caller's.
     fn threads(&self) -> usize;
+    /// Gets `threads` of them ready for a copy expected within `within` (they poll for it instead of
+    /// sleeping, so that waking them does not delay it). By default nothing.
+    fn ready(&self, _threads: usize, _within: Duration) {}
 }
 
 static WORKERS: RwLock<Option<Arc<dyn Workers>>> = RwLock::new(None);
@@ -42,6 +48,25 @@ pub fn set_workers(workers: Option<Arc<dyn Workers>>) {
 
 fn workers() -> Option<Arc<dyn Workers>> {
     WORKERS.read().clone()
+}
+
+/// Below this a copy expected after a wait (`expect`) gets its threads ready: larger copies take
+/// longer than a thread's wake-up.
+pub const EXPECT_MAX: usize = 8 << 20;
+
+/// A copy of `len` bytes follows a wait of at most `within` (a read-back waiting for the GPU): the
+/// threads that will share it poll for it meanwhile, where it splits and is shorter than
+/// [`EXPECT_MAX`] (a parked thread's wake-up cost the H200 ~0.1 ms, a third of a 2.3 MB copy).
+pub fn expect(len: usize, within: Duration) {
+    if len >= EXPECT_MAX || within.is_zero() {
+        return;
+    }
+    if let Some(w) = workers() {
+        let parts = chunks(len, 1).len();
+        if parts > 1 {
+            w.ready(parts - 1, within);
+        }
+    }
 }
 
 /// The cores this process may use, read once: `available_parallelism` reads the cgroup quota
@@ -136,7 +161,8 @@ mod tests {
     #[test]
     fn chunks_cover_the_range_in_aligned_steps() {
         for len in [0, 1, 7, MIN_CHUNK - 1, MIN_CHUNK, 2 * MIN_CHUNK + 3, 33 * MIN_CHUNK + 5] {
-            let r = chunks(len, 8);
+            // (The scoped threads' sizes: another test registers workers meanwhile.)
+            let r = chunks_of(len, 8, MIN_CHUNK, cores().min(MAX_THREADS));
             assert!(r.len() <= MAX_THREADS);
             let mut next = 0;
             for (i, c) in r.iter().enumerate() {
@@ -172,8 +198,9 @@ mod tests {
     }
 
     /// Workers that run every part on the caller, last first (a valid pool: the parts are
-    /// independent).
-    struct Backwards;
+    /// independent), and record what they were made ready for.
+    #[derive(Default)]
+    struct Backwards(Mutex<Vec<(usize, Duration)>>);
 
     impl Workers for Backwards {
         fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>) {
@@ -182,11 +209,22 @@ mod tests {
         fn threads(&self) -> usize {
             3
         }
+        fn ready(&self, threads: usize, within: Duration) {
+            self.0.lock().push((threads, within));
+        }
     }
 
     #[test]
     fn pooled_copies_split_at_the_smaller_chunk_and_are_exact() {
-        set_workers(Some(Arc::new(Backwards)));
+        let pool = Arc::new(Backwards::default());
+        set_workers(Some(pool.clone()));
+        // A read-back makes its copy's other threads ready while it waits: only copies that split
+        // and are shorter than EXPECT_MAX, only when the wait polls.
+        let ms = Duration::from_millis(5);
+        for (len, within) in [(2_304_000, ms), (POOLED_MIN_CHUNK, ms), (EXPECT_MAX, ms), (2_304_000, Duration::ZERO)] {
+            expect(len, within);
+        }
+        assert_eq!(*pool.0.lock(), [(1, ms)]);
         let split = chunks(3 * POOLED_MIN_CHUNK + 5, 8);
         let small = chunks(POOLED_MIN_CHUNK - 1, 8);
         for len in [0, 7, POOLED_MIN_CHUNK + 3, 5 * POOLED_MIN_CHUNK + 13] {

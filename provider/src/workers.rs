@@ -1,6 +1,7 @@
 //! The threads that share large host copies (`ep_kernels::hostcopy::Workers`): started at the
-//! first split copy, parked between copies, stopped and joined when the factory is released
-//! (ONNX Runtime may unload the library next, and a parked thread is still in our code).
+//! first split copy, parked between copies (or polling for one a read-back expects while it waits
+//! for the GPU, `Workers::ready`), stopped and joined when the factory is released (ONNX Runtime
+//! may unload the library next, and a parked thread is still in our code).
 //!
 //! A copy's parts borrow its source and destination, which a thread outliving the copy cannot
 //! hold by type; [`Pool::run`] erases that lifetime and returns only once every part has
@@ -14,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ep_kernels::hostcopy::{self, Workers};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 /// How long the caller spins for the other parts before it sleeps: the parts of one copy end
 /// within microseconds of each other, and a sleep adds a wake-up (~10 µs) to every copy.
@@ -72,12 +73,41 @@ impl Job {
 struct Queue {
     jobs: VecDeque<Job>,
     stop: bool,
+    /// Threads asked to poll for the next copy instead of sleeping, and until when
+    /// ([`Workers::ready`]: a read-back waiting for the GPU).
+    wanted: usize,
+    until: Option<Instant>,
 }
 
 #[derive(Default)]
 struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// Jobs queued (what polling threads watch without the lock), and the stop flag for them.
+    pending: AtomicUsize,
+    halt: AtomicBool,
+}
+
+impl Shared {
+    fn push(&self, q: &mut Queue, job: Job) {
+        q.jobs.push_back(job);
+        self.pending.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn pop(&self, q: &mut Queue, at: usize) -> Option<Job> {
+        let job = q.jobs.remove(at)?;
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        Some(job)
+    }
+
+    /// Polls (yielding the core to anything else runnable) until a job is queued, the pool
+    /// stops or `until` passes.
+    fn poll_for_jobs(&self, until: Instant) {
+        while self.pending.load(Ordering::Acquire) == 0 && !self.halt.load(Ordering::Acquire) && Instant::now() < until
+        {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// The copy threads: `threads` of them, started at the first copy that needs them.
@@ -108,6 +138,7 @@ impl Pool {
     /// Stops and joins the threads (queued parts still run: the callers take theirs back).
     pub fn stop(&self) {
         self.shared.queue.lock().stop = true;
+        self.shared.halt.store(true, Ordering::Release);
         self.shared.ready.notify_all();
         for h in self.handles.lock().drain(..) {
             let _ = h.join();
@@ -120,13 +151,19 @@ fn serve(shared: &Shared) {
         let job = {
             let mut q = shared.queue.lock();
             loop {
-                if let Some(job) = q.jobs.pop_front() {
+                if let Some(job) = shared.pop(&mut q, 0) {
                     break job;
                 }
                 if q.stop {
                     return;
                 }
-                shared.ready.wait(&mut q);
+                match q.until.filter(|&t| q.wanted > 0 && Instant::now() < t) {
+                    Some(until) => {
+                        q.wanted -= 1;
+                        MutexGuard::unlocked(&mut q, || shared.poll_for_jobs(until));
+                    }
+                    None => shared.ready.wait(&mut q),
+                }
             }
         };
         job.run();
@@ -146,12 +183,14 @@ impl Workers for Pool {
         if tasks.len() > 0 {
             self.start();
             let mut q = self.shared.queue.lock();
+            // The expected copy has come: no thread polls for another.
+            (q.wanted, q.until) = (0, None);
             for task in tasks {
                 // SAFETY: only the lifetime changes. `run` does not return before `latch` counts
                 // this task finished (below: `wait`, also after a panic of the caller's own part),
                 // so everything the task borrows outlives it.
                 let task: Task = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Task>(task) };
-                q.jobs.push_back(Job { task, latch: latch.clone() });
+                self.shared.push(&mut q, Job { task, latch: latch.clone() });
             }
             drop(q);
             self.shared.ready.notify_all();
@@ -162,7 +201,7 @@ impl Workers for Pool {
             let mine = {
                 let mut q = self.shared.queue.lock();
                 let at = q.jobs.iter().position(|j| Arc::ptr_eq(&j.latch, &latch));
-                at.and_then(|i| q.jobs.remove(i))
+                at.and_then(|i| self.shared.pop(&mut q, i))
             };
             match mine {
                 Some(job) => job.run(),
@@ -180,6 +219,18 @@ impl Workers for Pool {
 
     fn threads(&self) -> usize {
         self.threads
+    }
+
+    fn ready(&self, threads: usize, within: Duration) {
+        self.start();
+        let wanted = threads.min(self.threads);
+        {
+            let mut q = self.shared.queue.lock();
+            (q.wanted, q.until) = (wanted, Some(Instant::now() + within));
+        }
+        for _ in 0..wanted {
+            self.shared.ready.notify_one();
+        }
     }
 }
 
@@ -247,6 +298,38 @@ mod tests {
     }
 
     #[test]
+    fn polling_threads_take_parts_and_see_a_stop_at_once() {
+        let pool = Pool::new(2);
+        pool.ready(1, Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+        let caller = std::thread::current().id();
+        let ran_on: Mutex<Vec<std::thread::ThreadId>> = Mutex::default();
+        let r = &ran_on;
+        let tasks = (0..2)
+            .map(|i| {
+                Box::new(move || {
+                    if i == 0 {
+                        // The caller's part waits for the other, which a ready thread must take.
+                        let start = Instant::now();
+                        while r.lock().is_empty() && start.elapsed() < Duration::from_secs(5) {
+                            std::thread::yield_now();
+                        }
+                    } else {
+                        r.lock().push(std::thread::current().id());
+                    }
+                }) as Box<dyn FnOnce() + Send + '_>
+            })
+            .collect();
+        pool.run(tasks);
+        assert!(ran_on.lock().first().is_some_and(|&t| t != caller), "the second part ran on a copy thread");
+        // Polling threads see the stop at once, not after their 10 s.
+        pool.ready(2, Duration::from_secs(10));
+        let start = Instant::now();
+        pool.stop();
+        assert!(start.elapsed() < Duration::from_secs(2), "stop waited for the polling threads' deadline");
+    }
+
+    #[test]
     fn a_panicking_part_re_raises_on_the_caller_after_all_finish() {
         let pool = Pool::new(2);
         let finished = AtomicUsize::new(0);
@@ -269,7 +352,8 @@ mod tests {
 }
 
 /// `cargo test --release -p onnxruntime-ep-wgpu --lib copy_speed -- --ignored --nocapture`: one copy's time
-/// split in 1 to 8 parts on the pool, the pool idle for 2 ms before each (as between runs), source not cached.
+/// split in 1 to 8 parts on the pool, 2 ms after the last (as between runs), source not cached: the threads
+/// parked, or made ready when the 2 ms began (as a read-back does before it waits for the GPU).
 #[cfg(test)]
 mod speed {
     use super::*;
@@ -279,26 +363,32 @@ mod speed {
     fn copy_speed() {
         let pool = Pool::new(7);
         let mut evict = vec![0u8; 64 << 20];
-        for len in [393_216usize, 983_040, 1_152_000, 2_304_000, 16 << 20] {
+        for len in [393_216usize, 1_152_000, 2_304_000, 4_608_000, 16 << 20] {
             let src = vec![1u8; len];
             let mut dst = vec![0u8; len];
-            for parts in [1usize, 2, 3, 4, 8] {
-                let mut times = Vec::new();
-                for it in 0..60u8 {
-                    evict.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(it));
-                    std::thread::sleep(Duration::from_millis(2));
-                    let step = len.div_ceil(parts);
-                    let t = Instant::now();
-                    let tasks = dst
-                        .chunks_mut(step)
-                        .zip(src.chunks(step))
-                        .map(|(d, s)| Box::new(move || d.copy_from_slice(s)) as Box<dyn FnOnce() + Send + '_>)
-                        .collect();
-                    pool.run(tasks);
-                    times.push(t.elapsed().as_secs_f64() * 1e6);
+            for ready in [false, true] {
+                for parts in [1usize, 2, 3, 4, 8] {
+                    let mut times = Vec::new();
+                    for it in 0..60u8 {
+                        evict.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(it));
+                        if ready {
+                            pool.ready(parts - 1, Duration::from_millis(5));
+                        }
+                        std::thread::sleep(Duration::from_millis(2));
+                        let step = len.div_ceil(parts);
+                        let t = Instant::now();
+                        let tasks = dst
+                            .chunks_mut(step)
+                            .zip(src.chunks(step))
+                            .map(|(d, s)| Box::new(move || d.copy_from_slice(s)) as Box<dyn FnOnce() + Send + '_>)
+                            .collect();
+                        pool.run(tasks);
+                        times.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    times.sort_by(f64::total_cmp);
+                    let mode = if ready { "ready" } else { "parked" };
+                    println!("{len} B in {parts} parts, {mode}: median {:.1} us, p10 {:.1}", times[30], times[6]);
                 }
-                times.sort_by(f64::total_cmp);
-                println!("{len} B in {parts} parts: median {:.1} us, p10 {:.1}", times[30], times[6]);
             }
         }
         pool.stop();

@@ -398,6 +398,7 @@ impl Gpu {
             Ok(())
         })?;
         let (mut outcome, mapped) = startup::time(Phase::CopyOutWait, || {
+            crate::hostcopy::expect(out.len(), self.spin_wait().unwrap_or_default());
             let rx = request_maps([&staging], wgpu::MapMode::Read);
             let outcome = self.wait();
             (outcome, self.collect_maps(&rx, 1).pop().flatten())

@@ -52,6 +52,11 @@ impl Gpu {
         self.seen_done.load(Ordering::Acquire) >= self.submitted.load(Ordering::Acquire)
     }
 
+    /// How long this device's waits poll before they block (`None`: they block at once).
+    pub fn spin_wait(&self) -> Option<Duration> {
+        Some(self.spin_us.load(Ordering::Relaxed)).filter(|&us| us > 0).map(Duration::from_micros)
+    }
+
     /// Sets how long this device's waits poll before they block (`None`: they block at once).
     pub fn set_spin_wait(&self, budget: Option<Duration>) {
         let us = budget.map_or(0, |b| b.as_micros().clamp(1, u64::MAX as u128) as u64);
