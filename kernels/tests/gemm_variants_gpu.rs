@@ -324,13 +324,13 @@ fn check_f32_split(fused: CoopMode, shapes: [CoopShape; 2], suffix: &str, seed: 
 }
 
 /// Each operand's largest magnitude in the share of the max pass's second workgroup (vec4s
-/// 256..512 of 5000 and 1000, two workgroups per operand): the product must reduce every
-/// workgroup's maximum, or that element overflows f16 once scaled.
+/// 256..512 of 5000 and 1000: its first round whatever the workgroups per operand, at least two):
+/// the product must reduce every workgroup's maximum, or that element overflows f16 once scaled.
 fn check_split_reads_every_maximum(gpu: &Gpu, rng: &mut impl Rng, shape: CoopShape, options: &GemmOptions) {
     let (m, n, k) = (200, 40, 100);
     let p = GemmProblem::simple(DType::F32, m, n, k, false, false);
     let plan = emulated_plan_with(&p, shape, options).expect("split plan");
-    assert_eq!(plan.steps[0].params.tiles_n, 2, "two max-pass workgroups per operand");
+    assert!(plan.steps[0].params.tiles_n >= 2, "several max-pass workgroups per operand");
     let mut a = random_vec(rng, (m * k) as usize);
     let mut b = random_vec(rng, (k * n) as usize);
     a[4 * 300 + 3] = 3e3;
