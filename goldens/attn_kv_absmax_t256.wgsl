@@ -25,16 +25,23 @@ fn mag(x: f32) -> u32 {
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     var m = vec2<u32>();
-    for (var i = wid.x * 256u + tid; i < p.total; i = i + p.groups * 256u) {
-        let dd = i % p.dims.w;
-        let r = i / p.dims.w;
-        let s = r % p.dims.z;
-        let bh = r / p.dims.z;
-        let h = bh % p.dims.y;
-        let b = bh / p.dims.y;
-        let ek = b * p.k_stride.x + h * p.k_stride.y + s * p.k_stride.z + dd * p.k_stride.w;
-        let ev = b * p.v_stride.x + h * p.v_stride.y + s * p.v_stride.z + dd * p.v_stride.w;
-        m = max(m, vec2<u32>(mag(k[ek]), mag(v[ev])));
+    let step = p.groups * 256u;
+    // Four elements of each a round, their loads in flight together.
+    for (var i = wid.x * 256u + tid; i < p.total; i = i + 4u * step) {
+        for (var u = 0u; u < 4u; u = u + 1u) {
+            let j = i + u * step;
+            if (j < p.total) {
+                let dd = j % p.dims.w;
+                let r = j / p.dims.w;
+                let s = r % p.dims.z;
+                let bh = r / p.dims.z;
+                let h = bh % p.dims.y;
+                let b = bh / p.dims.y;
+                let ek = b * p.k_stride.x + h * p.k_stride.y + s * p.k_stride.z + dd * p.k_stride.w;
+                let ev = b * p.v_stride.x + h * p.v_stride.y + s * p.v_stride.z + dd * p.v_stride.w;
+                m = max(m, vec2<u32>(mag(k[ek]), mag(v[ev])));
+            }
+        }
     }
     part[tid] = m;
     workgroupBarrier();
