@@ -24,28 +24,32 @@ fn main(
     @builtin(local_invocation_index) tid: u32,
 ) {
     let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + tid;
-    if (i >= p.rows * p.d) {
+    let quads = p.d / 4u;
+    if (i >= p.rows * quads) {
         return;
     }
-    let row = i / p.d;
-    let col = i % p.d;
+    let row = i / quads;
+    let col = (i % quads) * 4u;
     let w = p.d + 2u;
     var m = bitcast<f32>(0xff800000u);
     for (var s = 0u; s < p.splits; s = s + 1u) {
         m = max(m, part[(row * p.splits + s) * w + p.d]);
     }
     var l = 0.0;
-    var acc = 0.0;
+    var acc = vec4<f32>();
     if (m != bitcast<f32>(0xff800000u)) {
         for (var s = 0u; s < p.splits; s = s + 1u) {
             let at = (row * p.splits + s) * w;
             let f = exp(part[at + p.d] - m);
             l = l + part[at + p.d + 1u] * f;
-            acc = acc + part[at + col] * f;
+            let c = at + col;
+            acc = acc + vec4<f32>(part[c], part[c + 1u], part[c + 2u], part[c + 3u]) * f;
         }
     }
     let qi = row % p.sq;
     let bh = row / p.sq;
     let at = (bh / p.heads) * p.o_stride.x + (bh % p.heads) * p.o_stride.y + qi * p.o_stride.z + col * p.o_stride.w;
-    o[at] = f16(acc / l);
+    for (var c = 0u; c < 4u; c = c + 1u) {
+        o[at + c * p.o_stride.w] = f16(acc[c] / l);
+    }
 }

@@ -183,7 +183,7 @@ impl OpSource for DecodeSource {
     }
 }
 
-/// The reduction of the partials into the output: one invocation per output element
+/// The reduction of the partials into the output: one invocation per four columns of a row
 /// (`attn_decode_reduce`, for many rows of few chunks), or with `per_row` one workgroup per row
 /// (`attn_decode_combine`, for a few rows of many chunks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -420,16 +420,25 @@ pub(super) fn reduce(
     splits: u32,
     shared: &SharedParams,
 ) -> Result<OpDispatch, GpuError> {
+    if g.d % 4 != 0 {
+        return Err(GpuError::Internal(format!("the split-KV reduction takes four columns at a time, not of {}", g.d)));
+    }
     let rows = g.batch * g.heads * g.sq;
     let params = reduce_params(rows, g.d, splits, shared)?;
     let red = ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty: k.ty, per_row: false }));
-    Ok(OpDispatch::new(red, &params, grid_for(rows * g.d, caps)?))
+    // An invocation per four columns of a row.
+    Ok(OpDispatch::new(red, &params, grid_for(rows * g.d.div_ceil(4), caps)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::caps::profiles;
+
+    #[test]
+    fn every_head_size_reduces_four_columns_at_a_time() {
+        assert!(super::super::HEAD_SIZES.iter().all(|d| d % 4 == 0));
+    }
 
     #[test]
     fn uniforms_match_the_templates() {
