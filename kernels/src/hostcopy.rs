@@ -35,9 +35,8 @@ pub const MAX_THREADS: usize = 8;
 /// At most this many threads a read-back makes ready ([`expect`]); they poll through its wait.
 pub const READY_MAX: usize = 3;
 /// How long threads that ran a part poll for the next copy, at most (the device's wait budget
-/// bounds it: a device whose waits block gets none). A numpy run's inputs come ~0.3 ms after the
-/// previous run's outputs on the H200's host.
-pub const LINGER_MAX: Duration = Duration::from_micros(500);
+/// bounds it: a device whose waits block gets none).
+pub const LINGER_MAX: Duration = Duration::from_millis(1);
 
 /// Threads that run the parts of host copies and outlive them.
 pub trait Workers: Send + Sync {
@@ -51,10 +50,9 @@ pub trait Workers: Send + Sync {
     fn hot(&self) -> usize {
         0
     }
-    /// Gets `threads` of them ready for a copy expected after `from` and within `within` (they poll
-    /// for it over that window instead of sleeping, so that waking them does not delay it; threads
-    /// already polling count). By default nothing.
-    fn ready(&self, _threads: usize, _from: Duration, _within: Duration) {}
+    /// Gets `threads` of them ready for a copy expected within `within` (they poll for it instead of
+    /// sleeping, so that waking them does not delay it). By default nothing.
+    fn ready(&self, _threads: usize, _within: Duration) {}
 }
 
 static WORKERS: RwLock<Option<Arc<dyn Workers>>> = RwLock::new(None);
@@ -72,18 +70,17 @@ fn workers() -> Option<Arc<dyn Workers>> {
 /// longer than a thread's wake-up.
 pub const EXPECT_MAX: usize = 8 << 20;
 
-/// A copy of `len` bytes follows a wait of at most `within` (a read-back waiting for the GPU),
-/// likely not before `lead`: the threads that will share it poll for it from then, where it splits
-/// and is shorter than [`EXPECT_MAX`] (a parked thread's wake-up cost the H200 ~0.1 ms, a third of
-/// a 2.3 MB copy; polling through a whole wait cost a core per thread).
-pub fn expect(len: usize, lead: Duration, within: Duration) {
+/// A copy of `len` bytes follows a wait of at most `within` (a read-back waiting for the GPU): the
+/// threads that will share it poll for it meanwhile, where it splits and is shorter than
+/// [`EXPECT_MAX`] (a parked thread's wake-up cost the H200 ~0.1 ms, a third of a 2.3 MB copy).
+pub fn expect(len: usize, within: Duration) {
     if len >= EXPECT_MAX || within.is_zero() {
         return;
     }
     if let Some(w) = workers() {
         let parts = (len / HOT_MIN_CHUNK).clamp(1, (READY_MAX + 1).min(w.threads() + 1));
         if parts > 1 {
-            w.ready(parts - 1, lead.min(within), within);
+            w.ready(parts - 1, within);
         }
     }
 }
@@ -240,7 +237,7 @@ mod tests {
     /// report `hot` threads polling.
     #[derive(Default)]
     struct Backwards {
-        ready: Mutex<Vec<(usize, Duration, Duration)>>,
+        ready: Mutex<Vec<(usize, Duration)>>,
         lingers: Mutex<Vec<Duration>>,
         hot: std::sync::atomic::AtomicUsize,
     }
@@ -256,8 +253,8 @@ mod tests {
         fn hot(&self) -> usize {
             self.hot.load(std::sync::atomic::Ordering::SeqCst)
         }
-        fn ready(&self, threads: usize, from: Duration, within: Duration) {
-            self.ready.lock().push((threads, from, within));
+        fn ready(&self, threads: usize, within: Duration) {
+            self.ready.lock().push((threads, within));
         }
     }
 
@@ -277,12 +274,10 @@ mod tests {
             (EXPECT_MAX, ms),
             (2_304_000, Duration::ZERO),
         ];
-        let lead = Duration::from_millis(2);
         for (len, within) in cases {
-            expect(len, lead, within);
+            expect(len, within);
         }
-        expect(2_304_000, Duration::from_secs(1), ms);
-        assert_eq!(*pool.ready.lock(), [(3, lead, ms), (3, lead, ms), (1, lead, ms), (3, ms, ms)]);
+        assert_eq!(*pool.ready.lock(), [(3, ms), (3, ms), (1, ms)]);
         let split = chunks(3 * POOLED_MIN_CHUNK + 5, 8);
         let small = chunks(POOLED_MIN_CHUNK - 1, 8);
         // Polling threads take parts of HOT_MIN_CHUNK: a numpy run's 960 KB input after the

@@ -77,11 +77,9 @@ impl Job {
 struct Queue {
     jobs: VecDeque<Job>,
     stop: bool,
-    /// Threads asked to poll for the next copy instead of sleeping, from when and until when
-    /// ([`Workers::ready`]: a read-back waiting for the GPU). Threads already polling (lingering
-    /// after a part) count among them.
+    /// Threads asked to poll for the next copy instead of sleeping, and until when
+    /// ([`Workers::ready`]: a read-back waiting for the GPU).
     wanted: usize,
-    from: Option<Instant>,
     until: Option<Instant>,
 }
 
@@ -109,9 +107,9 @@ impl Shared {
     }
 
     /// Polls (yielding the core to anything else runnable) until a job is queued, the pool
-    /// stops or `until` passes. The caller counted itself in `hot` (under the queue's lock, so
-    /// that threads deciding whether to poll see each other) and this uncounts it.
+    /// stops or `until` passes.
     fn poll_for_jobs(&self, until: Instant) {
+        self.hot.fetch_add(1, Ordering::AcqRel);
         while self.pending.load(Ordering::Acquire) == 0 && !self.halt.load(Ordering::Acquire) && Instant::now() < until
         {
             std::thread::yield_now();
@@ -169,18 +167,16 @@ fn serve(shared: &Shared) {
                 if q.stop {
                     return;
                 }
-                let now = Instant::now();
-                // Its own linger, or the window a read-back asked for while fewer threads poll.
-                let asked = q.until.filter(|&t| now < t && shared.hot.load(Ordering::Acquire) < q.wanted);
-                match (linger.take().filter(|&t| now < t).max(asked), q.from) {
-                    (Some(until), Some(from)) if asked == Some(until) && now < from => {
-                        let _ = shared.ready.wait_until(&mut q, from);
-                    }
-                    (Some(until), _) => {
-                        shared.hot.fetch_add(1, Ordering::AcqRel);
+                if let Some(until) = linger.take().filter(|&t| Instant::now() < t) {
+                    MutexGuard::unlocked(&mut q, || shared.poll_for_jobs(until));
+                    continue;
+                }
+                match q.until.filter(|&t| q.wanted > 0 && Instant::now() < t) {
+                    Some(until) => {
+                        q.wanted -= 1;
                         MutexGuard::unlocked(&mut q, || shared.poll_for_jobs(until));
                     }
-                    (None, _) => shared.ready.wait(&mut q),
+                    None => shared.ready.wait(&mut q),
                 }
             }
         };
@@ -204,7 +200,7 @@ impl Workers for Pool {
             self.start();
             let mut q = self.shared.queue.lock();
             // The expected copy has come: no thread polls for another.
-            (q.wanted, q.from, q.until) = (0, None, None);
+            (q.wanted, q.until) = (0, None);
             for task in tasks {
                 // SAFETY: only the lifetime changes. `run` does not return before `latch` counts
                 // this task finished (below: `wait`, also after a panic of the caller's own part),
@@ -245,16 +241,14 @@ impl Workers for Pool {
         self.shared.hot.load(Ordering::Acquire)
     }
 
-    fn ready(&self, threads: usize, from: Duration, within: Duration) {
+    fn ready(&self, threads: usize, within: Duration) {
         self.start();
         let wanted = threads.min(self.threads);
-        let now = Instant::now();
         {
             let mut q = self.shared.queue.lock();
-            (q.wanted, q.from, q.until) = (wanted, Some(now + from), Some(now + within));
+            (q.wanted, q.until) = (wanted, Some(Instant::now() + within));
         }
-        // Parked threads wait for `from` on their own; those polling already count.
-        for _ in self.hot()..wanted {
+        for _ in 0..wanted {
             self.shared.ready.notify_one();
         }
     }
@@ -327,7 +321,7 @@ mod tests {
     #[test]
     fn polling_threads_take_parts_and_see_a_stop_at_once() {
         let pool = Pool::new(2);
-        pool.ready(1, Duration::ZERO, Duration::from_secs(10));
+        pool.ready(1, Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(20));
         let caller = std::thread::current().id();
         let ran_on: Mutex<Vec<std::thread::ThreadId>> = Mutex::default();
@@ -350,7 +344,7 @@ mod tests {
         pool.run(tasks, Duration::ZERO);
         assert!(ran_on.lock().first().is_some_and(|&t| t != caller), "the second part ran on a copy thread");
         // Polling threads see the stop at once, not after their 10 s.
-        pool.ready(2, Duration::ZERO, Duration::from_secs(10));
+        pool.ready(2, Duration::from_secs(10));
         let start = Instant::now();
         pool.stop();
         assert!(start.elapsed() < Duration::from_secs(2), "stop waited for the polling threads' deadline");
@@ -387,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn threads_poll_for_their_linger_or_a_window_asked_for_and_see_a_stop_at_once() {
+    fn threads_poll_for_their_linger_after_a_part_and_see_a_stop_at_once() {
         let pool = Pool::new(2);
         let caller = std::thread::current().id();
         assert_eq!(pool.hot(), 0);
@@ -399,13 +393,6 @@ mod tests {
         assert!(hot_within(&pool, |h| h == 0), "without a linger they park");
         copy_on_a_thread(&pool, Duration::from_millis(50));
         assert!(hot_within(&pool, |h| h == 0), "and after its linger");
-        // Made ready from 300 ms on: parked until then, polling after.
-        pool.ready(1, Duration::from_millis(300), Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(pool.hot(), 0, "polling before the window a read-back asked for");
-        assert!(hot_within(&pool, |h| h == 1), "not polling in the window");
-        copy_on_a_thread(&pool, Duration::ZERO);
-        assert!(hot_within(&pool, |h| h == 0), "the copy came: the window is over");
         // A stop ends a linger at once, not after its 10 s.
         copy_on_a_thread(&pool, Duration::from_secs(10));
         assert!(hot_within(&pool, |h| h >= 1));
@@ -457,7 +444,7 @@ mod speed {
                     for it in 0..60u8 {
                         evict.iter_mut().step_by(64).for_each(|b| *b = b.wrapping_add(it));
                         if ready {
-                            pool.ready(parts - 1, Duration::ZERO, Duration::from_millis(5));
+                            pool.ready(parts - 1, Duration::from_millis(5));
                         }
                         std::thread::sleep(Duration::from_millis(2));
                         let step = len.div_ceil(parts);

@@ -103,8 +103,6 @@ pub struct Gpu {
     unused_input: std::sync::OnceLock<GpuBuffer>,
     /// How long a wait polls before it blocks, in µs (0: it blocks at once; `wait.rs`).
     spin_us: std::sync::atomic::AtomicU64,
-    /// How long the last read-back waited for the GPU, µs (when its copy's threads start polling).
-    readback_wait_us: std::sync::atomic::AtomicU64,
     /// Submissions made, and how many of them a wait has seen finished (`wait.rs`): equal when
     /// the GPU has nothing of ours in flight.
     submitted: std::sync::atomic::AtomicU64,
@@ -210,7 +208,6 @@ impl Gpu {
             uniform_slabs: Default::default(),
             unused_input: Default::default(),
             spin_us,
-            readback_wait_us: Default::default(),
             submitted: Default::default(),
             seen_done: Default::default(),
             me: me.clone(),
