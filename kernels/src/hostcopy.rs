@@ -9,10 +9,7 @@
 //! calling thread taking the first; measured there (provider `workers::speed`), 2 parts of a 2.3 MB
 //! copy took 0.32 ms against 0.46 in one, 8 parts of 16 MB 0.92 against 3.15, while every split of
 //! 1.15 MB or less was slower than one thread. A read-back that waits for the GPU first makes the
-//! threads its copy will use poll for it ([`expect`]), so their wake-up falls inside the wait,
-//! and threads that ran a part poll on for a while after it (`linger`): a numpy run's inputs
-//! come a fraction of a millisecond after the previous run's outputs. Threads that poll take
-//! smaller parts ([`HOT_MIN_CHUNK`]).
+//! threads its copy will use poll for it ([`expect`]), so their wake-up falls inside the wait.
 //! Without workers (the engine used on its own, or after the provider stopped them) copies of at
 //! least [`MIN_CHUNK`] bytes a part go to scoped threads.
 
@@ -27,29 +24,16 @@ use parking_lot::{Mutex, RwLock};
 pub const MIN_CHUNK: usize = 4 << 20;
 /// With workers: the least each part of a split copy gets.
 pub const POOLED_MIN_CHUNK: usize = 1 << 20;
-/// With workers polling for copies (made ready, or lingering after one): the least each part
-/// they take gets (they start at once, so only the copy itself is shared).
-pub const HOT_MIN_CHUNK: usize = 256 << 10;
 /// At most this many threads (the caller included) share one copy.
 pub const MAX_THREADS: usize = 8;
-/// At most this many threads a read-back makes ready ([`expect`]); they poll through its wait.
-pub const READY_MAX: usize = 3;
-/// How long threads that ran a part poll for the next copy, at most (the device's wait budget
-/// bounds it: a device whose waits block gets none).
-pub const LINGER_MAX: Duration = Duration::from_millis(1);
 
 /// Threads that run the parts of host copies and outlive them.
 pub trait Workers: Send + Sync {
     /// Runs every task, the first on the calling thread; returns once all have finished (so they
-    /// may borrow from the caller's stack). A task that panicked re-raises on the caller. The
-    /// threads that ran one poll for the next copy for `linger` before they sleep.
-    fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>, linger: Duration);
+    /// may borrow from the caller's stack). A task that panicked re-raises on the caller.
+    fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>);
     /// Threads besides the caller's.
     fn threads(&self) -> usize;
-    /// Threads polling for a copy now (made ready, or lingering after one). By default none.
-    fn hot(&self) -> usize {
-        0
-    }
     /// Gets `threads` of them ready for a copy expected within `within` (they poll for it instead of
     /// sleeping, so that waking them does not delay it). By default nothing.
     fn ready(&self, _threads: usize, _within: Duration) {}
@@ -78,7 +62,7 @@ pub fn expect(len: usize, within: Duration) {
         return;
     }
     if let Some(w) = workers() {
-        let parts = (len / HOT_MIN_CHUNK).clamp(1, (READY_MAX + 1).min(w.threads() + 1));
+        let parts = chunks(len, 1).len();
         if parts > 1 {
             w.ready(parts - 1, within);
         }
@@ -96,51 +80,36 @@ pub fn cores() -> usize {
 /// Byte ranges, each a multiple of `align` long except the last, that split `len` bytes for
 /// parallel copying: one range when `len` is small.
 pub fn chunks(len: usize, align: usize) -> Vec<Range<usize>> {
-    let parts = match workers() {
-        // Parked threads take parts of POOLED_MIN_CHUNK, polling ones smaller parts.
-        Some(w) => {
-            let all = (w.threads() + 1).min(MAX_THREADS);
-            let hot = (w.hot() + 1).min(all);
-            parts_of(len, POOLED_MIN_CHUNK, all).max(parts_of(len, HOT_MIN_CHUNK, hot))
-        }
-        None => parts_of(len, MIN_CHUNK, cores().min(MAX_THREADS)),
+    let (min, threads) = match workers() {
+        Some(w) => (POOLED_MIN_CHUNK, (w.threads() + 1).min(MAX_THREADS)),
+        None => (MIN_CHUNK, cores().min(MAX_THREADS)),
     };
-    split(len, align, parts)
+    chunks_of(len, align, min, threads)
 }
 
-fn parts_of(len: usize, min: usize, threads: usize) -> usize {
-    (len / min).clamp(1, threads.max(1))
-}
-
-#[cfg(test)]
 fn chunks_of(len: usize, align: usize, min: usize, threads: usize) -> Vec<Range<usize>> {
-    split(len, align, parts_of(len, min, threads))
-}
-
-fn split(len: usize, align: usize, parts: usize) -> Vec<Range<usize>> {
+    let parts = (len / min).clamp(1, threads.max(1));
     let align = align.max(1);
     let step = len.div_ceil(parts).next_multiple_of(align);
     (0..len).step_by(step.max(1)).map(|start| start..(start + step).min(len)).collect()
 }
 
 /// Runs `copy(range)` for each range of [`chunks`]`(len, align)`, in parallel when there are
-/// several; returns the first error. Threads that ran a part poll for the next copy for
-/// `linger` (at most [`LINGER_MAX`]; a device's wait budget, zero where waits block).
+/// several; returns the first error.
 pub fn for_each_chunk<E: Send>(
     len: usize,
     align: usize,
-    linger: Duration,
     copy: impl Fn(Range<usize>) -> Result<(), E> + Sync,
 ) -> Result<(), E> {
-    run_parts(chunks(len, align), linger, copy)
+    run_parts(chunks(len, align), copy)
 }
 
-/// `dst.copy_from_slice(src)`, split across threads when large; `linger` as in [`for_each_chunk`].
-pub fn copy(dst: &mut [u8], src: &[u8], linger: Duration) {
+/// `dst.copy_from_slice(src)`, split across threads when large.
+pub fn copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
     let step = chunks(src.len(), 1).first().map_or(1, |r| r.len());
     let parts: Vec<(&mut [u8], &[u8])> = dst.chunks_mut(step).zip(src.chunks(step)).collect();
-    let copied: Result<(), std::convert::Infallible> = run_parts(parts, linger, |(d, s)| {
+    let copied: Result<(), std::convert::Infallible> = run_parts(parts, |(d, s)| {
         d.copy_from_slice(s);
         Ok(())
     });
@@ -151,11 +120,7 @@ pub fn copy(dst: &mut [u8], src: &[u8], linger: Duration) {
 /// [`Workers`] or else on scoped threads. Each part is taken exactly once, by its thread or by the
 /// caller when that thread could not start (no memory for its stack) or has not started yet. A
 /// panic in a thread re-raises on the caller's thread (inside its FFI guard).
-fn run_parts<T: Send, E: Send>(
-    parts: Vec<T>,
-    linger: Duration,
-    work: impl Fn(T) -> Result<(), E> + Sync,
-) -> Result<(), E> {
+fn run_parts<T: Send, E: Send>(parts: Vec<T>, work: impl Fn(T) -> Result<(), E> + Sync) -> Result<(), E> {
     if parts.len() <= 1 {
         return parts.into_iter().try_for_each(work);
     }
@@ -172,7 +137,7 @@ fn run_parts<T: Send, E: Send>(
             .zip(&results)
             .map(|(slot, out)| Box::new(move || *out.lock() = run(slot)) as Box<dyn FnOnce() + Send + '_>)
             .collect();
-        pool.run(tasks, linger.min(LINGER_MAX));
+        pool.run(tasks);
         return results.into_iter().try_for_each(Mutex::into_inner);
     }
     std::thread::scope(|s| {
@@ -217,10 +182,10 @@ mod tests {
         for len in [0, 5, 2 * MIN_CHUNK - 1, 2 * MIN_CHUNK, 9 * MIN_CHUNK + 13] {
             let src: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
             let mut dst = vec![0xAAu8; len];
-            copy(&mut dst, &src, Duration::ZERO);
+            copy(&mut dst, &src);
             assert!(dst == src, "len {len}");
             let cells: Vec<std::sync::atomic::AtomicU8> = (0..len).map(|_| Default::default()).collect();
-            for_each_chunk::<()>(len, 8, Duration::ZERO, |r| {
+            for_each_chunk::<()>(len, 8, |r| {
                 for i in r {
                     cells[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
@@ -233,28 +198,19 @@ mod tests {
     }
 
     /// Workers that run every part on the caller, last first (a valid pool: the parts are
-    /// independent), record what they were made ready for and the lingers asked of them, and
-    /// report `hot` threads polling.
+    /// independent), and record what they were made ready for.
     #[derive(Default)]
-    struct Backwards {
-        ready: Mutex<Vec<(usize, Duration)>>,
-        lingers: Mutex<Vec<Duration>>,
-        hot: std::sync::atomic::AtomicUsize,
-    }
+    struct Backwards(Mutex<Vec<(usize, Duration)>>);
 
     impl Workers for Backwards {
-        fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>, linger: Duration) {
-            self.lingers.lock().push(linger);
+        fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>) {
             tasks.into_iter().rev().for_each(|t| t());
         }
         fn threads(&self) -> usize {
             3
         }
-        fn hot(&self) -> usize {
-            self.hot.load(std::sync::atomic::Ordering::SeqCst)
-        }
         fn ready(&self, threads: usize, within: Duration) {
-            self.ready.lock().push((threads, within));
+            self.0.lock().push((threads, within));
         }
     }
 
@@ -262,46 +218,26 @@ mod tests {
     fn pooled_copies_split_at_the_smaller_chunk_and_are_exact() {
         let pool = Arc::new(Backwards::default());
         set_workers(Some(pool.clone()));
-        // A read-back makes its copy's other threads ready while it waits (parts of HOT_MIN_CHUNK,
-        // at most READY_MAX threads): only copies that split and are shorter than EXPECT_MAX,
-        // only when the wait polls.
+        // A read-back makes its copy's other threads ready while it waits: only copies that split
+        // and are shorter than EXPECT_MAX, only when the wait polls.
         let ms = Duration::from_millis(5);
-        let cases = [
-            (2_304_000, ms),
-            (POOLED_MIN_CHUNK, ms),
-            (2 * HOT_MIN_CHUNK, ms),
-            (2 * HOT_MIN_CHUNK - 1, ms),
-            (EXPECT_MAX, ms),
-            (2_304_000, Duration::ZERO),
-        ];
-        for (len, within) in cases {
+        for (len, within) in [(2_304_000, ms), (POOLED_MIN_CHUNK, ms), (EXPECT_MAX, ms), (2_304_000, Duration::ZERO)] {
             expect(len, within);
         }
-        assert_eq!(*pool.ready.lock(), [(3, ms), (3, ms), (1, ms)]);
+        assert_eq!(*pool.0.lock(), [(1, ms)]);
         let split = chunks(3 * POOLED_MIN_CHUNK + 5, 8);
         let small = chunks(POOLED_MIN_CHUNK - 1, 8);
-        // Polling threads take parts of HOT_MIN_CHUNK: a numpy run's 960 KB input after the
-        // previous run's output left two threads lingering.
-        pool.hot.store(2, std::sync::atomic::Ordering::SeqCst);
-        let hot = chunks(960_000, 8);
-        let hot_large = chunks(16 << 20, 8);
-        pool.hot.store(0, std::sync::atomic::Ordering::SeqCst);
         for len in [0, 7, POOLED_MIN_CHUNK + 3, 5 * POOLED_MIN_CHUNK + 13] {
             let src: Vec<u8> = (0..len).map(|i| (i * 13 + i / 509) as u8).collect();
             let mut dst = vec![0x55u8; len];
-            copy(&mut dst, &src, ms);
+            copy(&mut dst, &src);
             assert!(dst == src, "len {len}");
-            let failed = for_each_chunk(len, 8, Duration::ZERO, |r| if r.start > 0 { Err(r.start) } else { Ok(()) });
+            let failed = for_each_chunk(len, 8, |r| if r.start > 0 { Err(r.start) } else { Ok(()) });
             assert_eq!(failed.is_err(), chunks(len, 8).len() > 1, "len {len}: a part's error is returned");
         }
         set_workers(None);
         assert_eq!(split.len(), 3);
         assert_eq!(small.len(), 1);
-        assert_eq!(hot.len(), 3, "{hot:?}");
-        assert_eq!(hot_large.len(), 4, "parked threads still share a large copy");
-        // Split copies pass their linger, bounded by LINGER_MAX.
-        assert_eq!(pool.lingers.lock().first(), Some(&LINGER_MAX));
-        assert!(pool.lingers.lock().contains(&Duration::ZERO));
         assert_eq!(chunks(3 * POOLED_MIN_CHUNK + 5, 8).len(), 1, "scoped threads keep the large chunk");
     }
 }

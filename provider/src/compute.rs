@@ -190,7 +190,7 @@ impl RunOutputs for OrtOutputs<'_> {
         if !dst.is_empty() {
             // SAFETY: ORT's output buffer of `dst.len()` bytes, exclusively ours during Compute.
             let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr() as *mut u8, dst.len()) };
-            ep_kernels::hostcopy::copy(dst, bytes, std::time::Duration::ZERO);
+            ep_kernels::hostcopy::copy(dst, bytes);
         }
         Ok(())
     }

@@ -1,9 +1,7 @@
 //! The threads that share large host copies (`ep_kernels::hostcopy::Workers`): started at the
-//! first split copy, parked between copies, or polling for one: a read-back expects one while it
-//! waits for the GPU (`Workers::ready`), and a thread that ran a part polls on for the copy's
-//! `linger` (a numpy run's inputs follow the previous run's outputs within a millisecond). Stopped
-//! and joined when the factory is released (ONNX Runtime may unload the library next, and a
-//! parked thread is still in our code).
+//! first split copy, parked between copies (or polling for one a read-back expects while it waits
+//! for the GPU, `Workers::ready`), stopped and joined when the factory is released (ONNX Runtime
+//! may unload the library next, and a parked thread is still in our code).
 //!
 //! A copy's parts borrow its source and destination, which a thread outliving the copy cannot
 //! hold by type; [`Pool::run`] erases that lifetime and returns only once every part has
@@ -62,8 +60,6 @@ impl Latch {
 struct Job {
     task: Task,
     latch: Arc<Latch>,
-    /// How long the thread that ran it polls for the next job.
-    linger: Duration,
 }
 
 impl Job {
@@ -90,8 +86,6 @@ struct Shared {
     /// Jobs queued (what polling threads watch without the lock), and the stop flag for them.
     pending: AtomicUsize,
     halt: AtomicBool,
-    /// Threads polling now.
-    hot: AtomicUsize,
 }
 
 impl Shared {
@@ -109,12 +103,10 @@ impl Shared {
     /// Polls (yielding the core to anything else runnable) until a job is queued, the pool
     /// stops or `until` passes.
     fn poll_for_jobs(&self, until: Instant) {
-        self.hot.fetch_add(1, Ordering::AcqRel);
         while self.pending.load(Ordering::Acquire) == 0 && !self.halt.load(Ordering::Acquire) && Instant::now() < until
         {
             std::thread::yield_now();
         }
-        self.hot.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -155,8 +147,6 @@ impl Pool {
 }
 
 fn serve(shared: &Shared) {
-    // Until when this thread polls on after its last part.
-    let mut linger: Option<Instant> = None;
     loop {
         let job = {
             let mut q = shared.queue.lock();
@@ -167,10 +157,6 @@ fn serve(shared: &Shared) {
                 if q.stop {
                     return;
                 }
-                if let Some(until) = linger.take().filter(|&t| Instant::now() < t) {
-                    MutexGuard::unlocked(&mut q, || shared.poll_for_jobs(until));
-                    continue;
-                }
                 match q.until.filter(|&t| q.wanted > 0 && Instant::now() < t) {
                     Some(until) => {
                         q.wanted -= 1;
@@ -180,14 +166,12 @@ fn serve(shared: &Shared) {
                 }
             }
         };
-        let after = job.linger;
         job.run();
-        linger = Some(Instant::now() + after).filter(|_| !after.is_zero());
     }
 }
 
 impl Workers for Pool {
-    fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>, linger: Duration) {
+    fn run(&self, tasks: Vec<Box<dyn FnOnce() + Send + '_>>) {
         let mut tasks = tasks.into_iter();
         let Some(first) = tasks.next() else { return };
         let latch = Arc::new(Latch {
@@ -206,7 +190,7 @@ impl Workers for Pool {
                 // this task finished (below: `wait`, also after a panic of the caller's own part),
                 // so everything the task borrows outlives it.
                 let task: Task = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Task>(task) };
-                self.shared.push(&mut q, Job { task, latch: latch.clone(), linger });
+                self.shared.push(&mut q, Job { task, latch: latch.clone() });
             }
             drop(q);
             self.shared.ready.notify_all();
@@ -235,10 +219,6 @@ impl Workers for Pool {
 
     fn threads(&self) -> usize {
         self.threads
-    }
-
-    fn hot(&self) -> usize {
-        self.shared.hot.load(Ordering::Acquire)
     }
 
     fn ready(&self, threads: usize, within: Duration) {
@@ -298,7 +278,7 @@ mod tests {
                     }) as Box<dyn FnOnce() + Send + '_>
                 })
                 .collect();
-            pool.run(tasks, Duration::ZERO);
+            pool.run(tasks);
             assert!(hits.iter().all(|h| h.load(Ordering::SeqCst) == 1), "{parts} parts");
         }
         pool.stop();
@@ -313,7 +293,6 @@ mod tests {
                     }) as Box<_>
                 })
                 .collect(),
-            Duration::ZERO,
         );
         assert_eq!(hits.load(Ordering::SeqCst), 3);
     }
@@ -341,64 +320,13 @@ mod tests {
                 }) as Box<dyn FnOnce() + Send + '_>
             })
             .collect();
-        pool.run(tasks, Duration::ZERO);
+        pool.run(tasks);
         assert!(ran_on.lock().first().is_some_and(|&t| t != caller), "the second part ran on a copy thread");
         // Polling threads see the stop at once, not after their 10 s.
         pool.ready(2, Duration::from_secs(10));
         let start = Instant::now();
         pool.stop();
         assert!(start.elapsed() < Duration::from_secs(2), "stop waited for the polling threads' deadline");
-    }
-
-    /// Two parts, the caller's waiting until a copy thread has run the other; returns that thread.
-    fn copy_on_a_thread(pool: &Pool, linger: Duration) -> Option<std::thread::ThreadId> {
-        let ran_on: Mutex<Option<std::thread::ThreadId>> = Mutex::default();
-        let r = &ran_on;
-        let tasks = (0..2)
-            .map(|i| {
-                Box::new(move || {
-                    if i == 1 {
-                        *r.lock() = Some(std::thread::current().id());
-                        return;
-                    }
-                    let start = Instant::now();
-                    while r.lock().is_none() && start.elapsed() < Duration::from_secs(5) {
-                        std::thread::yield_now();
-                    }
-                }) as Box<dyn FnOnce() + Send + '_>
-            })
-            .collect();
-        pool.run(tasks, linger);
-        ran_on.into_inner()
-    }
-
-    fn hot_within(pool: &Pool, wanted: impl Fn(usize) -> bool) -> bool {
-        let start = Instant::now();
-        while !wanted(pool.hot()) && start.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        wanted(pool.hot())
-    }
-
-    #[test]
-    fn threads_poll_for_their_linger_after_a_part_and_see_a_stop_at_once() {
-        let pool = Pool::new(2);
-        let caller = std::thread::current().id();
-        assert_eq!(pool.hot(), 0);
-        let first = copy_on_a_thread(&pool, Duration::from_millis(300));
-        assert!(first.is_some_and(|t| t != caller), "the second part ran on a copy thread");
-        assert!(hot_within(&pool, |h| h >= 1), "a thread that ran a part polls on");
-        let next = copy_on_a_thread(&pool, Duration::ZERO);
-        assert!(next.is_some_and(|t| t != caller), "the next copy's part ran on a copy thread");
-        assert!(hot_within(&pool, |h| h == 0), "without a linger they park");
-        copy_on_a_thread(&pool, Duration::from_millis(50));
-        assert!(hot_within(&pool, |h| h == 0), "and after its linger");
-        // A stop ends a linger at once, not after its 10 s.
-        copy_on_a_thread(&pool, Duration::from_secs(10));
-        assert!(hot_within(&pool, |h| h >= 1));
-        let start = Instant::now();
-        pool.stop();
-        assert!(start.elapsed() < Duration::from_secs(2), "stop waited for a lingering thread");
     }
 
     #[test]
@@ -416,7 +344,7 @@ mod tests {
                 f.fetch_add(1, Ordering::SeqCst);
             }),
         ];
-        let caught = catch_unwind(AssertUnwindSafe(|| pool.run(tasks, Duration::ZERO)));
+        let caught = catch_unwind(AssertUnwindSafe(|| pool.run(tasks)));
         assert!(caught.is_err());
         assert_eq!(finished.load(Ordering::SeqCst), 2, "run returned before every part finished");
         pool.stop();
@@ -454,7 +382,7 @@ mod speed {
                             .zip(src.chunks(step))
                             .map(|(d, s)| Box::new(move || d.copy_from_slice(s)) as Box<dyn FnOnce() + Send + '_>)
                             .collect();
-                        pool.run(tasks, Duration::ZERO);
+                        pool.run(tasks);
                         times.push(t.elapsed().as_secs_f64() * 1e6);
                     }
                     times.sort_by(f64::total_cmp);

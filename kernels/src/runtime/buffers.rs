@@ -225,7 +225,7 @@ impl Gpu {
         // range (mapped ranges start at multiples of 8 bytes; the last one runs to the padded end).
         let size = staged.size;
         let buffer = &staged.buffer;
-        let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, self.linger(), |r| {
+        let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
             let end = if r.end == data.len() { size } else { r.end as u64 };
             let mut view = buffer
                 .slice(r.start as u64..end)

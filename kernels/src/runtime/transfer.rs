@@ -305,7 +305,7 @@ impl Gpu {
         let staging = self.pooled_staging(true, size)?;
         // Large uploads are copied by several threads, each through its own mapped view.
         startup::time(Phase::CopyIn, || {
-            let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, self.linger(), |r| {
+            let written = crate::hostcopy::for_each_chunk::<GpuError>(data.len(), 8, |r| {
                 let mut view = staging
                     .slice(r.start as u64..r.end as u64)
                     .get_mapped_range_mut()
@@ -408,7 +408,7 @@ impl Gpu {
                 if outcome.is_ok() {
                     outcome = startup::time(Phase::CopyOut, || match staging.slice(..padded(len)).get_mapped_range() {
                         Ok(view) => {
-                            crate::hostcopy::copy(out, &view[..out.len()], self.linger());
+                            crate::hostcopy::copy(out, &view[..out.len()]);
                             Ok(())
                         }
                         Err(e) => Err(GpuError::Readback(e.to_string())),

@@ -57,12 +57,6 @@ impl Gpu {
         Some(self.spin_us.load(Ordering::Relaxed)).filter(|&us| us > 0).map(Duration::from_micros)
     }
 
-    /// How long copy threads that ran a part of this device's copies poll for the next one: its
-    /// wait budget (zero where waits block), which `hostcopy` bounds.
-    pub fn linger(&self) -> Duration {
-        self.spin_wait().unwrap_or_default()
-    }
-
     /// Sets how long this device's waits poll before they block (`None`: they block at once).
     pub fn set_spin_wait(&self, budget: Option<Duration>) {
         let us = budget.map_or(0, |b| b.as_micros().clamp(1, u64::MAX as u128) as u64);
