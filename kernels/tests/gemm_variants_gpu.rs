@@ -362,7 +362,7 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
     let bb = gpu.upload(&to_bytes(&b, DType::F32), "b").unwrap();
     let out = gpu.upload(&poison((m * n) as usize, DType::F32), "out").unwrap();
     let io = GemmBindings { a: &ab, b: &bb, bias: None, out: &out };
-    let dispatches = gpu.prepare_gemm_constant_b(&plan, io, None).unwrap();
+    let dispatches = gpu.prepare_gemm_constant_b(&plan, io, None, None).unwrap();
     for scale in [1e-3f32, 1e4, 1.0] {
         let a: Vec<f32> = random_vec(&mut rng, (m * k) as usize).iter().map(|v| v * scale).collect();
         gpu.write(&ab, &to_bytes(&a, DType::F32)).unwrap();
@@ -376,6 +376,41 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
             let err = (g as f64 - w).abs();
             assert!(err <= 1e-6 * s + 1e-30, "A at {scale:e}, element {j}: {g} against {w}");
         }
+    }
+}
+
+/// A bound on |A| known when the product is prepared (`graph/bounds.rs`) replaces A's max pass:
+/// no pass runs, and A's maxima in the workspace are the bound and zeros, whatever the pass that
+/// ran once over A's buffer then left there (1e30 in its second workgroup's share, which would
+/// push every element of A into f16's subnormals). A at 1e5 overflows f16 unless its scale came
+/// from the bound; the bound 100 times its largest magnitude still gives fp32's accuracy.
+#[test]
+fn f32_split_with_a_bound_on_a_runs_no_max_pass() {
+    let Some(gpu) = coop_gpu() else { return };
+    let mut rng = rng("f32_split_a_bound");
+    let options = GemmOptions { f32_split: CoopMode::On, f32_split_fused: CoopMode::On, ..Default::default() };
+    let (m, n, k) = (200, 40, 100);
+    let p = GemmProblem::simple(DType::F32, m, n, k, false, false);
+    let plan = emulated_plan_with(&p, CoopShape { stages: 1, depth: 1, ..COOP_64 }, &options).expect("split plan");
+    assert!(plan.steps[0].params.tiles_n >= 2, "several max-pass workgroups per operand");
+    let b = random_vec(&mut rng, (k * n) as usize);
+    let mut stale = vec![0.0f32; (m * k) as usize];
+    stale[4 * 300 + 3] = 1e30;
+    let ab = gpu.upload(&to_bytes(&stale, DType::F32), "a").unwrap();
+    let bb = gpu.upload(&to_bytes(&b, DType::F32), "b").unwrap();
+    let out = gpu.upload(&poison((m * n) as usize, DType::F32), "out").unwrap();
+    let io = GemmBindings { a: &ab, b: &bb, bias: None, out: &out };
+    let dispatches = gpu.prepare_gemm_constant_b(&plan, io, None, Some(1e7)).unwrap();
+    assert_eq!(dispatches.len(), plan.steps.len() - 1, "no max pass runs");
+    let a: Vec<f32> = random_vec(&mut rng, (m * k) as usize).iter().map(|v| v * 1e5).collect();
+    gpu.write(&ab, &to_bytes(&a, DType::F32)).unwrap();
+    gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
+    let got = from_bytes(&gpu.read_buffer(&out).unwrap(), DType::F32);
+    let want = reference(&p, &a, &b, None);
+    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+    let size = reference(&p, &abs(&a), &abs(&b), None);
+    for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
+        assert!((g as f64 - w).abs() <= 1e-6 * s, "element {j}: {g} against {w} (Σ|a||b| {s:.3e})");
     }
 }
 

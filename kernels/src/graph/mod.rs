@@ -2,6 +2,7 @@
 //! partitioning, partition programs and their execution.
 
 pub mod attention;
+pub mod bounds;
 pub mod executor;
 pub mod fold;
 pub mod fusion;

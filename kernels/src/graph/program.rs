@@ -143,8 +143,11 @@ pub fn build_program_with(
         constants.extend(synthesised_constant(node)?);
     }
     // Q, K and V projections of a fused attention → one product.
-    let packs = packed_proj::find(nodes, outputs, &fusion, &constants);
+    let mut packs = packed_proj::find(nodes, outputs, &fusion, &constants);
     packed_proj::apply(&packs, &mut fusion);
+    // Bounds on the split f32 kernels' operands, where the constants give them.
+    let annotated = super::bounds::annotate(nodes, &mut fusion, &mut packs, &constants);
+    let nodes = annotated.as_slice();
     let mut displaced = Vec::new();
     for p in &packs {
         constants.extend([p.weights.clone(), p.bias.clone()]);
@@ -271,7 +274,13 @@ fn packed_step(
         since_version: 13,
         inputs: vec![Some(pack.input.clone())],
         outputs: vec![Some(pack.value.clone())],
-        attrs: Default::default(),
+        // The bound on X, if any (`graph/bounds.rs`).
+        attrs: node
+            .attrs
+            .iter()
+            .filter(|(k, _)| *k == super::bounds::A_BOUND)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         assigned_ep: None,
     };
     let mut kernel = ProductKernel::of(&product, ProductKind::MatMul)?;

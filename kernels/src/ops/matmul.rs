@@ -8,7 +8,8 @@ use crate::dtype::DType;
 use crate::error::GpuError;
 use crate::gemm::{
     broadcast_layout, broadcast_shapes, matmul_problem, matmul_problem_strided, plan_gemm, Activation, CoopMode,
-    GemmOptions, GemmPlan, GemmProblem, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, FLAG_RESIDUAL_MUL,
+    GemmOptions, GemmPlan, GemmProblem, GemmStep, StepIo, TilingChoice, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT,
+    FLAG_RESIDUAL_MUL,
 };
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
@@ -133,6 +134,9 @@ pub struct ProductKernel {
     pub residual_mul: bool,
     /// MatMul only: A and B read through absorbed Transposes of these permutations.
     pub perms: [Option<Vec<usize>>; 2],
+    /// A bound on |A| known before any run (`graph/bounds.rs`): a split f32 product by constant
+    /// weights takes A's scale from it, without a max pass.
+    pub a_bound: Option<f32>,
 }
 
 impl ProductKernel {
@@ -154,6 +158,7 @@ impl ProductKernel {
             residual: false,
             residual_mul: false,
             perms,
+            a_bound: node.float(crate::graph::bounds::A_BOUND),
         })
     }
 
@@ -248,7 +253,7 @@ impl Kernel for ProductKernel {
         let bindings = GemmBindings { a: a.buf, b: b.buf, bias, out: out.buf };
         let residual = if self.residual { Some(io.input(3)?.buf) } else { None };
         let dispatches = match (b.constant, residual) {
-            (true, _) => cx.gpu.prepare_gemm_constant_b(&plan, bindings, residual)?,
+            (true, _) => cx.gpu.prepare_gemm_constant_b(&plan, bindings, residual, self.a_bound)?,
             (false, Some(r)) => cx.gpu.prepare_gemm_residual(&plan, bindings, r)?,
             (false, None) => cx.gpu.prepare_gemm(&plan, bindings)?,
         };
@@ -262,10 +267,12 @@ impl Kernel for ProductKernel {
         options: &ExecOptions,
     ) -> Result<Option<StepPlan>, String> {
         let (problem, plan) = self.planned(inputs, caps, &options.gemm)?;
+        // A bound on A (its B a constant) spares the runs the max pass.
+        let runs = |s: &&GemmStep| !(self.a_bound.is_some() && !plan.swap_operands && s.io == StepIo::AbsMax);
         Ok(Some(StepPlan {
             line: describe(self, &problem, &plan),
             tiling: format!("{:?}", plan.tiling),
-            dispatches: plan.steps.iter().map(|s| (s.shader().name(), s.grid)).collect(),
+            dispatches: plan.steps.iter().filter(runs).map(|s| (s.shader().name(), s.grid)).collect(),
         }))
     }
 }
@@ -273,8 +280,12 @@ impl Kernel for ProductKernel {
 fn describe(op: &ProductKernel, problem: &GemmProblem, plan: &GemmPlan) -> String {
     let variants: Vec<String> = plan.shaders().map(|v| v.name()).collect();
     let fallbacks = plan.fallback_note();
+    let bound = match op.a_bound {
+        Some(b) if plan.splits_f32() && !plan.swap_operands => format!(", A's scale from its bound {b:.4e}"),
+        _ => String::new(),
+    };
     format!(
-        "{} '{}': M={} N={} K={} batch={} {:?} [{}]{fallbacks}",
+        "{} '{}': M={} N={} K={} batch={} {:?} [{}]{fallbacks}{bound}",
         op.kind.name(),
         op.name,
         problem.m,
@@ -343,10 +354,17 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     out
 }
 
-pub fn check_matmul(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
-    if let Some(a) = OPERAND_PERMS.iter().find(|a| node.attrs.contains_key(**a)) {
-        return Err(format!("has the attribute {a}, which this EP reserves for its own rewrites"));
+/// Declines a model's node that carries an attribute this EP's rewrites set (their names start
+/// with `__ep_wgpu_`: absorbed Transposes, bounds).
+fn check_reserved(node: &Node) -> Result<(), String> {
+    match node.attrs.keys().find(|a| a.starts_with("__ep_wgpu_")) {
+        Some(a) => Err(format!("has the attribute {a}, which this EP reserves for its own rewrites")),
+        None => Ok(()),
     }
+}
+
+pub fn check_matmul(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+    check_reserved(node)?;
     let (a, b) = (required(node, 0, "A")?, required(node, 1, "B")?);
     let dtype = common_dtype(node, &[a, b], opts)?;
     if a.rank() == Some(0) || b.rank() == Some(0) {
@@ -413,6 +431,7 @@ impl GemmAttrs {
 }
 
 pub fn check_gemm(node: &Node, opts: &PlacementOptions) -> Result<(), String> {
+    check_reserved(node)?;
     let (a, b) = (required(node, 0, "A")?, required(node, 1, "B")?);
     let mut values = vec![a, b];
     let c = node.input(2);

@@ -33,7 +33,7 @@ impl Gpu {
                 GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
                 None,
                 io.residual,
-                false,
+                Default::default(),
             ),
             ConvSchedule::Im2colGemm { im2col, gemm } => {
                 let col = self.storage_buffer(plan.col_bytes, "im2col")?;
@@ -45,7 +45,7 @@ impl Gpu {
                     im2col.grid,
                 )?];
                 let bindings = GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out };
-                dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual, false)?);
+                dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual, Default::default())?);
                 Ok(dispatches)
             }
             ConvSchedule::Implicit { gemm, geometry } => self.prepare_gemm_with(
@@ -53,7 +53,7 @@ impl Gpu {
                 GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
                 Some(bytes_of(geometry)),
                 io.residual,
-                false,
+                Default::default(),
             ),
             ConvSchedule::Direct { step } => {
                 let bias = match io.bias {

@@ -130,7 +130,7 @@ impl Gpu {
 
     /// The dispatches of a GEMM plan, bound to `io`. Allocates the split-K workspace.
     pub fn prepare_gemm(&self, plan: &GemmPlan, io: GemmBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_gemm_with(plan, io, None, None, false)
+        self.prepare_gemm_with(plan, io, None, None, Known::default())
     }
 
     /// [`Gpu::prepare_gemm`] for a plan whose `_res` steps read `residual` (binding 6).
@@ -140,32 +140,36 @@ impl Gpu {
         io: GemmBindings<'_>,
         residual: &GpuBuffer,
     ) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_gemm_with(plan, io, None, Some(residual), false)
+        self.prepare_gemm_with(plan, io, None, Some(residual), Known::default())
     }
 
     /// [`Gpu::prepare_gemm`] (with the residual, if any) for a product whose B is a constant of
     /// the program: a split f32 product's max pass runs once now over both operands, which
     /// leaves B's maxima in the workspace, and the returned pass takes A's alone (a run then
-    /// reads the weight once, in the product, instead of twice).
+    /// reads the weight once, in the product, instead of twice). With `a_bound` (at least every
+    /// |A| of every run: `graph/bounds.rs`), A's maxima are that bound, written once, and no
+    /// pass runs.
     pub fn prepare_gemm_constant_b(
         &self,
         plan: &GemmPlan,
         io: GemmBindings<'_>,
         residual: Option<&GpuBuffer>,
+        a_bound: Option<f32>,
     ) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_gemm_with(plan, io, None, residual, !plan.swap_operands)
+        let known = Known { constant_b: !plan.swap_operands, a_bound: a_bound.filter(|b| b.is_finite() && *b > 0.0) };
+        self.prepare_gemm_with(plan, io, None, residual, known)
     }
 
     /// [`Gpu::prepare_gemm`]; `geometry` is the second uniform (binding 5) of the product steps
-    /// whose variant gathers B implicitly (an implicit-GEMM conv), required by them;
-    /// `constant_b` as in [`Gpu::prepare_gemm_constant_b`].
+    /// whose variant gathers B implicitly (an implicit-GEMM conv), required by them; `known` as
+    /// in [`Gpu::prepare_gemm_constant_b`].
     pub(super) fn prepare_gemm_with(
         &self,
         plan: &GemmPlan,
         io: GemmBindings<'_>,
         geometry: Option<&[u8]>,
         residual: Option<&GpuBuffer>,
-        constant_b: bool,
+        known: Known,
     ) -> Result<Vec<Dispatch>, GpuError> {
         let geometry = geometry.map(|g| self.uniform_buffer(g, "conv geometry")).transpose()?;
         let (a, b) = if plan.swap_operands { (io.b, io.a) } else { (io.a, io.b) };
@@ -179,8 +183,10 @@ impl Gpu {
             None
         };
         let mut out = Vec::with_capacity(plan.steps.len());
-        // The max pass over both operands that runs once, before any run (`constant_b`).
+        // The max pass over both operands that runs once, before any run (`constant_b`), and
+        // A's maxima written after it: the bound, then zeros (`a_bound`).
         let mut once = Vec::new();
+        let mut a_maxima = None;
         for step in &plan.steps {
             let variant = step.shader();
             let params = bytes_of(&step.params);
@@ -216,8 +222,14 @@ impl Gpu {
                 }
                 (StepIo::AbsMax, Some(ws)) => {
                     let buffers = [(0, a), (1, b), (3, ws)];
-                    if constant_b {
+                    if known.constant_b {
                         once.push(self.prepare(variant.clone(), BindingLayout::ABSMAX, params, &buffers, step.grid)?);
+                        if let Some(bound) = known.a_bound {
+                            let mut maxima = vec![0u8; step.params.tiles_n as usize * 4];
+                            maxima[..4].copy_from_slice(&bound.to_bits().to_le_bytes());
+                            a_maxima = Some((ws, maxima));
+                            continue;
+                        }
                         let a_only = crate::gemm::max_pass_of_a(step, self.caps()).map_err(GpuError::Internal)?;
                         let params = bytes_of(&a_only.params);
                         self.prepare(variant, BindingLayout::ABSMAX, params, &buffers, a_only.grid)?
@@ -238,6 +250,10 @@ impl Gpu {
                 self.submit([encoder.finish()]);
                 Ok(())
             })?;
+        }
+        if let Some((ws, maxima)) = a_maxima {
+            // A later submission than the pass's: A's share of the workspace holds the bound.
+            self.write(ws, &maxima)?;
         }
         Ok(out)
     }
@@ -264,6 +280,15 @@ impl Gpu {
         })?;
         self.wait()
     }
+}
+
+/// What a product's operands are known to be before any run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Known {
+    /// B is a constant of the program.
+    pub constant_b: bool,
+    /// Every |A| is at most this (with `constant_b` only).
+    pub a_bound: Option<f32>,
 }
 
 /// What a product step binds at 5 (the conv geometry of an implicit-GEMM product, the maxima of

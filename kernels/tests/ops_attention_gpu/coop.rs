@@ -162,3 +162,33 @@ fn emulated_split_f32_kernel_against_f64() {
         });
     }
 }
+
+/// The split f32 kernel with bounds on |K| and |V| known before the run (`graph/bounds.rs`) in
+/// place of its maxima pass: bounds 100 times the largest magnitudes, on values f16 cannot hold
+/// and on V growing along the keys, give the pass's accuracy against float64.
+#[test]
+fn emulated_split_f32_kernel_with_kv_bounds_against_f64() {
+    let gpu = common::gpu();
+    if coop::plan(64, gpu.caps(), true, true).is_none() {
+        eprintln!("skipped: this adapter has no subgroups or shader-f16");
+        return;
+    }
+    let mut rng = rand::rng();
+    let case = |sq, skv| Case { b: 1, hq: 2, hkv: 1, sq, skv, d: 64, scale: 0.125, causal: None };
+    let cases: [(Case, &str, Gain, [f32; 2]); 2] = [
+        (case(33, 90), "add", beyond_f16, [1.0e-6, 1.0e-9]),
+        (case(40, 150), "none", far_from_one, [1.0 / 3.0e3, (149.0f32 / 48.0).exp2()]),
+    ];
+    for (c, mask, gain, largest) in cases {
+        let run = Direct { ty: ElemType::F32, mask, kt: false, softcap: 0.0, gain: Some(gain) };
+        let configure = |kernel: &mut ep_kernels::ops::attention::FlashKernel| {
+            kernel.engine = Engine::CoopEmulated;
+            kernel.splits = Some(2);
+            kernel.kv_bound = Some(largest.map(|x| x * 100.0));
+        };
+        run.check(&mut rng, &c, configure, |plan| {
+            assert!(plan.contains("f32 split in three f16 products (emulated)"), "{plan}");
+            assert!(plan.contains("K/V scales from their bounds"), "{plan}");
+        });
+    }
+}

@@ -8,8 +8,9 @@
 use super::{assert_close, bshd_to_bhsd, random, run_with, Case};
 use crate::common;
 use common::graph::{const_val, node, val, T};
-use ep_kernels::graph::{Attr, Node};
+use ep_kernels::graph::{build_program_with, Attr, Constant, FlashMode, Node};
 use ep_kernels::ElemType;
+use rand::Rng;
 
 const B: u64 = 2;
 const KD: u64 = 40;
@@ -227,4 +228,63 @@ fn packed_projections_against_f64() {
 #[test]
 fn a_factor_on_v_keeps_three_products() {
     check(ElemType::F32, Some(0.5), 19);
+}
+
+/// The number in a kernel's `Debug` after `field` (`a_bound: Some(` or `kv_bound: Some([`).
+fn bound_in(debug: &str, field: &str) -> Option<f64> {
+    let rest = &debug[debug.find(field)? + field.len()..];
+    rest[..rest.find([',', ')', ']'])?].trim().parse().ok()
+}
+
+/// A LayerNormalization before the projections bounds what the split f32 kernels read
+/// (`graph/bounds.rs`): the packed product gets a bound on |X| and the attention one on |K| and
+/// |V|, each at least the largest magnitude of a float64 run on random rows and on a row built
+/// to reach the norm's extreme (one element away from the rest), and within 64 times it.
+#[test]
+fn a_normalised_input_bounds_the_packed_projection() {
+    let (ty, s) = (ElemType::F32, 19);
+    let mut rng = rand::rng();
+    let gamma: Vec<f32> = (0..KD).map(|_| rng.random_range(0.5f32..1.5)).collect();
+    let beta: Vec<f32> = (0..KD).map(|_| rng.random_range(-0.2f32..0.2)).collect();
+    let mut nodes = vec![node(
+        "LayerNormalization",
+        17,
+        vec![
+            Some(val("x0", ty, &[B, s, KD])),
+            Some(const_val("gamma", &T::f32(&[KD], &gamma))),
+            Some(const_val("beta", &T::f32(&[KD], &beta))),
+        ],
+        vec![val("x", ty, &[B, s, KD])],
+        vec![("axis", Attr::Int(-1)), ("epsilon", Attr::Float(1e-5))],
+    )];
+    nodes.extend(graph(ty, None, s));
+    let consts: Vec<Constant> = constants(&nodes)
+        .into_iter()
+        .map(|(name, t)| Constant { name, dtype: t.ty, shape: t.shape, data: t.data })
+        .collect();
+    let get = |name: &str| consts.iter().find(|c| c.name == name).unwrap().clone();
+    let values = |c: Constant| T { ty: c.dtype, shape: c.shape, data: c.data }.values();
+    let (wk, bk, wv) = (values(get("wk")), values(get("bk")), values(get("wv")));
+    let program = build_program_with(&nodes, &["x0".into()], &["yt".into()], consts, FlashMode::All).unwrap();
+    let debug = |ops: &str| format!("{:?}", program.steps.iter().find(|st| st.ops == ops).expect(ops).kernel);
+    let a_bound = bound_in(&debug("MatMul+Add(Q/K/V)"), "a_bound: Some(").expect("a bound on X");
+    let kv_bound = bound_in(&debug("FlashAttention(fused)"), "kv_bound: Some([").expect("bounds on K and V");
+    // Rows of x0: random, and the first one zero but for its element at γ's largest magnitude.
+    let mut x0: Vec<f64> = (0..B * s * KD).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let top = (0..KD as usize).max_by(|&i, &j| gamma[i].abs().total_cmp(&gamma[j].abs())).unwrap();
+    x0[..KD as usize].iter_mut().enumerate().for_each(|(i, x)| *x = if i == top { 1.0 } else { 0.0 });
+    let (gamma, beta) = (&gamma, &beta);
+    let x: Vec<f64> = x0
+        .chunks(KD as usize)
+        .flat_map(|row| {
+            let mean = row.iter().sum::<f64>() / KD as f64;
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / KD as f64;
+            let inv = 1.0 / (var + 1e-5).sqrt();
+            row.iter().enumerate().map(move |(i, v)| (v - mean) * inv * f64::from(gamma[i]) + f64::from(beta[i]))
+        })
+        .collect();
+    let largest = |t: &[f64]| t.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let kv = largest(&project(&x, &wk, true, Some(&bk), 1.0)).max(largest(&project(&x, &wv, false, None, 1.0)));
+    assert!(largest(&x) <= a_bound && a_bound <= 64.0 * largest(&x), "|X| {} against {a_bound}", largest(&x));
+    assert!(kv <= kv_bound && kv_bound <= 64.0 * kv, "|K|, |V| {kv} against {kv_bound}");
 }

@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{AttnPlan, FlashKernel, Geometry, MaskKind, SharedParams};
+use super::kernel::{AttnPlan, FlashKernel, Geometry, MaskKind, Maxima, SharedParams};
 use super::HEAD_SIZES;
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -332,7 +332,14 @@ pub(super) fn plan_dispatches(
     };
     let count = tiles * splits;
     let dims = grid(count, caps)?;
-    let pre = if x3 { Some(kv_max_pass(g, &shared)?) } else { None };
+    let pre = match (x3, k.kv_bound) {
+        (false, _) => None,
+        (true, Some(b)) if b.iter().all(|x| x.is_finite() && *x > 0.0) => Some(Maxima::Bound(b)),
+        (true, _) => {
+            let (pass, bytes) = kv_max_pass(g, &shared)?;
+            Some(Maxima::Pass(pass, bytes))
+        }
+    };
     let params = CoopParams {
         shared,
         q_tiles: to_u32("query tiles", q_tiles)?,
@@ -342,7 +349,11 @@ pub(super) fn plan_dispatches(
         splits: to_u32("key splits", splits)?,
         chunk: to_u32("keys per split", chunk)?,
         vec_kv: u32::from(whole_chunks(g, x3)),
-        kv_groups: pre.as_ref().map_or(0, |(_, bytes)| (bytes / 8) as u32),
+        kv_groups: match &pre {
+            Some(Maxima::Pass(_, bytes)) => (bytes / 8) as u32,
+            Some(Maxima::Bound(_)) => 1,
+            None => 0,
+        },
     };
     let split = splits > 1;
     let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
@@ -359,7 +370,8 @@ pub(super) fn plan_dispatches(
         (false, true) => "flash attention on tensor cores, f32 split in three f16 products",
         (true, true) => "flash attention on tensor cores, f32 split in three f16 products (emulated)",
     };
-    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}");
+    let bounds = if matches!(pre, Some(Maxima::Bound(_))) { ", K/V scales from their bounds" } else { "" };
+    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}{bounds}");
     Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, pre, main, reduce })
 }
 

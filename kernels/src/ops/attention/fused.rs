@@ -74,6 +74,10 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         engine: Engine::Auto,
         splits: None,
         lanes: None,
+        kv_bound: match node.attrs.get(crate::graph::bounds::KV_BOUND) {
+            Some(crate::graph::Attr::Floats(b)) => <[f32; 2]>::try_from(b.as_slice()).ok(),
+            _ => None,
+        },
     })
 }
 

@@ -303,6 +303,7 @@ impl GqaKernel {
             engine: self.engine,
             splits: None,
             lanes: None,
+            kv_bound: None,
         }
     }
 }

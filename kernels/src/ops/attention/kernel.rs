@@ -173,6 +173,9 @@ pub struct FlashKernel {
     /// Forced invocations per key row of the K/V-head decode kernel; `None`: planned from the
     /// device. Tests set it below the subgroup size, where a subgroup holds several key groups.
     pub lanes: Option<u32>,
+    /// Bounds on |K| and |V| known before any run (`graph/bounds.rs`): the split f32 kernel
+    /// takes their scales from them, without a maxima pass.
+    pub kv_bound: Option<[f32; 2]>,
 }
 
 /// The kernel for prefill-sized problems.
@@ -367,11 +370,18 @@ impl Kernel for FlashKernel {
         let planned = self.dispatches(q.shape, k.shape, v.shape, mask.map(|m| m.shape), cx.caps())?;
         let mut dispatches = Vec::with_capacity(3);
         let maxima = match &planned.pre {
-            Some((pre, bytes)) => Some((pre, cx.gpu.storage_buffer(*bytes, "attention K/V maxima")?)),
+            Some(Maxima::Pass(pre, bytes)) => {
+                let buf = cx.gpu.storage_buffer(*bytes, "attention K/V maxima")?;
+                dispatches.push(pre.bind(cx.gpu, &[reads[1], reads[2]], &[&buf])?);
+                Some(buf)
+            }
+            Some(Maxima::Bound(b)) => {
+                let bits: Vec<u8> = b.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect();
+                Some(cx.gpu.upload(&bits, "attention K/V bounds")?)
+            }
             None => None,
         };
-        if let Some((pre, buf)) = &maxima {
-            dispatches.push(pre.bind(cx.gpu, &[reads[1], reads[2]], &[buf])?);
+        if let Some(buf) = &maxima {
             reads.push(buf);
         }
         match &planned.reduce {
@@ -392,11 +402,22 @@ impl Kernel for FlashKernel {
             self.dispatches(required(inputs, 0)?, required(inputs, 1)?, required(inputs, 2)?, mask, caps)
         })()
         .map_err(|e| self.err(e.to_string()))?;
-        let mut dispatches: Vec<OpDispatch> = planned.pre.map(|(d, _)| d).into_iter().collect();
+        let mut dispatches: Vec<OpDispatch> = match planned.pre {
+            Some(Maxima::Pass(d, _)) => vec![d],
+            _ => Vec::new(),
+        };
         dispatches.push(planned.main);
         dispatches.extend(planned.reduce.map(|(d, _)| d));
         Ok(Some(step_plan(planned.line, planned.tiling, &dispatches)))
     }
+}
+
+/// The largest |K| and |V| the split f32 kernel reads (one entry per workgroup of the pass).
+pub(super) enum Maxima {
+    /// A pass reading K and V that writes them, and its bytes.
+    Pass(OpDispatch, u64),
+    /// One entry, written once: the bounds (`FlashKernel::kv_bound`).
+    Bound([f32; 2]),
 }
 
 /// An attention step's dispatches: what `prepare` binds and `plan` reports.
@@ -405,9 +426,8 @@ pub(super) struct AttnPlan {
     pub line: String,
     /// The engine and its tiling alone.
     pub tiling: String,
-    /// Reads K and V and writes what `main` reads after them (the split f32 kernel's maxima), and
-    /// those bytes.
-    pub pre: Option<(OpDispatch, u64)>,
+    /// What `main` reads after K and V: the split f32 kernel's maxima.
+    pub pre: Option<Maxima>,
     /// Reads Q, K, V (and the mask, and `pre`'s output); writes the output, or with `reduce` the
     /// partials.
     pub main: OpDispatch,

@@ -76,6 +76,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         engine: Engine::Auto,
         splits: None,
         lanes: None,
+        kv_bound: None,
     })
 }
 

@@ -1,0 +1,248 @@
+//! Bounds on values' magnitudes known when the program is built, from the constants' data, so
+//! that a split f32 product or attention (`gemm/split.rs`, `attn_coop.wgsl.j2` with x3) can take
+//! its operand's scale from the bound instead of a maxima pass over the data at every run. A
+//! split only needs a scale at or above the largest magnitude: it brings the bound into
+//! [2^14, 2^15) and splits each element into f16 parts of 11 significant bits each, so a bound
+//! 2^7 times the true largest magnitude still keeps 22 bits for every element down to 2^-10 of
+//! it (what lies below adds less than f32's own rounding of the sum).
+//!
+//! - A normalisation's output over `N` elements per row: LayerNormalization's standardised
+//!   values satisfy |z| ≤ √(N−1) (the deviations sum to zero, so one of them squared is at most
+//!   (N−1)/N of their sum of squares), RMSNormalization's |x / rms| ≤ √N; then times γ, plus β.
+//!   Each row's Euclidean norm is at most √N (max|γ| + max|β|).
+//! - A product of a bounded operand by constant weights W (and a constant bias b): column j is
+//!   at most min(‖row‖₂·‖W_j‖₂, max|a|·‖W_j‖₁) + |b_j| (Cauchy–Schwarz, Hölder).
+//!
+//! Bounds ride on internal node attributes ([`A_BOUND`], [`KV_BOUND`]), which placement
+//! declines on a model's own nodes.
+
+use std::collections::HashMap;
+
+use super::fusion::Fusion;
+use super::model::{Attr, Node};
+use super::packed_proj::Pack;
+use super::program::Constant;
+use crate::dtype::ElemType;
+
+/// A MatMul's or Gemm's bound on |A| (f32), where A is a normalisation's output.
+pub const A_BOUND: &str = "__ep_wgpu_a_bound";
+/// A FlashAttention's bounds on |K| and |V| (f32), where they are a packed projection of a
+/// normalisation's output.
+pub const KV_BOUND: &str = "__ep_wgpu_kv_bound";
+
+/// Slack over the exact bounds for the kernels' own rounding (a variance computed in f32 is off
+/// by a few ulps times the row length). A split leaves its scaled bound 2× below f16's largest
+/// value besides.
+const SLACK: f64 = 1.0 + 1.0 / 64.0;
+
+/// What is known of a value: every element's magnitude and each row's Euclidean norm are at
+/// most these.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Bound {
+    pub max: f64,
+    pub row_norm: f64,
+}
+
+/// `nodes` with the bounds their kernels use set as attributes; `fusion`'s rewrites and the
+/// packed attentions annotated in place (packing applied).
+pub(super) fn annotate(nodes: &[Node], fusion: &mut Fusion, packs: &mut [Pack], constants: &[Constant]) -> Vec<Node> {
+    let mut out = nodes.to_vec();
+    let mut bounds: HashMap<String, Bound> = HashMap::new();
+    for i in (0..nodes.len()).filter(|i| !fusion.absorbed.contains(i)) {
+        let node = fusion.rewrites.get(&i).unwrap_or(&nodes[i]);
+        if let (Some(b), Some(o)) = (norm_bound(node, constants), node.output(0)) {
+            bounds.insert(o.name.clone(), b);
+        }
+    }
+    if bounds.is_empty() {
+        return out;
+    }
+    for i in (0..nodes.len()).filter(|i| !fusion.absorbed.contains(i)) {
+        let node = match fusion.rewrites.get_mut(&i) {
+            Some(n) => n,
+            None => &mut out[i],
+        };
+        // A product by constant weights, whose maxima are taken once (`Gpu::prepare_gemm_constant_b`).
+        let product = node.is_onnx()
+            && matches!(node.op_type.as_str(), "MatMul" | "Gemm")
+            && node.input(1).is_some_and(|b| b.constant);
+        if let Some(b) = node.input(0).and_then(|a| bounds.get(&a.name)).filter(|_| product) {
+            node.attrs.insert(A_BOUND.into(), Attr::Float(b.max as f32));
+        }
+    }
+    for p in packs.iter_mut() {
+        let Some(&b) = bounds.get(&p.input.name) else { continue };
+        out[p.product].attrs.insert(A_BOUND.into(), Attr::Float(b.max as f32));
+        if let Some(kv) = product_bound(b, &p.weights, &p.bias) {
+            let kv = Attr::Floats(vec![kv, kv]);
+            p.node.attrs.insert(KV_BOUND.into(), kv.clone());
+            if let Some(n) = fusion.rewrites.get_mut(&p.attention) {
+                n.attrs.insert(KV_BOUND.into(), kv);
+            }
+        }
+    }
+    out
+}
+
+/// The f32 values of a constant named `name` (`None` when absent, of another type, or without
+/// its bytes, as the offline inspector plans).
+fn values<'c>(constants: &'c [Constant], name: &str) -> Option<impl Iterator<Item = f64> + 'c> {
+    let c = constants.iter().find(|c| c.name == name).filter(|c| c.dtype == ElemType::F32 && !c.data.is_empty())?;
+    Some(c.data.chunks_exact(4).map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))))
+}
+
+/// The largest magnitude of a constant input of `node`, 0 where the input is omitted; `None`
+/// where it is not a finite f32 constant.
+fn largest(node: &Node, k: usize, constants: &[Constant]) -> Option<f64> {
+    if !node.has_input(k) {
+        return Some(0.0);
+    }
+    let v = node.input(k)?;
+    if !v.constant {
+        return None;
+    }
+    let mut m = 0.0f64;
+    for x in values(constants, &v.name)? {
+        if !x.is_finite() {
+            return None;
+        }
+        m = m.max(x.abs());
+    }
+    Some(m)
+}
+
+/// The bound on output 0 of a LayerNormalization or RMS norm over f32 rows with constant γ (and
+/// β), a positive epsilon (without it, a row of equal values divides by zero) and a known row
+/// length.
+pub(super) fn norm_bound(node: &Node, constants: &[Constant]) -> Option<Bound> {
+    let spread = match node.op_type.as_str() {
+        "LayerNormalization" => |n: f64| (n - 1.0).max(0.0).sqrt(),
+        "RMSNormalization" | "SimplifiedLayerNormalization" => |n: f64| n.sqrt(),
+        _ => return None,
+    };
+    let x = node.input(0)?;
+    if !node.is_onnx() || x.dtype() != Some(crate::dtype::DType::F32) || node.float("epsilon").unwrap_or(1e-5) <= 0.0 {
+        return None;
+    }
+    let dims = x.shape.as_ref()?;
+    let axis = node.int("axis").unwrap_or(-1);
+    let axis = if axis < 0 { axis + dims.len() as i64 } else { axis };
+    let from = usize::try_from(axis).ok().filter(|&a| a < dims.len())?;
+    let n = dims[from..].iter().map(|d| d.fixed()).product::<Option<u64>>()? as f64;
+    let gamma = largest(node, 1, constants)?;
+    let beta = if node.op_type == "LayerNormalization" { largest(node, 2, constants)? } else { 0.0 };
+    let max = (spread(n) * gamma + beta) * SLACK;
+    let row_norm = n.sqrt() * (gamma + beta) * SLACK;
+    (max.is_finite() && max > 0.0).then_some(Bound { max, row_norm })
+}
+
+/// The largest magnitude of `a · W + b` for W `[K, N]` and b `[N]` (f32 constants), over every
+/// column.
+pub(super) fn product_bound(a: Bound, w: &Constant, b: &Constant) -> Option<f32> {
+    let [k, n] = <[u64; 2]>::try_from(w.shape.as_slice()).ok()?.map(|d| d as usize);
+    let data: Vec<f64> = values(std::slice::from_ref(w), &w.name)?.collect();
+    let bias: Vec<f64> = values(std::slice::from_ref(b), &b.name)?.collect();
+    if data.len() != k * n || bias.len() != n {
+        return None;
+    }
+    let mut norms = vec![(0.0f64, 0.0f64); n];
+    for row in data.chunks_exact(n) {
+        for (s, &x) in norms.iter_mut().zip(row) {
+            *s = (s.0 + x.abs(), s.1 + x * x);
+        }
+    }
+    let bound = norms
+        .iter()
+        .zip(&bias)
+        .map(|(&(l1, l2), &b)| (a.row_norm * l2.sqrt()).min(a.max * l1) + b.abs())
+        .fold(0.0f64, f64::max)
+        * SLACK;
+    (bound.is_finite() && bound > 0.0 && bound < f64::from(f32::MAX)).then_some(bound as f32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::model::{Dim, ValueInfo, ONNX_FLOAT};
+
+    fn value(name: &str, dims: &[u64], constant: bool) -> ValueInfo {
+        ValueInfo {
+            name: name.into(),
+            elem_type: ONNX_FLOAT,
+            shape: Some(dims.iter().map(|&d| Dim::Fixed(d)).collect()),
+            constant,
+            small_data: None,
+        }
+    }
+
+    fn constant(name: &str, shape: &[u64], data: &[f32]) -> Constant {
+        Constant {
+            name: name.into(),
+            dtype: ElemType::F32,
+            shape: shape.to_vec(),
+            data: data.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    fn layer_norm(n: u64, eps: f32) -> Node {
+        Node {
+            name: "ln".into(),
+            op_type: "LayerNormalization".into(),
+            domain: String::new(),
+            since_version: 17,
+            inputs: vec![Some(value("x", &[3, n], false)), Some(value("g", &[n], true)), Some(value("b", &[n], true))],
+            outputs: vec![Some(value("y", &[3, n], false))],
+            attrs: [("epsilon".to_string(), Attr::Float(eps))].into(),
+            assigned_ep: None,
+        }
+    }
+
+    /// Rows whose one outlier reaches √(N−1) standard deviations: the bound holds them with
+    /// no more than its slack to spare.
+    #[test]
+    fn layer_norm_bound_holds_the_extreme_row() {
+        let n = 384usize;
+        let gamma: Vec<f32> = (0..n).map(|i| if i == 0 { -2.5 } else { 1.0 }).collect();
+        let beta: Vec<f32> = (0..n).map(|i| if i == 0 { -0.5 } else { 0.0 }).collect();
+        let cs = [constant("g", &[n as u64], &gamma), constant("b", &[n as u64], &beta)];
+        let b = norm_bound(&layer_norm(n as u64, 1e-5), &cs).unwrap();
+        // x = (1, 0, …, 0): z_0 = √(N−1) exactly (eps aside).
+        let mut x = vec![0.0f64; n];
+        x[0] = 1.0;
+        let mean = x.iter().sum::<f64>() / n as f64;
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+        let y: Vec<f64> =
+            (0..n).map(|i| (x[i] - mean) / (var + 1e-5).sqrt() * f64::from(gamma[i]) + f64::from(beta[i])).collect();
+        let largest = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(largest <= b.max && b.max <= largest * 1.02, "{largest} against {}", b.max);
+        assert!(norm <= b.row_norm, "{norm} against {}", b.row_norm);
+        // Without a positive epsilon, or with a γ the program does not hold, no bound.
+        assert!(norm_bound(&layer_norm(n as u64, 0.0), &cs).is_none());
+        assert!(norm_bound(&layer_norm(n as u64, 1e-5), &cs[1..]).is_none());
+        let inf = [constant("g", &[n as u64], &vec![f32::INFINITY; n]), cs[1].clone()];
+        assert!(norm_bound(&layer_norm(n as u64, 1e-5), &inf).is_none());
+    }
+
+    /// Against a float64 product over rows at the bound: every column within it, the column
+    /// built to meet it close to it.
+    #[test]
+    fn product_bound_holds_every_column() {
+        let (k, n) = (6usize, 5usize);
+        let w: Vec<f32> = (0..k * n).map(|i| ((i * 7919 % 23) as f32 - 11.0) / 8.0).collect();
+        let bias: Vec<f32> = (0..n).map(|j| j as f32 - 2.0).collect();
+        let a = Bound { max: 3.0, row_norm: 4.0 };
+        let got = product_bound(a, &constant("w", &[k as u64, n as u64], &w), &constant("b", &[n as u64], &bias));
+        let got = f64::from(got.unwrap());
+        // A row of norm 4 along column j (within max 3 where it can) reaches ‖W_j‖₂·4 + |b_j|.
+        let mut reached = 0.0f64;
+        for j in 0..n {
+            let col: Vec<f64> = (0..k).map(|r| f64::from(w[r * n + j])).collect();
+            let l2 = col.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let row: Vec<f64> = col.iter().map(|x| (x / l2 * 4.0).clamp(-3.0, 3.0)).collect();
+            let dot: f64 = row.iter().zip(&col).map(|(a, b)| a * b).sum();
+            reached = reached.max(dot.abs() + f64::from(bias[j]).abs());
+        }
+        assert!(reached <= got && got <= reached * 1.5, "{reached} against {got}");
+    }
+}
