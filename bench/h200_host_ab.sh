@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# A/B of libraries on whole-model host splits in one H200 call: `bench/host_split.py --bound` for
+# .carry/base/libonnxruntime_ep_wgpu.so (e.g. the previous landing, built and stripped here), any EXTRA ones
+# (name=path ...) and the staged library, alternating ROUNDS times (hosts differ between machine instances, so
+# only builds measured in one call compare); then the staged library's dispatches of most GPU time and, with
+# MODELS, `bench/run.py --full --io-binding` beside the peer and the CPU EP (`ONLY` regex, default Whisper).
+# Stage first (`bash bench/h200_stage.sh`), carry [".carry", ".whl", ".gl"]. Writes $OUT/hs_<name>_<round>.txt,
+# $OUT/hs_dispatches.txt and $OUT/models.txt; prints each round's row and the dispatch list.
+#   DTYPES=fp32 ROUNDS=3 MODELS=1 bash bench/h200_host_ab.sh
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
+BASE=.carry/base/libonnxruntime_ep_wgpu.so
+DTYPES=${DTYPES:-fp32}
+for r in $(seq "${ROUNDS:-3}"); do
+  for entry in "base=$BASE" ${EXTRA:-} "new=$LIB"; do
+    which=${entry%%=*} lib=${entry#*=}
+    [[ -f $lib ]] || { echo "no library at $lib"; continue; }
+    timeout 150 python3 bench/host_split.py --lib "$lib" --runs 300 --dtypes "$DTYPES" --bound \
+      >"$OUT/hs_${which}_$r.txt" 2>&1
+    grep "^| whisper" "$OUT/hs_${which}_$r.txt" | sed "s/^/$which r$r /"
+  done
+done
+timeout 150 python3 bench/host_split.py --lib "$LIB" --runs 300 --dtypes "$DTYPES" --bound --dispatches 16 \
+  >"$OUT/hs_dispatches.txt" 2>&1
+grep -o '"dispatches": [0-9.]*\|"gpu_ms": [0-9.]*' "$OUT/hs_dispatches.txt"
+if [[ -n ${MODELS:-} ]]; then
+  timeout 240 python3 bench/run.py --full --lib "$LIB" --io-binding --no-plots --no-torch \
+    --only "${ONLY:-whisper_encoder}" >"$OUT/models.txt" 2>&1
+  grep -E "^\|" "$OUT/models.txt" | tail -12
+fi
