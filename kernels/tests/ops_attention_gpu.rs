@@ -132,6 +132,18 @@ fn assert_close(what: &str, got: &[f64], want: &[f64], ty: ElemType) {
     }
 }
 
+/// [`assert_close`], where f32 outputs may also err by 4e-6 of the magnitude of the terms they
+/// sum (`terms`: Σ p·|v|): a cancellation of large values keeps f32's error of those values.
+fn assert_close_terms(what: &str, got: &[f64], want: &[f64], terms: &[f64], ty: ElemType) {
+    let (atol, rtol) = if ty == ElemType::F16 { (2e-3, 5e-3) } else { (2e-5, 1e-4) };
+    let kappa = if ty == ElemType::F16 { 0.0 } else { 4e-6 };
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, ((&g, &w), &t)) in got.iter().zip(want).zip(terms).enumerate() {
+        let tol = atol + rtol * w.abs() + kappa * t;
+        assert!((g - w).abs() <= tol, "{what}: element {i}: got {g}, want {w} (Σp|v| {t})");
+    }
+}
+
 /// [B, S, H, D] values as [B, H, S, D].
 fn bshd_to_bhsd(x: &[f64], b: usize, s: usize, h: usize, d: usize) -> Vec<f64> {
     let mut out = vec![0.0; x.len()];
