@@ -171,7 +171,8 @@ impl ConvPlan {
     pub fn describe(&self) -> String {
         let names: Vec<String> = self.variants().iter().map(|v| v.name()).collect();
         let tiling = self.gemm().map(|g| format!(" {:?}", g.tiling)).unwrap_or_default();
-        format!("{:?}{tiling} [{}]", self.path(), names.join(" + "))
+        let layout = if self.problem.channels_last { ", channels last" } else { "" };
+        format!("{:?}{tiling}{layout} [{}]", self.path(), names.join(" + "))
     }
 }
 
@@ -195,6 +196,18 @@ pub fn plan_conv_with(
     // The short-K split-K rule was measured on plain products; convs keep their products unsplit.
     let gemm = &GemmOptions { unsplit_short_k: true, ..*gemm };
     let mut fallbacks = Vec::new();
+    if problem.channels_last {
+        // Only the explicit GEMMs read col (or X) as the transposed product's A.
+        if problem.group != 1 {
+            return Err(PlanError::Invalid("a channels-last output needs group 1".into()));
+        }
+        if !matches!(algo, ConvAlgo::Auto | ConvAlgo::Gemm) {
+            fallbacks.push(format!("{algo:?}: a channels-last output runs im2col + GEMM"));
+        }
+        let (mut schedule, col_bytes) = gemm_path(problem, caps, gemm)?;
+        schedule.add_residual(problem.residual);
+        return Ok(ConvPlan { problem: problem.clone(), schedule, col_bytes, fallbacks });
+    }
     let candidates = match algo {
         ConvAlgo::Auto if prefers_direct(problem) => vec![ConvAlgo::Direct, ConvAlgo::Gemm],
         ConvAlgo::Auto if prefer_implicit(problem, caps) => {
@@ -314,6 +327,9 @@ fn gemm_problem(p: &ConvProblem, image_elems: u64) -> Result<GemmProblem, PlanEr
     let (mg, kg, pix) = (p.m_per_group() as u64, p.k_per_group(), p.pixels());
     let group_stride = |s: u64| if p.group > 1 { to_u32("group stride", s) } else { Ok(0) };
     let image_stride = |s: u64| if p.n > 1 { to_u32("image stride", s) } else { Ok(0) };
+    if p.channels_last {
+        return channels_last_problem(p, image_stride(image_elems)?);
+    }
     let batch = [1, 1, p.n, p.group];
     let a = MatrixLayout { batch_strides: [0, 0, 0, group_stride(mg * kg)?], ..MatrixLayout::row_major(kg as u32) };
     let b = MatrixLayout {
@@ -328,6 +344,26 @@ fn gemm_problem(p: &ConvProblem, image_elems: u64) -> Result<GemmProblem, PlanEr
         n: pix as u32,
         k: to_u32("reduction length", kg)?,
         batch,
+        a,
+        b,
+        epilogue: Epilogue { alpha: 1.0, beta: 1.0, bias: p.has_bias.then_some(bias), activation: p.activation },
+    })
+}
+
+/// The transposed product `[pixels, M] = colᵀ · Wᵀ` per image (group 1): A is col (or X) `[K,
+/// pixels]` read transposed, B the OIHW weights `[M, K]` read transposed, the bias along the
+/// columns; the output `[N, pixels, M]` is channels last.
+fn channels_last_problem(p: &ConvProblem, image_stride: u32) -> Result<GemmProblem, PlanError> {
+    let (m, k, pix) = (p.m, to_u32("reduction length", p.k_per_group())?, to_u32("output pixels", p.pixels())?);
+    let a = MatrixLayout { batch_strides: [0, 0, image_stride, 0], ..MatrixLayout::row_major(pix).transposed() };
+    let b = MatrixLayout::row_major(k).transposed();
+    let bias = MatrixLayout { row_stride: 0, col_stride: 1, batch_strides: [0; 4] };
+    Ok(GemmProblem {
+        dtype: p.dtype,
+        m: pix,
+        n: m,
+        k,
+        batch: [1, 1, p.n, 1],
         a,
         b,
         epilogue: Epilogue { alpha: 1.0, beta: 1.0, bias: p.has_bias.then_some(bias), activation: p.activation },

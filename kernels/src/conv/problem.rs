@@ -128,8 +128,12 @@ pub struct ConvProblem {
     pub activation: Activation,
     /// A fused residual Add (a fourth operand of the output's shape).
     pub residual: Residual,
-    /// The output shape ONNX reports: rank 3 for a 1-D convolution, rank 4 for 2-D.
+    /// The output shape ONNX reports: rank 3 for a 1-D convolution, rank 4 for 2-D (channels
+    /// last with `channels_last`).
     pub output_shape: Vec<u64>,
+    /// The output is stored channels last (`[N, L, M]`, `[N, OH, OW, M]`): the conv absorbed the
+    /// Transpose that moves its channels there, and its GEMM computes the transposed product.
+    pub channels_last: bool,
 }
 
 impl ConvProblem {
@@ -172,6 +176,15 @@ impl ConvProblem {
     /// A 1×1 kernel with unit stride and no padding reads X exactly as a GEMM operand.
     pub fn is_pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.strides == [1, 1] && self.pads == [0; 4]
+    }
+
+    /// Stores the output channels last: the output shape's channel axis moves to the end.
+    pub fn set_channels_last(&mut self) {
+        if !self.channels_last && self.output_shape.len() > 2 {
+            let m = self.output_shape.remove(1);
+            self.output_shape.push(m);
+        }
+        self.channels_last = true;
     }
 }
 
@@ -259,6 +272,7 @@ pub fn resolve(inputs: &ConvInputs<'_>, attrs: &ConvAttrs, conv1d_as_conv2d: boo
         activation: Activation::None,
         residual: Residual::None,
         output_shape,
+        channels_last: false,
     })
 }
 

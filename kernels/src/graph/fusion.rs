@@ -24,8 +24,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::fusion_match::{
-    activation_pattern, bias_input, extended_activation, f32_output, gate_operand, product_residual, residual_input,
-    scalar_factor,
+    activation_pattern, bias_input, channels_last_transpose, extended_activation, f32_output, gate_operand,
+    product_residual, residual_input, scalar_factor,
 };
 use super::model::Node;
 use super::support::clip_bounds;
@@ -54,6 +54,9 @@ pub struct Epilogue {
     /// SwiGLU's up projection joined to the gate's step (a MatMulNBits of the same A whose only
     /// reader is the gating Mul): the step reads its weights instead of its result.
     pub up: Option<usize>,
+    /// A Transpose moving a Conv's channels last, whose layout the conv stores (`[N, L, M]`,
+    /// `[N, H, W, M]`): its GEMM computes the transposed product.
+    pub channels_last: Option<usize>,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -240,7 +243,14 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
             for &n in &members {
                 fusion.absorb(nodes, n, &tail);
             }
-            break;
+            // A Conv's store may still absorb a Transpose and a residual Add after it.
+            match members.last().and_then(|&last| out_name(&nodes[last])) {
+                Some(o) if is_conv && epilogue.residual.is_none() => {
+                    tail = o.to_string();
+                    continue;
+                }
+                _ => break,
+            }
         }
         let Some(r) = sole_reader(&tail) else { break };
         let reader = &nodes[r];
@@ -262,8 +272,14 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
             // f32 only: an f16 conv runs on tensor cores, whose strided store makes reading the
             // residual there cost more than a separate Add (ResNet-50 batch 32 fp16 on the H200:
             // 11.6 ms with the residual in the store, 10.3 ms without; batch 1 unchanged).
-            "Add" if is_conv && epilogue.residual.is_none() && !through_reshape && f32_output(product) => {
-                let Some(k) = residual_input(product, reader, &tail) else { break };
+            // Channels last, the store is a plain product's (contiguous rows), f16 too.
+            "Add"
+                if is_conv
+                    && epilogue.residual.is_none()
+                    && !through_reshape
+                    && (f32_output(product) || epilogue.channels_last.is_some()) =>
+            {
+                let Some(k) = residual_input(reader, &tail) else { break };
                 epilogue.residual = Some((r, k, epilogue.activation.is_some()));
             }
             "Add" if !has_bias && !through_reshape && epilogue.activation.is_none() => {
@@ -312,6 +328,15 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
             {
                 let Some(act) = extended_activation(reader) else { break };
                 epilogue.activation = Some((r, act));
+            }
+            "Transpose"
+                if is_conv
+                    && epilogue.channels_last.is_none()
+                    && epilogue.residual.is_none()
+                    && !through_reshape
+                    && channels_last_transpose(product, reader) =>
+            {
+                epilogue.channels_last = Some(r);
             }
             "Reshape" if epilogue.activation.is_none() => {
                 through_reshape = true;

@@ -45,14 +45,41 @@ pub(super) fn f32_output(product: &Node) -> bool {
     product.output(0).is_some_and(|o| o.elem_type == crate::dtype::ElemType::F32.onnx())
 }
 
-/// The index of the Add's operand that a Conv can read as its residual: the other operand,
-/// of the conv output's (known) shape and type, so the output's index addresses it.
-pub(super) fn residual_input(conv: &Node, add: &Node, tail: &str) -> Option<usize> {
-    let (k, _, other) = tail_and_other(add, tail)?;
-    let out = conv.output(0)?;
-    let shape = out.fixed_shape()?;
-    let same = |v: &ValueInfo| v.elem_type == out.elem_type && v.fixed_shape().as_ref() == Some(&shape);
-    (same(other) && same(add.output(0)?)).then_some(k)
+/// The index of the Add's operand that a Conv can read as its residual: the other operand, of
+/// the (known) shape and type of `tail` (the conv's output, or what its store absorbed since),
+/// leading 1s aside, so the output's index addresses it; the Add's output is `tail`'s shape.
+pub(super) fn residual_input(add: &Node, tail: &str) -> Option<usize> {
+    let (k, this, other) = tail_and_other(add, tail)?;
+    let shape = this.fixed_shape()?;
+    let out = add.output(0)?;
+    let typed = |v: &ValueInfo| v.elem_type == this.elem_type;
+    let same = other.fixed_shape().is_some_and(|o| crate::ops::same_elements(&o, &shape));
+    (typed(other) && typed(out) && same && out.fixed_shape() == Some(shape)).then_some(k)
+}
+
+/// Largest im2col buffer a fused channels-last conv may need: WebGPU's least storage binding
+/// (its plan cannot fall back to the implicit GEMM, which reads no im2col buffer).
+const CHANNELS_LAST_MAX_COL_BYTES: u64 = 128 << 20;
+
+/// Whether `transpose` moves `conv`'s channels last (`[0, 2, 1]` after a 1-D conv, `[0, 2, 3, 1]`
+/// after a 2-D one) where the conv can store that layout: group 1, known shapes, an im2col
+/// buffer within one storage binding on any device.
+pub(super) fn channels_last_transpose(conv: &Node, transpose: &Node) -> bool {
+    let shapes = (|| {
+        let (x, w, y) = (conv.input(0)?.fixed_shape()?, conv.input(1)?.fixed_shape()?, conv.output(0)?.fixed_shape()?);
+        Some((x, w, y))
+    })();
+    let Some((x, w, y)) = shapes else { return false };
+    let perm: &[i64] = match y.len() {
+        3 => &[0, 2, 1],
+        4 => &[0, 2, 3, 1],
+        _ => return false,
+    };
+    let elem = conv.output(0).and_then(|o| ElemType::from_onnx(o.elem_type)).map_or(4, |t| t.size());
+    let col_bytes = x[0] * w.iter().skip(1).product::<u64>() * y.iter().skip(2).product::<u64>() * elem;
+    conv.int("group").unwrap_or(1) == 1
+        && transpose.ints("perm") == Some(perm)
+        && col_bytes <= CHANNELS_LAST_MAX_COL_BYTES
 }
 
 /// A MatMul, or a Gemm without transposes (MatMulNBits has none either): its output's index
@@ -73,7 +100,7 @@ pub(super) fn product_residual(product: &Node, add: &Node, tail: &str) -> Option
         return None;
     }
     // The other operand has the Add output's shape and type.
-    residual_input(add, add, tail)
+    residual_input(add, tail)
 }
 
 /// The index of the Mul's operand that gates a product (MatMul, or Gemm without transposes):

@@ -56,6 +56,8 @@ pub struct ConvKernel {
     pub attrs: ConvAttrs,
     pub activation: Activation,
     pub residual: Residual,
+    /// The output stored channels last (a Transpose absorbed: `graph/fusion.rs`).
+    pub channels_last: bool,
 }
 
 impl ConvKernel {
@@ -68,6 +70,7 @@ impl ConvKernel {
             attrs: conv_attrs(node)?,
             activation: Activation::None,
             residual: Residual::None,
+            channels_last: false,
         })
     }
 
@@ -78,7 +81,11 @@ impl ConvKernel {
         let mut problem = resolve(&inputs, &self.attrs, cx1d).map_err(|e| format!("Conv '{}': {e}", self.name))?;
         problem.activation = self.activation;
         problem.residual = self.residual;
-        if self.residual != Residual::None && get(3)? != problem.output_shape.as_slice() {
+        if self.channels_last {
+            problem.set_channels_last();
+        }
+        // The residual is read at the output's index: the same elements (leading 1s aside).
+        if self.residual != Residual::None && !crate::ops::same_elements(get(3)?, &problem.output_shape) {
             return Err(format!(
                 "Conv '{}': the fused residual has shape {:?}, the output {:?}",
                 self.name,
@@ -200,7 +207,7 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     for dtype in [DType::F32, DType::F16] {
         for &(x, w, group) in CONV_SHAPES {
             let attrs = ConvAttrs { group, ..ConvAttrs::new() };
-            let Ok(mut problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
+            let Ok(problem) = resolve(&ConvInputs { x, w, bias: Some(&[w[0]]), dtype }, &attrs, true) else {
                 continue;
             };
             // Relu and Clip are uniforms of the base programs; the others need their `_xact` form,
@@ -208,9 +215,16 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
             let epilogues = [Residual::None, Residual::BeforeActivation]
                 .into_iter()
                 .flat_map(|r| [(Activation::None, r), (Activation::Silu, r)]);
-            for (activation, residual) in epilogues {
+            // Group-1 convs also store channels last (a Transpose absorbed).
+            let layouts: &[bool] = if group == 1 { &[false, true] } else { &[false] };
+            for ((activation, residual), &channels_last) in epilogues.flat_map(|e| layouts.iter().map(move |l| (e, l)))
+            {
+                let mut problem = problem.clone();
                 problem.activation = activation;
                 problem.residual = residual;
+                if channels_last {
+                    problem.set_channels_last();
+                }
                 for &algo in ALGOS {
                     for &choice in CHOICES {
                         // `f32_split=1` splits the f32 products the automatic rule leaves to SIMT,

@@ -88,6 +88,13 @@ pub trait OpDef: Sync {
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant>;
 }
 
+/// Whether two shapes hold the same elements in the same row-major order: equal once their
+/// leading 1s are dropped (a residual `[L, C]` read at the index of an output `[1, L, C]`).
+pub fn same_elements(a: &[u64], b: &[u64]) -> bool {
+    let strip = |s: &[u64]| s.iter().position(|&d| d != 1).map_or(&[][..], |i| &s[i..]).to_vec();
+    strip(a) == strip(b)
+}
+
 /// What a step may use while it prepares: the device and the session's planning options.
 #[derive(Clone, Copy, Debug)]
 pub struct PrepareCx<'a> {

@@ -28,13 +28,9 @@ impl Gpu {
     pub fn prepare_conv(&self, plan: &ConvPlan, io: ConvBindings<'_>) -> Result<Vec<Dispatch>, GpuError> {
         check_sizes(plan, &io)?;
         match &plan.schedule {
-            ConvSchedule::Pointwise { gemm } => self.prepare_gemm_with(
-                gemm,
-                GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
-                None,
-                io.residual,
-                Default::default(),
-            ),
+            ConvSchedule::Pointwise { gemm } => {
+                self.prepare_gemm_with(gemm, operands(plan, io.x, &io), None, io.residual, Default::default())
+            }
             ConvSchedule::Im2colGemm { im2col, gemm } => {
                 let col = self.storage_buffer(plan.col_bytes, "im2col")?;
                 let mut dispatches = vec![self.prepare(
@@ -44,7 +40,7 @@ impl Gpu {
                     &[(0, io.x), (3, &col)],
                     im2col.grid,
                 )?];
-                let bindings = GemmBindings { a: io.w, b: &col, bias: io.bias, out: io.out };
+                let bindings = operands(plan, &col, &io);
                 dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual, Default::default())?);
                 Ok(dispatches)
             }
@@ -77,6 +73,13 @@ impl Gpu {
 
 /// A buffer shorter than its tensor would be read out of bounds (zeros under robust access,
 /// garbage without): refuse it with a message instead.
+/// The GEMM's operands: the weights times `col` (im2col's buffer, or X for a pointwise conv),
+/// or for a channels-last output `col` transposed times the weights transposed.
+fn operands<'a>(plan: &ConvPlan, col: &'a GpuBuffer, io: &ConvBindings<'a>) -> GemmBindings<'a> {
+    let (a, b) = if plan.problem.channels_last { (col, io.w) } else { (io.w, col) };
+    GemmBindings { a, b, bias: io.bias, out: io.out }
+}
+
 fn check_sizes(plan: &ConvPlan, io: &ConvBindings<'_>) -> Result<(), GpuError> {
     let p = &plan.problem;
     let size = p.dtype.size();
