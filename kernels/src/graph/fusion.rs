@@ -10,8 +10,10 @@
 //!   activation commutes with a reshape), or HardSigmoid, HardSwish, LeakyRelu, Swish or the
 //!   exported SiLU pair `Mul(x, Sigmoid(x))`, which its `_xact` programs apply, or the exported
 //!   erf GELU `Div → Erf → Add → Mul → Mul` (MatMul and Gemm also through Reshapes). A Conv also
-//!   absorbs a residual `Add(conv, r)` with `r` of the output's shape, before or after the
-//!   activation, which its `_res` programs read; a MatMul or untransposed Gemm with a bias (or
+//!   absorbs a residual `Add(conv, r)` with `r` of the output's shape (leading 1s aside), before
+//!   or after the activation, which its `_res` programs read, and a Transpose that moves its
+//!   channels last (group 1, known shapes; Whisper's `Conv → GELU → Transpose → Add`), whose
+//!   layout its transposed GEMM stores, the residual then in that layout; a MatMul or untransposed Gemm with a bias (or
 //!   followed by a Reshape) and no activation absorbs a residual Add after its epilogue; a MatMul
 //!   or untransposed Gemm without an activation absorbs a Mul by a value of its output's shape
 //!   (SwiGLU's gate), which multiplies the result after its epilogue.
