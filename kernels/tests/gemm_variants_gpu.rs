@@ -13,7 +13,7 @@ use ep_kernels::gemm::{
     broadcast_layout, plan_gemm, plan_gemm_tuned, Activation, CoopMode, CoopShape, GemmOptions, GemmPlan, GemmProblem,
     GemmVariant, StepIo, Tiling, TilingChoice, Tuning, FLAG_RESIDUAL, FLAG_RESIDUAL_AFTER_ACT, FLAG_RESIDUAL_MUL,
 };
-use ep_kernels::runtime::{GemmBindings, Gpu};
+use ep_kernels::runtime::{Dispatch, GemmBindings, Gpu, GpuBuffer};
 use ep_kernels::{DType, DeviceCaps};
 use rand::Rng;
 
@@ -346,6 +346,22 @@ fn check_split_reads_every_maximum(gpu: &Gpu, rng: &mut impl Rng, shape: CoopSha
     }
 }
 
+/// A split product of `plan` prepared with B constant (and A's bound, if any) over A's buffer
+/// holding `a` then, `outputs` elements poisoned: A's buffer, the output and the dispatches.
+fn constant_b_product(
+    gpu: &Gpu,
+    plan: &GemmPlan,
+    (a, b, outputs): (&[f32], &[f32], usize),
+    a_bound: Option<f32>,
+) -> (GpuBuffer, GpuBuffer, Vec<Dispatch>) {
+    let ab = gpu.upload(&to_bytes(a, DType::F32), "a").unwrap();
+    let bb = gpu.upload(&to_bytes(b, DType::F32), "b").unwrap();
+    let out = gpu.upload(&poison(outputs, DType::F32), "out").unwrap();
+    let io = GemmBindings { a: &ab, b: &bb, bias: None, out: &out };
+    let dispatches = gpu.prepare_gemm_constant_b(plan, io, None, a_bound).unwrap();
+    (ab, out, dispatches)
+}
+
 /// A constant B's maximum is taken once, when the product is prepared; each run's max passes
 /// cover A alone. B at 1e6 overflows f16 unless its scale stayed in place, and A changes
 /// magnitude from run to run, so its scale must be taken again each time.
@@ -358,11 +374,8 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
     let p = GemmProblem::simple(DType::F32, m, n, k, false, false);
     let plan = emulated_plan_with(&p, CoopShape { stages: 1, depth: 1, ..COOP_64 }, &options).expect("split plan");
     let b: Vec<f32> = random_vec(&mut rng, (k * n) as usize).iter().map(|v| v * 1e6).collect();
-    let ab = gpu.upload(&to_bytes(&vec![0.0; (m * k) as usize], DType::F32), "a").unwrap();
-    let bb = gpu.upload(&to_bytes(&b, DType::F32), "b").unwrap();
-    let out = gpu.upload(&poison((m * n) as usize, DType::F32), "out").unwrap();
-    let io = GemmBindings { a: &ab, b: &bb, bias: None, out: &out };
-    let dispatches = gpu.prepare_gemm_constant_b(&plan, io, None, None).unwrap();
+    let (ab, out, dispatches) =
+        constant_b_product(&gpu, &plan, (&vec![0.0; (m * k) as usize], &b, (m * n) as usize), None);
     for scale in [1e-3f32, 1e4, 1.0] {
         let a: Vec<f32> = random_vec(&mut rng, (m * k) as usize).iter().map(|v| v * scale).collect();
         gpu.write(&ab, &to_bytes(&a, DType::F32)).unwrap();
@@ -396,11 +409,7 @@ fn f32_split_with_a_bound_on_a_runs_no_max_pass() {
     let b = random_vec(&mut rng, (k * n) as usize);
     let mut stale = vec![0.0f32; (m * k) as usize];
     stale[4 * 300 + 3] = 1e30;
-    let ab = gpu.upload(&to_bytes(&stale, DType::F32), "a").unwrap();
-    let bb = gpu.upload(&to_bytes(&b, DType::F32), "b").unwrap();
-    let out = gpu.upload(&poison((m * n) as usize, DType::F32), "out").unwrap();
-    let io = GemmBindings { a: &ab, b: &bb, bias: None, out: &out };
-    let dispatches = gpu.prepare_gemm_constant_b(&plan, io, None, Some(1e7)).unwrap();
+    let (ab, out, dispatches) = constant_b_product(&gpu, &plan, (&stale, &b, (m * n) as usize), Some(1e7));
     assert_eq!(dispatches.len(), plan.steps.len() - 1, "no max pass runs");
     let a: Vec<f32> = random_vec(&mut rng, (m * k) as usize).iter().map(|v| v * 1e5).collect();
     gpu.write(&ab, &to_bytes(&a, DType::F32)).unwrap();
