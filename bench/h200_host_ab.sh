@@ -3,14 +3,20 @@
 # .carry/base/libonnxruntime_ep_wgpu.so (e.g. the previous landing, built and stripped here), any EXTRA ones
 # (name=path ...) and the staged library, alternating ROUNDS times (hosts differ between machine instances, so
 # only builds measured in one call compare); then the staged library's dispatches of most GPU time and, with
-# MODELS, `bench/run.py --full --io-binding` beside the peer and the CPU EP (`ONLY` regex, default Whisper).
+# MODELS, `bench/run.py --full --io-binding` beside the peer and the CPU EP (`ONLY` regex, default Whisper); with
+# KB_SHAPES, the staged kernel_bench on those GEMM shapes first (e.g. a conv's two orientations:
+# KB_SHAPES=384x1500x1152,1500x384x1152:tt).
 # Stage first (`bash bench/h200_stage.sh`), carry [".carry", ".whl", ".gl"]. Writes $OUT/hs_<name>_<round>.txt,
-# $OUT/hs_dispatches.txt and $OUT/models.txt; prints each round's row and the dispatch list.
+# $OUT/hs_dispatches.txt, $OUT/kb.txt and $OUT/models.txt; prints each round's row and the dispatch list.
 #   DTYPES=fp32 ROUNDS=3 MODELS=1 bash bench/h200_host_ab.sh
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 BASE=.carry/base/libonnxruntime_ep_wgpu.so
 DTYPES=${DTYPES:-fp32}
+if [[ -n ${KB_SHAPES:-} && -x .carry/bench/kernel_bench ]]; then
+  timeout 120 .carry/bench/kernel_bench --shapes "$KB_SHAPES" --dtypes f32,f16 --paths auto --iters 7 >"$OUT/kb.txt" 2>&1
+  tail -8 "$OUT/kb.txt"
+fi
 for r in $(seq "${ROUNDS:-3}"); do
   for entry in "base=$BASE" ${EXTRA:-} "new=$LIB"; do
     which=${entry%%=*} lib=${entry#*=}
