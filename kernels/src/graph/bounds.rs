@@ -224,6 +224,39 @@ mod tests {
         assert!(norm_bound(&layer_norm(n as u64, 1e-5), &inf).is_none());
     }
 
+    /// Only products by constant weights reading the norm's output get its bound: not one whose
+    /// B is computed, nor one reading the norm's input.
+    #[test]
+    fn products_of_the_norm_output_by_constant_weights_get_its_bound() {
+        let n = 8u64;
+        let product = |name: &str, a: &str, b: ValueInfo| Node {
+            name: name.into(),
+            op_type: "MatMul".into(),
+            domain: String::new(),
+            since_version: 13,
+            inputs: vec![Some(value(a, &[3, n], false)), Some(b)],
+            outputs: vec![Some(value(&format!("{name}_out"), &[3, n], false))],
+            attrs: Default::default(),
+            assigned_ep: None,
+        };
+        let nodes = vec![
+            layer_norm(n, 1e-5),
+            product("by_weights", "y", value("w", &[n, n], true)),
+            product("by_values", "y", value("v", &[n, n], false)),
+            product("of_input", "x", value("w", &[n, n], true)),
+        ];
+        let ones = vec![1.0f32; n as usize];
+        let cs = [constant("g", &[n], &ones), constant("b", &[n], &ones), constant("w", &[n, n], &vec![0.5; 64])];
+        let outputs: Vec<String> = nodes[1..].iter().map(|p| format!("{}_out", p.name)).collect();
+        let mut fusion = super::super::fusion::plan(&nodes, &outputs, crate::graph::FlashMode::Off);
+        let annotated = annotate(&nodes, &mut fusion, &mut [], &cs);
+        let bound = |i: usize| annotated[i].float(A_BOUND);
+        // √7 + 1, with the slack.
+        let want = ((7.0f64).sqrt() + 1.0) * SLACK;
+        assert!((f64::from(bound(1).unwrap()) - want).abs() < 1e-5, "{:?}", bound(1));
+        assert_eq!((bound(2), bound(3)), (None, None));
+    }
+
     /// Against a float64 product over rows at the bound: every column within it, the column
     /// built to meet it close to it.
     #[test]
