@@ -351,9 +351,15 @@ impl Gen {
             return;
         }
         let mut perm: Vec<usize> = (0..x.shape.len()).collect();
-        for i in (1..perm.len()).rev() {
-            let j = self.rng.random_range(0..=i);
-            perm.swap(i, j);
+        if matches!(perm.len(), 3 | 4) && self.chance(0.3) {
+            // Channels last (after a conv, the store absorbs it).
+            let c = perm.remove(1);
+            perm.push(c);
+        } else {
+            for i in (1..perm.len()).rev() {
+                let j = self.rng.random_range(0..=i);
+                perm.swap(i, j);
+            }
         }
         let out = perm.iter().map(|&p| x.shape[p]).collect();
         self.node("Transpose", vec![Some(x.info.clone())], x.info.elem_type, out);
