@@ -74,9 +74,25 @@ def test_whisper_encoder_attention_is_fused(make_session, run_cpu, dtype, hf_eag
     # One product for the three projections, the output projection and the two MLP products (MatMul + Add is a
     # Gemm after ONNX Runtime's fusion).
     assert ops.count(PACKED) == 1 and sum(o.startswith(("MatMul", "Gemm")) for o in ops) == 4, ops
-    # The frontend's Transpose; the one after the attention is the kernel's store. Both residual Adds run in the
-    # stores of the output projection and fc2 (the frontend's positional Add stays).
-    assert ops.count("Transpose") == 1 and ops.count("Add") == 1 and ops.count("Gemm+Add") == 2, ops
+    # The frontend's Transpose runs in the second conv's store (channels last); the one after the attention is the
+    # kernel's store. Both residual Adds run in the stores of the output projection and fc2 (the frontend's
+    # positional Add, broadcast over the batch of 2, stays).
+    assert "Transpose" not in ops and "Conv+Div+Erf+Add+Mul+Mul+Transpose" in ops, ops
+    assert ops.count("Add") == 1 and ops.count("Gemm+Add") == 2, ops
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_whisper_frontend_runs_in_the_second_conv(make_session, run_cpu, dtype, tmp_path):
+    # Batch 1: the positional embedding [T, d] has the frontend's elements ([1, T, d]), so the second conv's store
+    # applies GELU, moves the channels last and adds it: Conv → GELU → Transpose → Add is one step.
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = models.whisper_encoder(models.Params(rng), dtype, batch=1, frames=33, d=128, heads=2, ffn=128, layers=1)
+    feeds = {"input_features": rng.uniform(-1, 1, size=(1, 80, 33)).astype(dtype)}
+    sess = make_session(model, FLASH)
+    got, ops = profiled_ops(sess, feeds, tmp_path)
+    assert rel_err(got[0], run_cpu(model, feeds)[0]) <= TOL[dtype], f"seed {seed}"
+    assert "Conv+Div+Erf+Add+Mul+Mul+Transpose+Add" in ops and "Transpose" not in ops and "Add" not in ops, ops
 
 
 def test_bert_encoder_attention_with_mask_is_fused(make_session, run_cpu, tmp_path):
