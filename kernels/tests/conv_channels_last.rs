@@ -226,3 +226,64 @@ fn other_transposes_and_grouped_convs_stay_apart() {
     let p = build_program(&nodes, &["x".into()], &["y".into()], consts).unwrap();
     assert_eq!(p.steps.iter().map(|s| s.ops.as_str()).collect::<Vec<_>>(), ["Conv", "Transpose"]);
 }
+
+/// ViT's patch embedding: Conv(4×4, stride 4) → Reshape merging the pixels → Transpose(0, 2, 1),
+/// then an Add of the output's shape: one step storing `[N, H·W, M]`.
+#[test]
+fn a_reshape_merging_the_pixels_before_the_transpose_runs_in_the_conv() {
+    let c = Case { x: &[2, 3, 9, 8], w: &[6, 3, 4, 4], stride: 4, pad: 0, gelu: false, residual: None };
+    let y = conv_shape(&c);
+    let flat = [y[0], y[1], y[2] * y[3]];
+    let t = [y[0], y[2] * y[3], y[1]];
+    for ty in [ElemType::F32, ElemType::F16] {
+        let mut nodes = graph(&c, ty, &[0, 2, 3, 1], 1);
+        // Between the conv and the Transpose: the Reshape; the Transpose swaps the last two axes.
+        nodes.truncate(1);
+        let shape = T::i64(&[3], &flat.map(|d| d as i64));
+        nodes.push(node(
+            "Reshape",
+            14,
+            vec![Some(val("c", ty, &y)), Some(const_val("shape", &shape))],
+            vec![val("f", ty, &flat)],
+            vec![],
+        ));
+        nodes.push(node(
+            "Transpose",
+            13,
+            vec![Some(val("f", ty, &flat))],
+            vec![val("t", ty, &t)],
+            vec![("perm", Attr::Ints(vec![0, 2, 1]))],
+        ));
+        nodes.push(node(
+            "Add",
+            14,
+            vec![Some(val("t", ty, &t)), Some(val("r", ty, &t))],
+            vec![val("y", ty, &t)],
+            vec![],
+        ));
+        for (i, n) in nodes.iter_mut().enumerate() {
+            n.name = format!("n{i}");
+        }
+        let consts = constants(&nodes);
+        let p = build_program(
+            &nodes,
+            &["x".into(), "r".into()],
+            &["y".into()],
+            consts.iter().map(|(n, t)| constant(n, t)).collect(),
+        )
+        .unwrap();
+        let ops: Vec<&str> = p.steps.iter().map(|s| s.ops.as_str()).collect();
+        assert_eq!(ops, ["Conv+Reshape+Transpose+Add"], "{ty}");
+        let (x, r) = (T::random(ty, c.x, 1.0), T::random(ty, &t, 1.0));
+        let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        let got = run_graph(&nodes, &[("x", &x), ("r", &r)], &refs, &["y"]).unwrap().remove(0);
+        let get = |n: &str| consts.iter().find(|(k, _)| k == n).unwrap().1.values();
+        let want = reference(&c, &x.values(), &get("w"), &get("b"), Some(&r.values()));
+        assert_eq!(got.shape, t);
+        let scale = want.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+        let tol = if ty == ElemType::F16 { 2e-2 } else { 1e-5 };
+        for (i, (g, w)) in got.values().iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= tol * scale, "{ty} element {i}: {g} against {w}");
+        }
+    }
+}

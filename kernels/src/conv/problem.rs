@@ -178,10 +178,15 @@ impl ConvProblem {
         self.kh == 1 && self.kw == 1 && self.strides == [1, 1] && self.pads == [0; 4]
     }
 
-    /// Stores the output channels last: the output shape's channel axis moves to the end.
-    pub fn set_channels_last(&mut self) {
+    /// Stores the output channels last: the output shape's channel axis moves to the end (with
+    /// `flat`, a 2-D conv's pixels merged: `[N, OH·OW, M]`).
+    pub fn set_channels_last(&mut self, flat: bool) {
         if !self.channels_last && self.output_shape.len() > 2 {
             let m = self.output_shape.remove(1);
+            if flat {
+                self.output_shape.truncate(1);
+                self.output_shape.push(self.pixels());
+            }
             self.output_shape.push(m);
         }
         self.channels_last = true;

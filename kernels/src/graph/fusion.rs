@@ -12,8 +12,9 @@
 //!   erf GELU `Div → Erf → Add → Mul → Mul` (MatMul and Gemm also through Reshapes). A Conv also
 //!   absorbs a residual `Add(conv, r)` with `r` of the output's shape (leading 1s aside), before
 //!   or after the activation, which its `_res` programs read, and a Transpose that moves its
-//!   channels last (group 1, known shapes; Whisper's `Conv → GELU → Transpose → Add`), whose
-//!   layout its transposed GEMM stores, the residual then in that layout; a MatMul or untransposed Gemm with a bias (or
+//!   channels last (group 1, known shapes; Whisper's `Conv → GELU → Transpose → Add`; also
+//!   after a Reshape merging a 2-D conv's pixels, ViT's patch embedding), whose layout its
+//!   transposed GEMM stores, the residual then in that layout; a MatMul or untransposed Gemm with a bias (or
 //!   followed by a Reshape) and no activation absorbs a residual Add after its epilogue; a MatMul
 //!   or untransposed Gemm without an activation absorbs a Mul by a value of its output's shape
 //!   (SwiGLU's gate), which multiplies the result after its epilogue.
@@ -26,8 +27,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::fusion_match::{
-    activation_pattern, bias_input, channels_last_transpose, extended_activation, f32_output, gate_operand,
-    product_residual, residual_input, scalar_factor,
+    activation_pattern, bias_input, channels_last_transpose, extended_activation, f32_output, flat_pixels,
+    gate_operand, product_residual, residual_input, scalar_factor,
 };
 use super::model::Node;
 use super::support::clip_bounds;
@@ -57,8 +58,9 @@ pub struct Epilogue {
     /// reader is the gating Mul): the step reads its weights instead of its result.
     pub up: Option<usize>,
     /// A Transpose moving a Conv's channels last, whose layout the conv stores (`[N, L, M]`,
-    /// `[N, H, W, M]`): its GEMM computes the transposed product.
-    pub channels_last: Option<usize>,
+    /// `[N, H, W, M]`): its GEMM computes the transposed product. With `true`, a Reshape that
+    /// merged a 2-D conv's pixels came before it: the output is `[N, H·W, M]`.
+    pub channels_last: Option<(usize, bool)>,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -230,6 +232,8 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
     let mut epilogue = Epilogue::default();
     let mut has_bias = product.op_type == "Conv" || product.input(2).is_some_and(|v| !v.name.is_empty());
     let mut through_reshape = false;
+    // The Reshape passed through and the value it read (a conv's pixels merged: `flat_pixels`).
+    let mut reshaped: Option<(usize, String)> = None;
     let is_conv = product.op_type == "Conv";
     loop {
         let pattern = match epilogue.activation {
@@ -336,11 +340,26 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
                     && epilogue.channels_last.is_none()
                     && epilogue.residual.is_none()
                     && !through_reshape
-                    && channels_last_transpose(product, reader) =>
+                    && channels_last_transpose(product, reader, false) =>
             {
-                epilogue.channels_last = Some(r);
+                epilogue.channels_last = Some((r, false));
+            }
+            // ViT's patch embedding: Conv → Reshape merging the pixels → Transpose(0, 2, 1).
+            "Transpose"
+                if is_conv
+                    && epilogue.channels_last.is_none()
+                    && epilogue.residual.is_none()
+                    && reshaped.as_ref().is_some_and(|(m, _)| flat_pixels(product, &nodes[*m]))
+                    && channels_last_transpose(product, reader, true) =>
+            {
+                if let Some((m, read)) = reshaped.take() {
+                    fusion.absorb(nodes, m, &read);
+                }
+                epilogue.channels_last = Some((r, true));
+                through_reshape = false;
             }
             "Reshape" if epilogue.activation.is_none() => {
+                reshaped = (reshaped.is_none() && !through_reshape).then(|| (r, tail.clone()));
                 through_reshape = true;
                 match out_name(reader) {
                     Some(o) => tail = o.to_string(),

@@ -61,18 +61,29 @@ pub(super) fn residual_input(add: &Node, tail: &str) -> Option<usize> {
 /// (its plan cannot fall back to the implicit GEMM, which reads no im2col buffer).
 const CHANNELS_LAST_MAX_COL_BYTES: u64 = 128 << 20;
 
-/// Whether `transpose` moves `conv`'s channels last (`[0, 2, 1]` after a 1-D conv, `[0, 2, 3, 1]`
-/// after a 2-D one) where the conv can store that layout: group 1, known shapes, an im2col
-/// buffer within one storage binding on any device.
-pub(super) fn channels_last_transpose(conv: &Node, transpose: &Node) -> bool {
+/// Whether `reshape` merges a 2-D conv's pixels: `[N, M, H, W]` → `[N, M, H·W]` (known shapes).
+pub(super) fn flat_pixels(conv: &Node, reshape: &Node) -> bool {
+    let (Some(y), Some(r)) =
+        (conv.output(0).and_then(|v| v.fixed_shape()), reshape.output(0).and_then(|v| v.fixed_shape()))
+    else {
+        return false;
+    };
+    y.len() == 4 && r == [y[0], y[1], y[2] * y[3]]
+}
+
+/// Whether `transpose` moves `conv`'s channels last (`[0, 2, 1]` after a 1-D conv, or after a
+/// 2-D one whose pixels a Reshape merged (`flat`), `[0, 2, 3, 1]` after a 2-D one) where the
+/// conv can store that layout: group 1, known shapes, an im2col buffer within one storage
+/// binding on any device.
+pub(super) fn channels_last_transpose(conv: &Node, transpose: &Node, flat: bool) -> bool {
     let shapes = (|| {
         let (x, w, y) = (conv.input(0)?.fixed_shape()?, conv.input(1)?.fixed_shape()?, conv.output(0)?.fixed_shape()?);
         Some((x, w, y))
     })();
     let Some((x, w, y)) = shapes else { return false };
-    let perm: &[i64] = match y.len() {
-        3 => &[0, 2, 1],
-        4 => &[0, 2, 3, 1],
+    let perm: &[i64] = match (y.len(), flat) {
+        (3, false) | (4, true) => &[0, 2, 1],
+        (4, false) => &[0, 2, 3, 1],
         _ => return false,
     };
     let elem = conv.output(0).and_then(|o| ElemType::from_onnx(o.elem_type)).map_or(4, |t| t.size());

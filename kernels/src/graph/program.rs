@@ -424,16 +424,16 @@ impl FusedConv<'_> {
         ops: &mut String,
     ) -> Result<(), String> {
         let base = conv_name_len(ops);
-        if self.epilogue.channels_last.is_some() {
-            conv.channels_last = true;
-            ops.push_str("+Transpose");
+        if let Some((_, flat)) = self.epilogue.channels_last {
+            conv.channels_last = Some(flat);
+            ops.push_str(if flat { "+Reshape+Transpose" } else { "+Transpose" });
         }
         if let Some((add, k, after)) = self.epilogue.residual {
             conv.residual = if after { Residual::AfterActivation } else { Residual::BeforeActivation };
             inputs.resize(3, None); // X, W and B (omitted without a bias), then the residual
             inputs.push(scope.operand(&self.nodes[add], k)?);
             // After the activation's name when it followed it (and after the Transpose).
-            let at = if after || conv.channels_last { ops.len() } else { base };
+            let at = if after || conv.channels_last.is_some() { ops.len() } else { base };
             ops.insert_str(at, "+Add");
         }
         if let (Some(bn), Some((w, b))) = (self.epilogue.batch_norm, self.fold) {

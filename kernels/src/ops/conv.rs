@@ -56,8 +56,9 @@ pub struct ConvKernel {
     pub attrs: ConvAttrs,
     pub activation: Activation,
     pub residual: Residual,
-    /// The output stored channels last (a Transpose absorbed: `graph/fusion.rs`).
-    pub channels_last: bool,
+    /// The output stored channels last (a Transpose absorbed: `graph/fusion.rs`); `Some(true)`:
+    /// a 2-D conv's pixels merged too (`[N, H·W, M]`).
+    pub channels_last: Option<bool>,
 }
 
 impl ConvKernel {
@@ -70,7 +71,7 @@ impl ConvKernel {
             attrs: conv_attrs(node)?,
             activation: Activation::None,
             residual: Residual::None,
-            channels_last: false,
+            channels_last: None,
         })
     }
 
@@ -81,8 +82,8 @@ impl ConvKernel {
         let mut problem = resolve(&inputs, &self.attrs, cx1d).map_err(|e| format!("Conv '{}': {e}", self.name))?;
         problem.activation = self.activation;
         problem.residual = self.residual;
-        if self.channels_last {
-            problem.set_channels_last();
+        if let Some(flat) = self.channels_last {
+            problem.set_channels_last(flat);
         }
         // The residual is read at the output's index: the same elements (leading 1s aside).
         if self.residual != Residual::None && !crate::ops::same_elements(get(3)?, &problem.output_shape) {
@@ -223,7 +224,7 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                 problem.activation = activation;
                 problem.residual = residual;
                 if channels_last {
-                    problem.set_channels_last();
+                    problem.set_channels_last(false);
                 }
                 for &algo in ALGOS {
                     for &choice in CHOICES {
