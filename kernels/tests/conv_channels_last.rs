@@ -287,3 +287,40 @@ fn a_reshape_merging_the_pixels_before_the_transpose_runs_in_the_conv() {
         }
     }
 }
+
+/// The erf GELU's five nodes no longer end a conv's epilogue: a residual Add of the output's
+/// shape after them runs in the store too (f32), in the conv's own layout.
+#[test]
+fn a_residual_after_the_erf_gelu_runs_in_the_conv() {
+    let c = Case { x: &[2, 5, 23], w: &[7, 5, 3], stride: 1, pad: 1, gelu: true, residual: None };
+    let y = conv_shape(&c);
+    let ty = ElemType::F32;
+    let mut nodes = graph(&c, ty, &[0, 2, 1], 1);
+    // Drop the Transpose: the GELU's output "g" meets the residual directly.
+    nodes.pop();
+    nodes.push(node("Add", 14, vec![Some(val("g", ty, &y)), Some(val("r", ty, &y))], vec![val("y", ty, &y)], vec![]));
+    nodes.last_mut().unwrap().name = "add".into();
+    let consts = constants(&nodes);
+    let p = build_program(
+        &nodes,
+        &["x".into(), "r".into()],
+        &["y".into()],
+        consts.iter().map(|(n, t)| constant(n, t)).collect(),
+    )
+    .unwrap();
+    let ops: Vec<&str> = p.steps.iter().map(|s| s.ops.as_str()).collect();
+    assert_eq!(ops, ["Conv+Div+Erf+Add+Mul+Mul+Add"]);
+    let (x, r) = (T::random(ty, c.x, 1.0), T::random(ty, &y, 1.0));
+    let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let got = run_graph(&nodes, &[("x", &x), ("r", &r)], &refs, &["y"]).unwrap().remove(0).values();
+    let get = |n: &str| consts.iter().find(|(k, _)| k == n).unwrap().1.values();
+    // The reference is channels last: element (n, l, m) is the conv's (n, m, l).
+    let last = reference(&c, &x.values(), &get("w"), &get("b"), None);
+    let (m, l) = (y[1] as usize, y[2] as usize);
+    let rv = r.values();
+    for (i, g) in got.iter().enumerate() {
+        let (bi, mi, li) = (i / (m * l), i / l % m, i % l);
+        let want = last[(bi * l + li) * m + mi] + rv[i];
+        assert!((g - want).abs() <= 1e-5 * (1.0 + want.abs()), "element {i}: {g} against {want}");
+    }
+}
