@@ -111,17 +111,23 @@ fn largest(node: &Node, k: usize, constants: &[Constant]) -> Option<f64> {
     Some(m)
 }
 
-/// The bound on output 0 of a LayerNormalization or RMS norm over f32 rows with constant γ (and
-/// β), a positive epsilon (without it, a row of equal values divides by zero) and a known row
-/// length.
+/// The bound on output 0 of a LayerNormalization or RMS norm (ONNX's, or ONNX Runtime's skip
+/// norms, which normalise input + skip + bias) over f32 rows with constant γ (and β), a positive
+/// epsilon (without it, a row of equal values divides by zero) and a known row length.
 pub(super) fn norm_bound(node: &Node, constants: &[Constant]) -> Option<Bound> {
-    let spread = match node.op_type.as_str() {
-        "LayerNormalization" => |n: f64| (n - 1.0).max(0.0).sqrt(),
-        "RMSNormalization" | "SimplifiedLayerNormalization" => |n: f64| n.sqrt(),
-        _ => return None,
-    };
+    let standardised = |n: f64| (n - 1.0).max(0.0).sqrt();
+    let rms = |n: f64| n.sqrt();
+    // The spread of the normalised values, and the inputs holding γ and β.
+    let (spread, gamma, beta): (fn(f64) -> f64, usize, Option<usize>) =
+        match (node.domain.as_str(), node.op_type.as_str()) {
+            ("" | "ai.onnx", "LayerNormalization") => (standardised, 1, Some(2)),
+            ("" | "ai.onnx", "RMSNormalization" | "SimplifiedLayerNormalization") => (rms, 1, None),
+            ("com.microsoft", "SkipLayerNormalization") => (standardised, 2, Some(3)),
+            ("com.microsoft", "SkipSimplifiedLayerNormalization") => (rms, 2, None),
+            _ => return None,
+        };
     let x = node.input(0)?;
-    if !node.is_onnx() || x.dtype() != Some(crate::dtype::DType::F32) || node.float("epsilon").unwrap_or(1e-5) <= 0.0 {
+    if x.dtype() != Some(crate::dtype::DType::F32) || node.float("epsilon").unwrap_or(1e-5) <= 0.0 {
         return None;
     }
     let dims = x.shape.as_ref()?;
@@ -129,8 +135,11 @@ pub(super) fn norm_bound(node: &Node, constants: &[Constant]) -> Option<Bound> {
     let axis = if axis < 0 { axis + dims.len() as i64 } else { axis };
     let from = usize::try_from(axis).ok().filter(|&a| a < dims.len())?;
     let n = dims[from..].iter().map(|d| d.fixed()).product::<Option<u64>>()? as f64;
-    let gamma = largest(node, 1, constants)?;
-    let beta = if node.op_type == "LayerNormalization" { largest(node, 2, constants)? } else { 0.0 };
+    let gamma = largest(node, gamma, constants)?;
+    let beta = match beta {
+        Some(k) => largest(node, k, constants)?,
+        None => 0.0,
+    };
     let max = (spread(n) * gamma + beta) * SLACK;
     let row_norm = n.sqrt() * (gamma + beta) * SLACK;
     (max.is_finite() && max > 0.0).then_some(Bound { max, row_norm })
@@ -222,6 +231,28 @@ mod tests {
         assert!(norm_bound(&layer_norm(n as u64, 1e-5), &cs[1..]).is_none());
         let inf = [constant("g", &[n as u64], &vec![f32::INFINITY; n]), cs[1].clone()];
         assert!(norm_bound(&layer_norm(n as u64, 1e-5), &inf).is_none());
+    }
+
+    /// ONNX Runtime's skip norms read γ (and β) after the skip: the same bounds as the plain ones.
+    #[test]
+    fn skip_norms_take_gamma_after_the_skip() {
+        let n = 16u64;
+        let mut skip = layer_norm(n, 1e-5);
+        skip.domain = "com.microsoft".into();
+        skip.op_type = "SkipLayerNormalization".into();
+        skip.inputs.insert(1, Some(value("s", &[3, n], false)));
+        let gamma: Vec<f32> = (0..n).map(|i| i as f32 / 4.0).collect();
+        let cs = [constant("g", &[n], &gamma), constant("b", &[n], &[0.25; 16])];
+        let b = norm_bound(&skip, &cs).unwrap();
+        assert!((b.max - ((15.0f64).sqrt() * 3.75 + 0.25) * SLACK).abs() < 1e-9, "{b:?}");
+        skip.op_type = "SkipSimplifiedLayerNormalization".into();
+        skip.inputs.truncate(3);
+        let b = norm_bound(&skip, &cs).unwrap();
+        assert!((b.max - (16.0f64).sqrt() * 3.75 * SLACK).abs() < 1e-9, "{b:?}");
+        // The plain op in another domain is not ONNX's.
+        let mut other = layer_norm(n, 1e-5);
+        other.domain = "com.example".into();
+        assert!(norm_bound(&other, &cs).is_none());
     }
 
     /// Only products by constant weights reading the norm's output get its bound: not one whose
