@@ -111,6 +111,14 @@ fn constants(nodes: &[Node]) -> Vec<(String, T)> {
     out
 }
 
+/// The steps' ops of the program `nodes` compile to, reading `inputs` and writing `y`.
+fn step_ops(nodes: &[Node], inputs: &[&str], consts: &[(String, T)]) -> Vec<String> {
+    let inputs: Vec<String> = inputs.iter().map(|s| s.to_string()).collect();
+    let constants = consts.iter().map(|(n, t)| constant(n, t)).collect();
+    let p = build_program(nodes, &inputs, &["y".into()], constants).unwrap();
+    p.steps.iter().map(|s| s.ops.clone()).collect()
+}
+
 /// The conv (stride, pad) in f64 over `[N, C, H, W]` (1-D: H = 1), GELU where asked, stored
 /// `[N, H, W, M]`, plus `r` (the same elements in that order).
 fn reference(c: &Case, x: &[f64], w: &[f64], b: &[f64], r: Option<&[f64]>) -> Vec<f64> {
@@ -181,11 +189,7 @@ fn a_transpose_to_channels_last_runs_in_the_conv() {
         for c in CASES {
             let nodes = graph(c, ty, &perm_last(c.x.len()), 1);
             let consts = constants(&nodes);
-            let inputs: Vec<String> =
-                ["x", "r"][..1 + usize::from(c.residual.is_some())].iter().map(|s| s.to_string()).collect();
-            let p = build_program(&nodes, &inputs, &["y".into()], consts.iter().map(|(n, t)| constant(n, t)).collect())
-                .unwrap();
-            let ops: Vec<&str> = p.steps.iter().map(|s| s.ops.as_str()).collect();
+            let ops = step_ops(&nodes, &["x", "r"][..1 + usize::from(c.residual.is_some())], &consts);
             let want_ops = format!(
                 "Conv{}+Transpose{}",
                 if c.gelu { "+Div+Erf+Add+Mul+Mul" } else { "" },
@@ -216,15 +220,11 @@ fn other_transposes_and_grouped_convs_stay_apart() {
     let c = &CASES[1];
     // Channels not moved last.
     let nodes = graph(c, ElemType::F32, &[0, 1, 3, 2], 1);
-    let consts: Vec<Constant> = constants(&nodes).iter().map(|(n, t)| constant(n, t)).collect();
-    let p = build_program(&nodes, &["x".into()], &["y".into()], consts).unwrap();
-    assert_eq!(p.steps.iter().map(|s| s.ops.as_str()).collect::<Vec<_>>(), ["Conv", "Transpose"]);
+    assert_eq!(step_ops(&nodes, &["x"], &constants(&nodes)), ["Conv", "Transpose"]);
     // A grouped conv: 8 output channels in 2 groups over 4 input channels.
     let grouped = Case { x: &[1, 4, 6, 6], w: &[8, 2, 3, 3], ..*c };
     let nodes = graph(&grouped, ElemType::F32, &[0, 2, 3, 1], 2);
-    let consts: Vec<Constant> = constants(&nodes).iter().map(|(n, t)| constant(n, t)).collect();
-    let p = build_program(&nodes, &["x".into()], &["y".into()], consts).unwrap();
-    assert_eq!(p.steps.iter().map(|s| s.ops.as_str()).collect::<Vec<_>>(), ["Conv", "Transpose"]);
+    assert_eq!(step_ops(&nodes, &["x"], &constants(&nodes)), ["Conv", "Transpose"]);
 }
 
 /// ViT's patch embedding: Conv(4×4, stride 4) → Reshape merging the pixels → Transpose(0, 2, 1),
@@ -265,15 +265,7 @@ fn a_reshape_merging_the_pixels_before_the_transpose_runs_in_the_conv() {
             n.name = format!("n{i}");
         }
         let consts = constants(&nodes);
-        let p = build_program(
-            &nodes,
-            &["x".into(), "r".into()],
-            &["y".into()],
-            consts.iter().map(|(n, t)| constant(n, t)).collect(),
-        )
-        .unwrap();
-        let ops: Vec<&str> = p.steps.iter().map(|s| s.ops.as_str()).collect();
-        assert_eq!(ops, ["Conv+Reshape+Transpose+Add"], "{ty}");
+        assert_eq!(step_ops(&nodes, &["x", "r"], &consts), ["Conv+Reshape+Transpose+Add"], "{ty}");
         let (x, r) = (T::random(ty, c.x, 1.0), T::random(ty, &t, 1.0));
         let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
         let got = run_graph(&nodes, &[("x", &x), ("r", &r)], &refs, &["y"]).unwrap().remove(0);
@@ -301,15 +293,7 @@ fn a_residual_after_the_erf_gelu_runs_in_the_conv() {
     nodes.push(node("Add", 14, vec![Some(val("g", ty, &y)), Some(val("r", ty, &y))], vec![val("y", ty, &y)], vec![]));
     nodes.last_mut().unwrap().name = "add".into();
     let consts = constants(&nodes);
-    let p = build_program(
-        &nodes,
-        &["x".into(), "r".into()],
-        &["y".into()],
-        consts.iter().map(|(n, t)| constant(n, t)).collect(),
-    )
-    .unwrap();
-    let ops: Vec<&str> = p.steps.iter().map(|s| s.ops.as_str()).collect();
-    assert_eq!(ops, ["Conv+Div+Erf+Add+Mul+Mul+Add"]);
+    assert_eq!(step_ops(&nodes, &["x", "r"], &consts), ["Conv+Div+Erf+Add+Mul+Mul+Add"]);
     let (x, r) = (T::random(ty, c.x, 1.0), T::random(ty, &y, 1.0));
     let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let got = run_graph(&nodes, &[("x", &x), ("r", &r)], &refs, &["y"]).unwrap().remove(0).values();

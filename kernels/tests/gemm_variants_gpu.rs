@@ -336,13 +336,19 @@ fn check_split_reads_every_maximum(gpu: &Gpu, rng: &mut impl Rng, shape: CoopSha
     a[4 * 300 + 3] = 3e3;
     b[4 * 500 + 1] = -5e2;
     let got = run_plan(gpu, &p, &plan, &a, &b, None);
-    let want = reference(&p, &a, &b, None);
-    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
-    let size = reference(&p, &abs(&a), &abs(&b), None);
     // A maximum left out, and that outlier overflows f16 once scaled (an infinity). (Outliers
     // a million times the rest would cost the other elements' low parts to f16's subnormals.)
+    assert_fp32_accuracy(&p, &a, &b, &got, "outliers in the second max-pass workgroup");
+}
+
+/// `got` against a float64 `A·B` within fp32's accuracy: 1e-6 of Σ|a||b| per element.
+fn assert_fp32_accuracy(p: &GemmProblem, a: &[f32], b: &[f32], got: &[f32], what: &str) {
+    let want = reference(p, a, b, None);
+    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+    let size = reference(p, &abs(a), &abs(b), None);
     for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
-        assert!((g as f64 - w).abs() <= 1e-6 * s, "element {j}: {g} against {w} (Σ|a||b| {s:.3e})");
+        let err = (g as f64 - w).abs();
+        assert!(err <= 1e-6 * s + 1e-30, "{what}, element {j}: {g} against {w} (Σ|a||b| {s:.3e})");
     }
 }
 
@@ -382,13 +388,7 @@ fn f32_split_with_a_constant_b_takes_its_maximum_once() {
         gpu.write(&out, &poison((m * n) as usize, DType::F32)).unwrap();
         gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
         let got = from_bytes(&gpu.read_buffer(&out).unwrap(), DType::F32);
-        let want = reference(&p, &a, &b, None);
-        let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
-        let size = reference(&p, &abs(&a), &abs(&b), None);
-        for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
-            let err = (g as f64 - w).abs();
-            assert!(err <= 1e-6 * s + 1e-30, "A at {scale:e}, element {j}: {g} against {w}");
-        }
+        assert_fp32_accuracy(&p, &a, &b, &got, &format!("A at {scale:e}"));
     }
 }
 
@@ -415,12 +415,7 @@ fn f32_split_with_a_bound_on_a_runs_no_max_pass() {
     gpu.write(&ab, &to_bytes(&a, DType::F32)).unwrap();
     gpu.run(&dispatches.iter().collect::<Vec<_>>()).unwrap();
     let got = from_bytes(&gpu.read_buffer(&out).unwrap(), DType::F32);
-    let want = reference(&p, &a, &b, None);
-    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
-    let size = reference(&p, &abs(&a), &abs(&b), None);
-    for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
-        assert!((g as f64 - w).abs() <= 1e-6 * s, "element {j}: {g} against {w} (Σ|a||b| {s:.3e})");
-    }
+    assert_fp32_accuracy(&p, &a, &b, &got, "A's scale from its bound");
 }
 
 /// The 16-byte loads (eight f16 as a `vec4<u32>`, unpacked through `unpack2x16float`) carry every
