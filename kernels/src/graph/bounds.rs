@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use super::fusion::Fusion;
-use super::model::{Attr, Node};
+use super::model::{Attr, Node, ValueInfo};
 use super::packed_proj::Pack;
 use super::program::Constant;
 use crate::dtype::ElemType;
@@ -48,9 +48,12 @@ pub(super) struct Bound {
 pub(super) fn annotate(nodes: &[Node], fusion: &mut Fusion, packs: &mut [Pack], constants: &[Constant]) -> Vec<Node> {
     let mut out = nodes.to_vec();
     let mut bounds: HashMap<String, Bound> = HashMap::new();
+    // In topological order: a norm's output, then what only moves its elements (ONNX Runtime's
+    // MatMul+Add fusion leaves a 3-D Linear as Reshape → Gemm → Reshape).
     for i in (0..nodes.len()).filter(|i| !fusion.absorbed.contains(i)) {
         let node = fusion.rewrites.get(&i).unwrap_or(&nodes[i]);
-        if let (Some(b), Some(o)) = (norm_bound(node, constants), node.output(0)) {
+        let bound = norm_bound(node, constants).or_else(|| moved(node, &bounds));
+        if let (Some(b), Some(o)) = (bound, node.output(0)) {
             bounds.insert(o.name.clone(), b);
         }
     }
@@ -82,6 +85,26 @@ pub(super) fn annotate(nodes: &[Node], fusion: &mut Fusion, packs: &mut [Pack], 
         }
     }
     out
+}
+
+/// The bound on the output of a node that only moves its input's elements (Reshape, Flatten,
+/// Squeeze, Unsqueeze, Identity, Transpose): the same largest magnitude; the same rows where
+/// the last axis stays (known shapes), else rows of at most √(last axis) times it.
+fn moved(node: &Node, bounds: &HashMap<String, Bound>) -> Option<Bound> {
+    let layout =
+        matches!(node.op_type.as_str(), "Reshape" | "Flatten" | "Squeeze" | "Unsqueeze" | "Identity" | "Transpose");
+    if !node.is_onnx() || !layout {
+        return None;
+    }
+    let b = *bounds.get(&node.input(0)?.name)?;
+    let last = |v: Option<&ValueInfo>| v.and_then(ValueInfo::fixed_shape).and_then(|s| s.last().copied());
+    let (from, to) = (last(node.input(0)), last(node.output(0)));
+    let row_norm = match to {
+        Some(_) if node.op_type != "Transpose" && from == to => b.row_norm,
+        Some(d) => b.max * (d as f64).sqrt(),
+        None => f64::MAX,
+    };
+    Some(Bound { max: b.max, row_norm })
 }
 
 /// The f32 values of a constant named `name` (`None` when absent, of another type, or without
@@ -270,15 +293,26 @@ mod tests {
             attrs: Default::default(),
             assigned_ep: None,
         };
+        // What ONNX Runtime's MatMul+Add fusion leaves: a Reshape before the product.
+        let reshape = Node {
+            name: "flatten".into(),
+            op_type: "Reshape".into(),
+            inputs: vec![Some(value("y", &[3, n], false)), Some(value("shape", &[2], true))],
+            outputs: vec![Some(value("yr", &[3, n], false))],
+            ..product("r", "y", value("w", &[n, n], true))
+        };
         let nodes = vec![
             layer_norm(n, 1e-5),
             product("by_weights", "y", value("w", &[n, n], true)),
             product("by_values", "y", value("v", &[n, n], false)),
             product("of_input", "x", value("w", &[n, n], true)),
+            reshape,
+            product("after_reshape", "yr", value("w", &[n, n], true)),
         ];
         let ones = vec![1.0f32; n as usize];
         let cs = [constant("g", &[n], &ones), constant("b", &[n], &ones), constant("w", &[n, n], &vec![0.5; 64])];
-        let outputs: Vec<String> = nodes[1..].iter().map(|p| format!("{}_out", p.name)).collect();
+        let outputs: Vec<String> =
+            nodes[1..].iter().filter(|p| p.op_type == "MatMul").map(|p| format!("{}_out", p.name)).collect();
         let mut fusion = super::super::fusion::plan(&nodes, &outputs, crate::graph::FlashMode::Off);
         let annotated = annotate(&nodes, &mut fusion, &mut [], &cs);
         let bound = |i: usize| annotated[i].float(A_BOUND);
@@ -286,6 +320,7 @@ mod tests {
         let want = ((7.0f64).sqrt() + 1.0) * SLACK;
         assert!((f64::from(bound(1).unwrap()) - want).abs() < 1e-5, "{:?}", bound(1));
         assert_eq!((bound(2), bound(3)), (None, None));
+        assert_eq!(bound(5), bound(1), "through the Reshape");
     }
 
     /// Against a float64 product over rows at the bound: every column within it, the column
