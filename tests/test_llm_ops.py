@@ -466,7 +466,7 @@ def nbits_node(rng, dtype, name, src, k, n, block=32):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("seq", [1, 5, 37])
 def test_llama_mlp_block(make_session, run_cpu, dtype, seq, tmp_path):
-    """An int4 SwiGLU block: the up projection joins the gate's step, whose MatMulNBits applies the SiLU and
+    """An int4 SwiGLU block: the norm before it and the up projection join the gate's step, whose MatMulNBits applies the SiLU and
     multiplies by the up projection's result in its store (one row: one kernel over both weights; five and 37
     rows: the up projection into a scratch buffer, then the GEMV and tiled kernels; on a tensor-core device 37
     rows take the dequantised GEMM), with the CPU EP's values."""
@@ -499,8 +499,11 @@ def test_llama_mlp_block(make_session, run_cpu, dtype, seq, tmp_path):
     finally:
         del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"]
     ops = [json.loads(line)["ops"] for line in path.read_text().splitlines()]
-    # The one plain MatMulNBits left is the down projection.
-    assert "MatMulNBits+MatMulNBits+Sigmoid+Mul+Mul" in ops and ops.count("MatMulNBits") == 1 and "Mul" not in ops, ops
+    # The norm before them folds into their step (one row: one dispatch); the one plain MatMulNBits left is the
+    # down projection.
+    fused = "SkipSimplifiedLayerNormalization+MatMulNBits+MatMulNBits+Sigmoid+Mul+Mul"
+    assert fused in ops and ops.count("MatMulNBits") == 1 and "Mul" not in ops, ops
+    assert "SkipSimplifiedLayerNormalization" not in ops, ops
 
 
 def test_matmul_nbits_wrong_k_at_run_time_fails_clearly(make_session, run_cpu):

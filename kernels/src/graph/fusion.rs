@@ -61,6 +61,10 @@ pub struct Epilogue {
     /// `[N, H, W, M]`): its GEMM computes the transposed product. With `true`, a Reshape that
     /// merged a 2-D conv's pixels came before it: the output is `[N, H·W, M]`.
     pub channels_last: Option<(usize, bool)>,
+    /// A SkipSimplifiedLayerNormalization whose output 0 only this MatMulNBits step reads (its
+    /// up projection included): folded into the step, which reads the norm's input, skip and γ
+    /// and also makes its sum output (`fusion_match::nbits_norm`).
+    pub norm: Option<usize>,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -135,6 +139,19 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
             fuse_epilogue(nodes, i, (&sole_reader, &inner_readers), &mut fusion);
         } else if node.domain == "com.microsoft" && node.op_type == "MatMulNBits" && !fusion.absorbed.contains(&i) {
             fuse_nbits_epilogue(nodes, i, (&sole_reader, &inner_readers), &mut fusion);
+        }
+    }
+    for p in 0..nodes.len() {
+        let up = fusion.epilogues.get(&p).and_then(|e| e.up);
+        let gated = fusion.epilogues.get(&p).is_some_and(|e| e.residual.is_some() && e.up.is_none());
+        if fusion.absorbed.contains(&p) || gated {
+            continue;
+        }
+        if let Some(r) =
+            super::fusion_match::nbits_norm(nodes, p, up, &inner_readers).filter(|r| !fusion.absorbed.contains(r))
+        {
+            fusion.absorbed.insert(r);
+            fusion.epilogues.entry(p).or_default().norm = Some(r);
         }
     }
     fuse_chains(nodes, &sole_reader, &mut fusion);

@@ -319,3 +319,35 @@ pub(super) fn nbits_up_projection(
         && sole_reader(up_value) == Some(mul))
     .then_some(u)
 }
+
+/// The SkipSimplifiedLayerNormalization that MatMulNBits `p` (and its fused up projection `up`)
+/// may fold: the producer of A, without a bias or its mean and inv_std_var outputs, whose
+/// output 0 stays inside and is read by nothing else. `p` has no zero points and constant
+/// weights (so the step reads nothing computed after the norm's sum, which it now makes).
+pub(super) fn nbits_norm(
+    nodes: &[Node],
+    p: usize,
+    up: Option<usize>,
+    readers: &dyn Fn(&str) -> Vec<usize>,
+) -> Option<usize> {
+    let product = &nodes[p];
+    let given = |n: &Node, i: usize| n.input(i).is_some_and(|v| !v.name.is_empty());
+    let listed = |n: &Node, i: usize| n.output(i).is_some_and(|v| !v.name.is_empty());
+    let constant = |i: usize| product.input(i).is_some_and(|v| v.constant);
+    if product.domain != "com.microsoft" || product.op_type != "MatMulNBits" || given(product, 3) || given(product, 4) {
+        return None;
+    }
+    if !constant(1) || !constant(2) {
+        return None;
+    }
+    let a = &product.input(0)?.name;
+    let r = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == a))?;
+    let norm = &nodes[r];
+    let skip_rms = norm.domain == "com.microsoft" && norm.op_type == "SkipSimplifiedLayerNormalization";
+    if !skip_rms || given(norm, 3) || listed(norm, 1) || listed(norm, 2) {
+        return None;
+    }
+    let ours: Vec<usize> = std::iter::once(p).chain(up).collect();
+    let inner = readers(a);
+    (!inner.is_empty() && inner.iter().all(|i| ours.contains(i))).then_some(r)
+}

@@ -14,7 +14,9 @@ use crate::dtype::ElemType;
 use crate::ops::conv::ConvKernel;
 use crate::ops::elementwise::{fused, Arg, ElemNode};
 use crate::ops::matmul::{ProductKernel, ProductKind};
-use crate::ops::quant::nbits::{NbitsKernel, GATE, UP_B};
+use crate::ops::norm::layer::NormKind;
+use crate::ops::norm::skip::SkipNormKernel;
+use crate::ops::quant::nbits::{NbitsKernel, GATE, NORM_SKIP, UP_B};
 use crate::ops::{lookup, Kernel};
 
 /// Where a step reads or writes a tensor.
@@ -182,13 +184,19 @@ pub fn build_program_with(
         if fusion.absorbed.contains(&i) {
             continue;
         }
-        let outs = match packs.get(&i) {
+        let mut outs = match packs.get(&i) {
             Some(p) => vec![scope.define_value(&p.value, &node.name)?],
             None => (0..node.outputs.len())
                 .filter(|&k| node.output(k).is_some_and(|o| !o.name.is_empty()))
                 .map(|k| scope.define(node, k))
                 .collect::<Result<Vec<_>, _>>()?,
         };
+        // A folded norm's sum output is made by the product's step.
+        if let Some(r) = fusion.epilogues.get(&i).and_then(|e| e.norm) {
+            if nodes[r].output(3).is_some_and(|o| !o.name.is_empty()) {
+                outs.push(scope.define(&nodes[r], 3)?);
+            }
+        }
         pending.push((i, outs));
     }
     let mut steps = Vec::with_capacity(pending.len());
@@ -322,7 +330,13 @@ fn node_step(
     let node = fusion.rewrites.get(&i).unwrap_or(&nodes[i]);
     let def = lookup(node).ok_or_else(|| format!("{} '{}' cannot run in a partition", node.op_type, node.name))?;
     let mut ops = node.op_type.clone();
-    let mut inputs = def.gpu_inputs(node).into_iter().map(|k| scope.operand(node, k)).collect::<Result<Vec<_>, _>>()?;
+    // A folded norm's output is never made: the step reads the norm's input instead.
+    let norm = fusion.epilogues.get(&i).and_then(|e| e.norm);
+    let operand = |scope: &mut Scope<'_>, k: usize| match norm {
+        Some(r) if k == 0 => scope.operand(&nodes[r], 0),
+        _ => scope.operand(node, k),
+    };
+    let mut inputs = def.gpu_inputs(node).into_iter().map(|k| operand(scope, k)).collect::<Result<Vec<_>, _>>()?;
     if fusion.rewrites.contains_key(&i) {
         // A MatMul that absorbed Transposes of its operands, or a pattern's one op.
         ops = match node.op_type.as_str() {
@@ -361,6 +375,14 @@ fn node_step(
                     inputs.resize(GATE, None);
                     inputs.push(scope.operand(&nodes[mul], k)?);
                     ops.push_str("+Mul");
+                }
+                if let Some(r) = epilogue.norm {
+                    // Then the norm's skip and γ.
+                    nbits.norm = Some(Box::new(SkipNormKernel::of(&nodes[r], NormKind::Rms)?));
+                    inputs.resize(NORM_SKIP, None);
+                    inputs.push(scope.operand(&nodes[r], 1)?);
+                    inputs.push(scope.operand(&nodes[r], 2)?);
+                    ops.insert_str(0, "SkipSimplifiedLayerNormalization+");
                 }
                 Arc::new(nbits)
             } else if node.op_type == "Conv" {

@@ -22,6 +22,7 @@ use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::graph::ExecOptions;
 use crate::ops::norm::float_types;
+use crate::ops::norm::skip::SkipNormKernel;
 use crate::ops::planned::{step_plan, OpDispatch};
 use crate::ops::StepPlan;
 use crate::ops::{check_f16, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, Tensor};
@@ -47,6 +48,10 @@ pub const GATE: usize = 6;
 /// after the gate slot.
 pub const UP_B: usize = 7;
 pub const UP_SCALES: usize = 8;
+/// A folded SkipSimplifiedLayerNormalization's skip and γ (its input is A), after the up
+/// projection's slots.
+pub const NORM_SKIP: usize = 9;
+pub const NORM_GAMMA: usize = 10;
 
 struct NbitsDef;
 
@@ -98,8 +103,12 @@ impl OpDef for NbitsDef {
                                         &[false]
                                     };
                                     for &dual in duals {
-                                        let source = NbitsSource { kind, ty, bits, zp, rows, kn, lanes, dual };
-                                        out.push(ShaderVariant::Op(OpShader::new(source)));
+                                        // The folded norm: where zero points are absent, as for the dual.
+                                        for &norm in duals {
+                                            let source =
+                                                NbitsSource { kind, ty, bits, zp, rows, kn, lanes, dual, norm };
+                                            out.push(ShaderVariant::Op(OpShader::new(source)));
+                                        }
                                     }
                                 }
                             }
@@ -131,6 +140,10 @@ pub struct NbitsKernel {
     /// result times it. One row runs one kernel over both weights; other rows run the up
     /// projection into a scratch buffer, then this product gated by it.
     pub up: Option<Box<NbitsKernel>>,
+    /// A SkipSimplifiedLayerNormalization whose output 0 is A, folded into this step (A is then
+    /// the norm's input; its sum output, if listed, the step's output 1): one row on the one-row
+    /// kernel makes A on the way (`nbits_norm.rs`); other rows run the norm into a scratch buffer.
+    pub norm: Option<Box<SkipNormKernel>>,
     /// Forces the kernel (tests, benchmarks); `None` picks the GEMV kernel up to [`GEMV_ROWS`]
     /// rows; from [`DEQUANT_ROWS`] rows, when the weights are constants and the GEMM engine has
     /// tensor cores, B dequantised once into `dequantized` and the GEMM engine (on the H200,
@@ -210,6 +223,7 @@ impl NbitsKernel {
             silu: false,
             gate: false,
             up: None,
+            norm: None,
             force: None,
         })
     }
@@ -257,7 +271,11 @@ impl NbitsKernel {
             k_blocks: to_u32("MatMulNBits blocks", self.k_blocks())?,
             block: to_u32("MatMulNBits block_size", self.block)?,
             col_words: to_u32("MatMulNBits packed words", col_bytes / 4)?,
-            zp_stride: to_u32("MatMulNBits zero points", zp_bytes)?,
+            // A folded norm's epsilon where no zero points are read (`nbits_norm.rs`).
+            zp_stride: match &self.norm {
+                Some(norm) => norm.epsilon.to_bits(),
+                None => to_u32("MatMulNBits zero points", zp_bytes)?,
+            },
             flags: u32::from(self.bias) | (u32::from(self.silu) << 1) | (u32::from(self.gate) << 2),
         })
     }
@@ -271,7 +289,8 @@ impl NbitsKernel {
             _ => LanesShape::default(),
         };
         let dual = kind == NbitsKind::Lanes && self.up.is_some();
-        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn, lanes, dual }
+        let norm = kind == NbitsKind::Lanes && self.norm.is_some();
+        NbitsSource { kind, ty: self.ty, bits: self.bits, zp: self.zp, rows, kn, lanes, dual, norm }
     }
 
     /// Whether the one-row kernel can run this node for `m` rows on `caps`: one row, 4 or 8
@@ -406,6 +425,9 @@ struct NbitsParams {
 impl Kernel for NbitsKernel {
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let err = |e: String| format!("MatMulNBits '{}': {e}", self.name);
+        if self.norm.is_some() {
+            return self.infer_norm(inputs);
+        }
         let a = inputs.first().copied().flatten().ok_or_else(|| err("lacks its input A".into()))?;
         if a.last() != Some(&self.k) {
             return Err(err(format!("A {a:?} does not end in K = {}", self.k)));
@@ -435,6 +457,9 @@ impl Kernel for NbitsKernel {
         let given: Vec<Tensor<'_>> = io.inputs.iter().flatten().copied().collect();
         crate::ops::norm::check_bindings(&given, cx.caps())?;
         crate::ops::norm::check_bindings(&io.outputs, cx.caps())?;
+        if self.norm.is_some() {
+            return self.prepare_norm(cx, io);
+        }
         let a = io.input(A)?;
         let m = a.elems() / self.k;
         if let Some(up) = &self.up {
@@ -471,6 +496,9 @@ impl Kernel for NbitsKernel {
         caps: &DeviceCaps,
         options: &ExecOptions,
     ) -> Result<Option<StepPlan>, String> {
+        if self.norm.is_some() {
+            return self.plan_norm(inputs, caps, options);
+        }
         let out = self.infer(inputs)?.remove(0);
         let m = inputs.first().copied().flatten().unwrap_or_default().iter().product::<u64>() / self.k.max(1);
         if let (Some(up), false) = (&self.up, self.kind(m, caps) == NbitsKind::Lanes) {
@@ -502,6 +530,8 @@ impl Kernel for NbitsKernel {
     }
 }
 
+#[path = "nbits_norm.rs"]
+mod norm;
 #[path = "nbits_route.rs"]
 mod route;
 use route::{Operands, Route};

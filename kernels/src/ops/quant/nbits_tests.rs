@@ -15,6 +15,7 @@ fn kernel(bits: u32, block: u64, zp: ZeroPoints) -> NbitsKernel {
         silu: false,
         gate: false,
         up: None,
+        norm: None,
         force: None,
         weights_constant: true,
         dequantized: DequantSlot::default(),

@@ -75,6 +75,9 @@ pub struct NbitsSource {
     /// The one-row kernel also reads SwiGLU's up projection (its weights and scales after the
     /// node's own; no zero points) and multiplies each column by it; false for the others.
     pub dual: bool,
+    /// The one-row kernel makes A as SkipSimplifiedLayerNormalization does from its input,
+    /// skip and γ (also storing their sum); false for the others.
+    pub norm: bool,
 }
 
 /// How the one-row kernel spreads a column over invocations.
@@ -130,7 +133,8 @@ impl OpSource for NbitsSource {
             NbitsKind::Lanes => {
                 let l = self.lanes;
                 let dual = if self.dual { "_dual" } else { "" };
-                format!("gemv_l{}_c{}_u{}{dual}", l.lanes, l.cols, l.unroll)
+                let norm = if self.norm { "_skiprms" } else { "" };
+                format!("gemv_l{}_c{}_u{}{dual}{norm}", l.lanes, l.cols, l.unroll)
             }
             NbitsKind::Tiled => "tiled_64x64".into(),
             NbitsKind::Dequant if self.kn => "dequant_kn".into(),
@@ -152,6 +156,7 @@ impl OpSource for NbitsSource {
             kn => self.kn,
             b_bias => 3 + zp + 2 * u32::from(self.dual),
             dual => self.dual,
+            norm => self.norm,
             b_w => 2 + zp,
             l => self.lanes.lanes,
             cl => self.lanes.cols,

@@ -1,0 +1,892 @@
+enable f16;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    // Blocks per column, the block size, packed words per column of B, bytes per column of
+    // the packed zero points.
+    k_blocks: u32,
+    block: u32,
+    col_words: u32,
+    zp_stride: u32,
+    // Bit 0: add the bias; bit 1: SiLU (x · sigmoid(x)); bit 2: times the gate.
+    flags: u32,
+}
+
+// A and B in 16-byte chunks.
+@group(0) @binding(0) var<storage, read> a: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> scales: array<f16>;
+// The up projection's packed weights and scales (its zero points are the middle of the range).
+@group(0) @binding(3) var<storage, read> b_up: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> scales_up: array<f16>;
+@group(0) @binding(5) var<storage, read> bias: array<f16>;
+// Y's shape: multiplies the result where flags bit 2 says so (a gated product).
+@group(0) @binding(6) var<storage, read> gate: array<f16>;
+// The norm's skip and γ (one row each, in 16-byte chunks like A), and its sum x + skip.
+@group(0) @binding(7) var<storage, read> skip: array<vec4<u32>>;
+@group(0) @binding(8) var<storage, read> gamma: array<vec4<u32>>;
+@group(0) @binding(9) var<storage, read_write> y: array<f16>;
+@group(0) @binding(10) var<storage, read_write> sum_out: array<vec4<u32>>;
+@group(0) @binding(11) var<uniform> p: Params;
+
+// Invocations per workgroup, per column group, columns per group, values per 16-byte chunk of B.
+const T: u32 = 256u;
+const L: u32 = 8u;
+const CL: u32 = 4u;
+const CV: u32 = 16u;
+
+// The zero point of block `kb` of column `n`.
+fn zero_point(n: u32, kb: u32) -> f32 {
+    return 128.0;
+}
+
+
+// The up projection's zero point: the middle of the range.
+fn zero_point_up(n: u32, kb: u32) -> f32 {
+    return 128.0;
+}
+
+// The bias, SiLU and gate (flags bits 0-2) on the sum for element `i` of Y, column `col`.
+fn epilogue(sum: f32, i: u32, col: u32) -> f32 {
+    var v = sum;
+    if ((p.flags & 1u) != 0u) {
+        v = v + f32(bias[col]);
+    }
+    if ((p.flags & 2u) != 0u) {
+        v = v / (1.0 + exp(-v));
+    }
+    if ((p.flags & 4u) != 0u) {
+        v = v * f32(gate[i]);
+    }
+    return v;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+) {
+    let g = wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y;
+    let groups = (p.n + CL - 1u) / CL;
+    let group = g * (T / L) + tid / L;
+    if (g * (T / L) >= groups) {
+        return;
+    }
+    let lane = tid % L;
+    // Groups past N repeat the last column (their sums are not stored); every invocation takes
+    // part in the shuffles.
+    let n0 = min(group, groups - 1u) * CL;
+    let col0 = min(n0 + 0u, p.n - 1u);
+    var acc0 = 0.0;
+    var up0 = 0.0;
+    let col1 = min(n0 + 1u, p.n - 1u);
+    var acc1 = 0.0;
+    var up1 = 0.0;
+    let col2 = min(n0 + 2u, p.n - 1u);
+    var acc2 = 0.0;
+    var up2 = 0.0;
+    let col3 = min(n0 + 3u, p.n - 1u);
+    var acc3 = 0.0;
+    var up3 = 0.0;
+    // The squares of x + skip this invocation read; the first group of the first workgroup stores the sum.
+    var ss = 0.0;
+    let writes = g == 0u && tid < L;
+    let chunks = p.k / CV;
+    let col_chunks = p.col_words / 4u;
+    var ch = lane;
+    for (; ch + 1u * L < chunks; ch = ch + 2u * L) {
+        let ch0 = ch + 0u * L;
+        let ch1 = ch + 1u * L;
+        {
+            let w0_0 = b[col0 * col_chunks + ch0];
+            let v0_0 = b_up[col0 * col_chunks + ch0];
+            let w0_1 = b[col1 * col_chunks + ch0];
+            let v0_1 = b_up[col1 * col_chunks + ch0];
+            let w0_2 = b[col2 * col_chunks + ch0];
+            let v0_2 = b_up[col2 * col_chunks + ch0];
+            let w0_3 = b[col3 * col_chunks + ch0];
+            let v0_3 = b_up[col3 * col_chunks + ch0];
+            let w1_0 = b[col0 * col_chunks + ch1];
+            let v1_0 = b_up[col0 * col_chunks + ch1];
+            let w1_1 = b[col1 * col_chunks + ch1];
+            let v1_1 = b_up[col1 * col_chunks + ch1];
+            let w1_2 = b[col2 * col_chunks + ch1];
+            let v1_2 = b_up[col2 * col_chunks + ch1];
+            let w1_3 = b[col3 * col_chunks + ch1];
+            let v1_3 = b_up[col3 * col_chunks + ch1];
+            let ar0_0 = a[ch0 * 2u + 0u];
+            let sk0_0 = skip[ch0 * 2u + 0u];
+            let gm0_0 = gamma[ch0 * 2u + 0u];
+            let ar0_1 = a[ch0 * 2u + 1u];
+            let sk0_1 = skip[ch0 * 2u + 1u];
+            let gm0_1 = gamma[ch0 * 2u + 1u];
+            let ar1_0 = a[ch1 * 2u + 0u];
+            let sk1_0 = skip[ch1 * 2u + 0u];
+            let gm1_0 = gamma[ch1 * 2u + 0u];
+            let ar1_1 = a[ch1 * 2u + 1u];
+            let sk1_1 = skip[ch1 * 2u + 1u];
+            let gm1_1 = gamma[ch1 * 2u + 1u];
+            let kb0 = ch0 * CV / p.block;
+            let s0_0 = f32(scales[col0 * p.k_blocks + kb0]);
+            let t0_0 = f32(scales_up[col0 * p.k_blocks + kb0]);
+            let s0_1 = f32(scales[col1 * p.k_blocks + kb0]);
+            let t0_1 = f32(scales_up[col1 * p.k_blocks + kb0]);
+            let s0_2 = f32(scales[col2 * p.k_blocks + kb0]);
+            let t0_2 = f32(scales_up[col2 * p.k_blocks + kb0]);
+            let s0_3 = f32(scales[col3 * p.k_blocks + kb0]);
+            let t0_3 = f32(scales_up[col3 * p.k_blocks + kb0]);
+            let kb1 = ch1 * CV / p.block;
+            let s1_0 = f32(scales[col0 * p.k_blocks + kb1]);
+            let t1_0 = f32(scales_up[col0 * p.k_blocks + kb1]);
+            let s1_1 = f32(scales[col1 * p.k_blocks + kb1]);
+            let t1_1 = f32(scales_up[col1 * p.k_blocks + kb1]);
+            let s1_2 = f32(scales[col2 * p.k_blocks + kb1]);
+            let t1_2 = f32(scales_up[col2 * p.k_blocks + kb1]);
+            let s1_3 = f32(scales[col3 * p.k_blocks + kb1]);
+            let t1_3 = f32(scales_up[col3 * p.k_blocks + kb1]);
+            {
+                let xs0_0 = unpack2x16float(ar0_0[0u]) + unpack2x16float(sk0_0[0u]);
+                ss = fma(xs0_0.x, xs0_0.x, fma(xs0_0.y, xs0_0.y, ss));
+                let h0_0 = xs0_0 * unpack2x16float(gm0_0[0u]);
+                let xs0_1 = unpack2x16float(ar0_0[1u]) + unpack2x16float(sk0_0[1u]);
+                ss = fma(xs0_1.x, xs0_1.x, fma(xs0_1.y, xs0_1.y, ss));
+                let h0_1 = xs0_1 * unpack2x16float(gm0_0[1u]);
+                let xs0_2 = unpack2x16float(ar0_0[2u]) + unpack2x16float(sk0_0[2u]);
+                ss = fma(xs0_2.x, xs0_2.x, fma(xs0_2.y, xs0_2.y, ss));
+                let h0_2 = xs0_2 * unpack2x16float(gm0_0[2u]);
+                let xs0_3 = unpack2x16float(ar0_0[3u]) + unpack2x16float(sk0_0[3u]);
+                ss = fma(xs0_3.x, xs0_3.x, fma(xs0_3.y, xs0_3.y, ss));
+                let h0_3 = xs0_3 * unpack2x16float(gm0_0[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 0u] = vec4<u32>(pack2x16float(xs0_0), pack2x16float(xs0_1), pack2x16float(xs0_2), pack2x16float(xs0_3));
+                }
+                let xs0_4 = unpack2x16float(ar0_1[0u]) + unpack2x16float(sk0_1[0u]);
+                ss = fma(xs0_4.x, xs0_4.x, fma(xs0_4.y, xs0_4.y, ss));
+                let h0_4 = xs0_4 * unpack2x16float(gm0_1[0u]);
+                let xs0_5 = unpack2x16float(ar0_1[1u]) + unpack2x16float(sk0_1[1u]);
+                ss = fma(xs0_5.x, xs0_5.x, fma(xs0_5.y, xs0_5.y, ss));
+                let h0_5 = xs0_5 * unpack2x16float(gm0_1[1u]);
+                let xs0_6 = unpack2x16float(ar0_1[2u]) + unpack2x16float(sk0_1[2u]);
+                ss = fma(xs0_6.x, xs0_6.x, fma(xs0_6.y, xs0_6.y, ss));
+                let h0_6 = xs0_6 * unpack2x16float(gm0_1[2u]);
+                let xs0_7 = unpack2x16float(ar0_1[3u]) + unpack2x16float(sk0_1[3u]);
+                ss = fma(xs0_7.x, xs0_7.x, fma(xs0_7.y, xs0_7.y, ss));
+                let h0_7 = xs0_7 * unpack2x16float(gm0_1[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 1u] = vec4<u32>(pack2x16float(xs0_4), pack2x16float(xs0_5), pack2x16float(xs0_6), pack2x16float(xs0_7));
+                }
+                let hs = h0_0 + h0_1 + h0_2 + h0_3 + h0_4 + h0_5 + h0_6 + h0_7;
+                let a_sum = hs.x + hs.y;
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_0[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_0[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_0[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_0[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_0[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_0[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_0[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_0[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_0[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_0[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_0[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_0[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_0[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_0[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_0[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_0[3u], 24u, 8u)), d3);
+                    let z = zero_point(col0, kb0);
+                    acc0 = fma(s0_0, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc0);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_0[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_0[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_0[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_0[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_0[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_0[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_0[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_0[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_0[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_0[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_0[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_0[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_0[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_0[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_0[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_0[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col0, kb0);
+                    up0 = fma(t0_0, ((d0 + d1) + (d2 + d3)) - z * a_sum, up0);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_1[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_1[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_1[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_1[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_1[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_1[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_1[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_1[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_1[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_1[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_1[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_1[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_1[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_1[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_1[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_1[3u], 24u, 8u)), d3);
+                    let z = zero_point(col1, kb0);
+                    acc1 = fma(s0_1, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc1);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_1[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_1[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_1[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_1[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_1[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_1[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_1[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_1[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_1[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_1[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_1[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_1[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_1[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_1[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_1[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_1[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col1, kb0);
+                    up1 = fma(t0_1, ((d0 + d1) + (d2 + d3)) - z * a_sum, up1);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_2[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_2[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_2[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_2[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_2[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_2[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_2[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_2[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_2[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_2[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_2[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_2[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_2[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_2[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_2[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_2[3u], 24u, 8u)), d3);
+                    let z = zero_point(col2, kb0);
+                    acc2 = fma(s0_2, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc2);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_2[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_2[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_2[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_2[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_2[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_2[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_2[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_2[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_2[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_2[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_2[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_2[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_2[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_2[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_2[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_2[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col2, kb0);
+                    up2 = fma(t0_2, ((d0 + d1) + (d2 + d3)) - z * a_sum, up2);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_3[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_3[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_3[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_3[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_3[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_3[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_3[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_3[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_3[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_3[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_3[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_3[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_3[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_3[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_3[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_3[3u], 24u, 8u)), d3);
+                    let z = zero_point(col3, kb0);
+                    acc3 = fma(s0_3, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc3);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_3[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_3[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_3[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_3[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_3[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_3[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_3[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_3[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_3[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_3[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_3[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_3[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_3[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_3[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_3[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_3[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col3, kb0);
+                    up3 = fma(t0_3, ((d0 + d1) + (d2 + d3)) - z * a_sum, up3);
+                }
+            }
+            {
+                let xs1_0 = unpack2x16float(ar1_0[0u]) + unpack2x16float(sk1_0[0u]);
+                ss = fma(xs1_0.x, xs1_0.x, fma(xs1_0.y, xs1_0.y, ss));
+                let h1_0 = xs1_0 * unpack2x16float(gm1_0[0u]);
+                let xs1_1 = unpack2x16float(ar1_0[1u]) + unpack2x16float(sk1_0[1u]);
+                ss = fma(xs1_1.x, xs1_1.x, fma(xs1_1.y, xs1_1.y, ss));
+                let h1_1 = xs1_1 * unpack2x16float(gm1_0[1u]);
+                let xs1_2 = unpack2x16float(ar1_0[2u]) + unpack2x16float(sk1_0[2u]);
+                ss = fma(xs1_2.x, xs1_2.x, fma(xs1_2.y, xs1_2.y, ss));
+                let h1_2 = xs1_2 * unpack2x16float(gm1_0[2u]);
+                let xs1_3 = unpack2x16float(ar1_0[3u]) + unpack2x16float(sk1_0[3u]);
+                ss = fma(xs1_3.x, xs1_3.x, fma(xs1_3.y, xs1_3.y, ss));
+                let h1_3 = xs1_3 * unpack2x16float(gm1_0[3u]);
+                if (writes) {
+                    sum_out[ch1 * 2u + 0u] = vec4<u32>(pack2x16float(xs1_0), pack2x16float(xs1_1), pack2x16float(xs1_2), pack2x16float(xs1_3));
+                }
+                let xs1_4 = unpack2x16float(ar1_1[0u]) + unpack2x16float(sk1_1[0u]);
+                ss = fma(xs1_4.x, xs1_4.x, fma(xs1_4.y, xs1_4.y, ss));
+                let h1_4 = xs1_4 * unpack2x16float(gm1_1[0u]);
+                let xs1_5 = unpack2x16float(ar1_1[1u]) + unpack2x16float(sk1_1[1u]);
+                ss = fma(xs1_5.x, xs1_5.x, fma(xs1_5.y, xs1_5.y, ss));
+                let h1_5 = xs1_5 * unpack2x16float(gm1_1[1u]);
+                let xs1_6 = unpack2x16float(ar1_1[2u]) + unpack2x16float(sk1_1[2u]);
+                ss = fma(xs1_6.x, xs1_6.x, fma(xs1_6.y, xs1_6.y, ss));
+                let h1_6 = xs1_6 * unpack2x16float(gm1_1[2u]);
+                let xs1_7 = unpack2x16float(ar1_1[3u]) + unpack2x16float(sk1_1[3u]);
+                ss = fma(xs1_7.x, xs1_7.x, fma(xs1_7.y, xs1_7.y, ss));
+                let h1_7 = xs1_7 * unpack2x16float(gm1_1[3u]);
+                if (writes) {
+                    sum_out[ch1 * 2u + 1u] = vec4<u32>(pack2x16float(xs1_4), pack2x16float(xs1_5), pack2x16float(xs1_6), pack2x16float(xs1_7));
+                }
+                let hs = h1_0 + h1_1 + h1_2 + h1_3 + h1_4 + h1_5 + h1_6 + h1_7;
+                let a_sum = hs.x + hs.y;
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(w1_0[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(w1_0[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(w1_0[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(w1_0[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(w1_0[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(w1_0[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(w1_0[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(w1_0[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(w1_0[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(w1_0[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(w1_0[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(w1_0[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(w1_0[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(w1_0[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(w1_0[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(w1_0[3u], 24u, 8u)), d3);
+                    let z = zero_point(col0, kb1);
+                    acc0 = fma(s1_0, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc0);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(v1_0[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(v1_0[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(v1_0[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(v1_0[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(v1_0[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(v1_0[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(v1_0[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(v1_0[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(v1_0[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(v1_0[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(v1_0[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(v1_0[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(v1_0[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(v1_0[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(v1_0[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(v1_0[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col0, kb1);
+                    up0 = fma(t1_0, ((d0 + d1) + (d2 + d3)) - z * a_sum, up0);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(w1_1[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(w1_1[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(w1_1[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(w1_1[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(w1_1[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(w1_1[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(w1_1[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(w1_1[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(w1_1[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(w1_1[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(w1_1[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(w1_1[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(w1_1[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(w1_1[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(w1_1[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(w1_1[3u], 24u, 8u)), d3);
+                    let z = zero_point(col1, kb1);
+                    acc1 = fma(s1_1, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc1);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(v1_1[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(v1_1[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(v1_1[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(v1_1[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(v1_1[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(v1_1[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(v1_1[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(v1_1[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(v1_1[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(v1_1[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(v1_1[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(v1_1[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(v1_1[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(v1_1[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(v1_1[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(v1_1[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col1, kb1);
+                    up1 = fma(t1_1, ((d0 + d1) + (d2 + d3)) - z * a_sum, up1);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(w1_2[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(w1_2[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(w1_2[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(w1_2[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(w1_2[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(w1_2[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(w1_2[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(w1_2[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(w1_2[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(w1_2[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(w1_2[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(w1_2[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(w1_2[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(w1_2[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(w1_2[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(w1_2[3u], 24u, 8u)), d3);
+                    let z = zero_point(col2, kb1);
+                    acc2 = fma(s1_2, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc2);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(v1_2[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(v1_2[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(v1_2[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(v1_2[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(v1_2[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(v1_2[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(v1_2[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(v1_2[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(v1_2[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(v1_2[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(v1_2[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(v1_2[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(v1_2[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(v1_2[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(v1_2[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(v1_2[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col2, kb1);
+                    up2 = fma(t1_2, ((d0 + d1) + (d2 + d3)) - z * a_sum, up2);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(w1_3[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(w1_3[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(w1_3[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(w1_3[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(w1_3[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(w1_3[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(w1_3[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(w1_3[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(w1_3[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(w1_3[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(w1_3[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(w1_3[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(w1_3[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(w1_3[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(w1_3[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(w1_3[3u], 24u, 8u)), d3);
+                    let z = zero_point(col3, kb1);
+                    acc3 = fma(s1_3, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc3);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h1_0.x, f32(extractBits(v1_3[0u], 0u, 8u)), d0);
+                    d0 = fma(h1_0.y, f32(extractBits(v1_3[0u], 8u, 8u)), d0);
+                    d0 = fma(h1_1.x, f32(extractBits(v1_3[0u], 16u, 8u)), d0);
+                    d0 = fma(h1_1.y, f32(extractBits(v1_3[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h1_2.x, f32(extractBits(v1_3[1u], 0u, 8u)), d1);
+                    d1 = fma(h1_2.y, f32(extractBits(v1_3[1u], 8u, 8u)), d1);
+                    d1 = fma(h1_3.x, f32(extractBits(v1_3[1u], 16u, 8u)), d1);
+                    d1 = fma(h1_3.y, f32(extractBits(v1_3[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h1_4.x, f32(extractBits(v1_3[2u], 0u, 8u)), d2);
+                    d2 = fma(h1_4.y, f32(extractBits(v1_3[2u], 8u, 8u)), d2);
+                    d2 = fma(h1_5.x, f32(extractBits(v1_3[2u], 16u, 8u)), d2);
+                    d2 = fma(h1_5.y, f32(extractBits(v1_3[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h1_6.x, f32(extractBits(v1_3[3u], 0u, 8u)), d3);
+                    d3 = fma(h1_6.y, f32(extractBits(v1_3[3u], 8u, 8u)), d3);
+                    d3 = fma(h1_7.x, f32(extractBits(v1_3[3u], 16u, 8u)), d3);
+                    d3 = fma(h1_7.y, f32(extractBits(v1_3[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col3, kb1);
+                    up3 = fma(t1_3, ((d0 + d1) + (d2 + d3)) - z * a_sum, up3);
+                }
+            }
+        }
+    }
+    for (; ch < chunks; ch = ch + L) {
+        let ch0 = ch;
+        {
+            let w0_0 = b[col0 * col_chunks + ch0];
+            let v0_0 = b_up[col0 * col_chunks + ch0];
+            let w0_1 = b[col1 * col_chunks + ch0];
+            let v0_1 = b_up[col1 * col_chunks + ch0];
+            let w0_2 = b[col2 * col_chunks + ch0];
+            let v0_2 = b_up[col2 * col_chunks + ch0];
+            let w0_3 = b[col3 * col_chunks + ch0];
+            let v0_3 = b_up[col3 * col_chunks + ch0];
+            let ar0_0 = a[ch0 * 2u + 0u];
+            let sk0_0 = skip[ch0 * 2u + 0u];
+            let gm0_0 = gamma[ch0 * 2u + 0u];
+            let ar0_1 = a[ch0 * 2u + 1u];
+            let sk0_1 = skip[ch0 * 2u + 1u];
+            let gm0_1 = gamma[ch0 * 2u + 1u];
+            let kb0 = ch0 * CV / p.block;
+            let s0_0 = f32(scales[col0 * p.k_blocks + kb0]);
+            let t0_0 = f32(scales_up[col0 * p.k_blocks + kb0]);
+            let s0_1 = f32(scales[col1 * p.k_blocks + kb0]);
+            let t0_1 = f32(scales_up[col1 * p.k_blocks + kb0]);
+            let s0_2 = f32(scales[col2 * p.k_blocks + kb0]);
+            let t0_2 = f32(scales_up[col2 * p.k_blocks + kb0]);
+            let s0_3 = f32(scales[col3 * p.k_blocks + kb0]);
+            let t0_3 = f32(scales_up[col3 * p.k_blocks + kb0]);
+            {
+                let xs0_0 = unpack2x16float(ar0_0[0u]) + unpack2x16float(sk0_0[0u]);
+                ss = fma(xs0_0.x, xs0_0.x, fma(xs0_0.y, xs0_0.y, ss));
+                let h0_0 = xs0_0 * unpack2x16float(gm0_0[0u]);
+                let xs0_1 = unpack2x16float(ar0_0[1u]) + unpack2x16float(sk0_0[1u]);
+                ss = fma(xs0_1.x, xs0_1.x, fma(xs0_1.y, xs0_1.y, ss));
+                let h0_1 = xs0_1 * unpack2x16float(gm0_0[1u]);
+                let xs0_2 = unpack2x16float(ar0_0[2u]) + unpack2x16float(sk0_0[2u]);
+                ss = fma(xs0_2.x, xs0_2.x, fma(xs0_2.y, xs0_2.y, ss));
+                let h0_2 = xs0_2 * unpack2x16float(gm0_0[2u]);
+                let xs0_3 = unpack2x16float(ar0_0[3u]) + unpack2x16float(sk0_0[3u]);
+                ss = fma(xs0_3.x, xs0_3.x, fma(xs0_3.y, xs0_3.y, ss));
+                let h0_3 = xs0_3 * unpack2x16float(gm0_0[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 0u] = vec4<u32>(pack2x16float(xs0_0), pack2x16float(xs0_1), pack2x16float(xs0_2), pack2x16float(xs0_3));
+                }
+                let xs0_4 = unpack2x16float(ar0_1[0u]) + unpack2x16float(sk0_1[0u]);
+                ss = fma(xs0_4.x, xs0_4.x, fma(xs0_4.y, xs0_4.y, ss));
+                let h0_4 = xs0_4 * unpack2x16float(gm0_1[0u]);
+                let xs0_5 = unpack2x16float(ar0_1[1u]) + unpack2x16float(sk0_1[1u]);
+                ss = fma(xs0_5.x, xs0_5.x, fma(xs0_5.y, xs0_5.y, ss));
+                let h0_5 = xs0_5 * unpack2x16float(gm0_1[1u]);
+                let xs0_6 = unpack2x16float(ar0_1[2u]) + unpack2x16float(sk0_1[2u]);
+                ss = fma(xs0_6.x, xs0_6.x, fma(xs0_6.y, xs0_6.y, ss));
+                let h0_6 = xs0_6 * unpack2x16float(gm0_1[2u]);
+                let xs0_7 = unpack2x16float(ar0_1[3u]) + unpack2x16float(sk0_1[3u]);
+                ss = fma(xs0_7.x, xs0_7.x, fma(xs0_7.y, xs0_7.y, ss));
+                let h0_7 = xs0_7 * unpack2x16float(gm0_1[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 1u] = vec4<u32>(pack2x16float(xs0_4), pack2x16float(xs0_5), pack2x16float(xs0_6), pack2x16float(xs0_7));
+                }
+                let hs = h0_0 + h0_1 + h0_2 + h0_3 + h0_4 + h0_5 + h0_6 + h0_7;
+                let a_sum = hs.x + hs.y;
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_0[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_0[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_0[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_0[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_0[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_0[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_0[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_0[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_0[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_0[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_0[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_0[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_0[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_0[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_0[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_0[3u], 24u, 8u)), d3);
+                    let z = zero_point(col0, kb0);
+                    acc0 = fma(s0_0, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc0);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_0[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_0[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_0[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_0[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_0[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_0[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_0[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_0[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_0[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_0[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_0[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_0[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_0[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_0[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_0[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_0[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col0, kb0);
+                    up0 = fma(t0_0, ((d0 + d1) + (d2 + d3)) - z * a_sum, up0);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_1[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_1[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_1[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_1[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_1[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_1[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_1[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_1[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_1[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_1[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_1[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_1[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_1[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_1[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_1[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_1[3u], 24u, 8u)), d3);
+                    let z = zero_point(col1, kb0);
+                    acc1 = fma(s0_1, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc1);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_1[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_1[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_1[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_1[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_1[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_1[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_1[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_1[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_1[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_1[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_1[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_1[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_1[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_1[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_1[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_1[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col1, kb0);
+                    up1 = fma(t0_1, ((d0 + d1) + (d2 + d3)) - z * a_sum, up1);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_2[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_2[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_2[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_2[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_2[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_2[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_2[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_2[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_2[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_2[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_2[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_2[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_2[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_2[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_2[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_2[3u], 24u, 8u)), d3);
+                    let z = zero_point(col2, kb0);
+                    acc2 = fma(s0_2, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc2);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_2[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_2[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_2[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_2[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_2[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_2[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_2[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_2[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_2[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_2[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_2[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_2[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_2[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_2[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_2[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_2[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col2, kb0);
+                    up2 = fma(t0_2, ((d0 + d1) + (d2 + d3)) - z * a_sum, up2);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(w0_3[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(w0_3[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(w0_3[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(w0_3[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(w0_3[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(w0_3[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(w0_3[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(w0_3[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(w0_3[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(w0_3[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(w0_3[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(w0_3[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(w0_3[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(w0_3[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(w0_3[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(w0_3[3u], 24u, 8u)), d3);
+                    let z = zero_point(col3, kb0);
+                    acc3 = fma(s0_3, ((d0 + d1) + (d2 + d3)) - z * a_sum, acc3);
+                }
+                {
+                    var d0 = 0.0;
+                    d0 = fma(h0_0.x, f32(extractBits(v0_3[0u], 0u, 8u)), d0);
+                    d0 = fma(h0_0.y, f32(extractBits(v0_3[0u], 8u, 8u)), d0);
+                    d0 = fma(h0_1.x, f32(extractBits(v0_3[0u], 16u, 8u)), d0);
+                    d0 = fma(h0_1.y, f32(extractBits(v0_3[0u], 24u, 8u)), d0);
+                    var d1 = 0.0;
+                    d1 = fma(h0_2.x, f32(extractBits(v0_3[1u], 0u, 8u)), d1);
+                    d1 = fma(h0_2.y, f32(extractBits(v0_3[1u], 8u, 8u)), d1);
+                    d1 = fma(h0_3.x, f32(extractBits(v0_3[1u], 16u, 8u)), d1);
+                    d1 = fma(h0_3.y, f32(extractBits(v0_3[1u], 24u, 8u)), d1);
+                    var d2 = 0.0;
+                    d2 = fma(h0_4.x, f32(extractBits(v0_3[2u], 0u, 8u)), d2);
+                    d2 = fma(h0_4.y, f32(extractBits(v0_3[2u], 8u, 8u)), d2);
+                    d2 = fma(h0_5.x, f32(extractBits(v0_3[2u], 16u, 8u)), d2);
+                    d2 = fma(h0_5.y, f32(extractBits(v0_3[2u], 24u, 8u)), d2);
+                    var d3 = 0.0;
+                    d3 = fma(h0_6.x, f32(extractBits(v0_3[3u], 0u, 8u)), d3);
+                    d3 = fma(h0_6.y, f32(extractBits(v0_3[3u], 8u, 8u)), d3);
+                    d3 = fma(h0_7.x, f32(extractBits(v0_3[3u], 16u, 8u)), d3);
+                    d3 = fma(h0_7.y, f32(extractBits(v0_3[3u], 24u, 8u)), d3);
+                    let z = zero_point_up(col3, kb0);
+                    up3 = fma(t0_3, ((d0 + d1) + (d2 + d3)) - z * a_sum, up3);
+                }
+            }
+        }
+    }
+    acc0 = acc0 + subgroupShuffleXor(acc0, 4u);
+    up0 = up0 + subgroupShuffleXor(up0, 4u);
+    acc1 = acc1 + subgroupShuffleXor(acc1, 4u);
+    up1 = up1 + subgroupShuffleXor(up1, 4u);
+    acc2 = acc2 + subgroupShuffleXor(acc2, 4u);
+    up2 = up2 + subgroupShuffleXor(up2, 4u);
+    acc3 = acc3 + subgroupShuffleXor(acc3, 4u);
+    up3 = up3 + subgroupShuffleXor(up3, 4u);
+    acc0 = acc0 + subgroupShuffleXor(acc0, 2u);
+    up0 = up0 + subgroupShuffleXor(up0, 2u);
+    acc1 = acc1 + subgroupShuffleXor(acc1, 2u);
+    up1 = up1 + subgroupShuffleXor(up1, 2u);
+    acc2 = acc2 + subgroupShuffleXor(acc2, 2u);
+    up2 = up2 + subgroupShuffleXor(up2, 2u);
+    acc3 = acc3 + subgroupShuffleXor(acc3, 2u);
+    up3 = up3 + subgroupShuffleXor(up3, 2u);
+    acc0 = acc0 + subgroupShuffleXor(acc0, 1u);
+    up0 = up0 + subgroupShuffleXor(up0, 1u);
+    acc1 = acc1 + subgroupShuffleXor(acc1, 1u);
+    up1 = up1 + subgroupShuffleXor(up1, 1u);
+    acc2 = acc2 + subgroupShuffleXor(acc2, 1u);
+    up2 = up2 + subgroupShuffleXor(up2, 1u);
+    acc3 = acc3 + subgroupShuffleXor(acc3, 1u);
+    up3 = up3 + subgroupShuffleXor(up3, 1u);
+    ss = ss + subgroupShuffleXor(ss, 4u);
+    ss = ss + subgroupShuffleXor(ss, 2u);
+    ss = ss + subgroupShuffleXor(ss, 1u);
+    let rstd = inverseSqrt(ss / f32(p.k) + bitcast<f32>(p.zp_stride));
+    var sums = array<f32, CL>(acc0 * rstd, acc1 * rstd, acc2 * rstd, acc3 * rstd);
+    var ups = array<f32, CL>(up0 * rstd, up1 * rstd, up2 * rstd, up3 * rstd);
+    let col = group * CL + lane;
+    if (lane < CL && group < groups && col < p.n) {
+        y[col] = f16(epilogue(sums[lane], col, col) * ups[lane]);
+    }
+}
