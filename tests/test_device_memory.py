@@ -282,6 +282,40 @@ def test_a_shared_cache_with_packed_qkv_rotary_and_norms_equals_the_unshared_run
                 assert np.array_equal(g[i, :, :n], w[i, :, :n]), (name, past, i)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_decode_present_over_poison_equals_the_cpu_eps(make_session, ort, device_id, dtype):
+    # One new token per batch with its own past (the preparation folded into the decode kernel): present caches bound
+    # as device OrtValues full of poison come back as the CPU EP writes them, every row: the past rows copied, the
+    # new row rotated, and zeros after each batch's new row (batches of different lengths, a present longer than
+    # either). The second run shortens batch 1, so rows the first run wrote must be zeroed, wherever the kernel's
+    # present lives (small caches are written to our buffer and copied into ORT's).
+    from test_gqa import TOL, feeds_for, gqa_model
+
+    b, heads, kv_heads, d, past = 2, 4, 2, 64, 19
+    model = gqa_model(dtype, b, 1, heads, kv_heads, d, past, rotary=True, half=32)
+    sess = make_session(model, options={"offload": "all"})
+    cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng()
+    for seqlens in ([17, 17], [17, 6]):
+        f = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, past, seqlens, 19, rotary=True, half=32)
+        want = cpu.run(None, f)
+        poison = np.full((b, kv_heads, past, d), 7.5, dtype)
+        presents = [on_device(ort, poison, device_id) for _ in range(2)]
+        out = ort.OrtValue.ortvalue_from_shape_and_type([b, 1, heads * d], dtype, "gpu", device_id, VENDOR)
+        io = sess.io_binding()
+        for name, value in f.items():
+            io.bind_cpu_input(name, value)
+        io.bind_ortvalue_output("output", out)
+        io.bind_ortvalue_output("present_key", presents[0])
+        io.bind_ortvalue_output("present_value", presents[1])
+        sess.run_with_iobinding(io)
+        for name, got, w in zip(("output", "present_key", "present_value"), [out, *presents], want):
+            g = got.numpy().astype(np.float64)
+            assert np.abs(g - w).max() <= TOL[dtype] * np.abs(w).max(), (name, seqlens)
+        for got, w in zip(presents, want[1:]):
+            assert not np.any(w[1, :, seqlens[1] + 1:]) and not np.any(got.numpy()[1, :, seqlens[1] + 1:])
+
+
 @pytest.mark.smoke
 def test_a_cpu_node_between_partitions_copies_only_the_tensors_that_cross(make_session, run_cpu, lib_path, ort, device_id):
     rng = np.random.default_rng()

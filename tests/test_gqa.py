@@ -135,24 +135,37 @@ def test_gqa_with_eight_storage_buffers_matches_cpu(make_session, run_cpu, dtype
     model = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=half is not None, half=half)
     feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=half is not None, half=half)
     check(make_session, run_cpu, model, feeds, dtype, seed, LIMITED)
-    counts = [gqa_dispatches(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED)]
-    assert counts[1] == counts[0] + 2, f"preparation dispatches: {counts} (one-dispatch form, three-dispatch form)"
+    programs = [gqa_programs(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED)]
+    counts = [len(p) for p in programs]
+    assert not any(p.endswith("_prep") for p in programs[1]), programs[1]
+    if any(p.endswith("_prep") for p in programs[0]):
+        # Decode with the preparation folded into the K/V-head kernel: that kernel and its combine.
+        assert counts == [2, 5], f"dispatches: {counts} (folded preparation, three-dispatch form)"
+    else:
+        # Head sizes 64 and 128 fold on every device with subgroups (this one's are 8 wide); 256 needs 32 lanes.
+        assert s > 1 or d == 256, programs[0]
+        assert counts[1] == counts[0] + 2, f"preparation dispatches: {counts} (one-dispatch form, three-dispatch form)"
 
 
 LIMITED = {"max_storage_buffers": 8}
 
 
-def gqa_dispatches(sess, feeds, tmp_path) -> int:
-    """The dispatches of the GroupQueryAttention step in one profiled run (`ONNXRUNTIME_EP_WGPU_PROFILE`)."""
+def gqa_programs(sess, feeds, tmp_path) -> list[str]:
+    """The programs the GroupQueryAttention step ran in one run, in order (the per-dispatch profile)."""
     path = tmp_path / "profile.jsonl"
     path.unlink(missing_ok=True)
-    os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"] = str(path)
+    os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
     try:
         sess.run(None, feeds)
     finally:
-        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"]
-    steps = [json.loads(line) for line in path.read_text().splitlines()]
-    return sum(r["dispatches"] for r in steps if r["ops"] == "GroupQueryAttention")
+        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
+    ops = [json.loads(line)["ops"] for line in path.read_text().splitlines()]
+    return [o[len("GroupQueryAttention ["):-1] for o in ops if o.startswith("GroupQueryAttention [")]
+
+
+def gqa_dispatches(sess, feeds, tmp_path) -> int:
+    """The dispatches of the GroupQueryAttention step in one run."""
+    return len(gqa_programs(sess, feeds, tmp_path))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -185,6 +198,38 @@ def test_gqa_variants(make_session, run_cpu, dtype, variant, tmp_path):
         check(make_session, run_cpu, model, feeds, dtype, seed, LIMITED)
         counts = [gqa_dispatches(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED)]
         assert counts[1] == counts[0] + 3, f"preparation dispatches: {counts} (one-dispatch form, four-dispatch form)"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("variant", ["plain", "packed", "interleaved", "partial_rotary", "scale", "softcap", "head_128",
+                                     "window"])
+def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant, tmp_path):
+    """Decode (one new token per batch) runs the preparation inside the K/V-head kernel: Q rotated as it is loaded,
+    the new K and V rows written into the present caches by the kernel, the past rows copied as its loop reads them
+    and zeros after each batch's new row (two batches of different lengths, a present longer than either). Two
+    dispatches, the kernel and its combine; a local window (a mask to write) keeps the preparation's own dispatch."""
+    b, heads, kv_heads, d, past, seqlens, total = 2, 6, 2, 64, 21, [20, 12], 21
+    if variant == "head_128":
+        heads, kv_heads, d = 8, 1, 128
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    kw = dict(rotary=variant != "plain", half=d // 2)
+    if variant in ("packed", "interleaved", "scale", "softcap", "window"):
+        kw[{"packed": "packed", "interleaved": "interleaved", "scale": "scale", "softcap": "softcap",
+            "window": "window"}[variant]] = {"packed": True, "interleaved": True, "scale": 0.3, "softcap": 0.3,
+                                             "window": 6}[variant]
+    elif variant == "partial_rotary":
+        kw["half"] = 16
+    model = gqa_model(dtype, b, 1, heads, kv_heads, d, past, **kw)
+    feeds = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, past, seqlens, total, rotary=kw["rotary"],
+                      half=kw["half"], packed=kw.get("packed", False))
+    check(make_session, run_cpu, model, feeds, dtype, seed)
+    programs = gqa_programs(make_session(model, OURS), feeds, tmp_path)
+    folded = [p for p in programs if p.startswith("attn_decode_kv_") and p.endswith("_prep")]
+    if variant == "window":
+        assert not folded and len(programs) == 3, programs
+    else:
+        assert len(folded) == 1 and len(programs) == 2, programs
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -313,11 +358,12 @@ def test_gqa_bad_seqlens_fail_the_run(make_session, ep_devices, seqlens_on_devic
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("past", [None, 9])
-def test_gqa_qk_norm_matches_unfused_norms_on_cpu(make_session, run_cpu, dtype, past):
+@pytest.mark.parametrize("past, s", [(None, 6), (9, 6), (9, 1)])
+def test_gqa_qk_norm_matches_unfused_norms_on_cpu(make_session, run_cpu, dtype, past, s):
     """Qwen3's per-head RMS norms of Q and K (q_norm_weight, k_norm_weight), which ONNX Runtime's CPU EP does not run
-    inside GroupQueryAttention: the reference is SimplifiedLayerNormalization over each head, then GQA, on the CPU."""
-    b, s, heads, kv_heads, d = 1, 6, 4, 2, 64
+    inside GroupQueryAttention: the reference is SimplifiedLayerNormalization over each head, then GQA, on the CPU.
+    One new token takes the norms inside the decode kernel (the preparation folded in)."""
+    b, heads, kv_heads, d = 1, 4, 2, 64
     seqlens, total = ([s - 1], s) if past is None else ([past + s - 1], past + s)
     seed = new_seed()
     rng = np.random.default_rng(seed)

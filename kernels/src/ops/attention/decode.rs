@@ -112,6 +112,8 @@ pub struct DecodeKvSource {
     /// The narrowest subgroup it is sized for (the device's smallest): a subgroup's key groups
     /// merge by shuffles, so workgroup memory holds one partial per subgroup.
     pub subgroup: u32,
+    /// GroupQueryAttention's preparation folded in (`_prep`, seqlens masks only): see [`PrepFields`].
+    pub prep: bool,
 }
 
 impl DecodeKvSource {
@@ -126,13 +128,14 @@ impl DecodeKvSource {
 impl OpSource for DecodeKvSource {
     fn name(&self) -> String {
         format!(
-            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}",
+            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}{}",
             self.ty.name(),
             self.d,
             self.lanes,
             self.rows,
             self.subgroup,
-            self.mask.name()
+            self.mask.name(),
+            if self.prep { "_prep" } else { "" }
         )
     }
 
@@ -141,7 +144,7 @@ impl OpSource for DecodeKvSource {
         let ctx = minijinja::context! {
             t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
             rb => self.rows, l => self.lanes, threads => KV_THREADS, kpt => KV_KEYS_PER_GROUP,
-            sg => self.subgroup, msg => msg, rp => rp,
+            sg => self.subgroup, msg => msg, rp => rp, prep => self.prep,
             // The butterfly across a key row's lanes: xor by half of them, a quarter, ... 1.
             shuffles => (0..self.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
         };
@@ -234,8 +237,11 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             for mask in MaskKind::ALL {
                 for rows in ROW_BLOCKS {
                     let subgroup = caps.subgroup_min_size;
-                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup };
+                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup, prep: false };
                     out.push(ShaderVariant::Op(OpShader::new(source)));
+                    if mask == MaskKind::SeqLens && prep_fits(caps) {
+                        out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { prep: true, ..source })));
+                    }
                 }
             }
         }
@@ -271,6 +277,55 @@ struct DecodeKvParams {
     pad: [u32; 2],
 }
 
+/// GroupQueryAttention's preparation folded into the K/V-head kernel for one new token per batch
+/// (`_prep`): the uniforms after the kernel's own. Q is read from the node's query, the new K and V
+/// rows from their sources (`[B, 1, row]`, heads from an offset), the past rows from the past caches
+/// unless the present is the past's own range.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PrepFields {
+    /// Elements per token row of the query and of the K/V sources (packed Q/K/V: the same).
+    pub q_row: u32,
+    pub kv_row: u32,
+    /// Where Q's, K's and V's heads start in their rows.
+    pub q_off: u32,
+    pub k_off: u32,
+    pub v_off: u32,
+    /// rot / 2 (0: no rotation) and the cos/sin caches' rows.
+    pub half: u32,
+    pub max_seq: u32,
+    /// Bit 0: interleaved pairs; bit 1: Q's RMS norm; bit 2: K's; bits 3 and 4: the present K, V
+    /// is the past's own range (its rows are in place).
+    pub flags: u32,
+    /// Rows of the past caches.
+    pub past: u32,
+    /// The status word's code for a length the caches cannot hold.
+    pub code: u32,
+    pub q_eps: f32,
+    pub k_eps: f32,
+}
+
+/// Storage buffers the `_prep` kernel binds.
+const PREP_STORAGE: u32 = 14;
+
+/// Whether the device binds the `_prep` kernel's storage buffers.
+pub fn prep_fits(caps: &DeviceCaps) -> bool {
+    caps.max_storage_buffers_per_stage >= PREP_STORAGE
+}
+
+/// Whether the K/V-head kernel runs one new token per batch over a `[B, H_kv, T, d]` cache of
+/// `ty` on `caps`, with the preparation folded in.
+pub fn prep_runs(ty: ElemType, d: u64, caps: &DeviceCaps) -> bool {
+    prep_fits(caps) && kv_lanes(ty, d, caps).is_some_and(|l| lanes_fit(ty, d, l))
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct DecodePrepParams {
+    kv: DecodeKvParams,
+    prep: PrepFields,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct ReduceParams {
@@ -296,6 +351,12 @@ pub(super) fn plan(
     };
     if let Some(lanes) = lanes.filter(|_| whole_chunks(g, k.ty)) {
         return plan_kv(k, caps, g, shared, lanes);
+    }
+    if k.prep.is_some() {
+        return Err(GpuError::Internal(format!(
+            "{} '{}': the folded preparation needs the K/V-head kernel",
+            k.op, k.name
+        )));
     }
     let rows = g.batch * g.heads * g.sq;
     let (splits, chunk) = plan_splits(rows, g.skv, caps);
@@ -365,8 +426,17 @@ fn plan_kv(
         pad: [0; 2],
     };
     let subgroup = caps.subgroup_min_size;
-    let source = DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes, subgroup };
-    let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
+    let prep = k.prep.filter(|_| k.mask == MaskKind::SeqLens && g.sq == 1 && prep_fits(caps));
+    if k.prep.is_some() && prep.is_none() {
+        return Err(GpuError::Internal(format!("{} '{}': no folded preparation for these shapes", k.op, k.name)));
+    }
+    let source =
+        DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes, subgroup, prep: prep.is_some() };
+    let (variant, grid) = (ShaderVariant::Op(OpShader::new(source)), grid(count, caps)?);
+    let main = match prep {
+        Some(prep) => OpDispatch::new(variant, &DecodePrepParams { kv: params, prep }, grid),
+        None => OpDispatch::new(variant, &params, grid),
+    };
     let reduce = if splits >= COMBINE_MIN_SPLITS {
         combine(k, caps, g, params.splits, &shared)?
     } else {
@@ -445,6 +515,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<DecodeParams>(), 128);
         assert_eq!(std::mem::size_of::<ReduceParams>(), 48);
         assert_eq!(std::mem::size_of::<DecodeKvParams>(), 144);
+        assert_eq!(std::mem::size_of::<DecodePrepParams>(), 192);
     }
 
     #[test]

@@ -78,6 +78,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
             Some(crate::graph::Attr::Floats(b)) => <[f32; 2]>::try_from(b.as_slice()).ok(),
             _ => None,
         },
+        prep: None,
     })
 }
 

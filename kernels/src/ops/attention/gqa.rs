@@ -29,6 +29,8 @@ use crate::ops::{check_f16, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, St
 use crate::runtime::GpuBuffer;
 use crate::shader::ShaderVariant;
 
+#[path = "gqa_decode.rs"]
+mod decode_prep;
 #[path = "gqa_prep.rs"]
 mod prep;
 pub use prep::{variants, GqaPrepSource};
@@ -304,6 +306,7 @@ impl GqaKernel {
             splits: None,
             lanes: None,
             kv_bound: None,
+            prep: None,
         }
     }
 }
@@ -341,6 +344,9 @@ impl Kernel for GqaKernel {
     ) -> Result<Option<StepPlan>, String> {
         let mut g = self.geometry(inputs)?;
         g.present = if g.past > 0 { g.past } else { g.seq };
+        if self.folds_prep(&g, caps) {
+            return self.plan_folded(&g, caps).map(Some);
+        }
         let prep = self.prep_dispatches(&g, caps, 0, [false; 2]).map_err(|e| self.err(e))?;
         let q = [g.batch, g.seq, self.heads * g.d];
         let kv = [g.batch, self.kv_heads, g.present, g.d];
@@ -410,6 +416,16 @@ impl Kernel for GqaKernel {
         let seqlens = io.input(5)?;
         let bound: Vec<Tensor<'_>> = io.inputs.iter().flatten().copied().chain(io.outputs.iter().copied()).collect();
         check_bindings(&bound, cx.caps())?;
+        // A past bound to exactly its present's range (`shares_input`): its rows are already
+        // there, so the stage binds the present alone and writes the new rows and the tail.
+        let shared = |past: &GpuBuffer, present: &GpuBuffer| {
+            g.past == g.present && past.buffer == present.buffer && past.offset == present.offset
+        };
+        let (k_past, v_past) = (buf(3), buf(4));
+        let in_place = [shared(k_past, present_k.buf), shared(v_past, present_v.buf)];
+        if self.folds_prep(&g, cx.caps()) {
+            return self.prepare_folded(cx, io, &g, in_place);
+        }
         let q_tmp =
             cx.gpu.storage_buffer(g.batch * g.seq * self.heads * g.d * self.ty.size(), "GroupQueryAttention Q")?;
         let m_shape = self.mask_shape(&g);
@@ -418,13 +434,6 @@ impl Kernel for GqaKernel {
         let key_src = if g.packed { query.buf } else { buf(1) };
         let value_src = if g.packed { query.buf } else { buf(2) };
         let rows_in = |src, past, norm| [src, past, seqlens.buf, buf(7), buf(8), norm];
-        // A past bound to exactly its present's range (`shares_input`): its rows are already
-        // there, so the stage binds the present alone and writes the new rows and the tail.
-        let shared = |past: &GpuBuffer, present: &GpuBuffer| {
-            g.past == g.present && past.buffer == present.buffer && past.offset == present.offset
-        };
-        let (k_past, v_past) = (buf(3), buf(4));
-        let in_place = [shared(k_past, present_k.buf), shared(v_past, present_v.buf)];
         let prep = self.prep_dispatches(&g, cx.caps(), cx.status_code, in_place)?;
         let (k_past, v_past) = (if in_place[0] { spare } else { k_past }, if in_place[1] { spare } else { v_past });
         let mut dispatches = match prep.as_slice() {

@@ -176,6 +176,8 @@ pub struct FlashKernel {
     /// Bounds on |K| and |V| known before any run (`graph/bounds.rs`): the split f32 kernel
     /// takes their scales from them, without a maxima pass.
     pub kv_bound: Option<[f32; 2]>,
+    /// GroupQueryAttention's preparation folded into the decode kernel (`decode::PrepFields`).
+    pub prep: Option<decode::PrepFields>,
 }
 
 /// The kernel for prefill-sized problems.
@@ -438,7 +440,7 @@ pub(super) struct AttnPlan {
 impl FlashKernel {
     /// The engine for these shapes (split-KV for a few query rows, tensor cores where they
     /// run it, else the SIMT flash kernel) and its dispatches.
-    fn dispatches(
+    pub(super) fn dispatches(
         &self,
         q: &[u64],
         k: &[u64],

@@ -77,6 +77,7 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         splits: None,
         lanes: None,
         kv_bound: None,
+        prep: None,
     })
 }
 
