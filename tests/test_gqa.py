@@ -202,15 +202,19 @@ def test_gqa_variants(make_session, run_cpu, dtype, variant, tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("variant", ["plain", "packed", "interleaved", "partial_rotary", "scale", "softcap", "head_128",
-                                     "window"])
+                                     "two_row_blocks", "window"])
 def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant, tmp_path):
     """Decode (one new token per batch) runs the preparation inside the K/V-head kernel: Q rotated as it is loaded,
     the new K and V rows written into the present caches by the kernel, the past rows copied as its loop reads them
     and zeros after each batch's new row (two batches of different lengths, a present longer than either). Two
-    dispatches, the kernel and its combine; a local window (a mask to write) keeps the preparation's own dispatch."""
+    dispatches, the kernel and its combine; a local window (a mask to write) keeps the preparation's own dispatch.
+    Up to 8 query rows share a workgroup; 16 query heads per K/V head take two."""
     b, heads, kv_heads, d, past, seqlens, total = 2, 6, 2, 64, 21, [20, 12], 21
     if variant == "head_128":
         heads, kv_heads, d = 8, 1, 128
+    elif variant == "two_row_blocks":
+        # 16 query heads per K/V head: two workgroups of 8 rows per key chunk, each writing the new rows it reads.
+        heads, kv_heads = 16, 1
     seed = new_seed()
     rng = np.random.default_rng(seed)
     kw = dict(rotary=variant != "plain", half=d // 2)
