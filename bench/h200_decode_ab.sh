@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Decode A/B on the H200 (issue 18): builds of our library alternating, each in its own process
+# (bench/decode_ab.py: back-to-back ms per token over one genai model's decode, our host phases, and with
+# PROFILE=1 the GPU time per op kind and the dispatch count), on the genai models bench/h200_genai.sh builds.
+# Stage with `GENAI=1 KERNEL_BENCH=0 bash bench/h200_stage.sh`, put the other builds' stripped libraries in
+# .carry/base/<label>.so, then a device run with carry [".carry", ".whl", ".gl"] and:
+#   OUT=$OUT bash bench/h200_decode_ab.sh
+# Env: MODELS (built there first when missing; PRECISIONS, ONLY as h200_genai.sh), ROUNDS (2), CTX (512),
+# PROFILE (1), BENCH_ONLY (model-directory regex), LIBS ("label=path ..."; default: every .carry/base/*.so, then this build as "new").
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
+mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
+export PYTHONPATH=/tmp/genai:$PYTHONPATH
+MODELS=${MODELS:-/tmp/genai_models}
+if ! compgen -G "$MODELS/*/model.onnx" >/dev/null; then
+  timeout ${BUILD_TIMEOUT:-400} python3 bench/genai_build.py --out "$MODELS" --only "${ONLY:-llama}" \
+    --precisions "${PRECISIONS:-int4,fp16}" 2>&1 | tail -5
+fi
+if [[ -z ${LIBS:-} ]]; then
+  LIBS=""
+  for f in .carry/base/*.so; do [[ -f $f ]] && LIBS+="$(basename "$f" .so)=$f "; done
+  LIBS+="new=$LIB"
+fi
+extra=()
+[[ ${PROFILE:-1} != 0 ]] && extra+=(--profile)
+for model in "$MODELS"/*/; do
+  [[ -f $model/model.onnx && $(basename "$model") =~ ${BENCH_ONLY:-.} ]] || continue
+  for round in $(seq "${ROUNDS:-2}"); do
+    for entry in $LIBS; do
+      label=${entry%%=*} path=${entry#*=}
+      timeout 120 python3 bench/decode_ab.py --model "$model" --lib "$(readlink -f "$path")" --ctx "${CTX:-512}" \
+        --label "$(basename "$model") $label r$round" "${extra[@]}" 2>/dev/null | tail -1 | tee -a "$OUT/decode_ab.jsonl"
+    done
+  done
+done
+python3 - "$OUT/decode_ab.jsonl" <<'PY'
+import json, sys
+print("| run | back to back ms | dispatches | run / record ms | GPU ms |")
+print("|---|---|---|---|---|")
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    h, g = r.get("host") or {}, r.get("gpu") or {}
+    print(f"| {r['label']} | {r.get('b2b_ms') or 0:.3f} | {h.get('dispatches', '')} | "
+          f"{h.get('run', 0):.3f} / {h.get('run_record', 0):.3f} | {g.get('total_ms', 0):.3f} |")
+PY
