@@ -76,6 +76,42 @@ def test_the_mlp_gate_runs_in_the_gate_projection(make_session, run_cpu, dtype, 
     compare(got, run_cpu(model, feeds), dtype, seed, "prompt")
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_decode_products_fold_their_skip_norms(make_session, run_cpu, dtype, tmp_path):
+    """One token: every SkipSimplifiedLayerNormalization whose readers are MatMuls over rows of at least 512 (the Q,
+    K and V projections, SwiGLU's gate and up) runs inside those products' GEMVs (`_skiprms` programs; the first
+    also stores the sum the next layer adds), with the CPU EP's values; the final norm before an f16 LM head of 300
+    columns (not whole 16-byte chunks: no narrow GEMV) runs first. A prompt runs each norm before its products."""
+    import json
+    import os
+
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = llm_model(dtype, layers=2, hidden=1024, heads=4, kv_heads=1, ffn=512, seed=seed)
+    sess = make_session(model, fallback=True)
+    for tokens, past in ((5, 0), (1, 7)):
+        feeds = llm_feeds(model, 1, tokens, past, rng, dtype)
+        path = tmp_path / "profile.jsonl"
+        path.unlink(missing_ok=True)
+        os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
+        try:
+            got = sess.run(None, feeds)
+        finally:
+            del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
+        compare(got, run_cpu(model, feeds), dtype, seed, f"{tokens} token(s)")
+        ops = [json.loads(line)["ops"] for line in path.read_text().splitlines()]
+        folded = [o for o in ops if "_skiprms" in o]
+        norms = [o for o in ops if "[norm_rms" in o]
+        if tokens == 1:
+            # Layer 1's Q, K, V; both layers' gate and up; the LM head where its 300 columns are whole 16-byte
+            # chunks (f32). Layer 0's plain norm, and the final one before an f16 LM head, run first.
+            lm_head = dtype == np.float32
+            assert len(folded) == 7 + lm_head and len(norms) == 2 - lm_head, ops
+        else:
+            # Each reader runs the norm before its product: 3 + 2 + 2 skip norms, the plain one, the final one.
+            assert not folded and len(norms) == 9, ops
+
+
 @pytest.mark.smoke
 def test_llm_prompt_of_one_token(make_session, run_cpu):
     seed = new_seed()

@@ -193,6 +193,14 @@ impl ShaderVariant {
     }
 }
 
+/// The one-row narrow GEMV of `dtype` with a SkipSimplifiedLayerNormalization folded into its A
+/// (`wgsl/gemv_vec.wgsl.j2` with `norm`; `ops/matmul_norm.rs`).
+pub(crate) fn gemv_norm_text(dtype: DType, ext_act: bool, residual: bool) -> Result<String, String> {
+    let base = crate::gemm::GemvVec { dtype, rows: 1, split_k: false, narrow: true };
+    let (template, ctx) = gemm_context(GemmVariant::GemvVec(base));
+    render(template, context! { ext_act, residual, norm => true, ..ctx })
+}
+
 impl ShaderVariant {
     /// `base`, or its `Epilogue` form when `flags` (a GEMM or conv uniform) hold an extended
     /// activation or a residual.
@@ -259,7 +267,7 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
             let out_t = if g.split_k { "f32" } else { g.dtype.wgsl() };
             let ctx = context! {
                 rows => g.rows, ct => g.column_lanes(), kt => g.k_lanes(), vec => g.vec(),
-                groups => g.vec() / 4, unroll => g.loads_in_flight(), split_k => g.split_k, out_t,
+                groups => g.vec() / 4, unroll => g.loads_in_flight(), split_k => g.split_k, out_t, norm => false,
             };
             ("gemv_vec.wgsl.j2", context! { ..dtype_context(g.dtype), ..ctx })
         }

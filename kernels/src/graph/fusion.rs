@@ -62,9 +62,11 @@ pub struct Epilogue {
     /// merged a 2-D conv's pixels came before it: the output is `[N, H·W, M]`.
     pub channels_last: Option<(usize, bool)>,
     /// A SkipSimplifiedLayerNormalization whose output 0 only this MatMulNBits step reads (its
-    /// up projection included): folded into the step, which reads the norm's input, skip and γ
-    /// and also makes its sum output (`fusion_match::nbits_norm`).
+    /// up projection included), or only MatMul steps that all fold it: folded into the step,
+    /// which reads the norm's input, skip and γ (`fusion_match::nbits_norm`, `matmul_norm`).
     pub norm: Option<usize>,
+    /// With `norm`: this step also makes the norm's sum output (one step per norm).
+    pub norm_sum: bool,
 }
 
 /// The fusion decisions of one partition (node indices into its node list).
@@ -151,11 +153,49 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
             super::fusion_match::nbits_norm(nodes, p, up, &inner_readers).filter(|r| !fusion.absorbed.contains(r))
         {
             fusion.absorbed.insert(r);
-            fusion.epilogues.entry(p).or_default().norm = Some(r);
+            let epilogue = fusion.epilogues.entry(p).or_default();
+            (epilogue.norm, epilogue.norm_sum) = (Some(r), true);
         }
     }
+    fold_norms_into_matmuls(nodes, &inner_readers, &mut fusion);
     fuse_chains(nodes, &sole_reader, &mut fusion);
     fusion
+}
+
+/// A SkipSimplifiedLayerNormalization read only by MatMuls of constant weights with long rows (A
+/// their input 0, no absorbed Transposes) folds into each of them; the first also makes its sum.
+fn fold_norms_into_matmuls(nodes: &[Node], readers: &dyn Fn(&str) -> Vec<usize>, fusion: &mut Fusion) {
+    for r in 0..nodes.len() {
+        let found = {
+            let qualifies = |p: usize| {
+                let n = &nodes[p];
+                n.op_type == "MatMul"
+                    && n.domain.is_empty()
+                    && n.input(1).is_some_and(|v| v.constant && long_rows(v))
+                    && !fusion.absorbed.contains(&p)
+                    && !fusion.rewrites.contains_key(&p)
+            };
+            if fusion.absorbed.contains(&r) {
+                None
+            } else {
+                super::fusion_match::matmul_norm(nodes, r, readers, &qualifies)
+            }
+        };
+        if let Some(products) = found {
+            fusion.absorbed.insert(r);
+            for (j, p) in products.into_iter().enumerate() {
+                let epilogue = fusion.epilogues.entry(p).or_default();
+                (epilogue.norm, epilogue.norm_sum) = (Some(r), j == 0);
+            }
+        }
+    }
+}
+
+/// Whether weights `[K, N]` have rows long enough for the narrow one-row GEMV, which takes a
+/// folded norm (elsewhere the norm runs first, once per product that reads it).
+fn long_rows(b: &super::model::ValueInfo) -> bool {
+    let narrow = crate::gemm::GemvVec { dtype: crate::dtype::DType::F32, rows: 1, split_k: false, narrow: true };
+    matches!(b.fixed_shape().as_deref(), Some(&[k, _]) if k >= u64::from(narrow.k_lanes() * crate::gemm::GemvVec::UNROLL))
 }
 
 /// MatMulNBits absorbs the exported SiLU after it or, without one, a gating Mul (SwiGLU's up

@@ -332,7 +332,6 @@ pub(super) fn nbits_norm(
 ) -> Option<usize> {
     let product = &nodes[p];
     let given = |n: &Node, i: usize| n.input(i).is_some_and(|v| !v.name.is_empty());
-    let listed = |n: &Node, i: usize| n.output(i).is_some_and(|v| !v.name.is_empty());
     let constant = |i: usize| product.input(i).is_some_and(|v| v.constant);
     if product.domain != "com.microsoft" || product.op_type != "MatMulNBits" || given(product, 3) || given(product, 4) {
         return None;
@@ -342,12 +341,44 @@ pub(super) fn nbits_norm(
     }
     let a = &product.input(0)?.name;
     let r = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == a))?;
-    let norm = &nodes[r];
-    let skip_rms = norm.domain == "com.microsoft" && norm.op_type == "SkipSimplifiedLayerNormalization";
-    if !skip_rms || given(norm, 3) || listed(norm, 1) || listed(norm, 2) {
+    if !foldable_norm(&nodes[r]) {
         return None;
     }
     let ours: Vec<usize> = std::iter::once(p).chain(up).collect();
     let inner = readers(a);
     (!inner.is_empty() && inner.iter().all(|i| ours.contains(i))).then_some(r)
+}
+
+/// A SkipSimplifiedLayerNormalization a product may fold: no bias, no mean or inv_std_var output.
+fn foldable_norm(norm: &Node) -> bool {
+    let given = |i: usize| norm.input(i).is_some_and(|v| !v.name.is_empty());
+    let listed = |i: usize| norm.output(i).is_some_and(|v| !v.name.is_empty());
+    norm.domain == "com.microsoft"
+        && norm.op_type == "SkipSimplifiedLayerNormalization"
+        && !given(3)
+        && !listed(1)
+        && !listed(2)
+}
+
+/// The MatMuls that fold SkipSimplifiedLayerNormalization `r`: every step reading its output 0,
+/// each as A and each accepted by `qualifies`; `None` where one is not.
+pub(super) fn matmul_norm(
+    nodes: &[Node],
+    r: usize,
+    readers: &dyn Fn(&str) -> Vec<usize>,
+    qualifies: &dyn Fn(usize) -> bool,
+) -> Option<Vec<usize>> {
+    if !foldable_norm(&nodes[r]) {
+        return None;
+    }
+    let out = &nodes[r].output(0)?.name;
+    let mut found = readers(out);
+    found.sort_unstable();
+    found.dedup();
+    let as_a = |p: usize| {
+        qualifies(p)
+            && nodes[p].input(0).is_some_and(|v| &v.name == out)
+            && nodes[p].input(1).is_some_and(|v| &v.name != out)
+    };
+    (!out.is_empty() && !found.is_empty() && found.iter().all(|&p| as_a(p))).then_some(found)
 }

@@ -101,6 +101,10 @@ fn pack(ctx: &Ctx<'_>, fusion: &Fusion, constants: &[Constant], last: usize, nod
         }
         parts.push(projection(ctx, fusion, node.input(j)?, members, ty)?);
     }
+    // A projection that folds a norm reads that norm's input, not X.
+    if parts.iter().any(|p| fusion.epilogues.get(&p.product).is_some_and(|e| e.norm.is_some())) {
+        return None;
+    }
     let (q, k, v) = (&parts[0], &parts[1], &parts[2]);
     let same_input =
         parts.iter().all(|p| p.input.name == q.input.name && p.rows == q.rows && p.input.shape == q.input.shape);

@@ -192,7 +192,7 @@ pub fn build_program_with(
                 .collect::<Result<Vec<_>, _>>()?,
         };
         // A folded norm's sum output is made by the product's step.
-        if let Some(r) = fusion.epilogues.get(&i).and_then(|e| e.norm) {
+        if let Some(r) = fusion.epilogues.get(&i).filter(|e| e.norm_sum).and_then(|e| e.norm) {
             if nodes[r].output(3).is_some_and(|o| !o.name.is_empty()) {
                 outs.push(scope.define(&nodes[r], 3)?);
             }
@@ -377,12 +377,8 @@ fn node_step(
                     ops.push_str("+Mul");
                 }
                 if let Some(r) = epilogue.norm {
-                    // Then the norm's skip and γ.
-                    nbits.norm = Some(Box::new(SkipNormKernel::of(&nodes[r], NormKind::Rms)?));
-                    inputs.resize(NORM_SKIP, None);
-                    inputs.push(scope.operand(&nodes[r], 1)?);
-                    inputs.push(scope.operand(&nodes[r], 2)?);
-                    ops.insert_str(0, "SkipSimplifiedLayerNormalization+");
+                    nbits.norm =
+                        Some(fold_norm(nodes, (r, epilogue.norm_sum, NORM_SKIP), scope, &mut inputs, &mut ops)?);
                 }
                 Arc::new(nbits)
             } else if node.op_type == "Conv" {
@@ -420,11 +416,33 @@ fn node_step(
                     inputs.push(scope.operand(&nodes[add], k)?);
                     ops.push_str(if epilogue.residual_mul { "+Mul" } else { "+Add" });
                 }
+                if let Some(r) = epilogue.norm {
+                    let at = crate::ops::matmul::NORM_SKIP;
+                    product.norm = Some(fold_norm(nodes, (r, epilogue.norm_sum, at), scope, &mut inputs, &mut ops)?);
+                }
                 Arc::new(product)
             }
         }
     };
     Ok(Step { name: node.name.clone(), ops, inputs, outputs, kernel })
+}
+
+/// Norm `r` folded into a step: its kernel (making the sum where `sum`), its skip and γ read
+/// from input `at` on.
+fn fold_norm(
+    nodes: &[Node],
+    (r, sum, at): (usize, bool, usize),
+    scope: &mut Scope<'_>,
+    inputs: &mut Vec<Option<Operand>>,
+    ops: &mut String,
+) -> Result<Box<SkipNormKernel>, String> {
+    let mut norm = SkipNormKernel::of(&nodes[r], NormKind::Rms)?;
+    norm.outputs[3] &= sum;
+    inputs.resize(at, None);
+    inputs.push(scope.operand(&nodes[r], 1)?);
+    inputs.push(scope.operand(&nodes[r], 2)?);
+    ops.insert_str(0, "SkipSimplifiedLayerNormalization+");
+    Ok(Box::new(norm))
 }
 
 /// What a Conv absorbed beyond its activation: a residual Add, a folded BatchNormalization

@@ -16,9 +16,14 @@ use crate::graph::support::{common_dtype, required, PlacementOptions};
 use crate::graph::ExecOptions;
 use crate::ops::layout::resolve_perm;
 use crate::ops::layout::strided::contiguous;
+use crate::ops::norm::skip::SkipNormKernel;
 use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::runtime::GemmBindings;
 use crate::shader::ShaderVariant;
+
+#[path = "matmul_norm.rs"]
+mod norm;
+pub use norm::{GemvNormSource, NORM_GAMMA, NORM_SKIP};
 
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&MatMulDef, &GemmDef];
@@ -66,7 +71,9 @@ impl OpDef for MatMulDef {
     }
 
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
-        gemm_variants(caps).into_values().collect()
+        let mut out: Vec<ShaderVariant> = gemm_variants(caps).into_values().collect();
+        out.extend(norm::variants(caps));
+        out
     }
 }
 
@@ -137,6 +144,9 @@ pub struct ProductKernel {
     /// A bound on |A| known before any run (`graph/bounds.rs`): a split f32 product by constant
     /// weights takes A's scale from it, without a max pass.
     pub a_bound: Option<f32>,
+    /// MatMul only: the SkipSimplifiedLayerNormalization whose output is A, folded in (inputs 4
+    /// and 5 its skip and γ, A its input; its `outputs[3]`: this step also writes its sum).
+    pub norm: Option<Box<SkipNormKernel>>,
 }
 
 impl ProductKernel {
@@ -159,6 +169,7 @@ impl ProductKernel {
             residual_mul: false,
             perms,
             a_bound: node.float(crate::graph::bounds::A_BOUND),
+            norm: None,
         })
     }
 
@@ -240,12 +251,18 @@ fn shapes<'a>(inputs: &[Option<&'a [u64]>], has_bias: bool) -> Result<ProductSha
 
 impl Kernel for ProductKernel {
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        if self.norm.is_some() {
+            return self.infer_norm(inputs);
+        }
         let (a, b, bias) = shapes(inputs, self.has_bias)?;
         let (_, out) = self.problem(a, b, bias).map_err(|e| format!("{} '{}': {e}", self.kind.name(), self.name))?;
         Ok(vec![out])
     }
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        if self.norm.is_some() {
+            return self.prepare_norm(cx, io);
+        }
         let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
         let (problem, plan) = self.planned(&shapes, cx.caps(), &cx.options.gemm).map_err(GpuError::Invalid)?;
         let (a, b, out) = (io.input(0)?, io.input(1)?, io.output(0)?);
@@ -266,6 +283,9 @@ impl Kernel for ProductKernel {
         caps: &DeviceCaps,
         options: &ExecOptions,
     ) -> Result<Option<StepPlan>, String> {
+        if self.norm.is_some() {
+            return self.plan_norm(inputs, caps, options);
+        }
         let (problem, plan) = self.planned(inputs, caps, &options.gemm)?;
         // A bound on A (its B a constant) spares the runs the max pass.
         let runs = |s: &&GemmStep| !(self.a_bound.is_some() && !plan.swap_operands && s.io == StepIo::AbsMax);

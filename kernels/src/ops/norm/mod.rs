@@ -9,6 +9,7 @@
 
 pub mod argreduce;
 pub mod batch;
+mod folded;
 pub mod group;
 pub mod layer;
 pub mod reduce;

@@ -30,12 +30,6 @@ impl NbitsKernel {
             && caps.max_storage_buffers_per_stage >= storage
     }
 
-    /// The norm's inputs as the norm kernel takes them (input, skip, γ, no bias).
-    fn norm_inputs<'s>(inputs: &[Option<&'s [u64]>]) -> [Option<&'s [u64]>; 4] {
-        let at = |i: usize| inputs.get(i).copied().flatten();
-        [at(A), at(NORM_SKIP), at(NORM_GAMMA), None]
-    }
-
     /// The product's inputs with A replaced by the norm's output (of the input's shape).
     fn product_inputs<'s>(inputs: &[Option<&'s [u64]>]) -> Vec<Option<&'s [u64]>> {
         inputs.iter().take(UP_SCALES + 1).copied().collect()
@@ -43,7 +37,7 @@ impl NbitsKernel {
 
     pub(super) fn infer_norm(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
         let norm = self.folded().map_err(|e| e.to_string())?;
-        let mut outs = norm.infer(&Self::norm_inputs(inputs))?;
+        let mut outs = norm.infer(&SkipNormKernel::folded_inputs(inputs, NORM_SKIP))?;
         let mut shapes = self.without_norm().infer(&Self::product_inputs(inputs))?;
         if norm.outputs[3] {
             shapes.push(outs.pop().ok_or("the folded norm's sum has no shape")?);
@@ -56,13 +50,8 @@ impl NbitsKernel {
         let (x, skip, gamma) = (io.input(A)?, io.input(NORM_SKIP)?, io.input(NORM_GAMMA)?);
         let m = x.elems() / self.k;
         let y = io.output(0)?;
-        let scratch_sum;
-        let sum = if norm.outputs[3] {
-            io.output(1)?
-        } else {
-            scratch_sum = cx.gpu.storage_buffer(x.elems() * self.ty.size(), "MatMulNBits norm sum")?;
-            Tensor { buf: &scratch_sum, ..x }
-        };
+        let scratch = norm.sum_scratch(cx, &x)?;
+        let sum = norm.sum_of(io, x, scratch.as_ref())?;
         if self.norm_fused(m, skip.elems(), cx.caps()) {
             let Route::Direct(_, planned) = self.route(m, cx.caps(), &cx.options.gemm)? else {
                 return Err(GpuError::Internal("the one-row MatMulNBits kernel planned another route".into()));
@@ -79,20 +68,7 @@ impl NbitsKernel {
             let line = format!("MatMulNBits '{}' with its norm '{}' folded: Lanes, M {m}", self.name, norm.name);
             return Ok(PreparedStep { dispatches: vec![d], plan: Some(line) });
         }
-        let normed = cx.gpu.storage_buffer(x.elems() * self.ty.size(), "MatMulNBits norm output")?;
-        let a = Tensor { buf: &normed, ..x };
-        let mut norm_outputs = vec![a];
-        if norm.outputs[3] {
-            norm_outputs.push(sum);
-        }
-        let norm_io = KernelIo { inputs: vec![Some(x), Some(skip), Some(gamma), None], outputs: norm_outputs };
-        let mut first = norm.prepare(cx, &norm_io)?;
-        let mut inputs: Vec<Option<Tensor<'_>>> = io.inputs.iter().take(UP_SCALES + 1).copied().collect();
-        inputs[A] = Some(a);
-        let second = self.without_norm().prepare(cx, &KernelIo { inputs, outputs: vec![y] })?;
-        first.dispatches.extend(second.dispatches);
-        first.plan = second.plan.map(|p| format!("{p} (after its norm '{}')", norm.name));
-        Ok(first)
+        norm.prepare_before(cx, io, NORM_SKIP, sum, &self.without_norm())
     }
 
     pub(super) fn plan_norm(
@@ -115,11 +91,6 @@ impl NbitsKernel {
             }
             return Ok(plan);
         }
-        let norm_plan = norm.plan(&Self::norm_inputs(inputs), caps, options)?;
-        if let (Some(p), Some(n)) = (plan.as_mut(), norm_plan) {
-            p.line = format!("{} (after its norm: {})", p.line, n.line);
-            p.dispatches.splice(0..0, n.dispatches);
-        }
-        Ok(plan)
+        norm.plan_before(plan, inputs, NORM_SKIP, caps, options)
     }
 }

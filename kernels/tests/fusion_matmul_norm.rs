@@ -1,0 +1,181 @@
+//! A SkipSimplifiedLayerNormalization folded into the MatMul steps that read its output (an fp16
+//! or fp32 decoder as onnxruntime-genai builds it: the norm before the QKV projection, before
+//! SwiGLU's gate and up projections, before the LM head). One row on the narrow one-row GEMV runs
+//! one dispatch per product, which makes A from the norm's input, skip and γ; the first product
+//! also stores their sum. More rows run the norm into a scratch buffer first. Against float64 on
+//! fresh random data, K and N off any tile multiple, outputs checked beside the sum.
+
+mod common;
+
+use common::graph::{node, run_graph, step_ops, val, T};
+use ep_kernels::graph::{build_program, Attr, ExecOptions, Node};
+use ep_kernels::ElemType;
+use rand::Rng;
+
+/// Long enough rows for the narrow GEMV (at least 512), and not a multiple of its 128 K lanes.
+const K: u64 = 520;
+const N: u64 = 72;
+const EPS: f32 = 1e-5;
+
+fn t(ty: ElemType, shape: &[u64], v: &[f32]) -> T {
+    if ty == ElemType::F16 {
+        T::f16(shape, v)
+    } else {
+        T::f32(shape, v)
+    }
+}
+
+fn matmul(ty: ElemType, m: u64, name: &str, k: u64) -> Node {
+    let mut b = val(&format!("{name}.w"), ty, &[k, N]);
+    b.constant = true;
+    node("MatMul", 13, vec![Some(val("h", ty, &[1, m, k])), Some(b)], vec![val(name, ty, &[1, m, N])], vec![])
+}
+
+/// The norm (`h`, and the sum `res` when `sum`), then one product `y` or SwiGLU's two.
+fn graph(ty: ElemType, m: u64, swiglu: bool, sum: bool, k: u64) -> Vec<Node> {
+    let x = [1, m, k];
+    let mut gamma = val("gamma", ty, &[k]);
+    gamma.constant = true;
+    let res = if sum { val("res", ty, &x) } else { val("", ty, &[]) };
+    let outs = vec![val("h", ty, &x), val("", ty, &[]), val("", ty, &[]), res];
+    let mut norm = node(
+        "SkipSimplifiedLayerNormalization",
+        1,
+        vec![Some(val("x", ty, &x)), Some(val("skip", ty, &x)), Some(gamma)],
+        outs,
+        vec![("epsilon", Attr::Float(EPS))],
+    );
+    norm.domain = "com.microsoft".into();
+    if !swiglu {
+        return vec![norm, matmul(ty, m, "y", k)];
+    }
+    let o = [1, m, N];
+    vec![
+        norm,
+        matmul(ty, m, "g", k),
+        node("Sigmoid", 13, vec![Some(val("g", ty, &o))], vec![val("sg", ty, &o)], vec![]),
+        node("Mul", 14, vec![Some(val("g", ty, &o)), Some(val("sg", ty, &o))], vec![val("silu", ty, &o)], vec![]),
+        matmul(ty, m, "u", k),
+        node("Mul", 14, vec![Some(val("silu", ty, &o)), Some(val("u", ty, &o))], vec![val("y", ty, &o)], vec![]),
+    ]
+}
+
+fn inputs(swiglu: bool) -> &'static [&'static str] {
+    if swiglu {
+        &["x", "skip", "gamma", "g.w", "u.w"]
+    } else {
+        &["x", "skip", "gamma", "y.w"]
+    }
+}
+
+/// Dispatches of each step at the graph's shapes, on the test adapter.
+fn dispatches(m: u64, swiglu: bool) -> Vec<usize> {
+    let nodes = graph(ElemType::F32, m, swiglu, true, K);
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let program = build_program(&nodes, &s(inputs(swiglu)), &s(&["y", "res"]), vec![]).unwrap();
+    let caps = common::gpu().caps().clone();
+    let (x, w, gamma, o): (&[u64], &[u64], &[u64], &[u64]) = (&[1, m, K], &[K, N], &[K], &[1, m, N]);
+    program
+        .steps
+        .iter()
+        .map(|step| {
+            // A, B, the bias and residual slots (the gated product reads the gate's output), skip, γ.
+            let shapes =
+                [Some(x), Some(w), None, step.inputs.get(3).and_then(|i| i.as_ref()).map(|_| o), Some(x), Some(gamma)];
+            step.kernel.plan(&shapes, &caps, &ExecOptions::default()).unwrap().map_or(0, |p| p.dispatches.len())
+        })
+        .collect()
+}
+
+fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
+    let what = format!("{ty} m={m} swiglu={swiglu} sum={sum}");
+    let nodes = graph(ty, m, swiglu, sum, K);
+    let mut outputs = vec!["y"];
+    if sum {
+        outputs.push("res");
+    }
+    let want_ops: &[&str] = if swiglu {
+        &["SkipSimplifiedLayerNormalization+MatMul+Sigmoid+Mul+Mul", "SkipSimplifiedLayerNormalization+MatMul"]
+    } else {
+        &["SkipSimplifiedLayerNormalization+MatMul"]
+    };
+    let mut ops = step_ops(&nodes, inputs(swiglu), &outputs);
+    ops.sort();
+    let mut want = want_ops.to_vec();
+    want.sort();
+    assert_eq!(ops, want, "{what}");
+    let mut rng = common::rng(&format!("fusion_matmul_norm {what}"));
+    let mut rand = |n: u64, lo: f32, hi: f32| (0..n).map(|_| rng.random_range(lo..hi)).collect::<Vec<f32>>();
+    let (x, skip, gamma) = (
+        t(ty, &[1, m, K], &rand(m * K, -2.0, 2.0)),
+        t(ty, &[1, m, K], &rand(m * K, -2.0, 2.0)),
+        t(ty, &[K], &rand(K, 0.5, 1.5)),
+    );
+    let (gw, uw) = (t(ty, &[K, N], &rand(K * N, -0.1, 0.1)), t(ty, &[K, N], &rand(K * N, -0.1, 0.1)));
+    let consts: Vec<(&str, &T)> = if swiglu {
+        vec![("gamma", &gamma), ("g.w", &gw), ("u.w", &uw)]
+    } else {
+        vec![("gamma", &gamma), ("y.w", &gw)]
+    };
+    let got = run_graph(&nodes, &[("x", &x), ("skip", &skip)], &consts, &outputs).unwrap();
+    let (xv, sv, gv, g64, u64_) = (x.values(), skip.values(), gamma.values(), gw.values(), uw.values());
+    let tol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
+    let k = K as usize;
+    for row in 0..m as usize {
+        let s: Vec<f64> = (0..k).map(|i| xv[row * k + i] + sv[row * k + i]).collect();
+        let rstd = 1.0 / (s.iter().map(|v| v * v).sum::<f64>() / K as f64 + f64::from(EPS)).sqrt();
+        let h: Vec<f64> = s.iter().zip(&gv).map(|(v, g)| v * rstd * g).collect();
+        let dot = |w: &[f64], col: usize| (0..k).map(|i| h[i] * w[i * N as usize + col]).sum::<f64>();
+        for col in 0..N as usize {
+            let want = if swiglu {
+                let (g, u) = (dot(&g64, col), dot(&u64_, col));
+                g / (1.0 + (-g).exp()) * u
+            } else {
+                dot(&g64, col)
+            };
+            let y = got[0].values()[row * N as usize + col];
+            assert!((y - want).abs() <= tol * (1.0 + want.abs()), "{what} y[{row}, {col}]: {y} vs {want}");
+        }
+        if sum {
+            let res = got[1].values();
+            for i in 0..k {
+                let r = res[row * k + i];
+                assert!((r - s[i]).abs() <= tol * (1.0 + s[i].abs()), "{what} res[{row}, {i}]: {r} vs {}", s[i]);
+            }
+        }
+    }
+}
+
+#[test]
+fn one_row_folds_the_norm_into_each_product_and_more_rows_run_it_first() {
+    for (swiglu, sum) in [(false, true), (true, true), (false, false)] {
+        for m in [1, 3] {
+            check(ElemType::F32, m, swiglu, sum);
+            if common::gpu().caps().shader_f16 {
+                check(ElemType::F16, m, swiglu, sum);
+            }
+        }
+    }
+}
+
+#[test]
+fn one_row_is_one_dispatch_per_product_and_more_rows_two() {
+    assert_eq!(dispatches(1, false), [1]);
+    assert_eq!(dispatches(3, false), [2]);
+    assert_eq!(dispatches(1, true), [1, 1]);
+    assert_eq!(dispatches(3, true), [2, 2]);
+}
+
+#[test]
+fn norms_read_elsewhere_or_before_short_rows_are_not_folded() {
+    let mut nodes = graph(ElemType::F32, 1, false, true, K);
+    let h = val("h", ElemType::F32, &[1, 1, K]);
+    nodes.push(node("Relu", 14, vec![Some(h)], vec![val("r", ElemType::F32, &[1, 1, K])], vec![]));
+    let mut ops = step_ops(&nodes, inputs(false), &["y", "res", "r"]);
+    ops.sort();
+    assert_eq!(ops, ["MatMul", "Relu", "SkipSimplifiedLayerNormalization"]);
+    // Rows shorter than the narrow GEMV's 512: the norm stays its own step.
+    let mut ops = step_ops(&graph(ElemType::F32, 1, false, true, 256), inputs(false), &["y", "res"]);
+    ops.sort();
+    assert_eq!(ops, ["MatMul", "SkipSimplifiedLayerNormalization"]);
+}
