@@ -8,7 +8,8 @@
 mod common;
 
 use common::graph::{node, run_graph, step_ops, val, T};
-use ep_kernels::graph::{build_program, Attr, ExecOptions, Node};
+use common::norm_ref::{check_row, skip_norm_node, NormRow};
+use ep_kernels::graph::{build_program, ExecOptions, Node};
 use ep_kernels::ElemType;
 use rand::Rng;
 
@@ -33,19 +34,7 @@ fn matmul(ty: ElemType, m: u64, name: &str, k: u64) -> Node {
 
 /// The norm (`h`, and the sum `res` when `sum`), then one product `y` or SwiGLU's two.
 fn graph(ty: ElemType, m: u64, swiglu: bool, sum: bool, k: u64) -> Vec<Node> {
-    let x = [1, m, k];
-    let mut gamma = val("gamma", ty, &[k]);
-    gamma.constant = true;
-    let res = if sum { val("res", ty, &x) } else { val("", ty, &[]) };
-    let outs = vec![val("h", ty, &x), val("", ty, &[]), val("", ty, &[]), res];
-    let mut norm = node(
-        "SkipSimplifiedLayerNormalization",
-        1,
-        vec![Some(val("x", ty, &x)), Some(val("skip", ty, &x)), Some(gamma)],
-        outs,
-        vec![("epsilon", Attr::Float(EPS))],
-    );
-    norm.domain = "com.microsoft".into();
+    let norm = skip_norm_node(ty, m, k, sum, EPS);
     if !swiglu {
         return vec![norm, matmul(ty, m, "y", k)];
     }
@@ -120,29 +109,14 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
     let got = run_graph(&nodes, &[("x", &x), ("skip", &skip)], &consts, &outputs).unwrap();
     let (xv, sv, gv, g64, u64_) = (x.values(), skip.values(), gamma.values(), gw.values(), uw.values());
     let tol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
-    let k = K as usize;
+    let (k, n) = (K as usize, N as usize);
+    let (gate, up) = (|i: usize, col: usize| g64[i * n + col], |i: usize, col: usize| u64_[i * n + col]);
+    let (y, res) = (got[0].values(), got.get(1).map(T::values));
     for row in 0..m as usize {
-        let s: Vec<f64> = (0..k).map(|i| xv[row * k + i] + sv[row * k + i]).collect();
-        let rstd = 1.0 / (s.iter().map(|v| v * v).sum::<f64>() / K as f64 + f64::from(EPS)).sqrt();
-        let h: Vec<f64> = s.iter().zip(&gv).map(|(v, g)| v * rstd * g).collect();
-        let dot = |w: &[f64], col: usize| (0..k).map(|i| h[i] * w[i * N as usize + col]).sum::<f64>();
-        for col in 0..N as usize {
-            let want = if swiglu {
-                let (g, u) = (dot(&g64, col), dot(&u64_, col));
-                g / (1.0 + (-g).exp()) * u
-            } else {
-                dot(&g64, col)
-            };
-            let y = got[0].values()[row * N as usize + col];
-            assert!((y - want).abs() <= tol * (1.0 + want.abs()), "{what} y[{row}, {col}]: {y} vs {want}");
-        }
-        if sum {
-            let res = got[1].values();
-            for i in 0..k {
-                let r = res[row * k + i];
-                assert!((r - s[i]).abs() <= tol * (1.0 + s[i].abs()), "{what} res[{row}, {i}]: {r} vs {}", s[i]);
-            }
-        }
+        let at = row * k..(row + 1) * k;
+        let norm = NormRow { x: &xv[at.clone()], skip: &sv[at], gamma: &gv, eps: EPS };
+        let up: Option<&dyn Fn(usize, usize) -> f64> = if swiglu { Some(&up) } else { None };
+        check_row(&norm, &gate, up, (row, n), &y, res.as_deref(), tol, &what);
     }
 }
 

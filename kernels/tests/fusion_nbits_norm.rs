@@ -7,6 +7,7 @@
 mod common;
 
 use common::graph::{node, run_graph, step_ops, val, T};
+use common::norm_ref::{check_row, skip_norm_node, NormRow};
 use ep_kernels::graph::{build_program, Attr, ExecOptions, Node};
 use ep_kernels::ElemType;
 use rand::Rng;
@@ -59,19 +60,7 @@ fn nbits(ty: ElemType, m: u64, name: &str) -> Node {
 
 /// The norm (`h`, and the sum `res` when `sum`), then one product `y` or SwiGLU's two.
 fn graph(ty: ElemType, m: u64, swiglu: bool, sum: bool) -> Vec<Node> {
-    let x = [1, m, K];
-    let mut gamma = val("gamma", ty, &[K]);
-    gamma.constant = true;
-    let res = if sum { val("res", ty, &x) } else { val("", ty, &[]) };
-    let outs = vec![val("h", ty, &x), val("", ty, &[]), val("", ty, &[]), res];
-    let mut norm = node(
-        "SkipSimplifiedLayerNormalization",
-        1,
-        vec![Some(val("x", ty, &x)), Some(val("skip", ty, &x)), Some(gamma)],
-        outs,
-        vec![("epsilon", Attr::Float(EPS))],
-    );
-    norm.domain = "com.microsoft".into();
+    let norm = skip_norm_node(ty, m, K, sum, EPS);
     if !swiglu {
         return vec![norm, nbits(ty, m, "y")];
     }
@@ -137,28 +126,15 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
     let got = run_graph(&nodes, &[("x", &x), ("skip", &skip)], &consts, &outputs).unwrap();
     let (xv, sv, gv) = (x.values(), skip.values(), gamma.values());
     let tol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
+    let k = K as usize;
+    // Weights `[N, K]`, one column per row.
+    let (gate, up) = (|i: usize, col: usize| gw[col * k + i], |i: usize, col: usize| uw[col * k + i]);
+    let (y, res) = (got[0].values(), got.get(1).map(T::values));
     for row in 0..m as usize {
-        let s: Vec<f64> = (0..K as usize).map(|k| xv[row * K as usize + k] + sv[row * K as usize + k]).collect();
-        let rstd = 1.0 / (s.iter().map(|v| v * v).sum::<f64>() / K as f64 + f64::from(EPS)).sqrt();
-        let h: Vec<f64> = s.iter().zip(&gv).map(|(v, g)| v * rstd * g).collect();
-        let dot = |w: &[f64], col: usize| (0..K as usize).map(|k| h[k] * w[col * K as usize + k]).sum::<f64>();
-        for col in 0..N as usize {
-            let want = if swiglu {
-                let (g, u) = (dot(&gw, col), dot(&uw, col));
-                g / (1.0 + (-g).exp()) * u
-            } else {
-                dot(&gw, col)
-            };
-            let y = got[0].values()[row * N as usize + col];
-            assert!((y - want).abs() <= tol * (1.0 + want.abs()), "{what} y[{row}, {col}]: {y} vs {want}");
-        }
-        if sum {
-            let res = got[1].values();
-            for k in 0..K as usize {
-                let r = res[row * K as usize + k];
-                assert!((r - s[k]).abs() <= tol * (1.0 + s[k].abs()), "{what} res[{row}, {k}]: {r} vs {}", s[k]);
-            }
-        }
+        let at = row * k..(row + 1) * k;
+        let norm = NormRow { x: &xv[at.clone()], skip: &sv[at], gamma: &gv, eps: EPS };
+        let up: Option<&dyn Fn(usize, usize) -> f64> = if swiglu { Some(&up) } else { None };
+        check_row(&norm, &gate, up, (row, N as usize), &y, res.as_deref(), tol, &what);
     }
 }
 

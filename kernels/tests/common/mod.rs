@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod graph;
+pub mod norm_ref;
 
 use std::sync::{Arc, OnceLock};
 
