@@ -6,7 +6,8 @@
 # .carry/base/<label>.so, then a device run with carry [".carry", ".whl", ".gl"] and:
 #   OUT=$OUT bash bench/h200_decode_ab.sh
 # Env: MODELS (built there first when missing; PRECISIONS, ONLY as h200_genai.sh), ROUNDS (2), CTX (512),
-# PROFILE (1), BENCH_ONLY (model-directory regex), LIBS ("label=path ..."; default: every .carry/base/*.so, then this build as "new").
+# PROFILE (1), BENCH_ONLY (model-directory regex), LIBS ("label=path[,option=value...] ..."; default: every
+# .carry/base/*.so, then this build as "new"; the options go to our EP, e.g. new13=$LIB,max_storage_buffers=13).
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
 export PYTHONPATH=/tmp/genai:$PYTHONPATH
@@ -26,9 +27,12 @@ for model in "$MODELS"/*/; do
   [[ -f $model/model.onnx && $(basename "$model") =~ ${BENCH_ONLY:-.} ]] || continue
   for round in $(seq "${ROUNDS:-2}"); do
     for entry in $LIBS; do
-      label=${entry%%=*} path=${entry#*=}
-      timeout 120 python3 bench/decode_ab.py --model "$model" --lib "$(readlink -f "$path")" --ctx "${CTX:-512}" \
-        --label "$(basename "$model") $label r$round" "${extra[@]}" 2>/dev/null | tail -1 | tee -a "$OUT/decode_ab.jsonl"
+      label=${entry%%=*} rest=${entry#*=}
+      IFS=, read -ra parts <<<"$rest"
+      opts=()
+      for o in "${parts[@]:1}"; do opts+=(--option "$o"); done
+      timeout 120 python3 bench/decode_ab.py --model "$model" --lib "$(readlink -f "${parts[0]}")" --ctx "${CTX:-512}" \
+        --label "$(basename "$model") $label r$round" "${extra[@]}" "${opts[@]}" 2>/dev/null | tail -1 | tee -a "$OUT/decode_ab.jsonl"
     done
   done
 done

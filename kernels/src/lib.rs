@@ -23,3 +23,11 @@ pub use dtype::{DType, ElemType};
 pub use error::{GpuError, PlanError};
 pub use shader::ShaderVariant;
 pub mod runtime;
+
+/// Whether an experiment build's `EXP_NO_FOLD` (a comma list of `gqa`, `norm`, `nbits`) turns
+/// that fold off, so one library times each fold against its absence (`bench/README.md`).
+/// Release builds never read the variable.
+pub(crate) fn fold_off(name: &str) -> bool {
+    cfg!(feature = "wgsl-override")
+        && std::env::var("EXP_NO_FOLD").is_ok_and(|v| v.split(',').any(|f| f.trim() == name))
+}

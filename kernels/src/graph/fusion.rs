@@ -146,7 +146,7 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
     for p in 0..nodes.len() {
         let up = fusion.epilogues.get(&p).and_then(|e| e.up);
         let gated = fusion.epilogues.get(&p).is_some_and(|e| e.residual.is_some() && e.up.is_none());
-        if fusion.absorbed.contains(&p) || gated {
+        if fusion.absorbed.contains(&p) || gated || crate::fold_off("nbits") {
             continue;
         }
         if let Some(r) =
@@ -157,7 +157,9 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
             (epilogue.norm, epilogue.norm_sum) = (Some(r), true);
         }
     }
-    fold_norms_into_matmuls(nodes, &inner_readers, &mut fusion);
+    if !crate::fold_off("norm") {
+        fold_norms_into_matmuls(nodes, &inner_readers, &mut fusion);
+    }
     fuse_chains(nodes, &sole_reader, &mut fusion);
     fusion
 }

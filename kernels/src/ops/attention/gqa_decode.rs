@@ -18,7 +18,7 @@ impl GqaKernel {
     /// token per batch, no local window (the kernels read `seqlens_k`), and the K/V-head kernel
     /// for this head size on `caps`.
     pub(super) fn folds_prep(&self, g: &GqaGeometry, caps: &DeviceCaps) -> bool {
-        g.seq == 1 && self.mask_kind() == MaskKind::SeqLens && prep_runs(self.ty, g.d, caps)
+        g.seq == 1 && self.mask_kind() == MaskKind::SeqLens && prep_runs(self.ty, g.d, caps) && !crate::fold_off("gqa")
     }
 
     /// The folded preparation's uniforms at `g`; `in_place`: the present K, V is its past's range.
