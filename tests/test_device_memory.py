@@ -283,8 +283,10 @@ def test_a_shared_cache_with_packed_qkv_rotary_and_norms_equals_the_unshared_run
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_a_decode_present_over_poison_equals_the_cpu_eps(make_session, ort, device_id, dtype):
-    # One new token per batch with its own past (the preparation folded into the decode kernel): present caches bound
+@pytest.mark.parametrize("fold", [0, 1], ids=["prepared", "folded"])
+def test_a_decode_present_over_poison_equals_the_cpu_eps(make_session, ort, device_id, dtype, fold):
+    # One new token per batch with its own past (the preparation in its own dispatch, or folded into the decode
+    # kernel with `decode_attention_fold`): present caches bound
     # as device OrtValues full of poison come back as the CPU EP writes them, every row: the past rows copied, the
     # new row rotated, and zeros after each batch's new row (batches of different lengths, a present longer than
     # either). The second run shortens batch 1, so rows the first run wrote must be zeroed, wherever the kernel's
@@ -293,7 +295,7 @@ def test_a_decode_present_over_poison_equals_the_cpu_eps(make_session, ort, devi
 
     b, heads, kv_heads, d, past = 2, 4, 2, 64, 19
     model = gqa_model(dtype, b, 1, heads, kv_heads, d, past, rotary=True, half=32)
-    sess = make_session(model, options={"offload": "all"})
+    sess = make_session(model, options={"offload": "all", "decode_attention_fold": fold})
     cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng()
     for seqlens in ([17, 17], [17, 6]):

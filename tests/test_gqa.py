@@ -135,19 +135,21 @@ def test_gqa_with_eight_storage_buffers_matches_cpu(make_session, run_cpu, dtype
     model = gqa_model(dtype, b, s, heads, kv_heads, d, past, rotary=half is not None, half=half)
     feeds = feeds_for(rng, dtype, b, s, heads, kv_heads, d, past, seqlens, total, rotary=half is not None, half=half)
     check(make_session, run_cpu, model, feeds, dtype, seed, LIMITED)
-    programs = [gqa_programs(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED)]
+    programs = [gqa_programs(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED, FOLD)]
     counts = [len(p) for p in programs]
-    assert not any(p.endswith("_prep") for p in programs[1]), programs[1]
-    if any(p.endswith("_prep") for p in programs[0]):
-        # Decode with the preparation folded into the K/V-head kernel: that kernel and its combine.
-        assert counts == [2, 5], f"dispatches: {counts} (folded preparation, three-dispatch form)"
+    assert not any(p.endswith("_prep") for p in programs[0] + programs[1]), programs[:2]
+    assert counts[1] == counts[0] + 2, f"preparation dispatches: {counts} (one-dispatch form, three-dispatch form)"
+    if any(p.endswith("_prep") for p in programs[2]):
+        # Decode with the preparation folded into the K/V-head kernel (asked for): that kernel and its combine.
+        assert counts[2] == 2, f"dispatches: {counts} (folded preparation asked for)"
     else:
         # Head sizes 64 and 128 fold on every device with subgroups (this one's are 8 wide); 256 needs 32 lanes.
-        assert s > 1 or d == 256, programs[0]
-        assert counts[1] == counts[0] + 2, f"preparation dispatches: {counts} (one-dispatch form, three-dispatch form)"
+        assert s > 1 or d == 256, programs[2]
 
 
 LIMITED = {"max_storage_buffers": 8}
+# The decode kernel with GroupQueryAttention's preparation inside: off unless asked for (slower on the H200).
+FOLD = {"decode_attention_fold": 1}
 
 
 def gqa_programs(sess, feeds, tmp_path) -> list[str]:
@@ -227,13 +229,15 @@ def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant,
     model = gqa_model(dtype, b, 1, heads, kv_heads, d, past, **kw)
     feeds = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, past, seqlens, total, rotary=kw["rotary"],
                       half=kw["half"], packed=kw.get("packed", False))
-    check(make_session, run_cpu, model, feeds, dtype, seed)
-    programs = gqa_programs(make_session(model, OURS), feeds, tmp_path)
+    check(make_session, run_cpu, model, feeds, dtype, seed, FOLD)
+    programs = gqa_programs(make_session(model, dict(OURS, **FOLD)), feeds, tmp_path)
     folded = [p for p in programs if p.startswith("attn_decode_kv_") and p.endswith("_prep")]
     if variant == "window":
         assert not folded and len(programs) == 3, programs
     else:
         assert len(folded) == 1 and len(programs) == 2, programs
+        unasked = gqa_programs(make_session(model, OURS), feeds, tmp_path)
+        assert not any(p.endswith("_prep") for p in unasked) and len(unasked) == 3, unasked
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

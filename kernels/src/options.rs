@@ -54,6 +54,9 @@ pub struct EpOptions {
     /// `max_storage_buffers`: plan as if the device bound at most this many storage buffers per
     /// shader stage (the forms made for devices with WebGPU's minimum of 8).
     pub max_storage_buffers: Option<u32>,
+    /// `decode_attention_fold`: GroupQueryAttention's one-token preparation inside its decode
+    /// kernel (fewer dispatches; measured slower on the H200, so off unless asked for).
+    pub decode_attention_fold: bool,
 }
 
 /// The `attention` option.
@@ -118,6 +121,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "max_storage_buffers",
         "N >= 8: plan as if the device bound at most N storage buffers per shader stage (WebGPU's minimum is 8)",
     ),
+    (
+        "decode_attention_fold",
+        "0 | 1: GroupQueryAttention's one-token preparation inside its decode kernel (fewer dispatches; slower on the H200)",
+    ),
 ];
 
 fn parse_storage_buffers(v: &str) -> Result<u32, String> {
@@ -161,6 +168,7 @@ impl EpOptions {
                     o.f32_split_fused = v.parse().map_err(|e| format!("option 'f32_split_fused': {e}"))?
                 }
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
+                "decode_attention_fold" => o.decode_attention_fold = parse_bool(key, v)?,
                 "conv_algorithm" => {
                     o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
                 }
@@ -217,6 +225,7 @@ impl EpOptions {
             gemm: self.gemm_options(),
             conv1d_as_conv2d: self.conv1d_as_conv2d,
             conv_algo: self.conv_algorithm,
+            fold_decode_attention: self.decode_attention_fold,
         }
     }
 

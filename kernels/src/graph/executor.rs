@@ -124,11 +124,19 @@ pub struct ExecOptions {
     pub conv1d_as_conv2d: bool,
     /// The conv algorithm (`conv_algorithm`): `Auto` or forced.
     pub conv_algo: ConvAlgo,
+    /// `decode_attention_fold`: GroupQueryAttention's one-token preparation inside its decode
+    /// kernel (off by default: slower on the H200, `docs/PERFORMANCE.md`).
+    pub fold_decode_attention: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { gemm: GemmOptions::default(), conv1d_as_conv2d: true, conv_algo: ConvAlgo::Auto }
+        ExecOptions {
+            gemm: GemmOptions::default(),
+            conv1d_as_conv2d: true,
+            conv_algo: ConvAlgo::Auto,
+            fold_decode_attention: false,
+        }
     }
 }
 

@@ -344,7 +344,7 @@ impl Kernel for GqaKernel {
     ) -> Result<Option<StepPlan>, String> {
         let mut g = self.geometry(inputs)?;
         g.present = if g.past > 0 { g.past } else { g.seq };
-        if self.folds_prep(&g, caps) {
+        if self.folds_prep(&g, caps, options) {
             return self.plan_folded(&g, caps).map(Some);
         }
         let prep = self.prep_dispatches(&g, caps, 0, [false; 2]).map_err(|e| self.err(e))?;
@@ -423,7 +423,7 @@ impl Kernel for GqaKernel {
         };
         let (k_past, v_past) = (buf(3), buf(4));
         let in_place = [shared(k_past, present_k.buf), shared(v_past, present_v.buf)];
-        if self.folds_prep(&g, cx.caps()) {
+        if self.folds_prep(&g, cx.caps(), cx.options) {
             return self.prepare_folded(cx, io, &g, in_place);
         }
         let q_tmp =

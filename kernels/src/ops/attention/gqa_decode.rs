@@ -10,15 +10,20 @@ use super::super::kernel::{AttnPlan, FlashKernel, MaskKind};
 use super::{GqaGeometry, GqaKernel};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
+use crate::graph::ExecOptions;
 use crate::ops::planned::step_plan;
 use crate::ops::{to_u32, KernelIo, PrepareCx, PreparedStep, StepPlan};
 
 impl GqaKernel {
-    /// Whether the step at `g` runs with its preparation folded into the decode kernel: one new
-    /// token per batch, no local window (the kernels read `seqlens_k`), and the K/V-head kernel
-    /// for this head size on `caps`.
-    pub(super) fn folds_prep(&self, g: &GqaGeometry, caps: &DeviceCaps) -> bool {
-        g.seq == 1 && self.mask_kind() == MaskKind::SeqLens && prep_runs(self.ty, g.d, caps) && !crate::fold_off("gqa")
+    /// Whether the step at `g` runs with its preparation folded into the decode kernel: asked for
+    /// (`decode_attention_fold`: the H200 ran a Llama token 0.4 ms slower with it), one new token
+    /// per batch, no local window (the kernels read `seqlens_k`), and the K/V-head kernel for
+    /// this head size on `caps`.
+    pub(super) fn folds_prep(&self, g: &GqaGeometry, caps: &DeviceCaps, options: &ExecOptions) -> bool {
+        options.fold_decode_attention
+            && g.seq == 1
+            && self.mask_kind() == MaskKind::SeqLens
+            && prep_runs(self.ty, g.d, caps)
     }
 
     /// The folded preparation's uniforms at `g`; `in_place`: the present K, V is its past's range.
