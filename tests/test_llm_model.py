@@ -6,6 +6,9 @@ the CPU by design: its value sizes the present cache)."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -30,6 +33,21 @@ def compare(got, want, dtype, seed, what):
 SHAPES = {"d64": {}, "d256": {"hidden": 1024, "heads": 4, "kv_heads": 1}}
 
 
+def decode_steps(sess, run_cpu, model, got, want, rng, dtype, seed, steps=3):
+    """`steps` one-token runs after a prompt whose outputs (ours `got`, the CPU EP's `want`) give the first past,
+    each run's presents fed back as the next past on both sides; every output compared at each step."""
+    names = [o.name for o in sess.get_outputs()]
+    batch, prompt, vocab = got[0].shape
+    rename = lambda d: {k.replace("present.", "past_key_values."): v for k, v in d.items()}  # noqa: E731
+    for step in range(steps):
+        past, past_cpu = dict(zip(names[1:], got[1:])), dict(zip(names[1:], want[1:]))
+        ids = rng.integers(0, vocab, (batch, 1), dtype=np.int64)
+        common = {"input_ids": ids, "attention_mask": np.ones((batch, prompt + step + 1), np.int64)}
+        got = sess.run(None, dict(common, **rename(past)))
+        want = run_cpu(model, dict(common, **rename(past_cpu)))
+        compare(got, want, dtype, seed, f"decode step {step}")
+
+
 @pytest.mark.parametrize("packed_qkv", [False, True])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -47,19 +65,53 @@ def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled,
     assert sum(p != "CPUExecutionProvider" for p, _ in nodes) == 1, f"one partition expected: {nodes}"
     want = run_cpu(model, feeds)
     compare(got, want, dtype, seed, "prompt")
+    decode_steps(make_session(model, fallback=True), run_cpu, model, got, want, rng, dtype, seed)
+
+
+def dispatch_names(sess, feeds, tmp_path):
+    """One run with the per-dispatch profile on: the outputs and each dispatch's program name."""
+    path = tmp_path / "dispatches.jsonl"
+    path.unlink(missing_ok=True)
+    os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
+    try:
+        got = sess.run(None, feeds)
+    finally:
+        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
+    return got, [json.loads(line)["ops"] for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_int4_decoder_prompt_then_decode_matches_cpu(make_session, ep_devices, run_cpu, run_profiled, dtype,
+                                                     tmp_path):
+    """The builder's int4 Llama form (`llm_model(nbits=True, packed_gqa=True)`): MatMulNBits projections and LM
+    head, GatherBlockQuantized embeddings tied to the LM head, one packed Q/K/V projection read by
+    GroupQueryAttention. Every node but the attention_mask arithmetic is ours, in one partition; a 29-token prompt
+    and three decode steps match the CPU EP. Hidden 512 (whole 16-byte rows of 4-bit blocks), so one token folds
+    each skip norm into the MatMulNBits that reads it: layer 0's gate, layer 1's Q/K/V and gate, and the LM head
+    (`_skiprms` programs); layer 0's plain norm runs first."""
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = llm_model(dtype, layers=2, hidden=512, heads=8, kv_heads=2, ffn=712, vocab=333, seed=seed, nbits=True,
+                      packed_gqa=True)
+    feeds = llm_feeds(model, 1, 29, 0, rng, dtype)
+    got, nodes = run_profiled(model, feeds, fallback=True)
+    host = [n for p, n in nodes if p == "CPUExecutionProvider"]
+    assert {n.split("_")[0] for n in host} <= HOST_OPS, nodes
+    assert "GatherBlockQuantized_6" not in host, "the embedding lookup must be ours"
+    assert sum(p != "CPUExecutionProvider" for p, _ in nodes) == 1, f"one partition expected: {nodes}"
+    want = run_cpu(model, feeds)
+    compare(got, want, dtype, seed, "prompt")
     sess = make_session(model, fallback=True)
-    names = [o.name for o in sess.get_outputs()]
-    past = dict(zip(names[1:], got[1:]))
-    past_cpu = dict(zip(names[1:], want[1:]))
-    for step in range(3):
-        total = 29 + step + 1
-        ids = rng.integers(0, 300, (1, 1), dtype=np.int64)
-        common = {"input_ids": ids, "attention_mask": np.ones((1, total), np.int64)}
-        rename = lambda d: {k.replace("present.", "past_key_values."): v for k, v in d.items()}  # noqa: E731
-        got = sess.run(None, dict(common, **rename(past)))
-        want = run_cpu(model, dict(common, **rename(past_cpu)))
-        compare(got, want, dtype, seed, f"decode step {step}")
-        past, past_cpu = dict(zip(names[1:], got[1:])), dict(zip(names[1:], want[1:]))
+    decode_steps(sess, run_cpu, model, got, want, rng, dtype, seed)
+    past = {o.name.replace("present.", "past_key_values."): v for o, v in zip(sess.get_outputs()[1:], got[1:])}
+    feeds = dict(past, input_ids=np.array([[5]], np.int64), attention_mask=np.ones((1, 30), np.int64))
+    got, ops = dispatch_names(sess, feeds, tmp_path)
+    compare(got, run_cpu(model, feeds), dtype, seed, "profiled decode step")
+    folded = [o for o in ops if "_skiprms" in o]
+    norms = [o for o in ops if "[norm_rms" in o]
+    assert len(folded) + len(norms) == 5, ops
+    if dict(ep_devices[0].ep_metadata).get("wgpu.software") == "1":
+        assert len(folded) == 4 and len(norms) == 1, ops
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
@@ -84,9 +136,6 @@ def test_decode_products_fold_their_skip_norms(make_session, ep_devices, run_cpu
     also stores the sum the next layer adds), with the CPU EP's values; the final norm before an f16 LM head of 300
     columns (not whole 16-byte chunks: no narrow GEMV) runs first. A prompt runs each norm before its products, and
     so does every row on a device that binds WebGPU's minimum of 8 storage buffers (`max_storage_buffers=8`)."""
-    import json
-    import os
-
     seed = new_seed()
     rng = np.random.default_rng(seed)
     software = dict(ep_devices[0].ep_metadata).get("wgpu.software") == "1"
@@ -94,15 +143,8 @@ def test_decode_products_fold_their_skip_norms(make_session, ep_devices, run_cpu
     sess = make_session(model, {"max_storage_buffers": 8} if limited else None, fallback=True)
     for tokens, past in ((5, 0), (1, 7)):
         feeds = llm_feeds(model, 1, tokens, past, rng, dtype)
-        path = tmp_path / "profile.jsonl"
-        path.unlink(missing_ok=True)
-        os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
-        try:
-            got = sess.run(None, feeds)
-        finally:
-            del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
+        got, ops = dispatch_names(sess, feeds, tmp_path)
         compare(got, run_cpu(model, feeds), dtype, seed, f"{tokens} token(s)")
-        ops = [json.loads(line)["ops"] for line in path.read_text().splitlines()]
         folded = [o for o in ops if "_skiprms" in o]
         norms = [o for o in ops if "[norm_rms" in o]
         if tokens == 1 and not limited:
@@ -128,3 +170,50 @@ def test_llm_prompt_of_one_token(make_session, run_cpu):
     model = llm_model(np.float32, layers=1, seed=seed)
     feeds = llm_feeds(model, 1, 1, 0, rng, np.float32)
     compare(make_session(model, fallback=True).run(None, feeds), run_cpu(model, feeds), np.float32, seed, "1 token")
+
+
+# Random decoders: ONNXRUNTIME_EP_WGPU_LLM_FUZZ_ITERATIONS sets how many (default 6, for CI; run more by hand), and
+# ONNXRUNTIME_EP_WGPU_LLM_FUZZ_SEED=<seed> with one iteration replays the case a failure names.
+LLM_FUZZ_ITERATIONS = int(os.environ.get("ONNXRUNTIME_EP_WGPU_LLM_FUZZ_ITERATIONS", "6"))
+LLM_FUZZ_SEED = os.environ.get("ONNXRUNTIME_EP_WGPU_LLM_FUZZ_SEED")
+
+
+def random_decoder(rng):
+    """A decoder of random form and dimensions: float or int4 (MatMulNBits, tied GatherBlockQuantized embeddings),
+    Q/K/V as three products, one product and a Split, or one product GroupQueryAttention reads packed; any supported
+    head size, grouped heads, and widths that are not tile multiples."""
+    d = int(rng.choice([64, 80, 96, 128, 256]))
+    heads = int(rng.integers(1, 1 + max(1, 1024 // d)))
+    kv_heads = int(rng.choice([k for k in range(1, heads + 1) if heads % k == 0]))
+    hidden = heads * d
+    form = str(rng.choice(["float", "float_packed", "int4", "int4_packed"]))
+    kw = dict(layers=int(rng.integers(1, 3)), hidden=hidden, heads=heads, kv_heads=kv_heads,
+              ffn=int(rng.integers(16, 1200)), vocab=int(rng.integers(16, 700)))
+    if form.startswith("int4"):
+        kw.update(nbits=True, packed_gqa=form == "int4_packed",
+                  block=int(rng.choice([b for b in (16, 32, 64, 128) if hidden % b == 0])))
+    else:
+        kw.update(packed_qkv=form == "float_packed")
+    return kw
+
+
+@pytest.mark.parametrize("iteration", range(LLM_FUZZ_ITERATIONS))
+def test_random_decoders_match_cpu(make_session, run_cpu, run_profiled, iteration):
+    """A random decoder (`random_decoder`), float16 or float32: a prompt over a random past (or none), then two
+    decode steps with the presents fed back, each against the CPU EP; batch 1 or 2. Every node but the
+    attention_mask arithmetic is ours."""
+    seed = int(LLM_FUZZ_SEED) if LLM_FUZZ_SEED else new_seed()
+    rng = np.random.default_rng(seed)
+    dtype = np.float16 if rng.integers(2) else np.float32
+    kw = random_decoder(rng)
+    prompt, past = int(rng.integers(1, 41)), int(rng.choice([0, 0, rng.integers(1, 60)]))
+    # GroupQueryAttention (ours and the CPU EP's) takes a prompt over a past in batches of one only.
+    batch = int(rng.integers(1, 3)) if past == 0 or prompt == 1 else 1
+    what = f"{seed}: {np.dtype(dtype).name}, batch {batch}, prompt {prompt} over a past of {past}, {kw}"
+    model = llm_model(dtype, seed=seed, max_seq=128, **kw)
+    feeds = llm_feeds(model, batch, prompt, past, rng, dtype)
+    got, nodes = run_profiled(model, feeds, fallback=True)
+    assert {n.split("_")[0] for p, n in nodes if p == "CPUExecutionProvider"} <= HOST_OPS, f"{what}: {nodes}"
+    want = run_cpu(model, feeds)
+    compare(got, want, dtype, what, "prompt")
+    decode_steps(make_session(model, fallback=True), run_cpu, model, got, want, rng, dtype, what, steps=2)
