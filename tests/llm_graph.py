@@ -7,7 +7,8 @@ attention_mask as the builder computes them (ReduceSum/Sub/Cast and Shape/Gather
 The builder's int4 form (`nbits=True`, as its `-p int4` Llama): every projection and the LM head a MatMulNBits
 (4 bits, symmetric, no zero points), the embeddings a GatherBlockQuantized over the LM head's packed weights (tied
 embeddings), and, with `packed_gqa=True`, one Q/K/V projection whose packed output GroupQueryAttention takes as its
-query (key and value empty)."""
+query (key and value empty). `gqa` adds GroupQueryAttention attributes (local_window_size, softcap,
+rotary_interleaved)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ ELEM = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
 
 
 def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=384, vocab=300, max_seq=256, seed=0,
-              packed_qkv=False, nbits=False, packed_gqa=False, block=32, accuracy_level=0):
+              packed_qkv=False, nbits=False, packed_gqa=False, block=32, accuracy_level=0, gqa=None):
     rng = np.random.default_rng(seed)
     d = hidden // heads
     elem = ELEM[dtype]
@@ -104,7 +105,7 @@ def llm_model(dtype=np.float16, layers=2, hidden=256, heads=4, kv_heads=2, ffn=3
             outputs.append(helper.make_tensor_value_info(name, elem, ["batch", kv_heads, "total", d]))
         attn = node("GroupQueryAttention", [q, k, v, past_k, past_v, "seqlens_k", "total_seq", "cos_cache",
                                             "sin_cache"], [f"attn{i}", pres_k, pres_v], domain="com.microsoft",
-                    num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, scale=1.0 / np.sqrt(d))
+                    num_heads=heads, kv_num_heads=kv_heads, do_rotary=1, scale=1.0 / np.sqrt(d), **(gqa or {}))
         o = proj(attn, hidden, hidden, f"wo{i}", f"o{i}")
         ln2 = w(f"ln2_{i}", (hidden,), 1.0)
         node("SkipSimplifiedLayerNormalization", [o, residual, ln2], [f"m{i}", "", "", f"mres{i}"],

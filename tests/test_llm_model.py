@@ -181,7 +181,8 @@ LLM_FUZZ_SEED = os.environ.get("ONNXRUNTIME_EP_WGPU_LLM_FUZZ_SEED")
 def random_decoder(rng):
     """A decoder of random form and dimensions: float or int4 (MatMulNBits, tied GatherBlockQuantized embeddings),
     Q/K/V as three products, one product and a Split, or one product GroupQueryAttention reads packed; any supported
-    head size, grouped heads, and widths that are not tile multiples."""
+    head size, grouped heads, and widths that are not tile multiples; a local window, a softcap and interleaved
+    rotation each in a quarter of the cases."""
     d = int(rng.choice([64, 80, 96, 128, 256]))
     heads = int(rng.integers(1, 1 + max(1, 1024 // d)))
     kv_heads = int(rng.choice([k for k in range(1, heads + 1) if heads % k == 0]))
@@ -194,6 +195,15 @@ def random_decoder(rng):
                   block=int(rng.choice([b for b in (16, 32, 64, 128) if hidden % b == 0])))
     else:
         kw.update(packed_qkv=form == "float_packed")
+    gqa = {}
+    if rng.integers(4) == 0:
+        gqa["local_window_size"] = int(rng.integers(1, 48))
+    if rng.integers(4) == 0:
+        gqa["softcap"] = float(rng.uniform(0.5, 30.0))
+    if rng.integers(4) == 0:
+        gqa["rotary_interleaved"] = 1
+    if gqa:
+        kw["gqa"] = gqa
     return kw
 
 
