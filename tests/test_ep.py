@@ -281,3 +281,36 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-3000:]
+
+
+def listed_devices(lib_path, env_value=None):
+    """(software flags of our EP devices, stderr) of a fresh process that registers the library with
+    ONNXRUNTIME_EP_WGPU_SOFTWARE_ADAPTER set to `env_value` (unset for None)."""
+    import os
+
+    code = f"""
+import onnxruntime as ort
+ort.register_execution_provider_library("listed", {lib_path!r})
+print([d.ep_metadata["wgpu.software"] for d in ort.get_ep_devices() if d.ep_name == "WgpuExecutionProvider"])
+"""
+    env = {k: v for k, v in os.environ.items() if k != "ONNXRUNTIME_EP_WGPU_SOFTWARE_ADAPTER"}
+    if env_value is not None:
+        env["ONNXRUNTIME_EP_WGPU_SOFTWARE_ADAPTER"] = env_value
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return eval(r.stdout.strip().splitlines()[-1]), r.stderr  # noqa: S307 (our own printed list)
+
+
+def test_the_software_adapter_setting(lib_path):
+    """ONNXRUNTIME_EP_WGPU_SOFTWARE_ADAPTER: unset, a software adapter (llvmpipe) gets an EP device only where no
+    hardware adapter has one (ONNX Runtime's selection policies would rank it before the CPU EP on a GPU
+    machine); 1 lists it beside hardware ones, 0 never; any other value is a warning that names the variable, and
+    the default."""
+    default, _ = listed_devices(lib_path)
+    assert default and ("0" not in default or "1" not in default), default  # never both kinds by default
+    always, _ = listed_devices(lib_path, "1")
+    assert set(default) <= set(always), (default, always)
+    never, _ = listed_devices(lib_path, "0")
+    assert "1" not in never and never == [s for s in default if s == "0"], (default, never)
+    bad, err = listed_devices(lib_path, "yes")
+    assert bad == default and "ONNXRUNTIME_EP_WGPU_SOFTWARE_ADAPTER" in err and '"yes"' in err, err[-2000:]

@@ -16,7 +16,7 @@ use ort_sys::{
 use parking_lot::Mutex;
 
 use crate::abi::{OrtDataTransferImpl, OrtEp, OrtEpFactory, ABI_VERSION};
-use crate::devices::{pair, HwDevice};
+use crate::devices::{pair, HwDevice, SoftwareAdapter, SOFTWARE_ADAPTER_ENV};
 use crate::ep::Ep;
 use crate::fault::{self, Site};
 use crate::memory::{Allocator, DataTransfer, MemoryInfo};
@@ -131,6 +131,37 @@ impl Factory {
             OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
             &format!("{event}; GPU memory held: {bytes} bytes on {} device(s)", gpus.len()),
         );
+    }
+
+    /// Which software adapters get an EP device ([`SOFTWARE_ADAPTER_ENV`]); a bad value is a warning.
+    fn software_adapter(&self) -> SoftwareAdapter {
+        SoftwareAdapter::parse(std::env::var(SOFTWARE_ADAPTER_ENV).ok().as_deref()).unwrap_or_else(|e| {
+            self.logger.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING, &e);
+            SoftwareAdapter::Alone
+        })
+    }
+
+    /// An info line for each software adapter the default left without a device beside a
+    /// hardware adapter that has one.
+    fn log_software_left_out(&self, pairs: &[(usize, usize)], setting: SoftwareAdapter) {
+        let paired = |ai: usize| pairs.iter().any(|&(_, p)| p == ai);
+        let Some(hardware) = self.adapters.iter().enumerate().find(|&(ai, a)| !a.is_software() && paired(ai)) else {
+            return;
+        };
+        if setting != SoftwareAdapter::Alone {
+            return;
+        }
+        for (_, a) in self.adapters.iter().enumerate().filter(|&(ai, a)| a.is_software() && !paired(ai)) {
+            self.logger.log(
+                OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
+                &format!(
+                    "software adapter {}: {} gets no EP device beside {}: ONNX Runtime's selection policies would \
+                     rank it before the CPU EP ({SOFTWARE_ADAPTER_ENV}=1 lists it; the `adapter` option still \
+                     selects it)",
+                    a.index, a.name, hardware.1.name
+                ),
+            );
+        }
     }
 
     /// Resolves the `adapter` option against the adapters found at load time.
@@ -347,7 +378,10 @@ unsafe extern "system" fn get_supported_devices(
                     device_id: (o.api.HardwareDevice_DeviceId)(d),
                 })
                 .collect();
-            for (di, ai) in pair(&factory.adapters, &hw).into_iter().take(max_ep_devices) {
+            let setting = factory.software_adapter();
+            let pairs = pair(&factory.adapters, &hw, setting);
+            factory.log_software_left_out(&pairs, setting);
+            for (di, ai) in pairs.into_iter().take(max_ep_devices) {
                 let a = &factory.adapters[ai];
                 let mut meta = null_mut();
                 (o.api.CreateKeyValuePairs)(&mut meta);
