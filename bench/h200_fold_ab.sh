@@ -33,12 +33,12 @@ done
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
-print("| run | back to back ms | dispatches | run / record ms | GPU ms |")
-print("|---|---|---|---|---|")
+print("| run | back to back ms | one run ms | dispatches | run / record ms | GPU ms |")
+print("|---|---|---|---|---|---|")
 for line in open(out + "/fold_ab.jsonl"):
     r = json.loads(line)
     h, g = r.get("host") or {}, r.get("gpu") or {}
-    print(f"| {r['label']} | {r.get('b2b_ms') or 0:.3f} | {h.get('dispatches', '')} | "
+    print(f"| {r['label']} | {r.get('b2b_ms') or 0:.3f} | {r.get('median_ms') or 0:.3f} | {h.get('dispatches', '')} | "
           f"{h.get('run', 0):.3f} / {h.get('run_record', 0):.3f} | {g.get('total_ms', 0):.3f} |")
 for line in open(out + "/fold_dispatches.jsonl"):
     r = json.loads(line)
