@@ -61,6 +61,14 @@ pub struct DeviceCaps {
     pub subgroup_barrier: bool,
     pub timestamp_query: bool,
     pub coop_matrix: Vec<CoopMatrixConfig>,
+    /// Plan the tensor-core kernels in their emulated form (plain WGSL with the fragments'
+    /// semantics, workgroup barriers instead of subgroup ones), as if the device had the 16×16×16
+    /// configuration: the EP option `emulate_tensor_cores`, so that a device without tensor cores
+    /// (CI's llvmpipe) runs the plans a tensor-core device makes, end to end. Only on devices
+    /// without a cooperative-matrix configuration (the goldens cover those profiles' emulated
+    /// plans). Never recorded.
+    #[serde(default, skip_serializing)]
+    pub coop_emulated: bool,
     /// Workgroups the device runs at once, roughly; decides when split-K pays.
     pub parallelism: u32,
 }
@@ -87,6 +95,7 @@ impl Default for DeviceCaps {
             subgroup_barrier: false,
             timestamp_query: false,
             coop_matrix: Vec::new(),
+            coop_emulated: false,
             parallelism: 64,
         }
     }
@@ -176,6 +185,7 @@ impl DeviceCaps {
             subgroup_barrier: features.contains(wgpu::Features::SUBGROUP_BARRIER),
             timestamp_query: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             coop_matrix,
+            coop_emulated: false,
             parallelism: estimated_parallelism(kind),
         }
     }

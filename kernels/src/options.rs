@@ -57,6 +57,9 @@ pub struct EpOptions {
     /// `decode_attention_fold`: GroupQueryAttention's one-token preparation inside its decode
     /// kernel (fewer dispatches; measured slower on the H200, so off unless asked for).
     pub decode_attention_fold: bool,
+    /// `emulate_tensor_cores`: plan and run the tensor-core kernels in their emulated form on any
+    /// adapter (tests of the tensor-core plans on CI's llvmpipe; slow).
+    pub emulate_tensor_cores: bool,
 }
 
 /// The `attention` option.
@@ -125,6 +128,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "decode_attention_fold",
         "0 | 1: GroupQueryAttention's one-token preparation inside its decode kernel (fewer dispatches; slower on the H200)",
     ),
+    (
+        "emulate_tensor_cores",
+        "0 | 1: the tensor-core kernels in plain WGSL on any adapter, for testing their plans without tensor cores (slow)",
+    ),
 ];
 
 fn parse_storage_buffers(v: &str) -> Result<u32, String> {
@@ -169,6 +176,7 @@ impl EpOptions {
                 }
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "decode_attention_fold" => o.decode_attention_fold = parse_bool(key, v)?,
+                "emulate_tensor_cores" => o.emulate_tensor_cores = parse_bool(key, v)?,
                 "conv_algorithm" => {
                     o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
                 }
@@ -290,6 +298,9 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().gemm_options().f32_split, CoopMode::Auto);
         assert_eq!(parse(&[("f32_split", "0")]).unwrap().gemm_options().f32_split, CoopMode::Off);
         assert!(parse(&[("f32_split", "maybe")]).unwrap_err().contains("f32_split"));
+        assert!(!parse(&[]).unwrap().emulate_tensor_cores);
+        assert!(parse(&[("emulate_tensor_cores", "1")]).unwrap().emulate_tensor_cores);
+        assert!(parse(&[("emulate_tensor_cores", "maybe")]).unwrap_err().contains("emulate_tensor_cores"));
         assert_eq!(parse(&[("f32_split_fused", "1")]).unwrap().gemm_options().f32_split_fused, CoopMode::On);
         assert!(parse(&[("f32_split_fused", "x")]).unwrap_err().contains("f32_split_fused"));
         assert_eq!(parse(&[("adapter", "1")]).unwrap().adapter, Some(AdapterSelector::Index(1)));

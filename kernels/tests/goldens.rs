@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ep_kernels::caps::profiles;
+use ep_kernels::caps::{profiles, DeviceCaps};
 use ep_kernels::shader::{validate, validate_with_info, ShaderVariant};
 use ep_kernels::variants::reachable_variants;
 
@@ -18,6 +18,10 @@ fn all_variants() -> BTreeMap<String, ShaderVariant> {
     let mut all = BTreeMap::new();
     for (_, caps) in profiles::all() {
         all.extend(reachable_variants(&caps));
+        // A device without tensor cores under `emulate_tensor_cores`: its tensor-core plans in plain WGSL.
+        if caps.coop_matrix.is_empty() {
+            all.extend(reachable_variants(&DeviceCaps { coop_emulated: true, ..caps }));
+        }
     }
     all
 }

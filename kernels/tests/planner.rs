@@ -437,3 +437,28 @@ fn thin_f32_products_take_the_32x64_simt_tile() {
     assert_eq!(auto(&p, &live).steps[0].variant.name(), "gemm_f32_32x64_v4_k16_r4x4");
     assert_eq!(name(128, 768, 3072), "gemm_f32_64x64_v4_splitk");
 }
+
+#[test]
+fn emulated_tensor_cores_plan_coop_kernels_in_their_emulated_form() {
+    // llvmpipe has no cooperative-matrix configuration: SIMT tiles, unless `emulate_tensor_cores`
+    // asks for the tensor-core plans in plain WGSL (no subgroup barriers: the emulation syncs
+    // with workgroup ones).
+    let llvmpipe = profiles::get("llvmpipe").unwrap();
+    let p = GemmProblem::simple(DType::F16, 1500, 1152, 384, false, false);
+    let coop = |plan: &GemmPlan| {
+        plan.variants().filter_map(|v| if let GemmVariant::Coop(c) = v { Some(c) } else { None }).collect::<Vec<_>>()
+    };
+    let plain = plan_gemm(&p, &llvmpipe, &GemmOptions::default()).unwrap();
+    assert!(coop(&plain).is_empty(), "{plain:?}");
+    let emulated = DeviceCaps { coop_emulated: true, ..llvmpipe.clone() };
+    let plan = plan_gemm(&p, &emulated, &GemmOptions::default()).unwrap();
+    let found = coop(&plan);
+    assert!(!found.is_empty() && found.iter().all(|c| c.emulate && !c.subgroup_sync), "{plan:?}");
+    // f32 splits into three f16 products where asked for, emulated too.
+    let f32p = GemmProblem::simple(DType::F32, 1500, 1152, 384, false, false);
+    let split = GemmOptions { f32_split: CoopMode::On, ..Default::default() };
+    let plan = plan_gemm(&f32p, &emulated, &split).unwrap();
+    assert!(coop(&plan).iter().any(|c| c.split && c.emulate), "{plan:?}");
+    // A device with real fragments never runs the emulated form, nor the emulation's device the real one.
+    assert!(coop(&plan_gemm(&p, &h200(), &GemmOptions::default()).unwrap()).iter().all(|c| !c.emulate));
+}

@@ -43,8 +43,9 @@ pub struct Factory {
     logger: Logger,
 }
 
-/// An opened device: (adapter, debug validation, tensor cores, `max_storage_buffers`).
-type GpuKey = (usize, bool, bool, Option<u32>);
+/// An opened device: (adapter, debug validation, tensor cores, `max_storage_buffers`,
+/// `emulate_tensor_cores`).
+type GpuKey = (usize, bool, bool, Option<u32>, bool);
 
 /// The open devices, shared with the allocators ORT creates at registration (which open their
 /// device on first use).
@@ -187,7 +188,7 @@ impl Devices {
         let debug = options.validation == Validation::Debug;
         let coop = options.cooperative_matrix != CoopMode::Off;
         let mut gpus = self.gpus.lock();
-        let key = (adapter, debug, coop, options.max_storage_buffers);
+        let key = (adapter, debug, coop, options.max_storage_buffers, options.emulate_tensor_cores);
         // A lost device never comes back: sessions still holding it fail their runs with the
         // reason, and new sessions get a freshly opened device.
         if let Some(g) = gpus.get(&key) {
@@ -217,6 +218,7 @@ impl Devices {
             pipeline_caches: Some(Arc::new(crate::experimental::SavedPipelineCaches)),
             log: Some(cache_log(self.logger)),
             max_storage_buffers: options.max_storage_buffers,
+            emulate_tensor_cores: options.emulate_tensor_cores,
         })?;
         if let Some(path) = gpu.pipeline_cache_path() {
             self.logger.log(

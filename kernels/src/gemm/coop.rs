@@ -103,10 +103,10 @@ pub(crate) fn step(
             a: a_contig(p),
             b: b_contig(p),
             width,
-            emulate: false,
+            emulate: caps.coop_emulated,
             split: split.is_some(),
             fused: split == Some(true),
-            subgroup_sync: caps.subgroup_barrier,
+            subgroup_sync: caps.subgroup_barrier && !caps.coop_emulated,
         };
         match GemmVariant::Coop(variant).fits(caps) {
             Ok(()) => {

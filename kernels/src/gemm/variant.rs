@@ -372,6 +372,9 @@ fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
             false => Ok(()),
         };
     }
+    if caps.coop_emulated {
+        return Err("the device runs the coop kernels emulated (emulate_tensor_cores)".into());
+    }
     if c.subgroup_sync && !caps.subgroup_barrier {
         return Err("subgroup barriers need the device's subgroup_barrier".into());
     }
@@ -383,6 +386,10 @@ fn coop_fits(c: CoopVariant, caps: &DeviceCaps) -> Result<(), String> {
 pub fn coop_device_check(caps: &DeviceCaps) -> Result<(), String> {
     if !caps.shader_f16 {
         return Err("the coop kernels stage operands in f16, which needs shader-f16".into());
+    }
+    if caps.coop_emulated {
+        // The emulated form needs neither fragments nor a subgroup size.
+        return Ok(());
     }
     if !caps.has_coop(COOP_CONFIG) {
         return Err("the adapter reports no 16×16×16 f16→f32 cooperative-matrix configuration".into());

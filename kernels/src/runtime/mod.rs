@@ -72,6 +72,8 @@ pub struct GpuOptions {
     pub log: Option<CacheLog>,
     /// Plans as if the device bound at most this many storage buffers per shader stage.
     pub max_storage_buffers: Option<u32>,
+    /// Plans the tensor-core kernels in their emulated form ([`DeviceCaps::coop_emulated`]).
+    pub emulate_tensor_cores: bool,
 }
 
 impl std::fmt::Debug for GpuOptions {
@@ -83,6 +85,8 @@ impl std::fmt::Debug for GpuOptions {
             .field("trusted_shaders", &self.trusted_shaders.is_some())
             .field("pipeline_cache", &self.pipeline_cache)
             .field("pipeline_caches", &self.pipeline_caches.is_some())
+            .field("max_storage_buffers", &self.max_storage_buffers)
+            .field("emulate_tensor_cores", &self.emulate_tensor_cores)
             .finish()
     }
 }
@@ -146,6 +150,14 @@ impl Gpu {
         if let Some(n) = options.max_storage_buffers {
             caps.max_storage_buffers_per_stage = caps.max_storage_buffers_per_stage.min(n);
         }
+        if options.emulate_tensor_cores && !caps.coop_matrix.is_empty() {
+            return Err(GpuError::Invalid(format!(
+                "option 'emulate_tensor_cores': '{}' has tensor cores; the emulated kernels are for testing their plans \
+                 on adapters without them",
+                summary.name
+            )));
+        }
+        caps.coop_emulated = options.emulate_tensor_cores;
         let wanted = wgpu::Features::SHADER_F16
             | wgpu::Features::SUBGROUP
             | wgpu::Features::SUBGROUP_BARRIER

@@ -60,6 +60,9 @@ pub fn device_check(caps: &DeviceCaps, emulate: bool) -> Result<(), String> {
     if emulate {
         return Ok(());
     }
+    if caps.coop_emulated {
+        return Err("the device runs the tensor-core kernels emulated (emulate_tensor_cores)".into());
+    }
     if !caps.subgroup_barrier {
         return Err("the tensor-core attention kernel needs subgroup barriers".into());
     }

@@ -310,7 +310,7 @@ impl FlashKernel {
         let emulate = match self.engine {
             Engine::Simt => return Ok(None),
             Engine::Auto if !typed || self.tiles.is_some() => return Ok(None),
-            Engine::Auto => false,
+            Engine::Auto => caps.coop_emulated,
             Engine::CoopEmulated if !typed => {
                 return Err(GpuError::Internal(format!(
                     "the tensor-core attention kernel has no form for {:?} with this mask",

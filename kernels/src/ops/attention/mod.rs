@@ -146,7 +146,7 @@ pub(crate) fn flash_enabled(opts: &crate::graph::PlacementOptions, ty: ElemType,
 
 /// What `attention=auto` means on `caps`: attention on the tensor-core kernel where it runs.
 pub fn auto_mode(caps: &DeviceCaps) -> crate::graph::FlashMode {
-    if coop::device_check(caps, false).is_ok() {
+    if coop::device_check(caps, caps.coop_emulated).is_ok() {
         crate::graph::FlashMode::TensorCores
     } else {
         crate::graph::FlashMode::Off

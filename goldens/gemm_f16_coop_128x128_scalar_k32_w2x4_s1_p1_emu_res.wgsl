@@ -1,0 +1,844 @@
+enable f16;
+
+@group(0) @binding(0) var<storage, read> a: array<f16>;
+@group(0) @binding(1) var<storage, read> b: array<f16>;
+@group(0) @binding(2) var<storage, read> bias: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f16>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = select(v, 0.0, v < 0.0);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = select(v, p.clip_max, v > p.clip_max);
+    }
+    return v;
+}
+
+@group(0) @binding(6) var<storage, read> residual: array<f16>;
+
+// The epilogue with the residual operand (the output's shape, so the output's index) added: a
+// conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
+// Flag bit 10 multiplies the result by it instead (a gated product).
+fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
+    return epilogue_with(acc, bias_index, f32(residual[out_index]));
+}
+
+// The same with the residual's element already loaded.
+fn epilogue_with(acc: f32, bias_index: u32, r: f32) -> f32 {
+    if ((p.flags & 1024u) != 0u) {
+        return epilogue(acc, bias_index) * r;
+    }
+    if ((p.flags & 512u) != 0u) {
+        return epilogue(acc, bias_index) + r;
+    }
+    return epilogue(acc + r, bias_index);
+}
+
+const BK: u32 = 32u;
+const VW: u32 = 1u;
+// f16 elements between consecutive staged rows, and per stage, of A and B.
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+const A_STAGE: u32 = 5120u;
+const B_STAGE: u32 = 4352u;
+
+var<workgroup> a_tile: array<f16, 5120>;
+var<workgroup> b_tile: array<f16, 4352>;
+var<workgroup> c_tile: array<f32, 2048>;
+
+fn a_at(e: u32) -> f32 {
+    return f32(a_tile[e]);
+}
+
+fn b_at(e: u32) -> f32 {
+    return f32(b_tile[e]);
+}
+
+// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd.
+fn emu_mma(acc: ptr<function, array<f32, 256>>, ea: u32, eb: u32) {
+    for (var r = 0u; r < 16u; r = r + 1u) {
+        for (var c = 0u; c < 16u; c = c + 1u) {
+            var s = (*acc)[r * 16u + c];
+            for (var k = 0u; k < 16u; k = k + 1u) {
+                let ia = ea + r * SA + k;
+                let ib = eb + k * SB + c;
+                s = fma(a_at(ia), b_at(ib), s);
+            }
+            (*acc)[r * 16u + c] = s;
+        }
+    }
+}
+
+// coopStoreT(*acc, &c_tile[e0], 16u).
+fn emu_store_c(acc: ptr<function, array<f32, 256>>, e0: u32) {
+    for (var i = 0u; i < 256u; i = i + 1u) {
+        c_tile[e0 + i] = (*acc)[i];
+    }
+}
+
+
+// Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
+// columns col.. of the output; each invocation writes 8 of its elements.
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, res: array<f32, 8>) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            let v = c_tile[c0 + e];
+            out[c_base + r * p.c_rs + c * p.c_cs] = f16(epilogue_with(v, bias_base + r * p.bias_rs + c * p.bias_cs, res[q]));
+        }
+    }
+}
+
+// The residual's 8 elements this invocation's part of a fragment at rows row.. and columns col..
+// meets (as write_frag writes them), loaded before the fragment is stored and synced so that
+// their latency overlaps that (one load after another in write_frag waited for each).
+fn residual_frag(lane: u32, row: u32, col: u32, c_base: u32) -> array<f32, 8> {
+    var res: array<f32, 8>;
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            res[q] = f32(residual[c_base + r * p.c_rs + c * p.c_cs]);
+        }
+    }
+    return res;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    // Grid padding past the last tile recomputes tile 0 and writes nothing: an early return
+    // would leave the cooperative operations in what naga deems non-uniform control flow.
+    let live = linear_workgroup(wid) < p.total_workgroups;
+    let lin = select(0u, linear_workgroup(wid), live);
+    let tile_n = lin % p.tiles_n;
+    let tile_m = (lin / p.tiles_n) % p.tiles_m;
+    let batch_split = lin / (p.tiles_n * p.tiles_m);
+    let split = batch_split % p.splits;
+    let batch = batch_split / p.splits;
+    let row0 = tile_m * 128u;
+    let col0 = tile_n * 128u;
+    let a_base = batch_offset(batch, p.a_bs);
+    let b_base = batch_offset(batch, p.b_bs);
+    let k_begin = split * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    let sg = tid / 32u;
+    let lane = tid % 32u;
+    let wm0 = (sg / 4u) * 64u;
+    let wn0 = (sg % 4u) * 32u;
+    let a_sg = wm0 * SA;
+    let b_sg = wn0;
+
+    // The chunks this invocation loads, independent of K: validity along M/N, the global
+    // offset at k = 0, the K coordinate within the slice, and the staged position.
+    let ae0 = tid + 0u;
+    let ao0 = ae0 / 32u;
+    let ai0 = (ae0 % 32u) * VW;
+    let a_ok0 = row0 + ao0 < p.m;
+    let a_k0 = ai0;
+    let a_off0 = a_base + (row0 + ao0) * p.a_rs + ai0 * p.a_cs;
+    let a_st0 = ao0 * SA + ai0;
+    var ra0: f16;
+    let ae1 = tid + 256u;
+    let ao1 = ae1 / 32u;
+    let ai1 = (ae1 % 32u) * VW;
+    let a_ok1 = row0 + ao1 < p.m;
+    let a_k1 = ai1;
+    let a_off1 = a_base + (row0 + ao1) * p.a_rs + ai1 * p.a_cs;
+    let a_st1 = ao1 * SA + ai1;
+    var ra1: f16;
+    let ae2 = tid + 512u;
+    let ao2 = ae2 / 32u;
+    let ai2 = (ae2 % 32u) * VW;
+    let a_ok2 = row0 + ao2 < p.m;
+    let a_k2 = ai2;
+    let a_off2 = a_base + (row0 + ao2) * p.a_rs + ai2 * p.a_cs;
+    let a_st2 = ao2 * SA + ai2;
+    var ra2: f16;
+    let ae3 = tid + 768u;
+    let ao3 = ae3 / 32u;
+    let ai3 = (ae3 % 32u) * VW;
+    let a_ok3 = row0 + ao3 < p.m;
+    let a_k3 = ai3;
+    let a_off3 = a_base + (row0 + ao3) * p.a_rs + ai3 * p.a_cs;
+    let a_st3 = ao3 * SA + ai3;
+    var ra3: f16;
+    let ae4 = tid + 1024u;
+    let ao4 = ae4 / 32u;
+    let ai4 = (ae4 % 32u) * VW;
+    let a_ok4 = row0 + ao4 < p.m;
+    let a_k4 = ai4;
+    let a_off4 = a_base + (row0 + ao4) * p.a_rs + ai4 * p.a_cs;
+    let a_st4 = ao4 * SA + ai4;
+    var ra4: f16;
+    let ae5 = tid + 1280u;
+    let ao5 = ae5 / 32u;
+    let ai5 = (ae5 % 32u) * VW;
+    let a_ok5 = row0 + ao5 < p.m;
+    let a_k5 = ai5;
+    let a_off5 = a_base + (row0 + ao5) * p.a_rs + ai5 * p.a_cs;
+    let a_st5 = ao5 * SA + ai5;
+    var ra5: f16;
+    let ae6 = tid + 1536u;
+    let ao6 = ae6 / 32u;
+    let ai6 = (ae6 % 32u) * VW;
+    let a_ok6 = row0 + ao6 < p.m;
+    let a_k6 = ai6;
+    let a_off6 = a_base + (row0 + ao6) * p.a_rs + ai6 * p.a_cs;
+    let a_st6 = ao6 * SA + ai6;
+    var ra6: f16;
+    let ae7 = tid + 1792u;
+    let ao7 = ae7 / 32u;
+    let ai7 = (ae7 % 32u) * VW;
+    let a_ok7 = row0 + ao7 < p.m;
+    let a_k7 = ai7;
+    let a_off7 = a_base + (row0 + ao7) * p.a_rs + ai7 * p.a_cs;
+    let a_st7 = ao7 * SA + ai7;
+    var ra7: f16;
+    let ae8 = tid + 2048u;
+    let ao8 = ae8 / 32u;
+    let ai8 = (ae8 % 32u) * VW;
+    let a_ok8 = row0 + ao8 < p.m;
+    let a_k8 = ai8;
+    let a_off8 = a_base + (row0 + ao8) * p.a_rs + ai8 * p.a_cs;
+    let a_st8 = ao8 * SA + ai8;
+    var ra8: f16;
+    let ae9 = tid + 2304u;
+    let ao9 = ae9 / 32u;
+    let ai9 = (ae9 % 32u) * VW;
+    let a_ok9 = row0 + ao9 < p.m;
+    let a_k9 = ai9;
+    let a_off9 = a_base + (row0 + ao9) * p.a_rs + ai9 * p.a_cs;
+    let a_st9 = ao9 * SA + ai9;
+    var ra9: f16;
+    let ae10 = tid + 2560u;
+    let ao10 = ae10 / 32u;
+    let ai10 = (ae10 % 32u) * VW;
+    let a_ok10 = row0 + ao10 < p.m;
+    let a_k10 = ai10;
+    let a_off10 = a_base + (row0 + ao10) * p.a_rs + ai10 * p.a_cs;
+    let a_st10 = ao10 * SA + ai10;
+    var ra10: f16;
+    let ae11 = tid + 2816u;
+    let ao11 = ae11 / 32u;
+    let ai11 = (ae11 % 32u) * VW;
+    let a_ok11 = row0 + ao11 < p.m;
+    let a_k11 = ai11;
+    let a_off11 = a_base + (row0 + ao11) * p.a_rs + ai11 * p.a_cs;
+    let a_st11 = ao11 * SA + ai11;
+    var ra11: f16;
+    let ae12 = tid + 3072u;
+    let ao12 = ae12 / 32u;
+    let ai12 = (ae12 % 32u) * VW;
+    let a_ok12 = row0 + ao12 < p.m;
+    let a_k12 = ai12;
+    let a_off12 = a_base + (row0 + ao12) * p.a_rs + ai12 * p.a_cs;
+    let a_st12 = ao12 * SA + ai12;
+    var ra12: f16;
+    let ae13 = tid + 3328u;
+    let ao13 = ae13 / 32u;
+    let ai13 = (ae13 % 32u) * VW;
+    let a_ok13 = row0 + ao13 < p.m;
+    let a_k13 = ai13;
+    let a_off13 = a_base + (row0 + ao13) * p.a_rs + ai13 * p.a_cs;
+    let a_st13 = ao13 * SA + ai13;
+    var ra13: f16;
+    let ae14 = tid + 3584u;
+    let ao14 = ae14 / 32u;
+    let ai14 = (ae14 % 32u) * VW;
+    let a_ok14 = row0 + ao14 < p.m;
+    let a_k14 = ai14;
+    let a_off14 = a_base + (row0 + ao14) * p.a_rs + ai14 * p.a_cs;
+    let a_st14 = ao14 * SA + ai14;
+    var ra14: f16;
+    let ae15 = tid + 3840u;
+    let ao15 = ae15 / 32u;
+    let ai15 = (ae15 % 32u) * VW;
+    let a_ok15 = row0 + ao15 < p.m;
+    let a_k15 = ai15;
+    let a_off15 = a_base + (row0 + ao15) * p.a_rs + ai15 * p.a_cs;
+    let a_st15 = ao15 * SA + ai15;
+    var ra15: f16;
+    let be0 = tid + 0u;
+    let bo0 = be0 / 128u;
+    let bi0 = (be0 % 128u) * VW;
+    let b_ok0 = col0 + bi0 < p.n;
+    let b_k0 = bo0;
+    let b_off0 = b_base + bo0 * p.b_rs + (col0 + bi0) * p.b_cs;
+    let b_st0 = bo0 * SB + bi0;
+    var rb0: f16;
+    let be1 = tid + 256u;
+    let bo1 = be1 / 128u;
+    let bi1 = (be1 % 128u) * VW;
+    let b_ok1 = col0 + bi1 < p.n;
+    let b_k1 = bo1;
+    let b_off1 = b_base + bo1 * p.b_rs + (col0 + bi1) * p.b_cs;
+    let b_st1 = bo1 * SB + bi1;
+    var rb1: f16;
+    let be2 = tid + 512u;
+    let bo2 = be2 / 128u;
+    let bi2 = (be2 % 128u) * VW;
+    let b_ok2 = col0 + bi2 < p.n;
+    let b_k2 = bo2;
+    let b_off2 = b_base + bo2 * p.b_rs + (col0 + bi2) * p.b_cs;
+    let b_st2 = bo2 * SB + bi2;
+    var rb2: f16;
+    let be3 = tid + 768u;
+    let bo3 = be3 / 128u;
+    let bi3 = (be3 % 128u) * VW;
+    let b_ok3 = col0 + bi3 < p.n;
+    let b_k3 = bo3;
+    let b_off3 = b_base + bo3 * p.b_rs + (col0 + bi3) * p.b_cs;
+    let b_st3 = bo3 * SB + bi3;
+    var rb3: f16;
+    let be4 = tid + 1024u;
+    let bo4 = be4 / 128u;
+    let bi4 = (be4 % 128u) * VW;
+    let b_ok4 = col0 + bi4 < p.n;
+    let b_k4 = bo4;
+    let b_off4 = b_base + bo4 * p.b_rs + (col0 + bi4) * p.b_cs;
+    let b_st4 = bo4 * SB + bi4;
+    var rb4: f16;
+    let be5 = tid + 1280u;
+    let bo5 = be5 / 128u;
+    let bi5 = (be5 % 128u) * VW;
+    let b_ok5 = col0 + bi5 < p.n;
+    let b_k5 = bo5;
+    let b_off5 = b_base + bo5 * p.b_rs + (col0 + bi5) * p.b_cs;
+    let b_st5 = bo5 * SB + bi5;
+    var rb5: f16;
+    let be6 = tid + 1536u;
+    let bo6 = be6 / 128u;
+    let bi6 = (be6 % 128u) * VW;
+    let b_ok6 = col0 + bi6 < p.n;
+    let b_k6 = bo6;
+    let b_off6 = b_base + bo6 * p.b_rs + (col0 + bi6) * p.b_cs;
+    let b_st6 = bo6 * SB + bi6;
+    var rb6: f16;
+    let be7 = tid + 1792u;
+    let bo7 = be7 / 128u;
+    let bi7 = (be7 % 128u) * VW;
+    let b_ok7 = col0 + bi7 < p.n;
+    let b_k7 = bo7;
+    let b_off7 = b_base + bo7 * p.b_rs + (col0 + bi7) * p.b_cs;
+    let b_st7 = bo7 * SB + bi7;
+    var rb7: f16;
+    let be8 = tid + 2048u;
+    let bo8 = be8 / 128u;
+    let bi8 = (be8 % 128u) * VW;
+    let b_ok8 = col0 + bi8 < p.n;
+    let b_k8 = bo8;
+    let b_off8 = b_base + bo8 * p.b_rs + (col0 + bi8) * p.b_cs;
+    let b_st8 = bo8 * SB + bi8;
+    var rb8: f16;
+    let be9 = tid + 2304u;
+    let bo9 = be9 / 128u;
+    let bi9 = (be9 % 128u) * VW;
+    let b_ok9 = col0 + bi9 < p.n;
+    let b_k9 = bo9;
+    let b_off9 = b_base + bo9 * p.b_rs + (col0 + bi9) * p.b_cs;
+    let b_st9 = bo9 * SB + bi9;
+    var rb9: f16;
+    let be10 = tid + 2560u;
+    let bo10 = be10 / 128u;
+    let bi10 = (be10 % 128u) * VW;
+    let b_ok10 = col0 + bi10 < p.n;
+    let b_k10 = bo10;
+    let b_off10 = b_base + bo10 * p.b_rs + (col0 + bi10) * p.b_cs;
+    let b_st10 = bo10 * SB + bi10;
+    var rb10: f16;
+    let be11 = tid + 2816u;
+    let bo11 = be11 / 128u;
+    let bi11 = (be11 % 128u) * VW;
+    let b_ok11 = col0 + bi11 < p.n;
+    let b_k11 = bo11;
+    let b_off11 = b_base + bo11 * p.b_rs + (col0 + bi11) * p.b_cs;
+    let b_st11 = bo11 * SB + bi11;
+    var rb11: f16;
+    let be12 = tid + 3072u;
+    let bo12 = be12 / 128u;
+    let bi12 = (be12 % 128u) * VW;
+    let b_ok12 = col0 + bi12 < p.n;
+    let b_k12 = bo12;
+    let b_off12 = b_base + bo12 * p.b_rs + (col0 + bi12) * p.b_cs;
+    let b_st12 = bo12 * SB + bi12;
+    var rb12: f16;
+    let be13 = tid + 3328u;
+    let bo13 = be13 / 128u;
+    let bi13 = (be13 % 128u) * VW;
+    let b_ok13 = col0 + bi13 < p.n;
+    let b_k13 = bo13;
+    let b_off13 = b_base + bo13 * p.b_rs + (col0 + bi13) * p.b_cs;
+    let b_st13 = bo13 * SB + bi13;
+    var rb13: f16;
+    let be14 = tid + 3584u;
+    let bo14 = be14 / 128u;
+    let bi14 = (be14 % 128u) * VW;
+    let b_ok14 = col0 + bi14 < p.n;
+    let b_k14 = bo14;
+    let b_off14 = b_base + bo14 * p.b_rs + (col0 + bi14) * p.b_cs;
+    let b_st14 = bo14 * SB + bi14;
+    var rb14: f16;
+    let be15 = tid + 3840u;
+    let bo15 = be15 / 128u;
+    let bi15 = (be15 % 128u) * VW;
+    let b_ok15 = col0 + bi15 < p.n;
+    let b_k15 = bo15;
+    let b_off15 = b_base + bo15 * p.b_rs + (col0 + bi15) * p.b_cs;
+    let b_st15 = bo15 * SB + bi15;
+    var rb15: f16;
+
+    var acc0_0 = array<f32, 256>();
+    var acc0_1 = array<f32, 256>();
+    var acc1_0 = array<f32, 256>();
+    var acc1_1 = array<f32, 256>();
+    var acc2_0 = array<f32, 256>();
+    var acc2_1 = array<f32, 256>();
+    var acc3_0 = array<f32, 256>();
+    var acc3_1 = array<f32, 256>();
+
+    let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
+    if (n_slices > 0u) {
+        ra0 = f16(0.0);
+        if (a_ok0 && k_begin + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_begin * p.a_cs)];
+        }
+        ra1 = f16(0.0);
+        if (a_ok1 && k_begin + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_begin * p.a_cs)];
+        }
+        ra2 = f16(0.0);
+        if (a_ok2 && k_begin + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_begin * p.a_cs)];
+        }
+        ra3 = f16(0.0);
+        if (a_ok3 && k_begin + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_begin * p.a_cs)];
+        }
+        ra4 = f16(0.0);
+        if (a_ok4 && k_begin + a_k4 < k_end) {
+            ra4 = a[(a_off4 + k_begin * p.a_cs)];
+        }
+        ra5 = f16(0.0);
+        if (a_ok5 && k_begin + a_k5 < k_end) {
+            ra5 = a[(a_off5 + k_begin * p.a_cs)];
+        }
+        ra6 = f16(0.0);
+        if (a_ok6 && k_begin + a_k6 < k_end) {
+            ra6 = a[(a_off6 + k_begin * p.a_cs)];
+        }
+        ra7 = f16(0.0);
+        if (a_ok7 && k_begin + a_k7 < k_end) {
+            ra7 = a[(a_off7 + k_begin * p.a_cs)];
+        }
+        ra8 = f16(0.0);
+        if (a_ok8 && k_begin + a_k8 < k_end) {
+            ra8 = a[(a_off8 + k_begin * p.a_cs)];
+        }
+        ra9 = f16(0.0);
+        if (a_ok9 && k_begin + a_k9 < k_end) {
+            ra9 = a[(a_off9 + k_begin * p.a_cs)];
+        }
+        ra10 = f16(0.0);
+        if (a_ok10 && k_begin + a_k10 < k_end) {
+            ra10 = a[(a_off10 + k_begin * p.a_cs)];
+        }
+        ra11 = f16(0.0);
+        if (a_ok11 && k_begin + a_k11 < k_end) {
+            ra11 = a[(a_off11 + k_begin * p.a_cs)];
+        }
+        ra12 = f16(0.0);
+        if (a_ok12 && k_begin + a_k12 < k_end) {
+            ra12 = a[(a_off12 + k_begin * p.a_cs)];
+        }
+        ra13 = f16(0.0);
+        if (a_ok13 && k_begin + a_k13 < k_end) {
+            ra13 = a[(a_off13 + k_begin * p.a_cs)];
+        }
+        ra14 = f16(0.0);
+        if (a_ok14 && k_begin + a_k14 < k_end) {
+            ra14 = a[(a_off14 + k_begin * p.a_cs)];
+        }
+        ra15 = f16(0.0);
+        if (a_ok15 && k_begin + a_k15 < k_end) {
+            ra15 = a[(a_off15 + k_begin * p.a_cs)];
+        }
+        rb0 = f16(0.0);
+        if (b_ok0 && k_begin + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_begin * p.b_rs)];
+        }
+        rb1 = f16(0.0);
+        if (b_ok1 && k_begin + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_begin * p.b_rs)];
+        }
+        rb2 = f16(0.0);
+        if (b_ok2 && k_begin + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_begin * p.b_rs)];
+        }
+        rb3 = f16(0.0);
+        if (b_ok3 && k_begin + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_begin * p.b_rs)];
+        }
+        rb4 = f16(0.0);
+        if (b_ok4 && k_begin + b_k4 < k_end) {
+            rb4 = b[(b_off4 + k_begin * p.b_rs)];
+        }
+        rb5 = f16(0.0);
+        if (b_ok5 && k_begin + b_k5 < k_end) {
+            rb5 = b[(b_off5 + k_begin * p.b_rs)];
+        }
+        rb6 = f16(0.0);
+        if (b_ok6 && k_begin + b_k6 < k_end) {
+            rb6 = b[(b_off6 + k_begin * p.b_rs)];
+        }
+        rb7 = f16(0.0);
+        if (b_ok7 && k_begin + b_k7 < k_end) {
+            rb7 = b[(b_off7 + k_begin * p.b_rs)];
+        }
+        rb8 = f16(0.0);
+        if (b_ok8 && k_begin + b_k8 < k_end) {
+            rb8 = b[(b_off8 + k_begin * p.b_rs)];
+        }
+        rb9 = f16(0.0);
+        if (b_ok9 && k_begin + b_k9 < k_end) {
+            rb9 = b[(b_off9 + k_begin * p.b_rs)];
+        }
+        rb10 = f16(0.0);
+        if (b_ok10 && k_begin + b_k10 < k_end) {
+            rb10 = b[(b_off10 + k_begin * p.b_rs)];
+        }
+        rb11 = f16(0.0);
+        if (b_ok11 && k_begin + b_k11 < k_end) {
+            rb11 = b[(b_off11 + k_begin * p.b_rs)];
+        }
+        rb12 = f16(0.0);
+        if (b_ok12 && k_begin + b_k12 < k_end) {
+            rb12 = b[(b_off12 + k_begin * p.b_rs)];
+        }
+        rb13 = f16(0.0);
+        if (b_ok13 && k_begin + b_k13 < k_end) {
+            rb13 = b[(b_off13 + k_begin * p.b_rs)];
+        }
+        rb14 = f16(0.0);
+        if (b_ok14 && k_begin + b_k14 < k_end) {
+            rb14 = b[(b_off14 + k_begin * p.b_rs)];
+        }
+        rb15 = f16(0.0);
+        if (b_ok15 && k_begin + b_k15 < k_end) {
+            rb15 = b[(b_off15 + k_begin * p.b_rs)];
+        }
+    }
+    for (var s = 0u; s < n_slices; s = s + 1u) {
+        a_tile[(0u * A_STAGE + a_st0)] = f16(ra0);
+        a_tile[(0u * A_STAGE + a_st1)] = f16(ra1);
+        a_tile[(0u * A_STAGE + a_st2)] = f16(ra2);
+        a_tile[(0u * A_STAGE + a_st3)] = f16(ra3);
+        a_tile[(0u * A_STAGE + a_st4)] = f16(ra4);
+        a_tile[(0u * A_STAGE + a_st5)] = f16(ra5);
+        a_tile[(0u * A_STAGE + a_st6)] = f16(ra6);
+        a_tile[(0u * A_STAGE + a_st7)] = f16(ra7);
+        a_tile[(0u * A_STAGE + a_st8)] = f16(ra8);
+        a_tile[(0u * A_STAGE + a_st9)] = f16(ra9);
+        a_tile[(0u * A_STAGE + a_st10)] = f16(ra10);
+        a_tile[(0u * A_STAGE + a_st11)] = f16(ra11);
+        a_tile[(0u * A_STAGE + a_st12)] = f16(ra12);
+        a_tile[(0u * A_STAGE + a_st13)] = f16(ra13);
+        a_tile[(0u * A_STAGE + a_st14)] = f16(ra14);
+        a_tile[(0u * A_STAGE + a_st15)] = f16(ra15);
+        b_tile[(0u * B_STAGE + b_st0)] = f16(rb0);
+        b_tile[(0u * B_STAGE + b_st1)] = f16(rb1);
+        b_tile[(0u * B_STAGE + b_st2)] = f16(rb2);
+        b_tile[(0u * B_STAGE + b_st3)] = f16(rb3);
+        b_tile[(0u * B_STAGE + b_st4)] = f16(rb4);
+        b_tile[(0u * B_STAGE + b_st5)] = f16(rb5);
+        b_tile[(0u * B_STAGE + b_st6)] = f16(rb6);
+        b_tile[(0u * B_STAGE + b_st7)] = f16(rb7);
+        b_tile[(0u * B_STAGE + b_st8)] = f16(rb8);
+        b_tile[(0u * B_STAGE + b_st9)] = f16(rb9);
+        b_tile[(0u * B_STAGE + b_st10)] = f16(rb10);
+        b_tile[(0u * B_STAGE + b_st11)] = f16(rb11);
+        b_tile[(0u * B_STAGE + b_st12)] = f16(rb12);
+        b_tile[(0u * B_STAGE + b_st13)] = f16(rb13);
+        b_tile[(0u * B_STAGE + b_st14)] = f16(rb14);
+        b_tile[(0u * B_STAGE + b_st15)] = f16(rb15);
+        workgroupBarrier();
+        if (s + 1u < n_slices) {
+            let k_next = k_begin + (s + 1u) * BK;
+        ra0 = f16(0.0);
+        if (a_ok0 && k_next + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_next * p.a_cs)];
+        }
+        ra1 = f16(0.0);
+        if (a_ok1 && k_next + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_next * p.a_cs)];
+        }
+        ra2 = f16(0.0);
+        if (a_ok2 && k_next + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_next * p.a_cs)];
+        }
+        ra3 = f16(0.0);
+        if (a_ok3 && k_next + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_next * p.a_cs)];
+        }
+        ra4 = f16(0.0);
+        if (a_ok4 && k_next + a_k4 < k_end) {
+            ra4 = a[(a_off4 + k_next * p.a_cs)];
+        }
+        ra5 = f16(0.0);
+        if (a_ok5 && k_next + a_k5 < k_end) {
+            ra5 = a[(a_off5 + k_next * p.a_cs)];
+        }
+        ra6 = f16(0.0);
+        if (a_ok6 && k_next + a_k6 < k_end) {
+            ra6 = a[(a_off6 + k_next * p.a_cs)];
+        }
+        ra7 = f16(0.0);
+        if (a_ok7 && k_next + a_k7 < k_end) {
+            ra7 = a[(a_off7 + k_next * p.a_cs)];
+        }
+        ra8 = f16(0.0);
+        if (a_ok8 && k_next + a_k8 < k_end) {
+            ra8 = a[(a_off8 + k_next * p.a_cs)];
+        }
+        ra9 = f16(0.0);
+        if (a_ok9 && k_next + a_k9 < k_end) {
+            ra9 = a[(a_off9 + k_next * p.a_cs)];
+        }
+        ra10 = f16(0.0);
+        if (a_ok10 && k_next + a_k10 < k_end) {
+            ra10 = a[(a_off10 + k_next * p.a_cs)];
+        }
+        ra11 = f16(0.0);
+        if (a_ok11 && k_next + a_k11 < k_end) {
+            ra11 = a[(a_off11 + k_next * p.a_cs)];
+        }
+        ra12 = f16(0.0);
+        if (a_ok12 && k_next + a_k12 < k_end) {
+            ra12 = a[(a_off12 + k_next * p.a_cs)];
+        }
+        ra13 = f16(0.0);
+        if (a_ok13 && k_next + a_k13 < k_end) {
+            ra13 = a[(a_off13 + k_next * p.a_cs)];
+        }
+        ra14 = f16(0.0);
+        if (a_ok14 && k_next + a_k14 < k_end) {
+            ra14 = a[(a_off14 + k_next * p.a_cs)];
+        }
+        ra15 = f16(0.0);
+        if (a_ok15 && k_next + a_k15 < k_end) {
+            ra15 = a[(a_off15 + k_next * p.a_cs)];
+        }
+        rb0 = f16(0.0);
+        if (b_ok0 && k_next + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_next * p.b_rs)];
+        }
+        rb1 = f16(0.0);
+        if (b_ok1 && k_next + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_next * p.b_rs)];
+        }
+        rb2 = f16(0.0);
+        if (b_ok2 && k_next + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_next * p.b_rs)];
+        }
+        rb3 = f16(0.0);
+        if (b_ok3 && k_next + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_next * p.b_rs)];
+        }
+        rb4 = f16(0.0);
+        if (b_ok4 && k_next + b_k4 < k_end) {
+            rb4 = b[(b_off4 + k_next * p.b_rs)];
+        }
+        rb5 = f16(0.0);
+        if (b_ok5 && k_next + b_k5 < k_end) {
+            rb5 = b[(b_off5 + k_next * p.b_rs)];
+        }
+        rb6 = f16(0.0);
+        if (b_ok6 && k_next + b_k6 < k_end) {
+            rb6 = b[(b_off6 + k_next * p.b_rs)];
+        }
+        rb7 = f16(0.0);
+        if (b_ok7 && k_next + b_k7 < k_end) {
+            rb7 = b[(b_off7 + k_next * p.b_rs)];
+        }
+        rb8 = f16(0.0);
+        if (b_ok8 && k_next + b_k8 < k_end) {
+            rb8 = b[(b_off8 + k_next * p.b_rs)];
+        }
+        rb9 = f16(0.0);
+        if (b_ok9 && k_next + b_k9 < k_end) {
+            rb9 = b[(b_off9 + k_next * p.b_rs)];
+        }
+        rb10 = f16(0.0);
+        if (b_ok10 && k_next + b_k10 < k_end) {
+            rb10 = b[(b_off10 + k_next * p.b_rs)];
+        }
+        rb11 = f16(0.0);
+        if (b_ok11 && k_next + b_k11 < k_end) {
+            rb11 = b[(b_off11 + k_next * p.b_rs)];
+        }
+        rb12 = f16(0.0);
+        if (b_ok12 && k_next + b_k12 < k_end) {
+            rb12 = b[(b_off12 + k_next * p.b_rs)];
+        }
+        rb13 = f16(0.0);
+        if (b_ok13 && k_next + b_k13 < k_end) {
+            rb13 = b[(b_off13 + k_next * p.b_rs)];
+        }
+        rb14 = f16(0.0);
+        if (b_ok14 && k_next + b_k14 < k_end) {
+            rb14 = b[(b_off14 + k_next * p.b_rs)];
+        }
+        rb15 = f16(0.0);
+        if (b_ok15 && k_next + b_k15 < k_end) {
+            rb15 = b[(b_off15 + k_next * p.b_rs)];
+        }
+        }
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let fa0_0 = ea0_0;
+        let ea0_1 = a_cur + 640u;
+        let fa0_1 = ea0_1;
+        let ea0_2 = a_cur + 1280u;
+        let fa0_2 = ea0_2;
+        let ea0_3 = a_cur + 1920u;
+        let fa0_3 = ea0_3;
+        let eb0_0 = b_cur + 0u;
+        let fb0_0 = eb0_0;
+        let eb0_1 = b_cur + 16u;
+        let fb0_1 = eb0_1;
+        emu_mma(&acc0_0, fa0_0, fb0_0);
+        emu_mma(&acc0_1, fa0_0, fb0_1);
+        emu_mma(&acc1_0, fa0_1, fb0_0);
+        emu_mma(&acc1_1, fa0_1, fb0_1);
+        emu_mma(&acc2_0, fa0_2, fb0_0);
+        emu_mma(&acc2_1, fa0_2, fb0_1);
+        emu_mma(&acc3_0, fa0_3, fb0_0);
+        emu_mma(&acc3_1, fa0_3, fb0_1);
+        let ea1_0 = a_cur + 16u;
+        let fa1_0 = ea1_0;
+        let ea1_1 = a_cur + 656u;
+        let fa1_1 = ea1_1;
+        let ea1_2 = a_cur + 1296u;
+        let fa1_2 = ea1_2;
+        let ea1_3 = a_cur + 1936u;
+        let fa1_3 = ea1_3;
+        let eb1_0 = b_cur + 2176u;
+        let fb1_0 = eb1_0;
+        let eb1_1 = b_cur + 2192u;
+        let fb1_1 = eb1_1;
+        emu_mma(&acc0_0, fa1_0, fb1_0);
+        emu_mma(&acc0_1, fa1_0, fb1_1);
+        emu_mma(&acc1_0, fa1_1, fb1_0);
+        emu_mma(&acc1_1, fa1_1, fb1_1);
+        emu_mma(&acc2_0, fa1_2, fb1_0);
+        emu_mma(&acc2_1, fa1_2, fb1_1);
+        emu_mma(&acc3_0, fa1_3, fb1_0);
+        emu_mma(&acc3_1, fa1_3, fb1_1);
+        workgroupBarrier();
+    }
+
+    let c_base = batch_offset(batch, p.c_bs);
+    let bias_base = batch_offset(batch, p.bias_bs);
+    let c_sg = sg * 256u;
+    // One fragment per iteration, each stored through the subgroup's scratch: the write code
+    // exists once (unrolled per fragment, the driver compiled it 8 times, which made
+    // the pipeline about a third slower to create; issue 15).
+    for (var f = 0u; f < 8u; f = f + 1u) {
+        let f_row = row0 + wm0 + (f / 2u) * 16u;
+        let f_col = col0 + wn0 + (f % 2u) * 16u;
+        var res: array<f32, 8>;
+        if (live) {
+            res = residual_frag(lane, f_row, f_col, c_base);
+        }
+        switch f {
+            case 0u: {
+                emu_store_c(&acc0_0, c_sg);
+            }
+            case 1u: {
+                emu_store_c(&acc0_1, c_sg);
+            }
+            case 2u: {
+                emu_store_c(&acc1_0, c_sg);
+            }
+            case 3u: {
+                emu_store_c(&acc1_1, c_sg);
+            }
+            case 4u: {
+                emu_store_c(&acc2_0, c_sg);
+            }
+            case 5u: {
+                emu_store_c(&acc2_1, c_sg);
+            }
+            case 6u: {
+                emu_store_c(&acc3_0, c_sg);
+            }
+            default: {
+                emu_store_c(&acc3_1, c_sg);
+            }
+        }        workgroupBarrier();
+        if (live) {
+            write_frag(c_sg, lane, f_row, f_col, c_base, bias_base, res);
+        }
+        workgroupBarrier();
+    }
+}

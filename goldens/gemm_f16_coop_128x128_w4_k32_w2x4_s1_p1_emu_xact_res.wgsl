@@ -1,0 +1,515 @@
+enable f16;
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> bias: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f16>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+
+
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
+// erf with about 1 ulp of error (N. Juffa's erff): a polynomial in x below 0.9277, else
+// 1 - exp(polynomial).
+fn ew_erf(a: f32) -> f32 {
+    let t = min(abs(a), 4.0);
+    let s = t * t;
+    var r: f32;
+    if (t > 0.927734375) {
+        r = -1.72853470e-5 * t + 3.83197126e-4;
+        let u = -3.88396438e-3 * t + 2.42546219e-2;
+        r = r * s + u;
+        r = r * t - 1.06777877e-1;
+        r = r * t - 6.34846687e-1;
+        r = r * t - 1.28717512e-1;
+        r = r * t - t;
+        r = 1.0 - exp(r);
+    } else {
+        r = -5.96761703e-4;
+        r = r * s + 4.99119423e-3;
+        r = r * s - 2.67681349e-2;
+        r = r * s + 1.12819925e-1;
+        r = r * s - 3.76125336e-1;
+        r = r * s + 1.28379166e-1;
+        r = r * t + t;
+    }
+    return select(select(r, -r, a < 0.0), a, ew_nan(a));
+}
+
+// The activations beyond Relu/Clip (flag bits 4–7; clip_min and clip_max hold their α and β):
+// 1 HardSigmoid, 2 HardSwish, 3 SiLU, 4 LeakyRelu, 5 GELU (erf). NaN passes through.
+fn extended_activation(x: f32) -> f32 {
+    let kind = (p.flags >> 4u) & 15u;
+    if (kind == 1u || kind == 2u) {
+        var h = p.clip_min * x + p.clip_max;
+        h = select(h, 0.0, h < 0.0);
+        h = select(h, 1.0, h > 1.0);
+        return select(h, x * h, kind == 2u);
+    } else if (kind == 3u) {
+        return x / (1.0 + exp(-x));
+    } else if (kind == 4u) {
+        return select(x, p.clip_min * x, x < 0.0);
+    } else if (kind == 5u) {
+        return 0.5 * x * (1.0 + ew_erf(x * 0.70710678118654752));
+    }
+    return x;
+}
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = select(v, 0.0, v < 0.0);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = select(v, p.clip_max, v > p.clip_max);
+    }
+    v = extended_activation(v);
+    return v;
+}
+
+@group(0) @binding(6) var<storage, read> residual: array<f16>;
+
+// The epilogue with the residual operand (the output's shape, so the output's index) added: a
+// conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
+// Flag bit 10 multiplies the result by it instead (a gated product).
+fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
+    return epilogue_with(acc, bias_index, f32(residual[out_index]));
+}
+
+// The same with the residual's element already loaded.
+fn epilogue_with(acc: f32, bias_index: u32, r: f32) -> f32 {
+    if ((p.flags & 1024u) != 0u) {
+        return epilogue(acc, bias_index) * r;
+    }
+    if ((p.flags & 512u) != 0u) {
+        return epilogue(acc, bias_index) + r;
+    }
+    return epilogue(acc + r, bias_index);
+}
+
+const BK: u32 = 32u;
+const VW: u32 = 4u;
+// f16 elements between consecutive staged rows, and per stage, of A and B.
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+const A_STAGE: u32 = 5120u;
+const B_STAGE: u32 = 4352u;
+
+var<workgroup> a_tile: array<array<f16, 4>, 1280>;
+var<workgroup> b_tile: array<array<f16, 4>, 1088>;
+var<workgroup> c_tile: array<f32, 2048>;
+
+fn a_at(e: u32) -> f32 {
+    return f32(a_tile[e / VW][e % VW]);
+}
+
+fn b_at(e: u32) -> f32 {
+    return f32(b_tile[e / VW][e % VW]);
+}
+
+// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd.
+fn emu_mma(acc: ptr<function, array<f32, 256>>, ea: u32, eb: u32) {
+    for (var r = 0u; r < 16u; r = r + 1u) {
+        for (var c = 0u; c < 16u; c = c + 1u) {
+            var s = (*acc)[r * 16u + c];
+            for (var k = 0u; k < 16u; k = k + 1u) {
+                let ia = ea + r * SA + k;
+                let ib = eb + k * SB + c;
+                s = fma(a_at(ia), b_at(ib), s);
+            }
+            (*acc)[r * 16u + c] = s;
+        }
+    }
+}
+
+// coopStoreT(*acc, &c_tile[e0], 16u).
+fn emu_store_c(acc: ptr<function, array<f32, 256>>, e0: u32) {
+    for (var i = 0u; i < 256u; i = i + 1u) {
+        c_tile[e0 + i] = (*acc)[i];
+    }
+}
+
+
+// Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
+// columns col.. of the output; each invocation writes 8 of its elements.
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, res: array<f32, 8>) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            let v = c_tile[c0 + e];
+            out[c_base + r * p.c_rs + c * p.c_cs] = f16(epilogue_with(v, bias_base + r * p.bias_rs + c * p.bias_cs, res[q]));
+        }
+    }
+}
+
+// The residual's 8 elements this invocation's part of a fragment at rows row.. and columns col..
+// meets (as write_frag writes them), loaded before the fragment is stored and synced so that
+// their latency overlaps that (one load after another in write_frag waited for each).
+fn residual_frag(lane: u32, row: u32, col: u32, c_base: u32) -> array<f32, 8> {
+    var res: array<f32, 8>;
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            res[q] = f32(residual[c_base + r * p.c_rs + c * p.c_cs]);
+        }
+    }
+    return res;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    // Grid padding past the last tile recomputes tile 0 and writes nothing: an early return
+    // would leave the cooperative operations in what naga deems non-uniform control flow.
+    let live = linear_workgroup(wid) < p.total_workgroups;
+    let lin = select(0u, linear_workgroup(wid), live);
+    let tile_n = lin % p.tiles_n;
+    let tile_m = (lin / p.tiles_n) % p.tiles_m;
+    let batch_split = lin / (p.tiles_n * p.tiles_m);
+    let split = batch_split % p.splits;
+    let batch = batch_split / p.splits;
+    let row0 = tile_m * 128u;
+    let col0 = tile_n * 128u;
+    let a_base = batch_offset(batch, p.a_bs);
+    let b_base = batch_offset(batch, p.b_bs);
+    let k_begin = split * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    let sg = tid / 32u;
+    let lane = tid % 32u;
+    let wm0 = (sg / 4u) * 64u;
+    let wn0 = (sg % 4u) * 32u;
+    let a_sg = wm0 * SA;
+    let b_sg = wn0;
+
+    // The chunks this invocation loads, independent of K: validity along M/N, the global
+    // offset at k = 0, the K coordinate within the slice, and the staged position.
+    let ae0 = tid + 0u;
+    let ao0 = ae0 / 8u;
+    let ai0 = (ae0 % 8u) * VW;
+    let a_ok0 = row0 + ao0 < p.m;
+    let a_k0 = ai0;
+    let a_off0 = a_base + (row0 + ao0) * p.a_rs + ai0 * p.a_cs;
+    let a_st0 = ao0 * SA + ai0;
+    var ra0: vec4<f16>;
+    let ae1 = tid + 256u;
+    let ao1 = ae1 / 8u;
+    let ai1 = (ae1 % 8u) * VW;
+    let a_ok1 = row0 + ao1 < p.m;
+    let a_k1 = ai1;
+    let a_off1 = a_base + (row0 + ao1) * p.a_rs + ai1 * p.a_cs;
+    let a_st1 = ao1 * SA + ai1;
+    var ra1: vec4<f16>;
+    let ae2 = tid + 512u;
+    let ao2 = ae2 / 8u;
+    let ai2 = (ae2 % 8u) * VW;
+    let a_ok2 = row0 + ao2 < p.m;
+    let a_k2 = ai2;
+    let a_off2 = a_base + (row0 + ao2) * p.a_rs + ai2 * p.a_cs;
+    let a_st2 = ao2 * SA + ai2;
+    var ra2: vec4<f16>;
+    let ae3 = tid + 768u;
+    let ao3 = ae3 / 8u;
+    let ai3 = (ae3 % 8u) * VW;
+    let a_ok3 = row0 + ao3 < p.m;
+    let a_k3 = ai3;
+    let a_off3 = a_base + (row0 + ao3) * p.a_rs + ai3 * p.a_cs;
+    let a_st3 = ao3 * SA + ai3;
+    var ra3: vec4<f16>;
+    let be0 = tid + 0u;
+    let bo0 = be0 / 32u;
+    let bi0 = (be0 % 32u) * VW;
+    let b_ok0 = col0 + bi0 < p.n;
+    let b_k0 = bo0;
+    let b_off0 = b_base + bo0 * p.b_rs + (col0 + bi0) * p.b_cs;
+    let b_st0 = bo0 * SB + bi0;
+    var rb0: vec4<f16>;
+    let be1 = tid + 256u;
+    let bo1 = be1 / 32u;
+    let bi1 = (be1 % 32u) * VW;
+    let b_ok1 = col0 + bi1 < p.n;
+    let b_k1 = bo1;
+    let b_off1 = b_base + bo1 * p.b_rs + (col0 + bi1) * p.b_cs;
+    let b_st1 = bo1 * SB + bi1;
+    var rb1: vec4<f16>;
+    let be2 = tid + 512u;
+    let bo2 = be2 / 32u;
+    let bi2 = (be2 % 32u) * VW;
+    let b_ok2 = col0 + bi2 < p.n;
+    let b_k2 = bo2;
+    let b_off2 = b_base + bo2 * p.b_rs + (col0 + bi2) * p.b_cs;
+    let b_st2 = bo2 * SB + bi2;
+    var rb2: vec4<f16>;
+    let be3 = tid + 768u;
+    let bo3 = be3 / 32u;
+    let bi3 = (be3 % 32u) * VW;
+    let b_ok3 = col0 + bi3 < p.n;
+    let b_k3 = bo3;
+    let b_off3 = b_base + bo3 * p.b_rs + (col0 + bi3) * p.b_cs;
+    let b_st3 = bo3 * SB + bi3;
+    var rb3: vec4<f16>;
+
+    var acc0_0 = array<f32, 256>();
+    var acc0_1 = array<f32, 256>();
+    var acc1_0 = array<f32, 256>();
+    var acc1_1 = array<f32, 256>();
+    var acc2_0 = array<f32, 256>();
+    var acc2_1 = array<f32, 256>();
+    var acc3_0 = array<f32, 256>();
+    var acc3_1 = array<f32, 256>();
+
+    let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
+    if (n_slices > 0u) {
+        ra0 = vec4<f16>();
+        if (a_ok0 && k_begin + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
+        }
+        ra1 = vec4<f16>();
+        if (a_ok1 && k_begin + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_begin * p.a_cs) / VW];
+        }
+        ra2 = vec4<f16>();
+        if (a_ok2 && k_begin + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_begin * p.a_cs) / VW];
+        }
+        ra3 = vec4<f16>();
+        if (a_ok3 && k_begin + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_begin * p.a_cs) / VW];
+        }
+        rb0 = vec4<f16>();
+        if (b_ok0 && k_begin + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_begin * p.b_rs) / VW];
+        }
+        rb1 = vec4<f16>();
+        if (b_ok1 && k_begin + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_begin * p.b_rs) / VW];
+        }
+        rb2 = vec4<f16>();
+        if (b_ok2 && k_begin + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_begin * p.b_rs) / VW];
+        }
+        rb3 = vec4<f16>();
+        if (b_ok3 && k_begin + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_begin * p.b_rs) / VW];
+        }
+    }
+    for (var s = 0u; s < n_slices; s = s + 1u) {
+        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
+        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
+        a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
+        a_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
+        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
+        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
+        b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
+        b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
+        workgroupBarrier();
+        if (s + 1u < n_slices) {
+            let k_next = k_begin + (s + 1u) * BK;
+        ra0 = vec4<f16>();
+        if (a_ok0 && k_next + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_next * p.a_cs) / VW];
+        }
+        ra1 = vec4<f16>();
+        if (a_ok1 && k_next + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_next * p.a_cs) / VW];
+        }
+        ra2 = vec4<f16>();
+        if (a_ok2 && k_next + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_next * p.a_cs) / VW];
+        }
+        ra3 = vec4<f16>();
+        if (a_ok3 && k_next + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_next * p.a_cs) / VW];
+        }
+        rb0 = vec4<f16>();
+        if (b_ok0 && k_next + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_next * p.b_rs) / VW];
+        }
+        rb1 = vec4<f16>();
+        if (b_ok1 && k_next + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_next * p.b_rs) / VW];
+        }
+        rb2 = vec4<f16>();
+        if (b_ok2 && k_next + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_next * p.b_rs) / VW];
+        }
+        rb3 = vec4<f16>();
+        if (b_ok3 && k_next + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_next * p.b_rs) / VW];
+        }
+        }
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = ea0_0;
+        let ea0_1 = a_cur + 640u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = ea0_1;
+        let ea0_2 = a_cur + 1280u;
+        let ea0_2c = ea0_2 / VW;
+        let fa0_2 = ea0_2;
+        let ea0_3 = a_cur + 1920u;
+        let ea0_3c = ea0_3 / VW;
+        let fa0_3 = ea0_3;
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = eb0_0;
+        let eb0_1 = b_cur + 16u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = eb0_1;
+        emu_mma(&acc0_0, fa0_0, fb0_0);
+        emu_mma(&acc0_1, fa0_0, fb0_1);
+        emu_mma(&acc1_0, fa0_1, fb0_0);
+        emu_mma(&acc1_1, fa0_1, fb0_1);
+        emu_mma(&acc2_0, fa0_2, fb0_0);
+        emu_mma(&acc2_1, fa0_2, fb0_1);
+        emu_mma(&acc3_0, fa0_3, fb0_0);
+        emu_mma(&acc3_1, fa0_3, fb0_1);
+        let ea1_0 = a_cur + 16u;
+        let ea1_0c = ea1_0 / VW;
+        let fa1_0 = ea1_0;
+        let ea1_1 = a_cur + 656u;
+        let ea1_1c = ea1_1 / VW;
+        let fa1_1 = ea1_1;
+        let ea1_2 = a_cur + 1296u;
+        let ea1_2c = ea1_2 / VW;
+        let fa1_2 = ea1_2;
+        let ea1_3 = a_cur + 1936u;
+        let ea1_3c = ea1_3 / VW;
+        let fa1_3 = ea1_3;
+        let eb1_0 = b_cur + 2176u;
+        let eb1_0c = eb1_0 / VW;
+        let fb1_0 = eb1_0;
+        let eb1_1 = b_cur + 2192u;
+        let eb1_1c = eb1_1 / VW;
+        let fb1_1 = eb1_1;
+        emu_mma(&acc0_0, fa1_0, fb1_0);
+        emu_mma(&acc0_1, fa1_0, fb1_1);
+        emu_mma(&acc1_0, fa1_1, fb1_0);
+        emu_mma(&acc1_1, fa1_1, fb1_1);
+        emu_mma(&acc2_0, fa1_2, fb1_0);
+        emu_mma(&acc2_1, fa1_2, fb1_1);
+        emu_mma(&acc3_0, fa1_3, fb1_0);
+        emu_mma(&acc3_1, fa1_3, fb1_1);
+        workgroupBarrier();
+    }
+
+    let c_base = batch_offset(batch, p.c_bs);
+    let bias_base = batch_offset(batch, p.bias_bs);
+    let c_sg = sg * 256u;
+    // One fragment per iteration, each stored through the subgroup's scratch: the write code
+    // exists once (unrolled per fragment, the driver compiled it 8 times, which made
+    // the pipeline about a third slower to create; issue 15).
+    for (var f = 0u; f < 8u; f = f + 1u) {
+        let f_row = row0 + wm0 + (f / 2u) * 16u;
+        let f_col = col0 + wn0 + (f % 2u) * 16u;
+        var res: array<f32, 8>;
+        if (live) {
+            res = residual_frag(lane, f_row, f_col, c_base);
+        }
+        switch f {
+            case 0u: {
+                emu_store_c(&acc0_0, c_sg);
+            }
+            case 1u: {
+                emu_store_c(&acc0_1, c_sg);
+            }
+            case 2u: {
+                emu_store_c(&acc1_0, c_sg);
+            }
+            case 3u: {
+                emu_store_c(&acc1_1, c_sg);
+            }
+            case 4u: {
+                emu_store_c(&acc2_0, c_sg);
+            }
+            case 5u: {
+                emu_store_c(&acc2_1, c_sg);
+            }
+            case 6u: {
+                emu_store_c(&acc3_0, c_sg);
+            }
+            default: {
+                emu_store_c(&acc3_1, c_sg);
+            }
+        }        workgroupBarrier();
+        if (live) {
+            write_frag(c_sg, lane, f_row, f_col, c_base, bias_base, res);
+        }
+        workgroupBarrier();
+    }
+}

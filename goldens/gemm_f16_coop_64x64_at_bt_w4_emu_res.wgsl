@@ -1,0 +1,537 @@
+enable f16;
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read> bias: array<f16>;
+@group(0) @binding(3) var<storage, read_write> out: array<f16>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = select(v, 0.0, v < 0.0);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = select(v, p.clip_max, v > p.clip_max);
+    }
+    return v;
+}
+
+@group(0) @binding(6) var<storage, read> residual: array<f16>;
+
+// The epilogue with the residual operand (the output's shape, so the output's index) added: a
+// conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
+// Flag bit 10 multiplies the result by it instead (a gated product).
+fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
+    return epilogue_with(acc, bias_index, f32(residual[out_index]));
+}
+
+// The same with the residual's element already loaded.
+fn epilogue_with(acc: f32, bias_index: u32, r: f32) -> f32 {
+    if ((p.flags & 1024u) != 0u) {
+        return epilogue(acc, bias_index) * r;
+    }
+    if ((p.flags & 512u) != 0u) {
+        return epilogue(acc, bias_index) + r;
+    }
+    return epilogue(acc + r, bias_index);
+}
+
+const BK: u32 = 32u;
+const VW: u32 = 4u;
+// f16 elements between consecutive staged rows, and per stage, of A and B.
+const SA: u32 = 72u;
+const SB: u32 = 40u;
+const A_STAGE: u32 = 2304u;
+const B_STAGE: u32 = 2560u;
+
+var<workgroup> a_tile: array<array<f16, 4>, 1152>;
+var<workgroup> b_tile: array<array<f16, 4>, 1280>;
+var<workgroup> c_tile: array<f32, 1024>;
+
+fn a_at(e: u32) -> f32 {
+    return f32(a_tile[e / VW][e % VW]);
+}
+
+fn b_at(e: u32) -> f32 {
+    return f32(b_tile[e / VW][e % VW]);
+}
+
+// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd.
+fn emu_mma(acc: ptr<function, array<f32, 256>>, ea: u32, eb: u32) {
+    for (var r = 0u; r < 16u; r = r + 1u) {
+        for (var c = 0u; c < 16u; c = c + 1u) {
+            var s = (*acc)[r * 16u + c];
+            for (var k = 0u; k < 16u; k = k + 1u) {
+                let ia = ea + k * SA + r;
+                let ib = eb + c * SB + k;
+                s = fma(a_at(ia), b_at(ib), s);
+            }
+            (*acc)[r * 16u + c] = s;
+        }
+    }
+}
+
+// coopStoreT(*acc, &c_tile[e0], 16u).
+fn emu_store_c(acc: ptr<function, array<f32, 256>>, e0: u32) {
+    for (var i = 0u; i < 256u; i = i + 1u) {
+        c_tile[e0 + i] = (*acc)[i];
+    }
+}
+
+
+// Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
+// columns col.. of the output; each invocation writes 8 of its elements.
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, res: array<f32, 8>) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            let v = c_tile[c0 + e];
+            out[c_base + r * p.c_rs + c * p.c_cs] = f16(epilogue_with(v, bias_base + r * p.bias_rs + c * p.bias_cs, res[q]));
+        }
+    }
+}
+
+// The residual's 8 elements this invocation's part of a fragment at rows row.. and columns col..
+// meets (as write_frag writes them), loaded before the fragment is stored and synced so that
+// their latency overlaps that (one load after another in write_frag waited for each).
+fn residual_frag(lane: u32, row: u32, col: u32, c_base: u32) -> array<f32, 8> {
+    var res: array<f32, 8>;
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            res[q] = f32(residual[c_base + r * p.c_rs + c * p.c_cs]);
+        }
+    }
+    return res;
+}
+
+@compute @workgroup_size(128, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    // Grid padding past the last tile recomputes tile 0 and writes nothing: an early return
+    // would leave the cooperative operations in what naga deems non-uniform control flow.
+    let live = linear_workgroup(wid) < p.total_workgroups;
+    let lin = select(0u, linear_workgroup(wid), live);
+    let tile_n = lin % p.tiles_n;
+    let tile_m = (lin / p.tiles_n) % p.tiles_m;
+    let batch_split = lin / (p.tiles_n * p.tiles_m);
+    let split = batch_split % p.splits;
+    let batch = batch_split / p.splits;
+    let row0 = tile_m * 64u;
+    let col0 = tile_n * 64u;
+    let a_base = batch_offset(batch, p.a_bs);
+    let b_base = batch_offset(batch, p.b_bs);
+    let k_begin = split * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    let sg = tid / 32u;
+    let lane = tid % 32u;
+    let wm0 = (sg / 2u) * 32u;
+    let wn0 = (sg % 2u) * 32u;
+    let a_sg = wm0;
+    let b_sg = wn0 * SB;
+
+    // The chunks this invocation loads, independent of K: validity along M/N, the global
+    // offset at k = 0, the K coordinate within the slice, and the staged position.
+    let ae0 = tid + 0u;
+    let ao0 = ae0 / 16u;
+    let ai0 = (ae0 % 16u) * VW;
+    let a_ok0 = row0 + ai0 < p.m;
+    let a_k0 = ao0;
+    let a_off0 = a_base + (row0 + ai0) * p.a_rs + ao0 * p.a_cs;
+    let a_st0 = ao0 * SA + ai0;
+    var ra0: vec4<f16>;
+    var rax0: vec4<f16>;
+    let ae1 = tid + 128u;
+    let ao1 = ae1 / 16u;
+    let ai1 = (ae1 % 16u) * VW;
+    let a_ok1 = row0 + ai1 < p.m;
+    let a_k1 = ao1;
+    let a_off1 = a_base + (row0 + ai1) * p.a_rs + ao1 * p.a_cs;
+    let a_st1 = ao1 * SA + ai1;
+    var ra1: vec4<f16>;
+    var rax1: vec4<f16>;
+    let ae2 = tid + 256u;
+    let ao2 = ae2 / 16u;
+    let ai2 = (ae2 % 16u) * VW;
+    let a_ok2 = row0 + ai2 < p.m;
+    let a_k2 = ao2;
+    let a_off2 = a_base + (row0 + ai2) * p.a_rs + ao2 * p.a_cs;
+    let a_st2 = ao2 * SA + ai2;
+    var ra2: vec4<f16>;
+    var rax2: vec4<f16>;
+    let ae3 = tid + 384u;
+    let ao3 = ae3 / 16u;
+    let ai3 = (ae3 % 16u) * VW;
+    let a_ok3 = row0 + ai3 < p.m;
+    let a_k3 = ao3;
+    let a_off3 = a_base + (row0 + ai3) * p.a_rs + ao3 * p.a_cs;
+    let a_st3 = ao3 * SA + ai3;
+    var ra3: vec4<f16>;
+    var rax3: vec4<f16>;
+    let be0 = tid + 0u;
+    let bo0 = be0 / 8u;
+    let bi0 = (be0 % 8u) * VW;
+    let b_ok0 = col0 + bo0 < p.n;
+    let b_k0 = bi0;
+    let b_off0 = b_base + bi0 * p.b_rs + (col0 + bo0) * p.b_cs;
+    let b_st0 = bo0 * SB + bi0;
+    var rb0: vec4<f16>;
+    var rbx0: vec4<f16>;
+    let be1 = tid + 128u;
+    let bo1 = be1 / 8u;
+    let bi1 = (be1 % 8u) * VW;
+    let b_ok1 = col0 + bo1 < p.n;
+    let b_k1 = bi1;
+    let b_off1 = b_base + bi1 * p.b_rs + (col0 + bo1) * p.b_cs;
+    let b_st1 = bo1 * SB + bi1;
+    var rb1: vec4<f16>;
+    var rbx1: vec4<f16>;
+    let be2 = tid + 256u;
+    let bo2 = be2 / 8u;
+    let bi2 = (be2 % 8u) * VW;
+    let b_ok2 = col0 + bo2 < p.n;
+    let b_k2 = bi2;
+    let b_off2 = b_base + bi2 * p.b_rs + (col0 + bo2) * p.b_cs;
+    let b_st2 = bo2 * SB + bi2;
+    var rb2: vec4<f16>;
+    var rbx2: vec4<f16>;
+    let be3 = tid + 384u;
+    let bo3 = be3 / 8u;
+    let bi3 = (be3 % 8u) * VW;
+    let b_ok3 = col0 + bo3 < p.n;
+    let b_k3 = bi3;
+    let b_off3 = b_base + bi3 * p.b_rs + (col0 + bo3) * p.b_cs;
+    let b_st3 = bo3 * SB + bi3;
+    var rb3: vec4<f16>;
+    var rbx3: vec4<f16>;
+
+    var acc0_0 = array<f32, 256>();
+    var acc0_1 = array<f32, 256>();
+    var acc1_0 = array<f32, 256>();
+    var acc1_1 = array<f32, 256>();
+
+    let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
+    // Two register sets: a slice is fetched two slices before it is staged. Slices past the
+    // end load as zeros, so the loop always runs whole pairs (an odd count adds one zero slice).
+        ra0 = vec4<f16>();
+        if (a_ok0 && k_begin + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
+        }
+        ra1 = vec4<f16>();
+        if (a_ok1 && k_begin + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_begin * p.a_cs) / VW];
+        }
+        ra2 = vec4<f16>();
+        if (a_ok2 && k_begin + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_begin * p.a_cs) / VW];
+        }
+        ra3 = vec4<f16>();
+        if (a_ok3 && k_begin + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_begin * p.a_cs) / VW];
+        }
+        rb0 = vec4<f16>();
+        if (b_ok0 && k_begin + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_begin * p.b_rs) / VW];
+        }
+        rb1 = vec4<f16>();
+        if (b_ok1 && k_begin + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_begin * p.b_rs) / VW];
+        }
+        rb2 = vec4<f16>();
+        if (b_ok2 && k_begin + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_begin * p.b_rs) / VW];
+        }
+        rb3 = vec4<f16>();
+        if (b_ok3 && k_begin + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_begin * p.b_rs) / VW];
+        }
+    let k_second = k_begin + BK;
+        rax0 = vec4<f16>();
+        if (a_ok0 && k_second + a_k0 < k_end) {
+            rax0 = a[(a_off0 + k_second * p.a_cs) / VW];
+        }
+        rax1 = vec4<f16>();
+        if (a_ok1 && k_second + a_k1 < k_end) {
+            rax1 = a[(a_off1 + k_second * p.a_cs) / VW];
+        }
+        rax2 = vec4<f16>();
+        if (a_ok2 && k_second + a_k2 < k_end) {
+            rax2 = a[(a_off2 + k_second * p.a_cs) / VW];
+        }
+        rax3 = vec4<f16>();
+        if (a_ok3 && k_second + a_k3 < k_end) {
+            rax3 = a[(a_off3 + k_second * p.a_cs) / VW];
+        }
+        rbx0 = vec4<f16>();
+        if (b_ok0 && k_second + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + k_second * p.b_rs) / VW];
+        }
+        rbx1 = vec4<f16>();
+        if (b_ok1 && k_second + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + k_second * p.b_rs) / VW];
+        }
+        rbx2 = vec4<f16>();
+        if (b_ok2 && k_second + b_k2 < k_end) {
+            rbx2 = b[(b_off2 + k_second * p.b_rs) / VW];
+        }
+        rbx3 = vec4<f16>();
+        if (b_ok3 && k_second + b_k3 < k_end) {
+            rbx3 = b[(b_off3 + k_second * p.b_rs) / VW];
+        }
+        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
+        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
+        a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
+        a_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
+        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
+        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
+        b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
+        b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
+    workgroupBarrier();
+    for (var s = 0u; s < n_slices; s = s + 2u) {
+        let k_even = k_begin + (s + 2u) * BK;
+        ra0 = vec4<f16>();
+        if (a_ok0 && k_even + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_even * p.a_cs) / VW];
+        }
+        ra1 = vec4<f16>();
+        if (a_ok1 && k_even + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_even * p.a_cs) / VW];
+        }
+        ra2 = vec4<f16>();
+        if (a_ok2 && k_even + a_k2 < k_end) {
+            ra2 = a[(a_off2 + k_even * p.a_cs) / VW];
+        }
+        ra3 = vec4<f16>();
+        if (a_ok3 && k_even + a_k3 < k_end) {
+            ra3 = a[(a_off3 + k_even * p.a_cs) / VW];
+        }
+        rb0 = vec4<f16>();
+        if (b_ok0 && k_even + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_even * p.b_rs) / VW];
+        }
+        rb1 = vec4<f16>();
+        if (b_ok1 && k_even + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_even * p.b_rs) / VW];
+        }
+        rb2 = vec4<f16>();
+        if (b_ok2 && k_even + b_k2 < k_end) {
+            rb2 = b[(b_off2 + k_even * p.b_rs) / VW];
+        }
+        rb3 = vec4<f16>();
+        if (b_ok3 && k_even + b_k3 < k_end) {
+            rb3 = b[(b_off3 + k_even * p.b_rs) / VW];
+        }
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = ea0_0;
+        let ea0_1 = a_cur + 16u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = ea0_1;
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = eb0_0;
+        let eb0_1 = b_cur + 640u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = eb0_1;
+        emu_mma(&acc0_0, fa0_0, fb0_0);
+        emu_mma(&acc0_1, fa0_0, fb0_1);
+        emu_mma(&acc1_0, fa0_1, fb0_0);
+        emu_mma(&acc1_1, fa0_1, fb0_1);
+        let ea1_0 = a_cur + 1152u;
+        let ea1_0c = ea1_0 / VW;
+        let fa1_0 = ea1_0;
+        let ea1_1 = a_cur + 1168u;
+        let ea1_1c = ea1_1 / VW;
+        let fa1_1 = ea1_1;
+        let eb1_0 = b_cur + 16u;
+        let eb1_0c = eb1_0 / VW;
+        let fb1_0 = eb1_0;
+        let eb1_1 = b_cur + 656u;
+        let eb1_1c = eb1_1 / VW;
+        let fb1_1 = eb1_1;
+        emu_mma(&acc0_0, fa1_0, fb1_0);
+        emu_mma(&acc0_1, fa1_0, fb1_1);
+        emu_mma(&acc1_0, fa1_1, fb1_0);
+        emu_mma(&acc1_1, fa1_1, fb1_1);
+        a_tile[(1u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(rax0.x), f16(rax0.y), f16(rax0.z), f16(rax0.w));
+        a_tile[(1u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(rax1.x), f16(rax1.y), f16(rax1.z), f16(rax1.w));
+        a_tile[(1u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(rax2.x), f16(rax2.y), f16(rax2.z), f16(rax2.w));
+        a_tile[(1u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(rax3.x), f16(rax3.y), f16(rax3.z), f16(rax3.w));
+        b_tile[(1u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rbx0.x), f16(rbx0.y), f16(rbx0.z), f16(rbx0.w));
+        b_tile[(1u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rbx1.x), f16(rbx1.y), f16(rbx1.z), f16(rbx1.w));
+        b_tile[(1u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rbx2.x), f16(rbx2.y), f16(rbx2.z), f16(rbx2.w));
+        b_tile[(1u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rbx3.x), f16(rbx3.y), f16(rbx3.z), f16(rbx3.w));
+        workgroupBarrier();
+        let k_odd = k_begin + (s + 3u) * BK;
+        rax0 = vec4<f16>();
+        if (a_ok0 && k_odd + a_k0 < k_end) {
+            rax0 = a[(a_off0 + k_odd * p.a_cs) / VW];
+        }
+        rax1 = vec4<f16>();
+        if (a_ok1 && k_odd + a_k1 < k_end) {
+            rax1 = a[(a_off1 + k_odd * p.a_cs) / VW];
+        }
+        rax2 = vec4<f16>();
+        if (a_ok2 && k_odd + a_k2 < k_end) {
+            rax2 = a[(a_off2 + k_odd * p.a_cs) / VW];
+        }
+        rax3 = vec4<f16>();
+        if (a_ok3 && k_odd + a_k3 < k_end) {
+            rax3 = a[(a_off3 + k_odd * p.a_cs) / VW];
+        }
+        rbx0 = vec4<f16>();
+        if (b_ok0 && k_odd + b_k0 < k_end) {
+            rbx0 = b[(b_off0 + k_odd * p.b_rs) / VW];
+        }
+        rbx1 = vec4<f16>();
+        if (b_ok1 && k_odd + b_k1 < k_end) {
+            rbx1 = b[(b_off1 + k_odd * p.b_rs) / VW];
+        }
+        rbx2 = vec4<f16>();
+        if (b_ok2 && k_odd + b_k2 < k_end) {
+            rbx2 = b[(b_off2 + k_odd * p.b_rs) / VW];
+        }
+        rbx3 = vec4<f16>();
+        if (b_ok3 && k_odd + b_k3 < k_end) {
+            rbx3 = b[(b_off3 + k_odd * p.b_rs) / VW];
+        }
+        {
+        let a_cur = 1u * A_STAGE + a_sg;
+        let b_cur = 1u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = ea0_0;
+        let ea0_1 = a_cur + 16u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = ea0_1;
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = eb0_0;
+        let eb0_1 = b_cur + 640u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = eb0_1;
+        emu_mma(&acc0_0, fa0_0, fb0_0);
+        emu_mma(&acc0_1, fa0_0, fb0_1);
+        emu_mma(&acc1_0, fa0_1, fb0_0);
+        emu_mma(&acc1_1, fa0_1, fb0_1);
+        let ea1_0 = a_cur + 1152u;
+        let ea1_0c = ea1_0 / VW;
+        let fa1_0 = ea1_0;
+        let ea1_1 = a_cur + 1168u;
+        let ea1_1c = ea1_1 / VW;
+        let fa1_1 = ea1_1;
+        let eb1_0 = b_cur + 16u;
+        let eb1_0c = eb1_0 / VW;
+        let fb1_0 = eb1_0;
+        let eb1_1 = b_cur + 656u;
+        let eb1_1c = eb1_1 / VW;
+        let fb1_1 = eb1_1;
+        emu_mma(&acc0_0, fa1_0, fb1_0);
+        emu_mma(&acc0_1, fa1_0, fb1_1);
+        emu_mma(&acc1_0, fa1_1, fb1_0);
+        emu_mma(&acc1_1, fa1_1, fb1_1);
+        }
+        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
+        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
+        a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(ra2.x), f16(ra2.y), f16(ra2.z), f16(ra2.w));
+        a_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(ra3.x), f16(ra3.y), f16(ra3.z), f16(ra3.w));
+        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(rb0.x), f16(rb0.y), f16(rb0.z), f16(rb0.w));
+        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(rb1.x), f16(rb1.y), f16(rb1.z), f16(rb1.w));
+        b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(rb2.x), f16(rb2.y), f16(rb2.z), f16(rb2.w));
+        b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(rb3.x), f16(rb3.y), f16(rb3.z), f16(rb3.w));
+        workgroupBarrier();
+    }
+
+    let c_base = batch_offset(batch, p.c_bs);
+    let bias_base = batch_offset(batch, p.bias_bs);
+    let c_sg = sg * 256u;
+    // One fragment per iteration, each stored through the subgroup's scratch: the write code
+    // exists once (unrolled per fragment, the driver compiled it 4 times, which made
+    // the pipeline about a third slower to create; issue 15).
+    for (var f = 0u; f < 4u; f = f + 1u) {
+        let f_row = row0 + wm0 + (f / 2u) * 16u;
+        let f_col = col0 + wn0 + (f % 2u) * 16u;
+        var res: array<f32, 8>;
+        if (live) {
+            res = residual_frag(lane, f_row, f_col, c_base);
+        }
+        switch f {
+            case 0u: {
+                emu_store_c(&acc0_0, c_sg);
+            }
+            case 1u: {
+                emu_store_c(&acc0_1, c_sg);
+            }
+            case 2u: {
+                emu_store_c(&acc1_0, c_sg);
+            }
+            default: {
+                emu_store_c(&acc1_1, c_sg);
+            }
+        }        workgroupBarrier();
+        if (live) {
+            write_frag(c_sg, lane, f_row, f_col, c_base, bias_base, res);
+        }
+        workgroupBarrier();
+    }
+}
