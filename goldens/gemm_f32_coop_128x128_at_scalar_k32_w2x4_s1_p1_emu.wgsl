@@ -91,25 +91,33 @@ fn b_at(e: u32) -> f32 {
     return f32(b_tile[e]);
 }
 
-// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd.
-fn emu_mma(acc: ptr<function, array<f32, 256>>, ea: u32, eb: u32) {
-    for (var r = 0u; r < 16u; r = r + 1u) {
-        for (var c = 0u; c < 16u; c = c + 1u) {
-            var s = (*acc)[r * 16u + c];
-            for (var k = 0u; k < 16u; k = k + 1u) {
-                let ia = ea + k * SA + r;
-                let ib = eb + k * SB + c;
-                s = fma(a_at(ia), b_at(ib), s);
-            }
-            (*acc)[r * 16u + c] = s;
+// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd: this invocation's 8 elements.
+// `depth` is 16 from a uniform the compiler cannot fold (`emu_depth`): with a constant bound
+// llvmpipe's LLVM unrolled 8 × 16 gathers per call and took minutes per pipeline.
+fn emu_mma(acc: ptr<function, array<f32, 8>>, ea: u32, eb: u32, lane: u32, depth: u32) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = e / 16u;
+        let c = e % 16u;
+        var s = (*acc)[q];
+        for (var k = 0u; k < depth; k = k + 1u) {
+            let ia = ea + k * SA + r;
+            let ib = eb + k * SB + c;
+            s = fma(a_at(ia), b_at(ib), s);
         }
+        (*acc)[q] = s;
     }
 }
 
-// coopStoreT(*acc, &c_tile[e0], 16u).
-fn emu_store_c(acc: ptr<function, array<f32, 256>>, e0: u32) {
-    for (var i = 0u; i < 256u; i = i + 1u) {
-        c_tile[e0 + i] = (*acc)[i];
+// 16, unless K is 2^32 - 1 (never): a fragment's depth the compiler cannot fold.
+fn emu_depth() -> u32 {
+    return select(16u, 0u, p.k == 0xffffffffu);
+}
+
+// coopStoreT(*acc, &c_tile[e0], 16u): this invocation's 8 elements.
+fn emu_store_c(acc: ptr<function, array<f32, 8>>, e0: u32, lane: u32) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        c_tile[e0 + lane + q * 32u] = (*acc)[q];
     }
 }
 
@@ -147,6 +155,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let k_end = min(p.k, k_begin + p.k_chunk);
     let sg = tid / 32u;
     let lane = tid % 32u;
+    let emu_k = emu_depth();
     let wm0 = (sg / 4u) * 64u;
     let wn0 = (sg % 4u) * 32u;
     let a_sg = wm0;
@@ -411,14 +420,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_st15 = bo15 * SB + bi15;
     var rb15: f32;
 
-    var acc0_0 = array<f32, 256>();
-    var acc0_1 = array<f32, 256>();
-    var acc1_0 = array<f32, 256>();
-    var acc1_1 = array<f32, 256>();
-    var acc2_0 = array<f32, 256>();
-    var acc2_1 = array<f32, 256>();
-    var acc3_0 = array<f32, 256>();
-    var acc3_1 = array<f32, 256>();
+    var acc0_0 = array<f32, 8>();
+    var acc0_1 = array<f32, 8>();
+    var acc1_0 = array<f32, 8>();
+    var acc1_1 = array<f32, 8>();
+    var acc2_0 = array<f32, 8>();
+    var acc2_1 = array<f32, 8>();
+    var acc3_0 = array<f32, 8>();
+    var acc3_1 = array<f32, 8>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
     if (n_slices > 0u) {
@@ -730,14 +739,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let fb0_0 = eb0_0;
         let eb0_1 = b_cur + 16u;
         let fb0_1 = eb0_1;
-        emu_mma(&acc0_0, fa0_0, fb0_0);
-        emu_mma(&acc0_1, fa0_0, fb0_1);
-        emu_mma(&acc1_0, fa0_1, fb0_0);
-        emu_mma(&acc1_1, fa0_1, fb0_1);
-        emu_mma(&acc2_0, fa0_2, fb0_0);
-        emu_mma(&acc2_1, fa0_2, fb0_1);
-        emu_mma(&acc3_0, fa0_3, fb0_0);
-        emu_mma(&acc3_1, fa0_3, fb0_1);
+        emu_mma(&acc0_0, fa0_0, fb0_0, lane, emu_k);
+        emu_mma(&acc0_1, fa0_0, fb0_1, lane, emu_k);
+        emu_mma(&acc1_0, fa0_1, fb0_0, lane, emu_k);
+        emu_mma(&acc1_1, fa0_1, fb0_1, lane, emu_k);
+        emu_mma(&acc2_0, fa0_2, fb0_0, lane, emu_k);
+        emu_mma(&acc2_1, fa0_2, fb0_1, lane, emu_k);
+        emu_mma(&acc3_0, fa0_3, fb0_0, lane, emu_k);
+        emu_mma(&acc3_1, fa0_3, fb0_1, lane, emu_k);
         let ea1_0 = a_cur + 2176u;
         let fa1_0 = ea1_0;
         let ea1_1 = a_cur + 2192u;
@@ -750,14 +759,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let fb1_0 = eb1_0;
         let eb1_1 = b_cur + 2192u;
         let fb1_1 = eb1_1;
-        emu_mma(&acc0_0, fa1_0, fb1_0);
-        emu_mma(&acc0_1, fa1_0, fb1_1);
-        emu_mma(&acc1_0, fa1_1, fb1_0);
-        emu_mma(&acc1_1, fa1_1, fb1_1);
-        emu_mma(&acc2_0, fa1_2, fb1_0);
-        emu_mma(&acc2_1, fa1_2, fb1_1);
-        emu_mma(&acc3_0, fa1_3, fb1_0);
-        emu_mma(&acc3_1, fa1_3, fb1_1);
+        emu_mma(&acc0_0, fa1_0, fb1_0, lane, emu_k);
+        emu_mma(&acc0_1, fa1_0, fb1_1, lane, emu_k);
+        emu_mma(&acc1_0, fa1_1, fb1_0, lane, emu_k);
+        emu_mma(&acc1_1, fa1_1, fb1_1, lane, emu_k);
+        emu_mma(&acc2_0, fa1_2, fb1_0, lane, emu_k);
+        emu_mma(&acc2_1, fa1_2, fb1_1, lane, emu_k);
+        emu_mma(&acc3_0, fa1_3, fb1_0, lane, emu_k);
+        emu_mma(&acc3_1, fa1_3, fb1_1, lane, emu_k);
         workgroupBarrier();
     }
 
@@ -772,28 +781,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let f_col = col0 + wn0 + (f % 2u) * 16u;
         switch f {
             case 0u: {
-                emu_store_c(&acc0_0, c_sg);
+                emu_store_c(&acc0_0, c_sg, lane);
             }
             case 1u: {
-                emu_store_c(&acc0_1, c_sg);
+                emu_store_c(&acc0_1, c_sg, lane);
             }
             case 2u: {
-                emu_store_c(&acc1_0, c_sg);
+                emu_store_c(&acc1_0, c_sg, lane);
             }
             case 3u: {
-                emu_store_c(&acc1_1, c_sg);
+                emu_store_c(&acc1_1, c_sg, lane);
             }
             case 4u: {
-                emu_store_c(&acc2_0, c_sg);
+                emu_store_c(&acc2_0, c_sg, lane);
             }
             case 5u: {
-                emu_store_c(&acc2_1, c_sg);
+                emu_store_c(&acc2_1, c_sg, lane);
             }
             case 6u: {
-                emu_store_c(&acc3_0, c_sg);
+                emu_store_c(&acc3_0, c_sg, lane);
             }
             default: {
-                emu_store_c(&acc3_1, c_sg);
+                emu_store_c(&acc3_1, c_sg, lane);
             }
         }        workgroupBarrier();
         if (live) {

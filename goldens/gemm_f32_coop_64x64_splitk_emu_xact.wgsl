@@ -158,25 +158,33 @@ fn b_at(e: u32) -> f32 {
     return f32(b_tile[e / VW][e % VW]);
 }
 
-// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd.
-fn emu_mma(acc: ptr<function, array<f32, 256>>, ea: u32, eb: u32) {
-    for (var r = 0u; r < 16u; r = r + 1u) {
-        for (var c = 0u; c < 16u; c = c + 1u) {
-            var s = (*acc)[r * 16u + c];
-            for (var k = 0u; k < 16u; k = k + 1u) {
-                let ia = ea + r * SA + k;
-                let ib = eb + k * SB + c;
-                s = fma(a_at(ia), b_at(ib), s);
-            }
-            (*acc)[r * 16u + c] = s;
+// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd: this invocation's 8 elements.
+// `depth` is 16 from a uniform the compiler cannot fold (`emu_depth`): with a constant bound
+// llvmpipe's LLVM unrolled 8 × 16 gathers per call and took minutes per pipeline.
+fn emu_mma(acc: ptr<function, array<f32, 8>>, ea: u32, eb: u32, lane: u32, depth: u32) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = e / 16u;
+        let c = e % 16u;
+        var s = (*acc)[q];
+        for (var k = 0u; k < depth; k = k + 1u) {
+            let ia = ea + r * SA + k;
+            let ib = eb + k * SB + c;
+            s = fma(a_at(ia), b_at(ib), s);
         }
+        (*acc)[q] = s;
     }
 }
 
-// coopStoreT(*acc, &c_tile[e0], 16u).
-fn emu_store_c(acc: ptr<function, array<f32, 256>>, e0: u32) {
-    for (var i = 0u; i < 256u; i = i + 1u) {
-        c_tile[e0 + i] = (*acc)[i];
+// 16, unless K is 2^32 - 1 (never): a fragment's depth the compiler cannot fold.
+fn emu_depth() -> u32 {
+    return select(16u, 0u, p.k == 0xffffffffu);
+}
+
+// coopStoreT(*acc, &c_tile[e0], 16u): this invocation's 8 elements.
+fn emu_store_c(acc: ptr<function, array<f32, 8>>, e0: u32, lane: u32) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        c_tile[e0 + lane + q * 32u] = (*acc)[q];
     }
 }
 
@@ -214,6 +222,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let k_end = min(p.k, k_begin + p.k_chunk);
     let sg = tid / 32u;
     let lane = tid % 32u;
+    let emu_k = emu_depth();
     let wm0 = (sg / 2u) * 32u;
     let wn0 = (sg % 2u) * 32u;
     let a_sg = wm0 * SA;
@@ -294,10 +303,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var rb3: vec4<f32>;
     var rbx3: vec4<f32>;
 
-    var acc0_0 = array<f32, 256>();
-    var acc0_1 = array<f32, 256>();
-    var acc1_0 = array<f32, 256>();
-    var acc1_1 = array<f32, 256>();
+    var acc0_0 = array<f32, 8>();
+    var acc0_1 = array<f32, 8>();
+    var acc1_0 = array<f32, 8>();
+    var acc1_1 = array<f32, 8>();
 
     let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
     // Two register sets: a slice is fetched two slices before it is staged. Slices past the
@@ -424,10 +433,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1 = b_cur + 16u;
         let eb0_1c = eb0_1 / VW;
         let fb0_1 = eb0_1;
-        emu_mma(&acc0_0, fa0_0, fb0_0);
-        emu_mma(&acc0_1, fa0_0, fb0_1);
-        emu_mma(&acc1_0, fa0_1, fb0_0);
-        emu_mma(&acc1_1, fa0_1, fb0_1);
+        emu_mma(&acc0_0, fa0_0, fb0_0, lane, emu_k);
+        emu_mma(&acc0_1, fa0_0, fb0_1, lane, emu_k);
+        emu_mma(&acc1_0, fa0_1, fb0_0, lane, emu_k);
+        emu_mma(&acc1_1, fa0_1, fb0_1, lane, emu_k);
         let ea1_0 = a_cur + 16u;
         let ea1_0c = ea1_0 / VW;
         let fa1_0 = ea1_0;
@@ -440,10 +449,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1 = b_cur + 1168u;
         let eb1_1c = eb1_1 / VW;
         let fb1_1 = eb1_1;
-        emu_mma(&acc0_0, fa1_0, fb1_0);
-        emu_mma(&acc0_1, fa1_0, fb1_1);
-        emu_mma(&acc1_0, fa1_1, fb1_0);
-        emu_mma(&acc1_1, fa1_1, fb1_1);
+        emu_mma(&acc0_0, fa1_0, fb1_0, lane, emu_k);
+        emu_mma(&acc0_1, fa1_0, fb1_1, lane, emu_k);
+        emu_mma(&acc1_0, fa1_1, fb1_0, lane, emu_k);
+        emu_mma(&acc1_1, fa1_1, fb1_1, lane, emu_k);
         a_tile[(1u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(rax0.x), f16(rax0.y), f16(rax0.z), f16(rax0.w));
         a_tile[(1u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(rax1.x), f16(rax1.y), f16(rax1.z), f16(rax1.w));
         a_tile[(1u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(rax2.x), f16(rax2.y), f16(rax2.z), f16(rax2.w));
@@ -501,10 +510,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb0_1 = b_cur + 16u;
         let eb0_1c = eb0_1 / VW;
         let fb0_1 = eb0_1;
-        emu_mma(&acc0_0, fa0_0, fb0_0);
-        emu_mma(&acc0_1, fa0_0, fb0_1);
-        emu_mma(&acc1_0, fa0_1, fb0_0);
-        emu_mma(&acc1_1, fa0_1, fb0_1);
+        emu_mma(&acc0_0, fa0_0, fb0_0, lane, emu_k);
+        emu_mma(&acc0_1, fa0_0, fb0_1, lane, emu_k);
+        emu_mma(&acc1_0, fa0_1, fb0_0, lane, emu_k);
+        emu_mma(&acc1_1, fa0_1, fb0_1, lane, emu_k);
         let ea1_0 = a_cur + 16u;
         let ea1_0c = ea1_0 / VW;
         let fa1_0 = ea1_0;
@@ -517,10 +526,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let eb1_1 = b_cur + 1168u;
         let eb1_1c = eb1_1 / VW;
         let fb1_1 = eb1_1;
-        emu_mma(&acc0_0, fa1_0, fb1_0);
-        emu_mma(&acc0_1, fa1_0, fb1_1);
-        emu_mma(&acc1_0, fa1_1, fb1_0);
-        emu_mma(&acc1_1, fa1_1, fb1_1);
+        emu_mma(&acc0_0, fa1_0, fb1_0, lane, emu_k);
+        emu_mma(&acc0_1, fa1_0, fb1_1, lane, emu_k);
+        emu_mma(&acc1_0, fa1_1, fb1_0, lane, emu_k);
+        emu_mma(&acc1_1, fa1_1, fb1_1, lane, emu_k);
         }
         a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(ra0.x), f16(ra0.y), f16(ra0.z), f16(ra0.w));
         a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(ra1.x), f16(ra1.y), f16(ra1.z), f16(ra1.w));
@@ -544,16 +553,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let f_col = col0 + wn0 + (f % 2u) * 16u;
         switch f {
             case 0u: {
-                emu_store_c(&acc0_0, c_sg);
+                emu_store_c(&acc0_0, c_sg, lane);
             }
             case 1u: {
-                emu_store_c(&acc0_1, c_sg);
+                emu_store_c(&acc0_1, c_sg, lane);
             }
             case 2u: {
-                emu_store_c(&acc1_0, c_sg);
+                emu_store_c(&acc1_0, c_sg, lane);
             }
             default: {
-                emu_store_c(&acc1_1, c_sg);
+                emu_store_c(&acc1_1, c_sg, lane);
             }
         }        workgroupBarrier();
         if (live) {

@@ -450,3 +450,26 @@ fn coop_16_byte_loads_carry_every_f16_value() {
         }
     }
 }
+
+/// The longest K an emulated pass takes (`EMULATED_MAX_K`), unsplit, on every emulable shape:
+/// each emulated invocation once held every fragment whole, and llvmpipe returned wrong sums
+/// past about 26 slices of K (the emulation now spreads a fragment over the subgroup, as the
+/// hardware does); 128×128 tiles and split f32 operands still sum wrongly from 15–48 slices on,
+/// so the planner keeps emulated passes to 8 slices (`planner.rs`).
+#[test]
+fn coop_emulated_at_the_longest_k_matches_reference() {
+    if coop_gpu().is_none() {
+        return;
+    }
+    let mut rng = rng("coop_emulated_long_k");
+    let k = ep_kernels::gemm::EMULATED_MAX_K;
+    let mut ran = 0;
+    for (shape, choice) in emulable_shapes().into_iter().filter(|(_, c)| *c != TilingChoice::SplitK) {
+        let p = GemmProblem::simple(DType::F16, 64, 40, k, false, false);
+        let plan = emulated_plan(&p, shape, choice, false).expect("a coop plan");
+        assert!(!matches!(plan.tiling, Tiling::CoopSplitK { .. }), "{:?}", plan.tiling);
+        check_plan(&p, &plan, &mut rng, &format!("{shape:?} 64x40x{k}"));
+        ran += 1;
+    }
+    assert!(ran >= 4);
+}

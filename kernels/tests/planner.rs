@@ -444,7 +444,7 @@ fn emulated_tensor_cores_plan_coop_kernels_in_their_emulated_form() {
     // asks for the tensor-core plans in plain WGSL (no subgroup barriers: the emulation syncs
     // with workgroup ones).
     let llvmpipe = profiles::get("llvmpipe").unwrap();
-    let p = GemmProblem::simple(DType::F16, 1500, 1152, 384, false, false);
+    let p = GemmProblem::simple(DType::F16, 1500, 1152, 256, false, false);
     let coop = |plan: &GemmPlan| {
         plan.variants().filter_map(|v| if let GemmVariant::Coop(c) = v { Some(c) } else { None }).collect::<Vec<_>>()
     };
@@ -455,10 +455,17 @@ fn emulated_tensor_cores_plan_coop_kernels_in_their_emulated_form() {
     let found = coop(&plan);
     assert!(!found.is_empty() && found.iter().all(|c| c.emulate && !c.subgroup_sync), "{plan:?}");
     // f32 splits into three f16 products where asked for, emulated too.
-    let f32p = GemmProblem::simple(DType::F32, 1500, 1152, 384, false, false);
+    let f32p = GemmProblem::simple(DType::F32, 1500, 1152, 256, false, false);
     let split = GemmOptions { f32_split: CoopMode::On, ..Default::default() };
     let plan = plan_gemm(&f32p, &emulated, &split).unwrap();
     assert!(coop(&plan).iter().any(|c| c.split && c.emulate), "{plan:?}");
+    // Past 256 of K per pass the emulation plans as a device without tensor cores (llvmpipe sums
+    // longer emulated loops wrongly); split-K passes within it stay emulated.
+    let long = GemmProblem::simple(DType::F16, 1500, 1152, 1024, false, false);
+    let options = GemmOptions { tiling: TilingChoice::Tile64, ..Default::default() };
+    assert!(coop(&plan_gemm(&long, &emulated, &options).unwrap()).is_empty());
+    let split = plan_gemm(&long, &emulated, &GemmOptions::tiling(TilingChoice::SplitK)).unwrap();
+    assert!(coop(&split).iter().all(|c| c.emulate), "{split:?}");
     // A device with real fragments never runs the emulated form, nor the emulation's device the real one.
     assert!(coop(&plan_gemm(&p, &h200(), &GemmOptions::default()).unwrap()).iter().all(|c| !c.emulate));
 }

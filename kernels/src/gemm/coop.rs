@@ -81,6 +81,12 @@ fn suits_wide(p: &GemmProblem, caps: &DeviceCaps, shape: CoopShape, width: u32) 
         && wide * area * 8 <= tiles(p, 128, 128) * 128 * 128 * 9
 }
 
+/// The most of K one pass of an emulated coop kernel (`emulate_tensor_cores`) takes; longer
+/// products plan as on a device without tensor cores. On llvmpipe, 128×128 tiles (eight
+/// fragments per subgroup) and split f32 operands summed wrongly from 15–48 slices of 32 on,
+/// every shape passed at 256 (`gemm_variants_gpu.rs::coop_emulated_at_the_longest_k_matches_reference`).
+pub const EMULATED_MAX_K: u32 = 256;
+
 /// The first of `shapes` the device can run, as a product step (split-K partial with `splits`;
 /// f32 operands split into f16 pairs with `split`, `Some(fused)`, see `gemm::split`).
 pub(crate) fn step(
@@ -90,6 +96,12 @@ pub(crate) fn step(
     splits: Option<u32>,
     split: Option<bool>,
 ) -> Result<GemmStep, String> {
+    if caps.coop_emulated && p.k.div_ceil(splits.unwrap_or(1).max(1)) > EMULATED_MAX_K {
+        return Err(format!(
+            "the emulated coop kernels take at most {EMULATED_MAX_K} of K per pass (llvmpipe returned wrong sums \
+             for longer loops with eight accumulators or more, or split operands)"
+        ));
+    }
     // The widest load the operands' alignment allows.
     let width = CoopVariant::widths(p.dtype).iter().copied().find(|&w| w == 1 || wide_loads_ok(p, w)).unwrap_or(1);
     let mut last = "no cooperative-matrix shape in the tuning table".to_string();

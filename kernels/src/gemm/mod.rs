@@ -11,6 +11,7 @@ pub mod tiling;
 pub mod tuning;
 pub mod variant;
 
+pub use coop::EMULATED_MAX_K;
 pub use layout::{a_contig, a_wide_loads_ok, b_contig, wide_loads_ok};
 pub use options::{CoopMode, GemmOptions};
 pub use params::{fold_grid, GemmParams};

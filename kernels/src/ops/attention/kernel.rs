@@ -307,21 +307,23 @@ impl FlashKernel {
         // seqlens or capped scores).
         let x3 = self.ty == ElemType::F32;
         let typed = self.ty == ElemType::F16 || (x3 && self.mask != MaskKind::SeqLens && self.softcap == 0.0);
-        let emulate = match self.engine {
+        // Auto takes the emulated form on a device that emulates tensor cores (`emulate_tensor_cores`), and the
+        // SIMT kernel where that form cannot run the head size; only a test's forced engine must get it.
+        let (emulate, forced) = match self.engine {
             Engine::Simt => return Ok(None),
             Engine::Auto if !typed || self.tiles.is_some() => return Ok(None),
-            Engine::Auto => caps.coop_emulated,
+            Engine::Auto => (caps.coop_emulated, false),
             Engine::CoopEmulated if !typed => {
                 return Err(GpuError::Internal(format!(
                     "the tensor-core attention kernel has no form for {:?} with this mask",
                     self.ty
                 )))
             }
-            Engine::CoopEmulated => true,
+            Engine::CoopEmulated => (true, true),
         };
         match coop::plan(g.d, caps, emulate, x3) {
             Some((nsg, bc)) => Ok(Some(coop::Tiling { nsg, bc, emulate, x3 })),
-            None if emulate => {
+            None if forced => {
                 Err(GpuError::Internal("the emulated tensor-core attention kernel cannot run here".into()))
             }
             None => Ok(None),
