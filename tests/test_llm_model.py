@@ -208,10 +208,11 @@ def random_decoder(rng):
 
 
 @pytest.mark.parametrize("iteration", range(LLM_FUZZ_ITERATIONS))
-def test_random_decoders_match_cpu(make_session, run_cpu, run_profiled, iteration):
+def test_random_decoders_match_cpu(make_session, ep_devices, run_cpu, run_profiled, iteration):
     """A random decoder (`random_decoder`), float16 or float32: a prompt over a random past (or none), then two
     decode steps with the presents fed back, each against the CPU EP; batch 1 or 2. Every node but the
-    attention_mask arithmetic is ours."""
+    attention_mask arithmetic is ours. On the software adapter a third of them plan as a tensor-core device does
+    (`emulate_tensor_cores`: coop products, the int4 prompt's dequantised GEMMs, the tensor-core flash attention)."""
     seed = int(LLM_FUZZ_SEED) if LLM_FUZZ_SEED else new_seed()
     rng = np.random.default_rng(seed)
     dtype = np.float16 if rng.integers(2) else np.float32
@@ -219,11 +220,13 @@ def test_random_decoders_match_cpu(make_session, run_cpu, run_profiled, iteratio
     prompt, past = int(rng.integers(1, 41)), int(rng.choice([0, 0, rng.integers(1, 60)]))
     # GroupQueryAttention (ours and the CPU EP's) takes a prompt over a past in batches of one only.
     batch = int(rng.integers(1, 3)) if past == 0 or prompt == 1 else 1
-    what = f"{seed}: {np.dtype(dtype).name}, batch {batch}, prompt {prompt} over a past of {past}, {kw}"
+    software = dict(ep_devices[0].ep_metadata).get("wgpu.software") == "1"
+    options = {"emulate_tensor_cores": "1"} if rng.integers(3) == 0 and software else None
+    what = f"{seed}: {np.dtype(dtype).name}, batch {batch}, prompt {prompt} over a past of {past}, {kw}, {options}"
     model = llm_model(dtype, seed=seed, max_seq=128, **kw)
     feeds = llm_feeds(model, batch, prompt, past, rng, dtype)
-    got, nodes = run_profiled(model, feeds, fallback=True)
+    got, nodes = run_profiled(model, feeds, fallback=True, options=options)
     assert {n.split("_")[0] for p, n in nodes if p == "CPUExecutionProvider"} <= HOST_OPS, f"{what}: {nodes}"
     want = run_cpu(model, feeds)
     compare(got, want, dtype, what, "prompt")
-    decode_steps(make_session(model, fallback=True), run_cpu, model, got, want, rng, dtype, what, steps=2)
+    decode_steps(make_session(model, options, fallback=True), run_cpu, model, got, want, rng, dtype, what, steps=2)
