@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Start-up time, each measurement in a FRESH Python process: import onnxruntime → register the library (and
 `get_ep_devices`) → create the session → first run → second run → steady state (median of --steady runs), for our EP
-(`ours`: with the persistent pipeline cache, option pipeline_cache=DIR; `ours-nocache`: without, the default) and
+(`ours`: with the persistent pipeline cache, option pipeline_cache=DIR; `ours-nocache`: without; `ours-default`:
+no option, so the default `auto`, with XDG_CACHE_HOME in the mode's cache dir) and
 the peer (ORT's WebGPU plugin EP, package
 `onnxruntime-ep-webgpu`; skipped when it is not installed), plus our library's phase breakdown
 (`onnxruntime_ep_wgpu.startup_stats`: enumerate, device, placement, program, upload, render, module, pipeline, ...).
@@ -38,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 LIBRARY_NAME = "libonnxruntime_ep_wgpu.so"
 OUR_EP = "WgpuExecutionProvider"
 PEER_EP = "WebGpuExecutionProvider"
-CONFIGS = ("ours", "ours-nocache", "peer")
+CONFIGS = ("ours", "ours-nocache", "ours-default", "peer")
 MODES = ("cold", "warm", "ourcache")
 COLUMNS = ("import", "register", "session", "first_run", "second_run", "steady")
 
@@ -158,7 +159,7 @@ def child(spec: dict) -> dict:
     so.log_severity_level = 3
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "0")
     options = dict(spec.get("options", {}))
-    if spec["config"] != "peer" and spec.get("instrumented", True):
+    if spec["config"] not in ("peer", "ours-default") and spec.get("instrumented", True):
         options["pipeline_cache"] = spec["pipeline_cache"]
     so.add_provider_for_devices(devices, options)
     t = time.perf_counter()
@@ -229,6 +230,9 @@ def spawn(spec: dict, driver_dir: str, timeout: float) -> dict:
     # The driver's own shader caches: NVIDIA and Mesa (lavapipe/llvmpipe, RADV, ANV).
     env.update(__GL_SHADER_DISK_CACHE_PATH=driver_dir, __GL_SHADER_DISK_CACHE="1", MESA_SHADER_CACHE_DIR=driver_dir)
     env.pop("MESA_SHADER_CACHE_DISABLE", None)
+    if spec.get("config") == "ours-default":
+        # The default option's cache directory ($XDG_CACHE_HOME/onnxruntime-ep-wgpu) in the mode's cache dir.
+        env["XDG_CACHE_HOME"] = spec["pipeline_cache"]
     cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     # ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1: the library's line per compiled pipeline, passed on.
