@@ -8,6 +8,7 @@
 #   bash bench/h200_cold_compiles.sh --stage
 # and on the H200, carrying [".carry", ".whl", ".gl"]:
 #   OUT=$OUT bash bench/h200_cold_compiles.sh
+# EXTRA="name=path ..." adds cold starts of other builds (e.g. the experiment build, with EXP_COOP_DEPTH=1 set).
 set -uo pipefail
 D=.carry/wgsl_exp
 if [[ ${1:-} == --stage ]]; then
@@ -38,6 +39,7 @@ done
 export ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1
 libs=("new=$LIB")
 [[ ${BASE:-0} == 1 ]] && libs+=("base=.carry/base/libonnxruntime_ep_wgpu.so")
+libs+=(${EXTRA:-})
 for entry in "${libs[@]}"; do
   which=${entry%%=*} lib=${entry#*=}
   echo "=== $which"

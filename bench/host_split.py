@@ -65,6 +65,16 @@ def top_dispatches(sess, feeds: dict, n: int) -> list:
         os.environ.pop(providers.DISPATCHES_ENV, None)
 
 
+def error_vs_cpu(path: str, sess, feeds: dict) -> float:
+    """Largest |ours − CPU EP| over the output, relative to the CPU output's largest magnitude (so an
+    experiment's kernel that computes wrongly shows, not only its speed)."""
+    import onnxruntime as ort
+
+    ref = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0].astype(np.float64)
+    got = sess.run(None, feeds)[0].astype(np.float64)
+    return float(np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -91,6 +101,7 @@ def main() -> int:
             x = np.random.default_rng(0).standard_normal((1, 80, 3000)).astype(np.float16 if dtype == "fp16" else np.float32)
             feeds = {"input_features": x}
             row = split(p, sess, feeds, args.runs)
+            row["max_err_vs_cpu"] = error_vs_cpu(path, sess, feeds)
             if args.bound:
                 bound, _ = iobind.time_bound(p, sess, feeds, {"warmup": 20, "budget_s": 3.0, "min_runs": 50,
                                                              "max_runs": 400})
@@ -101,14 +112,14 @@ def main() -> int:
             print(f"whisper {dtype}: {json.dumps(row)}", flush=True)
             del sess
     print("| case | wall median | our Compute | record | copy in | copy-out wait | copy out | GPU (profile) | bound | "
-          "back to back | dispatches |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "back to back | dispatches | error vs CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for k, r in rows.items():
         b = r.get("bound") or {}
         print(f"| whisper {k} | {r['wall_median_ms']:.3f} | {r['run']:.3f} | {r['run_record']:.3f} | "
               f"{r.get('copy_in', 0):.3f} | {r.get('copy_out_wait', 0):.3f} | {r.get('copy_out', 0):.3f} | "
               f"{r['gpu_ms']:.3f} | {b.get('median_ms') or 0:.3f} | {b.get('back_to_back_ms') or 0:.3f} | "
-              f"{r['dispatches']:.0f} |")
+              f"{r['dispatches']:.0f} | {r['max_err_vs_cpu']:.1e} |")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -62,7 +62,7 @@ impl Tuning {
     /// the first of each list are what a device with less workgroup storage or fewer
     /// invocations still runs.
     pub fn for_caps(_caps: &crate::caps::DeviceCaps) -> Tuning {
-        Tuning {
+        let table = Tuning {
             coop_128: vec![
                 COOP_WIDE,
                 COOP_128,
@@ -75,7 +75,22 @@ impl Tuning {
             simt_128: vec![SIMT_VEC_128],
             simt_64: vec![SIMT_VEC_64],
             simt_thin: vec![SIMT_VEC_32X64, SIMT_VEC_64],
+        };
+        #[cfg(feature = "wgsl-override")]
+        if std::env::var("EXP_COOP_DEPTH").is_ok_and(|v| v.trim() == "1") {
+            return table.one_register_set();
         }
+        table
+    }
+
+    /// An experiment build's table with `EXP_COOP_DEPTH=1` (`bench/README.md`): the double-buffered
+    /// coop shapes with one register set in flight, as before the twenty-third session.
+    #[cfg(feature = "wgsl-override")]
+    fn one_register_set(mut self) -> Tuning {
+        for shape in self.coop_128.iter_mut().chain(self.coop_64.iter_mut()) {
+            shape.depth = 1;
+        }
+        self
     }
 
     /// A table with exactly one shape per tiling (kernel sweeps).

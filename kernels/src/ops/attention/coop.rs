@@ -79,10 +79,11 @@ pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> Option<(u32, 
         return None;
     }
     #[cfg(feature = "wgsl-override")]
-    if let Some((nsg, bc)) = experiment_tiling(d).filter(|_| !emulate && !x3) {
+    if let Some((nsg, bc)) = experiment_tiling(d, x3).filter(|_| !emulate) {
         // A tiling the device cannot hold is not run (the process would end without a word).
-        let fits = storage_bytes(nsg, bc, d as u32, false, false) <= caps.max_workgroup_storage_bytes
-            && caps.allows_workgroup(nsg * 32, 1, 1);
+        let fits = storage_bytes(nsg, bc, d as u32, false, x3) <= caps.max_workgroup_storage_bytes
+            && caps.allows_workgroup(nsg * 32, 1, 1)
+            && nsg * 16 <= 2 * bc;
         return fits.then_some((nsg, bc));
     }
     let tilings: &[(u32, u32)] = match (emulate, x3) {
@@ -99,11 +100,13 @@ pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> Option<(u32, 
 }
 
 /// An experiment build's forced tiling for head size `d`: `EXP_ATTN_TILING=d128=8x64,d64=4x32`
-/// (subgroups x keys per tile; `bench/README.md`). Release builds never read it.
+/// (subgroups x keys per tile; `x3d64=2x32` for the split f32 form; `bench/README.md`). Release
+/// builds never read it.
 #[cfg(feature = "wgsl-override")]
-fn experiment_tiling(d: u64) -> Option<(u32, u32)> {
+fn experiment_tiling(d: u64, x3: bool) -> Option<(u32, u32)> {
     let spec = std::env::var("EXP_ATTN_TILING").ok()?;
-    let (_, t) = spec.split(',').filter_map(|e| e.split_once('=')).find(|(k, _)| *k == format!("d{d}"))?;
+    let key = format!("{}d{d}", if x3 { "x3" } else { "" });
+    let (_, t) = spec.split(',').filter_map(|e| e.split_once('=')).find(|(k, _)| *k == key)?;
     let (nsg, bc) = t.split_once('x')?;
     Some((nsg.parse().ok()?, bc.parse().ok()?))
 }
