@@ -2,7 +2,7 @@
 """Start-up time, each measurement in a FRESH Python process: import onnxruntime → register the library (and
 `get_ep_devices`) → create the session → first run → second run → steady state (median of --steady runs), for our EP
 (`ours`: with the persistent pipeline cache, option pipeline_cache=DIR; `ours-nocache`: without; `ours-default`:
-no option, so the default `auto`, with XDG_CACHE_HOME in the mode's cache dir) and
+no option, so the default, with XDG_CACHE_HOME in the mode's cache dir) and
 the peer (ORT's WebGPU plugin EP, package
 `onnxruntime-ep-webgpu`; skipped when it is not installed), plus our library's phase breakdown
 (`onnxruntime_ep_wgpu.startup_stats`: enumerate, device, placement, program, upload, render, module, pipeline, ...).

@@ -119,7 +119,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("validation", "basic | debug: add the backend's validation layers and shader runtime checks"),
     ("offload", "auto | all: all claims every supported node even where the CPU EP would be faster"),
     ("attention", "auto | unfused | flash: auto fuses f16, and f32 of head size 64, on tensor cores; flash fuses every type"),
-    ("pipeline_cache", "auto | off | on | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu; auto: on except on software adapters)"),
+    ("pipeline_cache", "off | on | DIR: the persistent pipeline cache (on: $XDG_CACHE_HOME/onnxruntime-ep-wgpu)"),
     (
         "max_storage_buffers",
         "N >= 8: plan as if the device bound at most N storage buffers per shader stage (WebGPU's minimum is 8)",

@@ -132,7 +132,7 @@ fn disk_cache(
     if !adapter.features().contains(wgpu::Features::PIPELINE_CACHE) {
         return None;
     }
-    let dir = options.pipeline_cache.dir(summary)?;
+    let dir = options.pipeline_cache.dir()?;
     let log = options.log.clone().unwrap_or_else(|| Arc::new(|_, _| {}));
     let disk = pipeline_cache::DiskCache::open(&dir, summary, log)?;
     let start = std::time::Instant::now();

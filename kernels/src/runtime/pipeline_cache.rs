@@ -43,16 +43,15 @@ pub enum CacheLogLevel {
 /// A sink for the cache's messages.
 pub type CacheLog = Arc<dyn Fn(CacheLogLevel, &str) + Send + Sync>;
 
-/// The option `pipeline_cache`: where the persistent cache lives, or off. By default (`Auto`) it
-/// is on for GPUs and off for software adapters: on the H200 it beat the NVIDIA driver's own warm
-/// cache in every call that compared them (start-up to the first result 458 against 477 ms, 536
-/// against 598) and replaces it where that one does not persist (650 against ~1500 ms), while on
-/// llvmpipe it gains nothing over Mesa's shader cache (`docs/PERFORMANCE.md`, *Start-up*).
+/// The option `pipeline_cache`: where the persistent cache lives, or off. Off by default: on
+/// llvmpipe it gains nothing over Mesa's own shader cache, and on NVIDIA GPUs it does not beat the
+/// driver's warm cache either (three calls: our phases to the first result within ±12 ms of it,
+/// first runs 2.8–5.1 ms both ways; `docs/PERFORMANCE.md`, *Start-up*). It wins only where our
+/// file is warm and the driver's cache is not; turn the default to `On` only where
+/// `bench/startup.py` (config `ours-default`) shows it beating the driver's cache.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum PipelineCacheSetting {
-    /// [`PipelineCacheSetting::On`] unless the adapter is a software rasterizer.
     #[default]
-    Auto,
     Off,
     /// `$XDG_CACHE_HOME/onnxruntime-ep-wgpu`, else `~/.cache/onnxruntime-ep-wgpu`.
     On,
@@ -63,8 +62,7 @@ impl std::str::FromStr for PipelineCacheSetting {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s.trim() {
-            "" => Err("expected auto, on, off or a directory".into()),
-            "auto" => Ok(PipelineCacheSetting::Auto),
+            "" => Err("expected on, off or a directory".into()),
             "on" | "1" => Ok(PipelineCacheSetting::On),
             "off" | "0" => Ok(PipelineCacheSetting::Off),
             dir => Ok(PipelineCacheSetting::Dir(PathBuf::from(dir))),
@@ -73,14 +71,12 @@ impl std::str::FromStr for PipelineCacheSetting {
 }
 
 impl PipelineCacheSetting {
-    /// The directory this setting names on `adapter` (`None`: off, or no cache directory can be
-    /// found).
-    pub fn dir(&self, adapter: &AdapterSummary) -> Option<PathBuf> {
+    /// The directory this setting names (`None`: off, or no cache directory can be found).
+    pub fn dir(&self) -> Option<PathBuf> {
         match self {
             PipelineCacheSetting::Off => None,
-            PipelineCacheSetting::Auto if adapter.is_software() => None,
             PipelineCacheSetting::Dir(d) => Some(d.clone()),
-            PipelineCacheSetting::On | PipelineCacheSetting::Auto => default_dir(),
+            PipelineCacheSetting::On => default_dir(),
         }
     }
 }

@@ -193,22 +193,8 @@ fn at_most_max_files_are_kept() {
 fn setting_parses() {
     assert_eq!("off".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::Off);
     assert_eq!("on".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::On);
-    assert_eq!("auto".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::Auto);
-    assert_eq!(PipelineCacheSetting::default(), PipelineCacheSetting::Auto);
+    assert_eq!(PipelineCacheSetting::default(), PipelineCacheSetting::Off);
     assert_eq!("/tmp/x".parse::<PipelineCacheSetting>().unwrap(), PipelineCacheSetting::Dir("/tmp/x".into()));
     assert!("".parse::<PipelineCacheSetting>().is_err());
-}
-
-/// `auto` keeps a cache for GPUs, in the default directory, and none for software adapters; `off`
-/// none anywhere; a directory is used as given.
-#[test]
-fn auto_is_on_for_gpus_only() {
-    let gpu = adapter("580.1");
-    let software = AdapterSummary { kind: DeviceKind::Cpu, name: "llvmpipe (LLVM 19, 256 bits)".into(), ..gpu.clone() };
-    assert_eq!(PipelineCacheSetting::Auto.dir(&gpu), default_dir());
-    assert_eq!(PipelineCacheSetting::On.dir(&software), default_dir());
-    assert_eq!(PipelineCacheSetting::Auto.dir(&software), None);
-    assert_eq!(PipelineCacheSetting::Off.dir(&gpu), None);
-    let dir = PipelineCacheSetting::Dir("/tmp/x".into());
-    assert_eq!(dir.dir(&software), Some(PathBuf::from("/tmp/x")));
+    assert_eq!(PipelineCacheSetting::Off.dir(), None);
 }
