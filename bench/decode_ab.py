@@ -28,6 +28,8 @@ def main() -> int:
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--label", default="")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--by-grid", action="store_true", help="with --profile: one program at different workgroup counts "
+                    "apart (e.g. a decoder's Q/K/V, O, gate/up and down products on one GEMV program), top 24")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="an EP option (repeatable)")
     args = ap.parse_args()
     options = dict(o.split("=", 1) for o in args.option)
@@ -42,7 +44,7 @@ def main() -> int:
     if before is not None:
         row["host"] = gb.host_split(before, gb.run_phases(p))
     if args.profile:
-        row["gpu"] = gb.top_steps(prov.profiled_steps(sess, feeds), 12)
+        row["gpu"] = gb.top_steps(prov.profiled_steps(sess, feeds), 24 if args.by_grid else 12, by_grid=args.by_grid)
     print(json.dumps(row), flush=True)
     return 0
 
