@@ -156,10 +156,14 @@ var<workgroup> parts: array<vec4<f32>, 32>;
 var<workgroup> squares: array<f32, 128>;
 var<workgroup> square_parts: array<f32, 16>;
 
-// A's element k of the row at `at`: (x + skip)·γ; `ss` gains (x + skip)².
-fn a_at(at: u32, k: u32, ss: ptr<function, f32>) -> f32 {
+// A's element k of the row at `at`: (x + skip)·γ; `ss` gains (x + skip)² and the first workgroup's
+// column-0 lanes store x + skip.
+fn a_at(at: u32, k: u32, ss: ptr<function, f32>, first: bool) -> f32 {
     let x = f32(a[at]) + f32(skip[k]);
     *ss = fma(x, x, *ss);
+    if (first) {
+        sum_out[k] = f32(x);
+    }
     return x * f32(gamma[k]);
 }
 
@@ -191,6 +195,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc0_0 = vec4<f32>(0.0);
     // Only the column-0 lanes count squares (every column lane reads the same A).
     var ss = 0.0;
+    let first = lin == 0u && c_lane == 0u;
     if (col0 < p.n) {
         let arow0 = a_base + min(row0 + 0u, p.m - 1u) * p.a_rs;
         var k = k_begin + k_lane;
@@ -212,42 +217,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             let b13 = load_b((b_base + (k + 13u * KT) * p.b_rs) / VEC);
             let b14 = load_b((b_base + (k + 14u * KT) * p.b_rs) / VEC);
             let b15 = load_b((b_base + (k + 15u * KT) * p.b_rs) / VEC);
-            let a0_0 = a_at(arow0 + (k + 0u * KT) * p.a_cs, k + 0u * KT, &ss);
+            let a0_0 = a_at(arow0 + (k + 0u * KT) * p.a_cs, k + 0u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a0_0), b0[0], acc0_0);
-            let a1_0 = a_at(arow0 + (k + 1u * KT) * p.a_cs, k + 1u * KT, &ss);
+            let a1_0 = a_at(arow0 + (k + 1u * KT) * p.a_cs, k + 1u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a1_0), b1[0], acc0_0);
-            let a2_0 = a_at(arow0 + (k + 2u * KT) * p.a_cs, k + 2u * KT, &ss);
+            let a2_0 = a_at(arow0 + (k + 2u * KT) * p.a_cs, k + 2u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a2_0), b2[0], acc0_0);
-            let a3_0 = a_at(arow0 + (k + 3u * KT) * p.a_cs, k + 3u * KT, &ss);
+            let a3_0 = a_at(arow0 + (k + 3u * KT) * p.a_cs, k + 3u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a3_0), b3[0], acc0_0);
-            let a4_0 = a_at(arow0 + (k + 4u * KT) * p.a_cs, k + 4u * KT, &ss);
+            let a4_0 = a_at(arow0 + (k + 4u * KT) * p.a_cs, k + 4u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a4_0), b4[0], acc0_0);
-            let a5_0 = a_at(arow0 + (k + 5u * KT) * p.a_cs, k + 5u * KT, &ss);
+            let a5_0 = a_at(arow0 + (k + 5u * KT) * p.a_cs, k + 5u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a5_0), b5[0], acc0_0);
-            let a6_0 = a_at(arow0 + (k + 6u * KT) * p.a_cs, k + 6u * KT, &ss);
+            let a6_0 = a_at(arow0 + (k + 6u * KT) * p.a_cs, k + 6u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a6_0), b6[0], acc0_0);
-            let a7_0 = a_at(arow0 + (k + 7u * KT) * p.a_cs, k + 7u * KT, &ss);
+            let a7_0 = a_at(arow0 + (k + 7u * KT) * p.a_cs, k + 7u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a7_0), b7[0], acc0_0);
-            let a8_0 = a_at(arow0 + (k + 8u * KT) * p.a_cs, k + 8u * KT, &ss);
+            let a8_0 = a_at(arow0 + (k + 8u * KT) * p.a_cs, k + 8u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a8_0), b8[0], acc0_0);
-            let a9_0 = a_at(arow0 + (k + 9u * KT) * p.a_cs, k + 9u * KT, &ss);
+            let a9_0 = a_at(arow0 + (k + 9u * KT) * p.a_cs, k + 9u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a9_0), b9[0], acc0_0);
-            let a10_0 = a_at(arow0 + (k + 10u * KT) * p.a_cs, k + 10u * KT, &ss);
+            let a10_0 = a_at(arow0 + (k + 10u * KT) * p.a_cs, k + 10u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a10_0), b10[0], acc0_0);
-            let a11_0 = a_at(arow0 + (k + 11u * KT) * p.a_cs, k + 11u * KT, &ss);
+            let a11_0 = a_at(arow0 + (k + 11u * KT) * p.a_cs, k + 11u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a11_0), b11[0], acc0_0);
-            let a12_0 = a_at(arow0 + (k + 12u * KT) * p.a_cs, k + 12u * KT, &ss);
+            let a12_0 = a_at(arow0 + (k + 12u * KT) * p.a_cs, k + 12u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a12_0), b12[0], acc0_0);
-            let a13_0 = a_at(arow0 + (k + 13u * KT) * p.a_cs, k + 13u * KT, &ss);
+            let a13_0 = a_at(arow0 + (k + 13u * KT) * p.a_cs, k + 13u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a13_0), b13[0], acc0_0);
-            let a14_0 = a_at(arow0 + (k + 14u * KT) * p.a_cs, k + 14u * KT, &ss);
+            let a14_0 = a_at(arow0 + (k + 14u * KT) * p.a_cs, k + 14u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a14_0), b14[0], acc0_0);
-            let a15_0 = a_at(arow0 + (k + 15u * KT) * p.a_cs, k + 15u * KT, &ss);
+            let a15_0 = a_at(arow0 + (k + 15u * KT) * p.a_cs, k + 15u * KT, &ss, first);
             acc0_0 = fma(vec4<f32>(a15_0), b15[0], acc0_0);
         }
         for (; k < k_end; k = k + KT) {
             let bv = load_b((b_base + k * p.b_rs) / VEC);
-            let av0 = a_at(arow0 + k * p.a_cs, k, &ss);
+            let av0 = a_at(arow0 + k * p.a_cs, k, &ss, first);
             acc0_0 = fma(vec4<f32>(av0), bv[0], acc0_0);
         }
     }
@@ -259,12 +264,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let col = (tile_n * CT + sum_lane) * VEC + sum_group * 4u;
     if (c_lane == 0u) {
         squares[k_lane] = ss;
-    }
-    // The first workgroup stores the norm's input_skip_bias_sum (the row of x + skip).
-    if (lin == 0u) {
-        for (var j = tid; j < p.k; j = j + 256u) {
-            sum_out[j] = f32(f32(a[a_base + min(row0, p.m - 1u) * p.a_rs + j * p.a_cs]) + f32(skip[j]));
-        }
     }
     workgroupBarrier();
     partial[(k_lane * CT + c_lane) * GROUPS + 0u] = acc0_0;

@@ -77,8 +77,9 @@ fn main(
     var acc2 = 0.0;
     let col3 = min(n0 + 3u, p.n - 1u);
     var acc3 = 0.0;
-    // The squares of x + skip this invocation read.
+    // The squares of x + skip this invocation read; the first group of the first workgroup stores the sum.
     var ss = 0.0;
+    let writes = g == 0u && tid < L;
     let chunks = p.k / CV;
     let col_chunks = p.col_words / 4u;
     var ch = lane;
@@ -132,15 +133,27 @@ fn main(
                 let xs0_0 = xr0_0 + sk0_0;
                 ss = ss + dot(xs0_0, xs0_0);
                 let ar0_0 = xs0_0 * gm0_0;
+                if (writes) {
+                    sum_out[ch0 * 4u + 0u] = xs0_0;
+                }
                 let xs0_1 = xr0_1 + sk0_1;
                 ss = ss + dot(xs0_1, xs0_1);
                 let ar0_1 = xs0_1 * gm0_1;
+                if (writes) {
+                    sum_out[ch0 * 4u + 1u] = xs0_1;
+                }
                 let xs0_2 = xr0_2 + sk0_2;
                 ss = ss + dot(xs0_2, xs0_2);
                 let ar0_2 = xs0_2 * gm0_2;
+                if (writes) {
+                    sum_out[ch0 * 4u + 2u] = xs0_2;
+                }
                 let xs0_3 = xr0_3 + sk0_3;
                 ss = ss + dot(xs0_3, xs0_3);
                 let ar0_3 = xs0_3 * gm0_3;
+                if (writes) {
+                    sum_out[ch0 * 4u + 3u] = xs0_3;
+                }
                 let hs = ar0_0 + ar0_1 + ar0_2 + ar0_3;
                 let a_sum = (hs.x + hs.y) + (hs.z + hs.w);
                 {
@@ -244,15 +257,27 @@ fn main(
                 let xs1_0 = xr1_0 + sk1_0;
                 ss = ss + dot(xs1_0, xs1_0);
                 let ar1_0 = xs1_0 * gm1_0;
+                if (writes) {
+                    sum_out[ch1 * 4u + 0u] = xs1_0;
+                }
                 let xs1_1 = xr1_1 + sk1_1;
                 ss = ss + dot(xs1_1, xs1_1);
                 let ar1_1 = xs1_1 * gm1_1;
+                if (writes) {
+                    sum_out[ch1 * 4u + 1u] = xs1_1;
+                }
                 let xs1_2 = xr1_2 + sk1_2;
                 ss = ss + dot(xs1_2, xs1_2);
                 let ar1_2 = xs1_2 * gm1_2;
+                if (writes) {
+                    sum_out[ch1 * 4u + 2u] = xs1_2;
+                }
                 let xs1_3 = xr1_3 + sk1_3;
                 ss = ss + dot(xs1_3, xs1_3);
                 let ar1_3 = xs1_3 * gm1_3;
+                if (writes) {
+                    sum_out[ch1 * 4u + 3u] = xs1_3;
+                }
                 let hs = ar1_0 + ar1_1 + ar1_2 + ar1_3;
                 let a_sum = (hs.x + hs.y) + (hs.z + hs.w);
                 {
@@ -382,15 +407,27 @@ fn main(
                 let xs0_0 = xr0_0 + sk0_0;
                 ss = ss + dot(xs0_0, xs0_0);
                 let ar0_0 = xs0_0 * gm0_0;
+                if (writes) {
+                    sum_out[ch0 * 4u + 0u] = xs0_0;
+                }
                 let xs0_1 = xr0_1 + sk0_1;
                 ss = ss + dot(xs0_1, xs0_1);
                 let ar0_1 = xs0_1 * gm0_1;
+                if (writes) {
+                    sum_out[ch0 * 4u + 1u] = xs0_1;
+                }
                 let xs0_2 = xr0_2 + sk0_2;
                 ss = ss + dot(xs0_2, xs0_2);
                 let ar0_2 = xs0_2 * gm0_2;
+                if (writes) {
+                    sum_out[ch0 * 4u + 2u] = xs0_2;
+                }
                 let xs0_3 = xr0_3 + sk0_3;
                 ss = ss + dot(xs0_3, xs0_3);
                 let ar0_3 = xs0_3 * gm0_3;
+                if (writes) {
+                    sum_out[ch0 * 4u + 3u] = xs0_3;
+                }
                 let hs = ar0_0 + ar0_1 + ar0_2 + ar0_3;
                 let a_sum = (hs.x + hs.y) + (hs.z + hs.w);
                 {
@@ -517,12 +554,5 @@ fn main(
     let col = group * CL + lane;
     if (lane < CL && group < groups && col < p.n) {
         y[col] = f32(epilogue(sums[lane], col, col));
-    }
-    // The first workgroup stores x + skip (the norm's input_skip_bias_sum) after every load: a store
-    // among the loads would keep the compiler from issuing the later ones before it.
-    if (g == 0u) {
-        for (var i = tid; i < chunks * 4u; i = i + T) {
-            sum_out[i] = a[i] + skip[i];
-        }
     }
 }

@@ -82,8 +82,9 @@ fn main(
     let col0 = min(n0 + 0u, p.n - 1u);
     var acc0 = 0.0;
     var up0 = 0.0;
-    // The squares of x + skip this invocation read.
+    // The squares of x + skip this invocation read; the first group of the first workgroup stores the sum.
     var ss = 0.0;
+    let writes = g == 0u && tid < L;
     let chunks = p.k / CV;
     let col_chunks = p.col_words / 4u;
     var ch = lane;
@@ -138,6 +139,9 @@ fn main(
                 let xs0_3 = unpack2x16float(ar0_0[3u]) + unpack2x16float(sk0_0[3u]);
                 ss = fma(xs0_3.x, xs0_3.x, fma(xs0_3.y, xs0_3.y, ss));
                 let h0_3 = xs0_3 * unpack2x16float(gm0_0[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 0u] = vec4<u32>(pack2x16float(xs0_0), pack2x16float(xs0_1), pack2x16float(xs0_2), pack2x16float(xs0_3));
+                }
                 let xs0_4 = unpack2x16float(ar0_1[0u]) + unpack2x16float(sk0_1[0u]);
                 ss = fma(xs0_4.x, xs0_4.x, fma(xs0_4.y, xs0_4.y, ss));
                 let h0_4 = xs0_4 * unpack2x16float(gm0_1[0u]);
@@ -150,6 +154,9 @@ fn main(
                 let xs0_7 = unpack2x16float(ar0_1[3u]) + unpack2x16float(sk0_1[3u]);
                 ss = fma(xs0_7.x, xs0_7.x, fma(xs0_7.y, xs0_7.y, ss));
                 let h0_7 = xs0_7 * unpack2x16float(gm0_1[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 1u] = vec4<u32>(pack2x16float(xs0_4), pack2x16float(xs0_5), pack2x16float(xs0_6), pack2x16float(xs0_7));
+                }
                 let xs0_8 = unpack2x16float(ar0_2[0u]) + unpack2x16float(sk0_2[0u]);
                 ss = fma(xs0_8.x, xs0_8.x, fma(xs0_8.y, xs0_8.y, ss));
                 let h0_8 = xs0_8 * unpack2x16float(gm0_2[0u]);
@@ -162,6 +169,9 @@ fn main(
                 let xs0_11 = unpack2x16float(ar0_2[3u]) + unpack2x16float(sk0_2[3u]);
                 ss = fma(xs0_11.x, xs0_11.x, fma(xs0_11.y, xs0_11.y, ss));
                 let h0_11 = xs0_11 * unpack2x16float(gm0_2[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 2u] = vec4<u32>(pack2x16float(xs0_8), pack2x16float(xs0_9), pack2x16float(xs0_10), pack2x16float(xs0_11));
+                }
                 let xs0_12 = unpack2x16float(ar0_3[0u]) + unpack2x16float(sk0_3[0u]);
                 ss = fma(xs0_12.x, xs0_12.x, fma(xs0_12.y, xs0_12.y, ss));
                 let h0_12 = xs0_12 * unpack2x16float(gm0_3[0u]);
@@ -174,6 +184,9 @@ fn main(
                 let xs0_15 = unpack2x16float(ar0_3[3u]) + unpack2x16float(sk0_3[3u]);
                 ss = fma(xs0_15.x, xs0_15.x, fma(xs0_15.y, xs0_15.y, ss));
                 let h0_15 = xs0_15 * unpack2x16float(gm0_3[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 3u] = vec4<u32>(pack2x16float(xs0_12), pack2x16float(xs0_13), pack2x16float(xs0_14), pack2x16float(xs0_15));
+                }
                 let hs = h0_0 + h0_1 + h0_2 + h0_3 + h0_4 + h0_5 + h0_6 + h0_7 + h0_8 + h0_9 + h0_10 + h0_11 + h0_12 + h0_13 + h0_14 + h0_15;
                 let a_sum = hs.x + hs.y;
                 {
@@ -270,6 +283,9 @@ fn main(
                 let xs1_3 = unpack2x16float(ar1_0[3u]) + unpack2x16float(sk1_0[3u]);
                 ss = fma(xs1_3.x, xs1_3.x, fma(xs1_3.y, xs1_3.y, ss));
                 let h1_3 = xs1_3 * unpack2x16float(gm1_0[3u]);
+                if (writes) {
+                    sum_out[ch1 * 4u + 0u] = vec4<u32>(pack2x16float(xs1_0), pack2x16float(xs1_1), pack2x16float(xs1_2), pack2x16float(xs1_3));
+                }
                 let xs1_4 = unpack2x16float(ar1_1[0u]) + unpack2x16float(sk1_1[0u]);
                 ss = fma(xs1_4.x, xs1_4.x, fma(xs1_4.y, xs1_4.y, ss));
                 let h1_4 = xs1_4 * unpack2x16float(gm1_1[0u]);
@@ -282,6 +298,9 @@ fn main(
                 let xs1_7 = unpack2x16float(ar1_1[3u]) + unpack2x16float(sk1_1[3u]);
                 ss = fma(xs1_7.x, xs1_7.x, fma(xs1_7.y, xs1_7.y, ss));
                 let h1_7 = xs1_7 * unpack2x16float(gm1_1[3u]);
+                if (writes) {
+                    sum_out[ch1 * 4u + 1u] = vec4<u32>(pack2x16float(xs1_4), pack2x16float(xs1_5), pack2x16float(xs1_6), pack2x16float(xs1_7));
+                }
                 let xs1_8 = unpack2x16float(ar1_2[0u]) + unpack2x16float(sk1_2[0u]);
                 ss = fma(xs1_8.x, xs1_8.x, fma(xs1_8.y, xs1_8.y, ss));
                 let h1_8 = xs1_8 * unpack2x16float(gm1_2[0u]);
@@ -294,6 +313,9 @@ fn main(
                 let xs1_11 = unpack2x16float(ar1_2[3u]) + unpack2x16float(sk1_2[3u]);
                 ss = fma(xs1_11.x, xs1_11.x, fma(xs1_11.y, xs1_11.y, ss));
                 let h1_11 = xs1_11 * unpack2x16float(gm1_2[3u]);
+                if (writes) {
+                    sum_out[ch1 * 4u + 2u] = vec4<u32>(pack2x16float(xs1_8), pack2x16float(xs1_9), pack2x16float(xs1_10), pack2x16float(xs1_11));
+                }
                 let xs1_12 = unpack2x16float(ar1_3[0u]) + unpack2x16float(sk1_3[0u]);
                 ss = fma(xs1_12.x, xs1_12.x, fma(xs1_12.y, xs1_12.y, ss));
                 let h1_12 = xs1_12 * unpack2x16float(gm1_3[0u]);
@@ -306,6 +328,9 @@ fn main(
                 let xs1_15 = unpack2x16float(ar1_3[3u]) + unpack2x16float(sk1_3[3u]);
                 ss = fma(xs1_15.x, xs1_15.x, fma(xs1_15.y, xs1_15.y, ss));
                 let h1_15 = xs1_15 * unpack2x16float(gm1_3[3u]);
+                if (writes) {
+                    sum_out[ch1 * 4u + 3u] = vec4<u32>(pack2x16float(xs1_12), pack2x16float(xs1_13), pack2x16float(xs1_14), pack2x16float(xs1_15));
+                }
                 let hs = h1_0 + h1_1 + h1_2 + h1_3 + h1_4 + h1_5 + h1_6 + h1_7 + h1_8 + h1_9 + h1_10 + h1_11 + h1_12 + h1_13 + h1_14 + h1_15;
                 let a_sum = hs.x + hs.y;
                 {
@@ -424,6 +449,9 @@ fn main(
                 let xs0_3 = unpack2x16float(ar0_0[3u]) + unpack2x16float(sk0_0[3u]);
                 ss = fma(xs0_3.x, xs0_3.x, fma(xs0_3.y, xs0_3.y, ss));
                 let h0_3 = xs0_3 * unpack2x16float(gm0_0[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 0u] = vec4<u32>(pack2x16float(xs0_0), pack2x16float(xs0_1), pack2x16float(xs0_2), pack2x16float(xs0_3));
+                }
                 let xs0_4 = unpack2x16float(ar0_1[0u]) + unpack2x16float(sk0_1[0u]);
                 ss = fma(xs0_4.x, xs0_4.x, fma(xs0_4.y, xs0_4.y, ss));
                 let h0_4 = xs0_4 * unpack2x16float(gm0_1[0u]);
@@ -436,6 +464,9 @@ fn main(
                 let xs0_7 = unpack2x16float(ar0_1[3u]) + unpack2x16float(sk0_1[3u]);
                 ss = fma(xs0_7.x, xs0_7.x, fma(xs0_7.y, xs0_7.y, ss));
                 let h0_7 = xs0_7 * unpack2x16float(gm0_1[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 1u] = vec4<u32>(pack2x16float(xs0_4), pack2x16float(xs0_5), pack2x16float(xs0_6), pack2x16float(xs0_7));
+                }
                 let xs0_8 = unpack2x16float(ar0_2[0u]) + unpack2x16float(sk0_2[0u]);
                 ss = fma(xs0_8.x, xs0_8.x, fma(xs0_8.y, xs0_8.y, ss));
                 let h0_8 = xs0_8 * unpack2x16float(gm0_2[0u]);
@@ -448,6 +479,9 @@ fn main(
                 let xs0_11 = unpack2x16float(ar0_2[3u]) + unpack2x16float(sk0_2[3u]);
                 ss = fma(xs0_11.x, xs0_11.x, fma(xs0_11.y, xs0_11.y, ss));
                 let h0_11 = xs0_11 * unpack2x16float(gm0_2[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 2u] = vec4<u32>(pack2x16float(xs0_8), pack2x16float(xs0_9), pack2x16float(xs0_10), pack2x16float(xs0_11));
+                }
                 let xs0_12 = unpack2x16float(ar0_3[0u]) + unpack2x16float(sk0_3[0u]);
                 ss = fma(xs0_12.x, xs0_12.x, fma(xs0_12.y, xs0_12.y, ss));
                 let h0_12 = xs0_12 * unpack2x16float(gm0_3[0u]);
@@ -460,6 +494,9 @@ fn main(
                 let xs0_15 = unpack2x16float(ar0_3[3u]) + unpack2x16float(sk0_3[3u]);
                 ss = fma(xs0_15.x, xs0_15.x, fma(xs0_15.y, xs0_15.y, ss));
                 let h0_15 = xs0_15 * unpack2x16float(gm0_3[3u]);
+                if (writes) {
+                    sum_out[ch0 * 4u + 3u] = vec4<u32>(pack2x16float(xs0_12), pack2x16float(xs0_13), pack2x16float(xs0_14), pack2x16float(xs0_15));
+                }
                 let hs = h0_0 + h0_1 + h0_2 + h0_3 + h0_4 + h0_5 + h0_6 + h0_7 + h0_8 + h0_9 + h0_10 + h0_11 + h0_12 + h0_13 + h0_14 + h0_15;
                 let a_sum = hs.x + hs.y;
                 {
@@ -566,14 +603,5 @@ fn main(
     let col = group * CL + lane;
     if (lane < CL && group < groups && col < p.n) {
         y[col] = f16(epilogue(sums[lane], col, col) * ups[lane]);
-    }
-    // The first workgroup stores x + skip (the norm's input_skip_bias_sum) after every load: a store
-    // among the loads would keep the compiler from issuing the later ones before it.
-    if (g == 0u) {
-        for (var i = tid; i < chunks * 4u; i = i + T) {
-            let x = a[i];
-            let s = skip[i];
-            sum_out[i] = vec4<u32>(pack2x16float(unpack2x16float(x[0u]) + unpack2x16float(s[0u])), pack2x16float(unpack2x16float(x[1u]) + unpack2x16float(s[1u])), pack2x16float(unpack2x16float(x[2u]) + unpack2x16float(s[2u])), pack2x16float(unpack2x16float(x[3u]) + unpack2x16float(s[3u])));
-        }
     }
 }

@@ -91,8 +91,9 @@ fn main(
     let col3 = min(n0 + 3u, p.n - 1u);
     var acc3 = 0.0;
     var up3 = 0.0;
-    // The squares of x + skip this invocation read.
+    // The squares of x + skip this invocation read; the first group of the first workgroup stores the sum.
     var ss = 0.0;
+    let writes = g == 0u && tid < L;
     let chunks = p.k / CV;
     let col_chunks = p.col_words / 4u;
     var ch = lane;
@@ -159,6 +160,9 @@ fn main(
                 let xs0_3 = unpack2x16float(ar0_0[3u]) + unpack2x16float(sk0_0[3u]);
                 ss = fma(xs0_3.x, xs0_3.x, fma(xs0_3.y, xs0_3.y, ss));
                 let h0_3 = xs0_3 * unpack2x16float(gm0_0[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 0u] = vec4<u32>(pack2x16float(xs0_0), pack2x16float(xs0_1), pack2x16float(xs0_2), pack2x16float(xs0_3));
+                }
                 let xs0_4 = unpack2x16float(ar0_1[0u]) + unpack2x16float(sk0_1[0u]);
                 ss = fma(xs0_4.x, xs0_4.x, fma(xs0_4.y, xs0_4.y, ss));
                 let h0_4 = xs0_4 * unpack2x16float(gm0_1[0u]);
@@ -171,6 +175,9 @@ fn main(
                 let xs0_7 = unpack2x16float(ar0_1[3u]) + unpack2x16float(sk0_1[3u]);
                 ss = fma(xs0_7.x, xs0_7.x, fma(xs0_7.y, xs0_7.y, ss));
                 let h0_7 = xs0_7 * unpack2x16float(gm0_1[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 1u] = vec4<u32>(pack2x16float(xs0_4), pack2x16float(xs0_5), pack2x16float(xs0_6), pack2x16float(xs0_7));
+                }
                 let hs = h0_0 + h0_1 + h0_2 + h0_3 + h0_4 + h0_5 + h0_6 + h0_7;
                 let a_sum = hs.x + hs.y;
                 {
@@ -379,6 +386,9 @@ fn main(
                 let xs1_3 = unpack2x16float(ar1_0[3u]) + unpack2x16float(sk1_0[3u]);
                 ss = fma(xs1_3.x, xs1_3.x, fma(xs1_3.y, xs1_3.y, ss));
                 let h1_3 = xs1_3 * unpack2x16float(gm1_0[3u]);
+                if (writes) {
+                    sum_out[ch1 * 2u + 0u] = vec4<u32>(pack2x16float(xs1_0), pack2x16float(xs1_1), pack2x16float(xs1_2), pack2x16float(xs1_3));
+                }
                 let xs1_4 = unpack2x16float(ar1_1[0u]) + unpack2x16float(sk1_1[0u]);
                 ss = fma(xs1_4.x, xs1_4.x, fma(xs1_4.y, xs1_4.y, ss));
                 let h1_4 = xs1_4 * unpack2x16float(gm1_1[0u]);
@@ -391,6 +401,9 @@ fn main(
                 let xs1_7 = unpack2x16float(ar1_1[3u]) + unpack2x16float(sk1_1[3u]);
                 ss = fma(xs1_7.x, xs1_7.x, fma(xs1_7.y, xs1_7.y, ss));
                 let h1_7 = xs1_7 * unpack2x16float(gm1_1[3u]);
+                if (writes) {
+                    sum_out[ch1 * 2u + 1u] = vec4<u32>(pack2x16float(xs1_4), pack2x16float(xs1_5), pack2x16float(xs1_6), pack2x16float(xs1_7));
+                }
                 let hs = h1_0 + h1_1 + h1_2 + h1_3 + h1_4 + h1_5 + h1_6 + h1_7;
                 let a_sum = hs.x + hs.y;
                 {
@@ -627,6 +640,9 @@ fn main(
                 let xs0_3 = unpack2x16float(ar0_0[3u]) + unpack2x16float(sk0_0[3u]);
                 ss = fma(xs0_3.x, xs0_3.x, fma(xs0_3.y, xs0_3.y, ss));
                 let h0_3 = xs0_3 * unpack2x16float(gm0_0[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 0u] = vec4<u32>(pack2x16float(xs0_0), pack2x16float(xs0_1), pack2x16float(xs0_2), pack2x16float(xs0_3));
+                }
                 let xs0_4 = unpack2x16float(ar0_1[0u]) + unpack2x16float(sk0_1[0u]);
                 ss = fma(xs0_4.x, xs0_4.x, fma(xs0_4.y, xs0_4.y, ss));
                 let h0_4 = xs0_4 * unpack2x16float(gm0_1[0u]);
@@ -639,6 +655,9 @@ fn main(
                 let xs0_7 = unpack2x16float(ar0_1[3u]) + unpack2x16float(sk0_1[3u]);
                 ss = fma(xs0_7.x, xs0_7.x, fma(xs0_7.y, xs0_7.y, ss));
                 let h0_7 = xs0_7 * unpack2x16float(gm0_1[3u]);
+                if (writes) {
+                    sum_out[ch0 * 2u + 1u] = vec4<u32>(pack2x16float(xs0_4), pack2x16float(xs0_5), pack2x16float(xs0_6), pack2x16float(xs0_7));
+                }
                 let hs = h0_0 + h0_1 + h0_2 + h0_3 + h0_4 + h0_5 + h0_6 + h0_7;
                 let a_sum = hs.x + hs.y;
                 {
@@ -887,14 +906,5 @@ fn main(
     let col = group * CL + lane;
     if (lane < CL && group < groups && col < p.n) {
         y[col] = f16(epilogue(sums[lane], col, col) * ups[lane]);
-    }
-    // The first workgroup stores x + skip (the norm's input_skip_bias_sum) after every load: a store
-    // among the loads would keep the compiler from issuing the later ones before it.
-    if (g == 0u) {
-        for (var i = tid; i < chunks * 2u; i = i + T) {
-            let x = a[i];
-            let s = skip[i];
-            sum_out[i] = vec4<u32>(pack2x16float(unpack2x16float(x[0u]) + unpack2x16float(s[0u])), pack2x16float(unpack2x16float(x[1u]) + unpack2x16float(s[1u])), pack2x16float(unpack2x16float(x[2u]) + unpack2x16float(s[2u])), pack2x16float(unpack2x16float(x[3u]) + unpack2x16float(s[3u])));
-        }
     }
 }

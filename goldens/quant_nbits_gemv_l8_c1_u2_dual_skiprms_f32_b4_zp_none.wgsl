@@ -80,8 +80,9 @@ fn main(
     let col0 = min(n0 + 0u, p.n - 1u);
     var acc0 = 0.0;
     var up0 = 0.0;
-    // The squares of x + skip this invocation read.
+    // The squares of x + skip this invocation read; the first group of the first workgroup stores the sum.
     var ss = 0.0;
+    let writes = g == 0u && tid < L;
     let chunks = p.k / CV;
     let col_chunks = p.col_words / 4u;
     var ch = lane;
@@ -151,27 +152,51 @@ fn main(
                 let xs0_0 = xr0_0 + sk0_0;
                 ss = ss + dot(xs0_0, xs0_0);
                 let ar0_0 = xs0_0 * gm0_0;
+                if (writes) {
+                    sum_out[ch0 * 8u + 0u] = xs0_0;
+                }
                 let xs0_1 = xr0_1 + sk0_1;
                 ss = ss + dot(xs0_1, xs0_1);
                 let ar0_1 = xs0_1 * gm0_1;
+                if (writes) {
+                    sum_out[ch0 * 8u + 1u] = xs0_1;
+                }
                 let xs0_2 = xr0_2 + sk0_2;
                 ss = ss + dot(xs0_2, xs0_2);
                 let ar0_2 = xs0_2 * gm0_2;
+                if (writes) {
+                    sum_out[ch0 * 8u + 2u] = xs0_2;
+                }
                 let xs0_3 = xr0_3 + sk0_3;
                 ss = ss + dot(xs0_3, xs0_3);
                 let ar0_3 = xs0_3 * gm0_3;
+                if (writes) {
+                    sum_out[ch0 * 8u + 3u] = xs0_3;
+                }
                 let xs0_4 = xr0_4 + sk0_4;
                 ss = ss + dot(xs0_4, xs0_4);
                 let ar0_4 = xs0_4 * gm0_4;
+                if (writes) {
+                    sum_out[ch0 * 8u + 4u] = xs0_4;
+                }
                 let xs0_5 = xr0_5 + sk0_5;
                 ss = ss + dot(xs0_5, xs0_5);
                 let ar0_5 = xs0_5 * gm0_5;
+                if (writes) {
+                    sum_out[ch0 * 8u + 5u] = xs0_5;
+                }
                 let xs0_6 = xr0_6 + sk0_6;
                 ss = ss + dot(xs0_6, xs0_6);
                 let ar0_6 = xs0_6 * gm0_6;
+                if (writes) {
+                    sum_out[ch0 * 8u + 6u] = xs0_6;
+                }
                 let xs0_7 = xr0_7 + sk0_7;
                 ss = ss + dot(xs0_7, xs0_7);
                 let ar0_7 = xs0_7 * gm0_7;
+                if (writes) {
+                    sum_out[ch0 * 8u + 7u] = xs0_7;
+                }
                 let hs = ar0_0 + ar0_1 + ar0_2 + ar0_3 + ar0_4 + ar0_5 + ar0_6 + ar0_7;
                 let a_sum = (hs.x + hs.y) + (hs.z + hs.w);
                 {
@@ -259,27 +284,51 @@ fn main(
                 let xs1_0 = xr1_0 + sk1_0;
                 ss = ss + dot(xs1_0, xs1_0);
                 let ar1_0 = xs1_0 * gm1_0;
+                if (writes) {
+                    sum_out[ch1 * 8u + 0u] = xs1_0;
+                }
                 let xs1_1 = xr1_1 + sk1_1;
                 ss = ss + dot(xs1_1, xs1_1);
                 let ar1_1 = xs1_1 * gm1_1;
+                if (writes) {
+                    sum_out[ch1 * 8u + 1u] = xs1_1;
+                }
                 let xs1_2 = xr1_2 + sk1_2;
                 ss = ss + dot(xs1_2, xs1_2);
                 let ar1_2 = xs1_2 * gm1_2;
+                if (writes) {
+                    sum_out[ch1 * 8u + 2u] = xs1_2;
+                }
                 let xs1_3 = xr1_3 + sk1_3;
                 ss = ss + dot(xs1_3, xs1_3);
                 let ar1_3 = xs1_3 * gm1_3;
+                if (writes) {
+                    sum_out[ch1 * 8u + 3u] = xs1_3;
+                }
                 let xs1_4 = xr1_4 + sk1_4;
                 ss = ss + dot(xs1_4, xs1_4);
                 let ar1_4 = xs1_4 * gm1_4;
+                if (writes) {
+                    sum_out[ch1 * 8u + 4u] = xs1_4;
+                }
                 let xs1_5 = xr1_5 + sk1_5;
                 ss = ss + dot(xs1_5, xs1_5);
                 let ar1_5 = xs1_5 * gm1_5;
+                if (writes) {
+                    sum_out[ch1 * 8u + 5u] = xs1_5;
+                }
                 let xs1_6 = xr1_6 + sk1_6;
                 ss = ss + dot(xs1_6, xs1_6);
                 let ar1_6 = xs1_6 * gm1_6;
+                if (writes) {
+                    sum_out[ch1 * 8u + 6u] = xs1_6;
+                }
                 let xs1_7 = xr1_7 + sk1_7;
                 ss = ss + dot(xs1_7, xs1_7);
                 let ar1_7 = xs1_7 * gm1_7;
+                if (writes) {
+                    sum_out[ch1 * 8u + 7u] = xs1_7;
+                }
                 let hs = ar1_0 + ar1_1 + ar1_2 + ar1_3 + ar1_4 + ar1_5 + ar1_6 + ar1_7;
                 let a_sum = (hs.x + hs.y) + (hs.z + hs.w);
                 {
@@ -401,27 +450,51 @@ fn main(
                 let xs0_0 = xr0_0 + sk0_0;
                 ss = ss + dot(xs0_0, xs0_0);
                 let ar0_0 = xs0_0 * gm0_0;
+                if (writes) {
+                    sum_out[ch0 * 8u + 0u] = xs0_0;
+                }
                 let xs0_1 = xr0_1 + sk0_1;
                 ss = ss + dot(xs0_1, xs0_1);
                 let ar0_1 = xs0_1 * gm0_1;
+                if (writes) {
+                    sum_out[ch0 * 8u + 1u] = xs0_1;
+                }
                 let xs0_2 = xr0_2 + sk0_2;
                 ss = ss + dot(xs0_2, xs0_2);
                 let ar0_2 = xs0_2 * gm0_2;
+                if (writes) {
+                    sum_out[ch0 * 8u + 2u] = xs0_2;
+                }
                 let xs0_3 = xr0_3 + sk0_3;
                 ss = ss + dot(xs0_3, xs0_3);
                 let ar0_3 = xs0_3 * gm0_3;
+                if (writes) {
+                    sum_out[ch0 * 8u + 3u] = xs0_3;
+                }
                 let xs0_4 = xr0_4 + sk0_4;
                 ss = ss + dot(xs0_4, xs0_4);
                 let ar0_4 = xs0_4 * gm0_4;
+                if (writes) {
+                    sum_out[ch0 * 8u + 4u] = xs0_4;
+                }
                 let xs0_5 = xr0_5 + sk0_5;
                 ss = ss + dot(xs0_5, xs0_5);
                 let ar0_5 = xs0_5 * gm0_5;
+                if (writes) {
+                    sum_out[ch0 * 8u + 5u] = xs0_5;
+                }
                 let xs0_6 = xr0_6 + sk0_6;
                 ss = ss + dot(xs0_6, xs0_6);
                 let ar0_6 = xs0_6 * gm0_6;
+                if (writes) {
+                    sum_out[ch0 * 8u + 6u] = xs0_6;
+                }
                 let xs0_7 = xr0_7 + sk0_7;
                 ss = ss + dot(xs0_7, xs0_7);
                 let ar0_7 = xs0_7 * gm0_7;
+                if (writes) {
+                    sum_out[ch0 * 8u + 7u] = xs0_7;
+                }
                 let hs = ar0_0 + ar0_1 + ar0_2 + ar0_3 + ar0_4 + ar0_5 + ar0_6 + ar0_7;
                 let a_sum = (hs.x + hs.y) + (hs.z + hs.w);
                 {
@@ -522,12 +595,5 @@ fn main(
     let col = group * CL + lane;
     if (lane < CL && group < groups && col < p.n) {
         y[col] = f32(epilogue(sums[lane], col, col) * ups[lane]);
-    }
-    // The first workgroup stores x + skip (the norm's input_skip_bias_sum) after every load: a store
-    // among the loads would keep the compiler from issuing the later ones before it.
-    if (g == 0u) {
-        for (var i = tid; i < chunks * 8u; i = i + T) {
-            sum_out[i] = a[i] + skip[i];
-        }
     }
 }
