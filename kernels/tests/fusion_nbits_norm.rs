@@ -38,12 +38,17 @@ fn weights(rng: &mut impl Rng, ty: ElemType) -> (T, T, Vec<f64>) {
 }
 
 fn nbits(ty: ElemType, m: u64, name: &str) -> Node {
-    let mut b = val(&format!("{name}.b"), ElemType::U8, &[N, K / BLOCK, BLOCK / 2]);
-    let mut s = val(&format!("{name}.s"), ty, &[N * K / BLOCK]);
+    nbits_n(ty, m, name, N)
+}
+
+/// A MatMulNBits of `n` columns.
+fn nbits_n(ty: ElemType, m: u64, name: &str, n: u64) -> Node {
+    let mut b = val(&format!("{name}.b"), ElemType::U8, &[n, K / BLOCK, BLOCK / 2]);
+    let mut s = val(&format!("{name}.s"), ty, &[n * K / BLOCK]);
     (b.constant, s.constant) = (true, true);
     let attrs = vec![
         ("K", Attr::Int(K as i64)),
-        ("N", Attr::Int(N as i64)),
+        ("N", Attr::Int(n as i64)),
         ("bits", Attr::Int(4)),
         ("block_size", Attr::Int(BLOCK as i64)),
     ];
@@ -51,7 +56,7 @@ fn nbits(ty: ElemType, m: u64, name: &str) -> Node {
         "MatMulNBits",
         1,
         vec![Some(val("h", ty, &[1, m, K])), Some(b), Some(s)],
-        vec![val(name, ty, &[1, m, N])],
+        vec![val(name, ty, &[1, m, n])],
         attrs,
     );
     n.domain = "com.microsoft".into();
@@ -171,4 +176,23 @@ fn a_norm_output_read_elsewhere_is_not_folded() {
     let mut ops = step_ops(&nodes, &["x", "skip", "gamma", "y.b", "y.s"], &["y", "res", "r"]);
     ops.sort();
     assert_eq!(ops, ["MatMulNBits", "Relu", "SkipSimplifiedLayerNormalization"]);
+}
+
+/// Weights past 64 MiB (an LM head's) keep the norm in a step of its own: thousands of workgroups
+/// would each read its row again. One under the limit still folds it.
+#[test]
+fn a_product_of_large_weights_keeps_the_norm_apart() {
+    let per_column = K / 2;
+    let inputs = ["x", "skip", "gamma", "y.b", "y.s"];
+    for (n, folded) in [((64 << 20) / per_column + 1, false), ((64 << 20) / per_column, true)] {
+        let nodes = vec![skip_norm_node(ElemType::F32, 1, K, true, EPS), nbits_n(ElemType::F32, 1, "y", n)];
+        let mut ops = step_ops(&nodes, &inputs, &["y", "res"]);
+        ops.sort();
+        let want: &[&str] = if folded {
+            &["SkipSimplifiedLayerNormalization+MatMulNBits"]
+        } else {
+            &["MatMulNBits", "SkipSimplifiedLayerNormalization"]
+        };
+        assert_eq!(ops, want, "N = {n}");
+    }
 }

@@ -339,6 +339,11 @@ pub(super) fn nbits_norm(
     if !constant(1) || !constant(2) {
         return None;
     }
+    // The packed weights (uint8) the step reads, both products' for SwiGLU's pair.
+    let bytes = product.input(1)?.fixed_shape().map_or(0, |s| s.iter().product::<u64>());
+    if bytes * if up.is_some() { 2 } else { 1 } > NBITS_NORM_MAX_WEIGHT_BYTES {
+        return None;
+    }
     let a = &product.input(0)?.name;
     let r = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == a))?;
     if !foldable_norm(&nodes[r]) {
@@ -348,6 +353,15 @@ pub(super) fn nbits_norm(
     let inner = readers(a);
     (!inner.is_empty() && inner.iter().all(|i| ours.contains(i))).then_some(r)
 }
+
+/// The most packed weight bytes a MatMulNBits step takes a folded norm for. Each workgroup of the
+/// folded kernel reads the norm's whole row again, which pays where the separate norm's dispatch
+/// (about 4 µs) is a large share of the product, and costs where thousands of workgroups share one
+/// row: on an H100, Llama-3.2-1B int4's LM head (125 MiB, 4008 workgroups) took 96–100 µs folded
+/// against 68 + 4 apart, while its Q/K/V (3 MiB) took 8.6–9.5 folded against 5.8 + 4.3 and the gate
+/// and up pair (16 MiB) 16.1–16.5 against 14.5 + 4.3 (`docs/PERFORMANCE.md`, "Each decode product
+/// on its own").
+pub(super) const NBITS_NORM_MAX_WEIGHT_BYTES: u64 = 64 << 20;
 
 /// A SkipSimplifiedLayerNormalization a product may fold: no bias, no mean or inv_std_var output.
 fn foldable_norm(norm: &Node) -> bool {
