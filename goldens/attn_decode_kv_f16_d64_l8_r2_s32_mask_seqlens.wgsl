@@ -24,7 +24,9 @@ struct Params {
     rows: u32,
     row_blocks: u32,
     kv_heads: u32,
-    pad0: u32,
+    // Nonzero: the last chunk's workgroup of each (batch, K/V head, row block) combines the
+    // chunks' partials into `o` itself (no combine dispatch).
+    fused: u32,
     pad1: u32,
 }
 
@@ -34,7 +36,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> v: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> m: array<i32>;
 @group(0) @binding(4) var<storage, read_write> part: array<f32>;
-@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> o: array<f16>;
+@group(0) @binding(6) var<storage, read_write> done: array<atomic<u32>>;
+@group(0) @binding(7) var<uniform> p: Params;
 
 const D: u32 = 64u;
 // Invocations per key row (16 key groups in the workgroup).
@@ -47,6 +51,8 @@ const E: u32 = 8u;
 // The subgroups' output columns of 2 row(s), then their maxima and sums.
 var<workgroup> red: array<f32, 512>;
 var<workgroup> ml: array<f32, 16>;
+// The chunks counted done for this workgroup's rows, as its first invocation read them.
+var<workgroup> counted: u32;
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
@@ -486,5 +492,80 @@ fn main(
                 part[out + D + 1u] = lt;
             }
         }
+    }
+if (p.fused == 0u) {
+        return;
+    }
+    storageBarrier();
+    if (tid == 0u) {
+        counted = atomicAdd(&done[t1], 1u) + 1u;
+    }
+    if (workgroupUniformLoad(&counted) != p.splits) {
+        return;
+    }
+    storageBarrier();
+    let lane = tid % sg_size;
+    let pw = D + 2u;
+    for (var r = sg; r < 2u; r = r + nsg) {
+        let rg = blk * 2u + r;
+        if (rg < p.rows) {
+            let h = kvh * p.group + rg / p.sq;
+            let base = ((b * p.heads + h) * p.sq + rg % p.sq) * p.splits * pw + D;
+            var mx = neg_inf();
+            for (var s = lane; s < p.splits; s = s + sg_size) {
+                mx = max(mx, part[base + s * pw]);
+            }
+            mx = subgroupMax(mx);
+            var lt = 0.0;
+            for (var s = lane; s < p.splits; s = s + sg_size) {
+                let ms = part[base + s * pw];
+                var f = 0.0;
+                if (ms != neg_inf()) {
+                    f = exp(ms - mx);
+                }
+                red[r * p.splits + s] = f;
+                lt = lt + f * part[base + s * pw + 1u];
+            }
+            lt = subgroupAdd(lt);
+            for (var s = lane; s < p.splits; s = s + sg_size) {
+                red[r * p.splits + s] = red[r * p.splits + s] / lt;
+            }
+        }
+    }
+    workgroupBarrier();
+    for (var i = tid; i < 32u; i = i + 128u) {
+        let r = i / 16u;
+        let col = (i % 16u) * 4u;
+        let rg = blk * 2u + r;
+        if (rg < p.rows) {
+            let h = kvh * p.group + rg / p.sq;
+            let qi = rg % p.sq;
+            let at = ((b * p.heads + h) * p.sq + qi) * p.splits * pw + col;
+            let wr = r * p.splits;
+            var acc = vec4<f32>();
+            var s = 0u;
+            for (; s + 4u <= p.splits; s = s + 4u) {
+                let pa0 = at + (s + 0u) * pw;
+                let px0 = vec4<f32>(part[pa0], part[pa0 + 1u], part[pa0 + 2u], part[pa0 + 3u]);
+                let pa1 = at + (s + 1u) * pw;
+                let px1 = vec4<f32>(part[pa1], part[pa1 + 1u], part[pa1 + 2u], part[pa1 + 3u]);
+                let pa2 = at + (s + 2u) * pw;
+                let px2 = vec4<f32>(part[pa2], part[pa2 + 1u], part[pa2 + 2u], part[pa2 + 3u]);
+                let pa3 = at + (s + 3u) * pw;
+                let px3 = vec4<f32>(part[pa3], part[pa3 + 1u], part[pa3 + 2u], part[pa3 + 3u]);
+                acc = acc + px0 * red[wr + s] + px1 * red[wr + s + 1u] + px2 * red[wr + s + 2u] + px3 * red[wr + s + 3u];
+            }
+            for (; s < p.splits; s = s + 1u) {
+                let pa = at + s * pw;
+                acc = acc + vec4<f32>(part[pa], part[pa + 1u], part[pa + 2u], part[pa + 3u]) * red[wr + s];
+            }
+            let ob = b * p.o_stride.x + h * p.o_stride.y + qi * p.o_stride.z + col * p.o_stride.w;
+            for (var c = 0u; c < 4u; c = c + 1u) {
+                o[ob + c * p.o_stride.w] = f16(acc[c]);
+            }
+        }
+    }
+    if (tid == 0u) {
+        atomicStore(&done[t1], 0u);
     }
 }

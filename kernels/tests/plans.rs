@@ -403,16 +403,23 @@ fn attention_plans_name_their_engine() {
     assert!(prefill.line.contains("tensor cores"), "{}", prefill.line);
     assert!(prefill.tiling.contains("key split"), "{}", prefill.tiling);
     let decode = plan(&[&[1, 2, 1, 64], &[1, 2, 300, 64], &[1, 2, 300, 64]]);
+    // One dispatch: the kernel's last workgroup of each row block combines its few chunks.
     assert!(decode.line.contains("split-KV attention per K/V head"), "{}", decode.line);
-    assert_eq!(decode.dispatches.len(), 2);
+    assert!(decode.line.contains("combined by the last"), "{}", decode.line);
+    assert_eq!(decode.dispatches.len(), 1);
     assert!(decode.dispatches[0].0.starts_with("attn_decode_kv_"), "{:?}", decode.dispatches);
-    assert!(decode.dispatches[1].0.starts_with("attn_decode_reduce"));
-    // Llama's decode: 32 query heads over 8 K/V heads, 4096 keys: four rows per workgroup, many
-    // chunks, combined per row.
-    let llama = plan(&[&[1, 32, 1, 64], &[1, 8, 4096, 64], &[1, 8, 4096, 64]]);
-    assert!(llama.line.contains("4 query rows per K/V head"), "{}", llama.line);
-    assert!(llama.dispatches[0].0.contains("_r4_"), "{:?}", llama.dispatches);
-    assert!(llama.dispatches[1].0.starts_with("attn_decode_combine"), "{:?}", llama.dispatches);
+    // Llama's decode: 32 query heads over 8 K/V heads: four rows per workgroup. At a 512-key
+    // cache 8 chunks, combined by the last workgroup; at 4096 keys 64 chunks, too many for it
+    // (16 rounds of four): the per-row combine follows.
+    let llama = |keys: u64| plan(&[&[1, 32, 1, 64], &[1, 8, keys, 64], &[1, 8, keys, 64]]);
+    let short = llama(512);
+    assert!(short.line.contains("4 query rows per K/V head"), "{}", short.line);
+    assert!(short.line.contains("8 chunks") && short.line.contains("combined by the last"), "{}", short.line);
+    assert_eq!(short.dispatches.len(), 1);
+    assert!(short.dispatches[0].0.contains("_r4_"), "{:?}", short.dispatches);
+    let long = llama(4096);
+    assert!(long.line.contains("64 chunks") && !long.line.contains("combined by the last"), "{}", long.line);
+    assert!(long.dispatches[1].0.starts_with("attn_decode_combine"), "{:?}", long.dispatches);
 }
 
 /// GroupQueryAttention's flash step is causal, so a prompt's key tiles past the diagonal are

@@ -54,6 +54,43 @@ fn per_kv_head_decode_against_f64() {
     }
 }
 
+/// The kernel's last workgroup of each row block combines the chunks (`attn_decode_last`) where
+/// each invocation's share takes few rounds of loads, else a combine dispatch follows: forced
+/// chunk counts on each side, one and two row blocks, causal rows (Sq = 2, their keys last).
+/// Each step runs twice (`Direct::check`), so a chunk counter left behind fails the second run.
+#[test]
+fn chunks_combined_by_the_last_workgroup_or_a_dispatch() {
+    let gpu = common::gpu();
+    if kv_lanes(ElemType::F32, 64, gpu.caps()).is_none() {
+        eprintln!("skipped: this adapter has no subgroups");
+        return;
+    }
+    let mut rng = rand::rng();
+    // (case, forced chunks, combined by the last workgroup)
+    let cases = [
+        (case(4, 1, 1, 2000, 128, None), 8, true),
+        (case(4, 1, 1, 2000, 128, None), 31, true),
+        (case(4, 1, 1, 8000, 128, None), 60, false),
+        (case(8, 1, 2, 1500, 64, Some(1498)), 20, true),
+        (case(8, 1, 2, 1500, 128, Some(1498)), 40, false),
+        (case(2, 2, 1, 900, 64, None), 1, true),
+    ];
+    for ty in [ElemType::F32, ElemType::F16] {
+        for (c, splits, last) in &cases {
+            let run = Direct { ty, mask: "none", kt: false, softcap: 0.0, gain: None };
+            let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
+                k.splits = Some(*splits);
+                if c.causal.is_some() {
+                    k.causal = Causal::BottomRight;
+                }
+            };
+            run.check(&mut rng, c, configure, |plan| {
+                assert!(plan.contains("per K/V head") && plan.contains("combined by the last") == *last, "{plan}")
+            });
+        }
+    }
+}
+
 /// Fewer lanes per key row than a subgroup holds (forced): a subgroup's key groups merge by
 /// shuffles before the subgroups meet in workgroup memory, several query rows per pass. Few keys
 /// leave most key groups empty (their maxima are -inf when merged).

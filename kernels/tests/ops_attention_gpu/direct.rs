@@ -119,15 +119,21 @@ impl Direct<'_> {
         let step = kernel.prepare(&cx, &io).unwrap();
         let plan = step.plan.clone().unwrap_or_default();
         check_plan(&plan);
-        gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
-        let mut data = gpu.read_buffer(&out).unwrap();
-        data.truncate(bytes as usize);
-        let what = format!(
-            "{ty} d={} H{}/{} sq={sq} skv={skv} mask {mask} causal {:?} softcap {}: {plan}",
-            c.d, c.hq, c.hkv, c.causal, self.softcap
-        );
-        let got = T { ty, shape: oshape.to_vec(), data }.values();
-        assert_close_terms(&what, &got, &want, &terms, ty);
+        // Twice, poisoned before each: what a run leaves behind (the decode kernel's chunk
+        // counters) must not change the next.
+        for round in 0..2 {
+            let poison = vec![0xffu8; bytes.next_multiple_of(4) as usize];
+            gpu.upload_at(&out.buffer, 0, &poison).unwrap();
+            gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
+            let mut data = gpu.read_buffer(&out).unwrap();
+            data.truncate(bytes as usize);
+            let what = format!(
+                "{ty} d={} H{}/{} sq={sq} skv={skv} mask {mask} causal {:?} softcap {}, run {round}: {plan}",
+                c.d, c.hq, c.hkv, c.causal, self.softcap
+            );
+            let got = T { ty, shape: oshape.to_vec(), data }.values();
+            assert_close_terms(&what, &got, &want, &terms, ty);
+        }
     }
 }
 

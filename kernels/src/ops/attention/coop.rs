@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{AttnPlan, FlashKernel, Geometry, MaskKind, Maxima, SharedParams};
+use super::kernel::{AttnPlan, FlashKernel, Geometry, MaskKind, Maxima, SharedParams, Tail};
 use super::HEAD_SIZES;
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -378,7 +378,8 @@ pub(super) fn plan_dispatches(
     };
     let bounds = if matches!(pre, Some(Maxima::Bound(_))) { ", K/V scales from their bounds" } else { "" };
     let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}{bounds}");
-    Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, pre, main, reduce })
+    let tail = reduce.map_or(Tail::None, |(d, bytes)| Tail::Reduce(d, bytes));
+    Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, pre, main, tail })
 }
 
 #[cfg(test)]

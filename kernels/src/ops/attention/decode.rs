@@ -7,17 +7,20 @@
 //! Where K and V rows are whole 16-byte chunks and the device has subgroups, the K/V-head form
 //! (`wgsl/attn_decode_kv.wgsl.j2`) runs instead: one workgroup per (batch, K/V head, block of
 //! query rows, key chunk), so the query heads that share a K/V head read it once, in whole-row
-//! loads; its many chunks per row are combined by `attn_decode_combine`.
+//! loads; the last workgroup of each row block combines the chunks itself where they are few
+//! (`wgsl/attn_decode_last.wgsl.j2`), else `attn_decode_combine` does.
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{AttnPlan, Causal, FlashKernel, Geometry, MaskKind, SharedParams};
+use super::kernel::{AttnPlan, Causal, Counted, FlashKernel, Geometry, MaskKind, SharedParams, Tail};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
 use crate::ops::planned::OpDispatch;
 use crate::ops::{grid, grid_for, to_u32};
-use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+use crate::shader::{OpShader, ShaderVariant};
+
+pub use super::decode_source::{variants, DecodeKvSource, DecodeReduceSource, DecodeSource};
 
 /// Query rows up to which the split-KV kernel runs instead of the flash kernel.
 pub const DECODE_MAX_ROWS: u64 = 4;
@@ -41,19 +44,26 @@ pub fn plan_splits(rows: u64, skv: u64, caps: &DeviceCaps) -> (u64, u64) {
 /// a power of two of lanes).
 pub const KV_HEAD_SIZES: [u64; 3] = [64, 128, 256];
 /// Invocations per workgroup of the K/V-head kernel, and keys each key group scores per step.
-const KV_THREADS: u32 = 128;
-const KV_KEYS_PER_GROUP: u32 = 4;
+pub(super) const KV_THREADS: u32 = 128;
+pub(super) const KV_KEYS_PER_GROUP: u32 = 4;
 /// Most elements of a row one invocation of the K/V-head kernel holds.
 const KV_MAX_ELEMENTS: u64 = 16;
 /// Query rows per workgroup of the K/V-head kernel: the smallest that holds a K/V head's rows.
-const ROW_BLOCKS: [u32; 4] = [1, 2, 4, 8];
+pub(super) const ROW_BLOCKS: [u32; 4] = [1, 2, 4, 8];
 /// Key chunks per row from which the per-row combine replaces the per-element reduction.
 const COMBINE_MIN_SPLITS: u64 = 8;
+/// Most rounds of four chunks' loads per invocation for the kernel's last workgroup of a row
+/// block to combine the chunks itself; past that the combine dispatch, 256 invocations per row,
+/// finishes sooner.
+pub(super) const LAST_MAX_ROUNDS: u64 = 8;
+/// Storage buffers the K/V-head kernel binds with a mask: Q, K, V, the mask, its partials, the
+/// output and the chunk counters.
+const KV_STORAGE: u32 = 7;
 
 /// Invocations sharing a key row in the K/V-head kernel on `caps` (each loads whole 16-byte
 /// chunks of it, and a subgroup shuffle sums their dot products), or `None` where it does not run.
 pub fn kv_lanes(ty: ElemType, d: u64, caps: &DeviceCaps) -> Option<u32> {
-    if !caps.subgroups || !KV_HEAD_SIZES.contains(&d) {
+    if !caps.subgroups || !KV_HEAD_SIZES.contains(&d) || caps.max_storage_buffers_per_stage < KV_STORAGE {
         return None;
     }
     let chunks = u32::try_from(d * ty.size() / 16).ok()?;
@@ -99,159 +109,6 @@ pub fn kv_splits(units: u64, rows: u64, skv: u64, step: u64, caps: &DeviceCaps) 
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
-/// The K/V-head kernel: what changes its text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DecodeKvSource {
-    pub ty: ElemType,
-    pub d: u32,
-    pub mask: MaskKind,
-    /// Query rows per workgroup.
-    pub rows: u32,
-    /// Invocations per key row.
-    pub lanes: u32,
-    /// The narrowest subgroup it is sized for (the device's smallest): a subgroup's key groups
-    /// merge by shuffles, so workgroup memory holds one partial per subgroup.
-    pub subgroup: u32,
-    /// GroupQueryAttention's preparation folded in (`_prep`, seqlens masks only): see [`PrepFields`].
-    pub prep: bool,
-}
-
-impl DecodeKvSource {
-    /// The most subgroups in a workgroup, and the query rows combined per pass through
-    /// workgroup memory (as many as keep it at one row per key group).
-    fn combine_geometry(&self) -> (u32, u32) {
-        let subgroup = self.subgroup.max(self.lanes);
-        (KV_THREADS / subgroup, (subgroup / self.lanes).min(self.rows))
-    }
-}
-
-impl OpSource for DecodeKvSource {
-    fn name(&self) -> String {
-        format!(
-            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}{}",
-            self.ty.name(),
-            self.d,
-            self.lanes,
-            self.rows,
-            self.subgroup,
-            self.mask.name(),
-            if self.prep { "_prep" } else { "" }
-        )
-    }
-
-    fn emit(&self) -> Result<String, String> {
-        let (msg, rp) = self.combine_geometry();
-        let ctx = minijinja::context! {
-            t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
-            rb => self.rows, l => self.lanes, threads => KV_THREADS, kpt => KV_KEYS_PER_GROUP,
-            sg => self.subgroup, msg => msg, rp => rp, prep => self.prep,
-            // The butterfly across a key row's lanes: xor by half of them, a quarter, ... 1.
-            shuffles => (0..self.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
-        };
-        render("attn_decode_kv.wgsl.j2", ctx)
-    }
-
-    fn capabilities(&self) -> naga::valid::Capabilities {
-        let caps = crate::ops::capabilities_for(&[self.ty]) | naga::valid::Capabilities::SUBGROUP;
-        if self.ty == ElemType::F16 {
-            caps | crate::shader::F16X8_CAPS
-        } else {
-            caps
-        }
-    }
-}
-
-/// The partial kernel: what changes its text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DecodeSource {
-    pub ty: ElemType,
-    pub d: u32,
-    pub mask: MaskKind,
-}
-
-impl OpSource for DecodeSource {
-    fn name(&self) -> String {
-        format!("attn_decode_{}_d{}_mask_{}", self.ty.name(), self.d, self.mask.name())
-    }
-
-    fn emit(&self) -> Result<String, String> {
-        let ctx = minijinja::context! {
-            t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
-        };
-        render("attn_decode.wgsl.j2", ctx)
-    }
-
-    fn capabilities(&self) -> naga::valid::Capabilities {
-        crate::ops::capabilities_for(&[self.ty])
-    }
-}
-
-/// The reduction of the partials into the output: one invocation per four columns of a row
-/// (`attn_decode_reduce`, for many rows of few chunks), or with `per_row` one workgroup per row
-/// (`attn_decode_combine`, for a few rows of many chunks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct DecodeReduceSource {
-    pub ty: ElemType,
-    pub per_row: bool,
-}
-
-impl DecodeReduceSource {
-    fn template(&self) -> &'static str {
-        if self.per_row {
-            "attn_decode_combine"
-        } else {
-            "attn_decode_reduce"
-        }
-    }
-}
-
-impl OpSource for DecodeReduceSource {
-    fn name(&self) -> String {
-        format!("{}_{}", self.template(), self.ty.name())
-    }
-
-    fn emit(&self) -> Result<String, String> {
-        render(
-            &format!("{}.wgsl.j2", self.template()),
-            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16 },
-        )
-    }
-
-    fn capabilities(&self) -> naga::valid::Capabilities {
-        crate::ops::capabilities_for(&[self.ty])
-    }
-}
-
-/// Every split-KV variant on `caps`.
-pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
-    let mut out = Vec::new();
-    for ty in crate::ops::norm::float_types(caps) {
-        for d in super::HEAD_SIZES {
-            for mask in MaskKind::ALL {
-                out.push(ShaderVariant::Op(OpShader::new(DecodeSource { ty, d: d as u32, mask })));
-            }
-        }
-        out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: false })));
-        for d in KV_HEAD_SIZES {
-            let Some(lanes) = kv_lanes(ty, d, caps) else { continue };
-            for mask in MaskKind::ALL {
-                for rows in ROW_BLOCKS {
-                    let subgroup = caps.subgroup_min_size;
-                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup, prep: false };
-                    out.push(ShaderVariant::Op(OpShader::new(source)));
-                    if mask == MaskKind::SeqLens && prep_fits(caps) {
-                        out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { prep: true, ..source })));
-                    }
-                }
-            }
-        }
-        if KV_HEAD_SIZES.iter().any(|&d| kv_lanes(ty, d, caps).is_some()) {
-            out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: true })));
-        }
-    }
-    out
-}
-
 /// The uniforms of `attn_decode.wgsl.j2`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
@@ -274,7 +131,9 @@ struct DecodeKvParams {
     rows: u32,
     row_blocks: u32,
     kv_heads: u32,
-    pad: [u32; 2],
+    /// Nonzero: the kernel's last workgroups combine the partials (no combine dispatch).
+    fused: u32,
+    pad: u32,
 }
 
 /// GroupQueryAttention's preparation folded into the K/V-head kernel for one new token per batch
@@ -306,7 +165,7 @@ pub struct PrepFields {
 }
 
 /// Storage buffers the `_prep` kernel binds.
-const PREP_STORAGE: u32 = 14;
+const PREP_STORAGE: u32 = 16;
 
 /// Whether the device binds the `_prep` kernel's storage buffers.
 pub fn prep_fits(caps: &DeviceCaps) -> bool {
@@ -390,7 +249,7 @@ pub(super) fn plan(
         tiling: format!("split-KV, {tiling}"),
         pre: None,
         main,
-        reduce: Some((reduce, count * (g.d + 2) * 4)),
+        tail: Tail::Reduce(reduce, count * (g.d + 2) * 4),
     })
 }
 
@@ -401,7 +260,16 @@ pub(super) fn whole_chunks(g: &Geometry, ty: ElemType) -> bool {
     g.strides[1..].iter().all(|s| s[3] == 1 && s[..3].iter().all(|x| x % per == 0))
 }
 
-/// The K/V-head kernel's two dispatches.
+/// An experiment build's key chunks for the K/V-head kernel: `EXP_DECODE_SPLITS=N` (about N, in
+/// whole steps; `bench/README.md`). Release builds never read the variable.
+fn forced_kv_splits() -> Option<u64> {
+    if !cfg!(feature = "wgsl-override") {
+        return None;
+    }
+    std::env::var("EXP_DECODE_SPLITS").ok()?.trim().parse().ok()
+}
+
+/// The K/V-head kernel, and the combine dispatch after it unless its last workgroups combine.
 fn plan_kv(
     k: &FlashKernel,
     caps: &DeviceCaps,
@@ -413,8 +281,22 @@ fn plan_kv(
     let rb = ROW_BLOCKS.into_iter().find(|&r| u64::from(r) >= rows.min(8)).unwrap_or(8);
     let row_blocks = rows.div_ceil(u64::from(rb));
     let units = g.batch * g.kv_heads * row_blocks;
-    let (splits, chunk) = kv_splits(units, rows.min(u64::from(rb)), g.skv, kv_step(lanes), caps);
+    let (splits, chunk) = match k.splits.or_else(forced_kv_splits) {
+        Some(s) => {
+            let chunk = g.skv.div_ceil(s.max(1)).div_ceil(kv_step(lanes)).max(1) * kv_step(lanes);
+            (g.skv.div_ceil(chunk).max(1), chunk)
+        }
+        None => kv_splits(units, rows.min(u64::from(rb)), g.skv, kv_step(lanes), caps),
+    };
     let count = units * splits;
+    let prep = k.prep.filter(|_| k.mask == MaskKind::SeqLens && g.sq == 1 && prep_fits(caps));
+    if k.prep.is_some() && prep.is_none() {
+        return Err(GpuError::Internal(format!("{} '{}': no folded preparation for these shapes", k.op, k.name)));
+    }
+    let subgroup = caps.subgroup_min_size;
+    let source =
+        DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes, subgroup, prep: prep.is_some() };
+    let fused = source.combines_last(splits);
     let params = DecodeKvParams {
         shared,
         chunk: to_u32("keys per chunk", chunk)?,
@@ -423,34 +305,31 @@ fn plan_kv(
         rows: to_u32("query rows per K/V head", rows)?,
         row_blocks: to_u32("query row blocks", row_blocks)?,
         kv_heads: to_u32("K/V heads", g.kv_heads)?,
-        pad: [0; 2],
+        fused: u32::from(fused),
+        pad: 0,
     };
-    let subgroup = caps.subgroup_min_size;
-    let prep = k.prep.filter(|_| k.mask == MaskKind::SeqLens && g.sq == 1 && prep_fits(caps));
-    if k.prep.is_some() && prep.is_none() {
-        return Err(GpuError::Internal(format!("{} '{}': no folded preparation for these shapes", k.op, k.name)));
-    }
-    let source =
-        DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes, subgroup, prep: prep.is_some() };
     let (variant, grid) = (ShaderVariant::Op(OpShader::new(source)), grid(count, caps)?);
     let main = match prep {
         Some(prep) => OpDispatch::new(variant, &DecodePrepParams { kv: params, prep }, grid),
         None => OpDispatch::new(variant, &params, grid),
     };
-    let reduce = if splits >= COMBINE_MIN_SPLITS {
-        combine(k, caps, g, params.splits, &shared)?
+    let combine = if fused {
+        None
+    } else if splits >= COMBINE_MIN_SPLITS {
+        Some(combine(k, caps, g, params.splits, &shared)?)
     } else {
-        reduce(k, caps, g, params.splits, &shared)?
+        Some(reduce(k, caps, g, params.splits, &shared)?)
     };
-    let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
-    let tiling = format!("{splits} chunks of {chunk} keys, {rb} query rows per K/V head and workgroup");
+    let partials = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
+    let combined = if fused { ", combined by the last" } else { "" };
+    let tiling = format!("{splits} chunks of {chunk} keys{combined}, {rb} query rows per K/V head and workgroup");
     let line = k.describe(g, "split-KV attention per K/V head", &tiling);
     Ok(AttnPlan {
         line,
         tiling: format!("split-KV per K/V head, {tiling}"),
         pre: None,
         main,
-        reduce: Some((reduce, work)),
+        tail: Tail::Counted(Counted { partials, counters: units * 4, combine }),
     })
 }
 

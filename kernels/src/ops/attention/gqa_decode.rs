@@ -2,11 +2,12 @@
 //! (`wgsl/attn_decode_kv.wgsl.j2`, `_prep` variants): one new token per batch, no local window.
 //! The kernel reads Q from the node's query (rotating and normalising it as it loads), writes the
 //! new K and V rows into the present caches itself and, where the present is not the past's own
-//! range, copies the past rows as its loop reads them. That is the kernel and its combine: the
-//! preparation's dispatch (and its Q buffer) is gone.
+//! range, copies the past rows as its loop reads them. That is the kernel (and its combine where
+//! its last workgroups do not combine the key chunks): the preparation's dispatch (and its Q buffer)
+//! is gone.
 
 use super::super::decode::{prep_runs, PrepFields};
-use super::super::kernel::{AttnPlan, FlashKernel, MaskKind};
+use super::super::kernel::{AttnPlan, FlashKernel, MaskKind, Tail};
 use super::{GqaGeometry, GqaKernel};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -54,7 +55,7 @@ impl GqaKernel {
         })
     }
 
-    /// The decode kernel with the preparation folded in, and its combine, at `g`.
+    /// The decode kernel with the preparation folded in (and any combine) at `g`.
     fn folded(&self, g: &GqaGeometry, caps: &DeviceCaps, prep: PrepFields) -> Result<AttnPlan, GpuError> {
         let flash = FlashKernel { prep: Some(prep), ..self.flash() };
         let q = [g.batch, 1, self.heads * g.d];
@@ -66,15 +67,15 @@ impl GqaKernel {
     pub(super) fn plan_folded(&self, g: &GqaGeometry, caps: &DeviceCaps) -> Result<StepPlan, String> {
         let planned = self.folded(g, caps, self.prep_fields(g, 0, [false; 2]).map_err(|e| self.err(e))?);
         let planned = planned.map_err(|e| self.err(e))?;
-        let dispatches: Vec<_> = std::iter::once(planned.main).chain(planned.reduce.map(|(d, _)| d)).collect();
+        let dispatches: Vec<_> = std::iter::once(planned.main).chain(planned.tail.dispatch()).collect();
         let line = format!("{}, preparation folded in (present length {})", planned.line, g.present);
         Ok(step_plan(line, planned.tiling, &dispatches))
     }
 
     /// Binds the folded step: the kernel reads the query, the new K/V rows, the past caches (a
     /// spare buffer where the present is the past's range), `seqlens_k`, the cos/sin caches and
-    /// the norm weights, and writes the present caches, its partials and the status word; the
-    /// combine writes the output.
+    /// the norm weights, and writes the present caches, its partials, the status word, the output
+    /// and its chunk counters (a combine dispatch writes the output where the kernel does not).
     pub(super) fn prepare_folded(
         &self,
         cx: &PrepareCx<'_>,
@@ -90,15 +91,16 @@ impl GqaKernel {
         let k_past = if in_place[0] { spare } else { buf(3) };
         let v_past = if in_place[1] { spare } else { buf(4) };
         let reads = [query, key_src, value_src, k_past, v_past, io.input(5)?.buf, buf(7), buf(8), buf(14), buf(15)];
-        let Some((combine, bytes)) = &planned.reduce else {
+        let Tail::Counted(counted) = planned.tail else {
             return Err(GpuError::Internal(self.err("the folded decode kernel writes no partials")));
         };
-        let work = cx.gpu.storage_buffer(*bytes, "attention partials")?;
-        let (present_k, present_v) = (io.output(1)?.buf, io.output(2)?.buf);
-        let dispatches = vec![
-            planned.main.bind(cx.gpu, &reads, &[present_k, present_v, &work, cx.status])?,
-            combine.bind(cx.gpu, &[&work], &[io.output(0)?.buf])?,
-        ];
+        let (work, done) = counted.buffers(cx.gpu)?;
+        let (out, present_k, present_v) = (io.output(0)?.buf, io.output(1)?.buf, io.output(2)?.buf);
+        let mut dispatches =
+            vec![planned.main.bind(cx.gpu, &reads, &[present_k, present_v, &work, cx.status, out, &done])?];
+        if let Some(combine) = counted.combine {
+            dispatches.push(combine.bind(cx.gpu, &[&work], &[out])?);
+        }
         Ok(PreparedStep { dispatches, plan: Some(format!("{}, preparation folded in", planned.line)) })
     }
 }

@@ -168,7 +168,8 @@ pub struct FlashKernel {
     pub tiles: Option<(u32, u32)>,
     /// Which flash kernel runs more than a few query rows.
     pub engine: Engine,
-    /// Forced key splits of the tensor-core kernel; `None`: planned from the device.
+    /// Forced key splits of the tensor-core kernel and of the K/V-head decode kernel (about as
+    /// many: whole steps of keys); `None`: planned from the device.
     pub splits: Option<u64>,
     /// Forced invocations per key row of the K/V-head decode kernel; `None`: planned from the
     /// device. Tests set it below the subgroup size, where a subgroup holds several key groups.
@@ -388,12 +389,19 @@ impl Kernel for FlashKernel {
         if let Some(buf) = &maxima {
             reads.push(buf);
         }
-        match &planned.reduce {
-            None => dispatches.push(planned.main.bind(cx.gpu, &reads, &[o.buf])?),
-            Some((reduce, bytes)) => {
-                let work = cx.gpu.storage_buffer(*bytes, "attention partials")?;
+        match planned.tail {
+            Tail::None => dispatches.push(planned.main.bind(cx.gpu, &reads, &[o.buf])?),
+            Tail::Reduce(reduce, bytes) => {
+                let work = cx.gpu.storage_buffer(bytes, "attention partials")?;
                 dispatches.push(planned.main.bind(cx.gpu, &reads, &[&work])?);
                 dispatches.push(reduce.bind(cx.gpu, &[&work], &[o.buf])?);
+            }
+            Tail::Counted(counted) => {
+                let (work, done) = counted.buffers(cx.gpu)?;
+                dispatches.push(planned.main.bind(cx.gpu, &reads, &[&work, o.buf, &done])?);
+                if let Some(combine) = counted.combine {
+                    dispatches.push(combine.bind(cx.gpu, &[&work], &[o.buf])?);
+                }
             }
         }
         Ok(PreparedStep { dispatches, plan: Some(planned.line) })
@@ -411,7 +419,7 @@ impl Kernel for FlashKernel {
             _ => Vec::new(),
         };
         dispatches.push(planned.main);
-        dispatches.extend(planned.reduce.map(|(d, _)| d));
+        dispatches.extend(planned.tail.dispatch());
         Ok(Some(step_plan(planned.line, planned.tiling, &dispatches)))
     }
 }
@@ -432,11 +440,48 @@ pub(super) struct AttnPlan {
     pub tiling: String,
     /// What `main` reads after K and V: the split f32 kernel's maxima.
     pub pre: Option<Maxima>,
-    /// Reads Q, K, V (and the mask, and `pre`'s output); writes the output, or with `reduce` the
+    /// Reads Q, K, V (and the mask, and `pre`'s output); writes the output, or with a `tail` the
     /// partials.
     pub main: OpDispatch,
-    /// The reduction of the partials into the output and the partials' bytes.
-    pub reduce: Option<(OpDispatch, u64)>,
+    pub tail: Tail,
+}
+
+/// What follows an attention kernel: nothing where it writes the output itself, else the
+/// combination of its partials.
+pub(super) enum Tail {
+    None,
+    /// A reduction of the partials (their bytes) into the output.
+    Reduce(OpDispatch, u64),
+    /// The K/V-head decode kernel's.
+    Counted(Counted),
+}
+
+impl Tail {
+    /// The dispatch after the kernel, if any.
+    pub fn dispatch(self) -> Option<OpDispatch> {
+        match self {
+            Tail::None => None,
+            Tail::Reduce(d, _) => Some(d),
+            Tail::Counted(c) => c.combine,
+        }
+    }
+}
+
+/// The K/V-head decode kernel binds its partials, the output and a counter per row block, in that
+/// order, after its other buffers. Its last workgroup of each row block combines the partials
+/// into the output, unless a combine dispatch follows (`combine`).
+pub(super) struct Counted {
+    pub partials: u64,
+    pub counters: u64,
+    pub combine: Option<OpDispatch>,
+}
+
+impl Counted {
+    /// The partials' buffer and the counters' (zero when created; the kernel leaves them zero).
+    pub fn buffers(&self, gpu: &crate::runtime::Gpu) -> Result<(GpuBuffer, GpuBuffer), GpuError> {
+        let work = gpu.storage_buffer(self.partials, "attention partials")?;
+        Ok((work, gpu.storage_buffer(self.counters, "attention chunk counters")?))
+    }
 }
 
 impl FlashKernel {
@@ -485,7 +530,7 @@ impl FlashKernel {
         let source = AttnSource { ty: self.ty, d: g.d as u32, br, bc, mask: self.mask };
         let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
         let tiling = format!("tiles {br}x{bc}");
-        Ok(AttnPlan { line: self.describe(&g, "flash attention", &tiling), tiling, pre: None, main, reduce: None })
+        Ok(AttnPlan { line: self.describe(&g, "flash attention", &tiling), tiling, pre: None, main, tail: Tail::None })
     }
 }
 

@@ -16,6 +16,7 @@
 
 pub mod coop;
 pub mod decode;
+mod decode_source;
 pub mod fused;
 pub mod gqa;
 pub mod kernel;

@@ -1,0 +1,175 @@
+//! The split-KV decode kernels' sources: what changes each one's text, and every variant the
+//! planner may emit on a device (`decode.rs` plans and binds them).
+
+use super::decode::{kv_lanes, prep_fits, KV_HEAD_SIZES, KV_KEYS_PER_GROUP, KV_THREADS, LAST_MAX_ROUNDS, ROW_BLOCKS};
+use super::kernel::MaskKind;
+use crate::caps::DeviceCaps;
+use crate::dtype::ElemType;
+use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+
+/// The K/V-head kernel: what changes its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeKvSource {
+    pub ty: ElemType,
+    pub d: u32,
+    pub mask: MaskKind,
+    /// Query rows per workgroup.
+    pub rows: u32,
+    /// Invocations per key row.
+    pub lanes: u32,
+    /// The narrowest subgroup it is sized for (the device's smallest): a subgroup's key groups
+    /// merge by shuffles, so workgroup memory holds one partial per subgroup.
+    pub subgroup: u32,
+    /// GroupQueryAttention's preparation folded in (`_prep`, seqlens masks only): see [`PrepFields`].
+    pub prep: bool,
+}
+
+impl DecodeKvSource {
+    /// The most subgroups in a workgroup, and the query rows combined per pass through
+    /// workgroup memory (as many as keep it at one row per key group).
+    fn combine_geometry(&self) -> (u32, u32) {
+        let subgroup = self.subgroup.max(self.lanes);
+        (KV_THREADS / subgroup, (subgroup / self.lanes).min(self.rows))
+    }
+
+    /// Whether the kernel's last workgroup of each row block combines the `splits` chunks'
+    /// partials itself (`attn_decode_last.wgsl.j2`) instead of a combine dispatch: the weights of
+    /// its rows' chunks fit its workgroup memory, and each invocation's share of the sums takes
+    /// at most [`LAST_MAX_ROUNDS`] rounds of four chunks. (An experiment build takes the dispatch
+    /// with `EXP_NO_FOLD=last`.)
+    pub fn combines_last(&self, splits: u64) -> bool {
+        let (msg, rp) = self.combine_geometry();
+        let (rows, d) = (u64::from(self.rows), u64::from(self.d));
+        let per_invocation = (rows * d / 4).div_ceil(u64::from(KV_THREADS));
+        rows * splits <= u64::from(msg * rp) * d
+            && per_invocation * splits.div_ceil(4) <= LAST_MAX_ROUNDS
+            && !crate::fold_off("last")
+    }
+}
+
+impl OpSource for DecodeKvSource {
+    fn name(&self) -> String {
+        format!(
+            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}{}",
+            self.ty.name(),
+            self.d,
+            self.lanes,
+            self.rows,
+            self.subgroup,
+            self.mask.name(),
+            if self.prep { "_prep" } else { "" }
+        )
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let (msg, rp) = self.combine_geometry();
+        let ctx = minijinja::context! {
+            t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
+            rb => self.rows, l => self.lanes, threads => KV_THREADS, kpt => KV_KEYS_PER_GROUP,
+            sg => self.subgroup, msg => msg, rp => rp, prep => self.prep,
+            // The butterfly across a key row's lanes: xor by half of them, a quarter, ... 1.
+            shuffles => (0..self.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
+        };
+        render("attn_decode_kv.wgsl.j2", ctx)
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        let caps = crate::ops::capabilities_for(&[self.ty]) | naga::valid::Capabilities::SUBGROUP;
+        if self.ty == ElemType::F16 {
+            caps | crate::shader::F16X8_CAPS
+        } else {
+            caps
+        }
+    }
+}
+
+/// The partial kernel: what changes its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeSource {
+    pub ty: ElemType,
+    pub d: u32,
+    pub mask: MaskKind,
+}
+
+impl OpSource for DecodeSource {
+    fn name(&self) -> String {
+        format!("attn_decode_{}_d{}_mask_{}", self.ty.name(), self.d, self.mask.name())
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        let ctx = minijinja::context! {
+            t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
+        };
+        render("attn_decode.wgsl.j2", ctx)
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
+/// The reduction of the partials into the output: one invocation per four columns of a row
+/// (`attn_decode_reduce`, for many rows of few chunks), or with `per_row` one workgroup per row
+/// (`attn_decode_combine`, for a few rows of many chunks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeReduceSource {
+    pub ty: ElemType,
+    pub per_row: bool,
+}
+
+impl DecodeReduceSource {
+    fn template(&self) -> &'static str {
+        if self.per_row {
+            "attn_decode_combine"
+        } else {
+            "attn_decode_reduce"
+        }
+    }
+}
+
+impl OpSource for DecodeReduceSource {
+    fn name(&self) -> String {
+        format!("{}_{}", self.template(), self.ty.name())
+    }
+
+    fn emit(&self) -> Result<String, String> {
+        render(
+            &format!("{}.wgsl.j2", self.template()),
+            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16 },
+        )
+    }
+
+    fn capabilities(&self) -> naga::valid::Capabilities {
+        crate::ops::capabilities_for(&[self.ty])
+    }
+}
+
+/// Every split-KV variant on `caps`.
+pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
+    let mut out = Vec::new();
+    for ty in crate::ops::norm::float_types(caps) {
+        for d in super::HEAD_SIZES {
+            for mask in MaskKind::ALL {
+                out.push(ShaderVariant::Op(OpShader::new(DecodeSource { ty, d: d as u32, mask })));
+            }
+        }
+        out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: false })));
+        for d in KV_HEAD_SIZES {
+            let Some(lanes) = kv_lanes(ty, d, caps) else { continue };
+            for mask in MaskKind::ALL {
+                for rows in ROW_BLOCKS {
+                    let subgroup = caps.subgroup_min_size;
+                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup, prep: false };
+                    out.push(ShaderVariant::Op(OpShader::new(source)));
+                    if mask == MaskKind::SeqLens && prep_fits(caps) {
+                        out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { prep: true, ..source })));
+                    }
+                }
+            }
+        }
+        if KV_HEAD_SIZES.iter().any(|&d| kv_lanes(ty, d, caps).is_some()) {
+            out.push(ShaderVariant::Op(OpShader::new(DecodeReduceSource { ty, per_row: true })));
+        }
+    }
+    out
+}
