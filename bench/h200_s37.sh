@@ -11,7 +11,7 @@
 #   (3) genai's Llama-3.2-1B decode at a past of CTX (512), int4 (pre, base, new, new-dispatch) and fp16 (base,
 #       new, new-dispatch), decode_ab back to back alternating ROUNDS times, then one --profile --by-grid each
 #       (not pre's).
-# Stage: GENAI=1 KERNEL_BENCH=0 bash bench/h200_stage.sh, then .carry/s37.tar.xz (bench/README.md, "next
+# Stage: GENAI=1 KERNEL_BENCH=0 bash bench/h200_stage.sh, then .carry/s37.tar.xz (bench/README.md, "The next
 # calls"); carry [".carry", ".whl", ".gl"]. $OUT is packed into $OUT/all.tgz at the end.
 #   OUT=$OUT bash bench/h200_s37.sh
 set -uo pipefail
