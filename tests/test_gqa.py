@@ -206,7 +206,7 @@ def test_gqa_variants(make_session, run_cpu, dtype, variant, tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("variant", ["plain", "packed", "interleaved", "partial_rotary", "scale", "softcap", "head_128",
-                                     "two_row_blocks", "window"])
+                                     "two_row_blocks", "long_past", "window"])
 def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant, tmp_path):
     """Decode (one new token per batch) runs the preparation inside the K/V-head kernel: Q rotated as it is loaded,
     the new K and V rows written into the present caches by the kernel, the past rows copied as its loop reads them
@@ -220,6 +220,9 @@ def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant,
     elif variant == "two_row_blocks":
         # 16 query heads per K/V head: two workgroups of 8 rows per key chunk, each writing the new rows it reads.
         heads, kv_heads = 16, 1
+    elif variant == "long_past":
+        # Many key chunks (batches of different lengths), joined by the kernel's last workgroup of each row block.
+        heads, past, seqlens, total = 8, 700, [699, 400], 700
     seed = new_seed()
     rng = np.random.default_rng(seed)
     kw = dict(rotary=variant != "plain", half=d // 2)
