@@ -33,18 +33,4 @@ for m in ${PRECISIONS//,/ }; do
       2>/dev/null | tail -1 >>"$OUT/decode_grid.jsonl"
   done
 done
-python3 - "$OUT/decode_ab.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(f"{r['label']:>22}: back to back {r.get('b2b_ms') or 0:.3f} ms, waited {r.get('median_ms') or 0:.3f} ms")
-PY
-python3 - "$OUT/decode_grid.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    g = r.get("gpu") or {}
-    print(f"== {r['label']}: back to back {r.get('b2b_ms')} ms, GPU {g.get('total_ms', 0):.3f} ms, {g.get('steps')} dispatches")
-    for name, ms, n in g.get("top", []):
-        print(f"  {ms / n * 1e3:7.1f} us x{n:<3} {name}")
-PY
+python3 bench/summary.py decode "$OUT/decode_ab.jsonl" "$OUT/decode_grid.jsonl" --top 99

@@ -23,17 +23,7 @@ for r in $(seq "$ROUNDS"); do
       --no-torch >>"$OUT/ab_attention.txt" 2>&1
   done
 done
-python3 - "$OUT/ab_attention.txt" <<'PY'
-import json, sys
-label = ""
-for line in open(sys.argv[1]):
-    if line.startswith("== "):
-        label = line[3:].strip()
-    elif line.startswith("{"):
-        r = json.loads(line)
-        g = r.get("ours_gpu_ms")
-        print(f"{label:>20} {r['case']:<30} {g * 1e3 if g else float('nan'):7.1f} us")
-PY
+python3 bench/summary.py attention "$OUT/ab_attention.txt"
 mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
 export PYTHONPATH=/tmp/genai:$PYTHONPATH
 MODELS=/tmp/genai_models
@@ -54,16 +44,5 @@ for r in $(seq "$ROUNDS"); do
 done
 ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES=1 run "int4 512 exp2" $S/exp2.so "" "" int4 512 "--profile --by-grid" \
   >>"$OUT/decode_grid.jsonl"
-python3 - "$OUT/decode_ab.jsonl" "$OUT/decode_grid.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(f"{r['label']:>32}: back to back {r.get('b2b_ms') or 0:.3f} ms, waited {r.get('median_ms') or 0:.3f} ms")
-for line in open(sys.argv[2]):
-    r = json.loads(line)
-    g = r.get("gpu") or {}
-    print(f"== {r['label']}: b2b {r.get('b2b_ms')} ms, GPU {g.get('total_ms', 0):.3f} ms, {g.get('steps')} dispatches")
-    for name, ms, n in (g.get("top") or [])[:4]:
-        print(f"  {ms / n * 1e3:7.1f} us x{n:<3} {name[:90]}")
-PY
+python3 bench/summary.py decode "$OUT/decode_ab.jsonl" "$OUT/decode_grid.jsonl"
 tar czf /tmp/all.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/all.tgz "$OUT/all.tgz"

@@ -14,13 +14,19 @@ fn case(hq: usize, hkv: usize, sq: usize, skv: usize, d: usize, causal: Option<i
     Case { b: 2, hq, hkv, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal }
 }
 
-#[test]
-fn per_kv_head_decode_against_f64() {
+/// The test adapter where it runs the K/V-head kernel (it needs subgroups), else `None`, said.
+fn kv_adapter() -> Option<std::sync::Arc<ep_kernels::runtime::Gpu>> {
     let gpu = common::gpu();
     if kv_lanes(ElemType::F32, 64, gpu.caps()).is_none() {
         eprintln!("skipped: this adapter has no subgroups");
-        return;
+        return None;
     }
+    Some(gpu)
+}
+
+#[test]
+fn per_kv_head_decode_against_f64() {
+    let Some(gpu) = kv_adapter() else { return };
     let mut rng = rand::rng();
     // (case, mask, softcap): query rows per K/V head 1, 2, 3 (a block of 4), 4, 8 and 16 (two
     // blocks); key counts no multiple of a step, and long enough for many chunks (the per-row
@@ -60,9 +66,7 @@ fn per_kv_head_decode_against_f64() {
 /// Each step runs twice (`Direct::check`), so a chunk counter left behind fails the second run.
 #[test]
 fn chunks_combined_by_the_last_workgroup_or_a_dispatch() {
-    let gpu = common::gpu();
-    if kv_lanes(ElemType::F32, 64, gpu.caps()).is_none() {
-        eprintln!("skipped: this adapter has no subgroups");
+    if kv_adapter().is_none() {
         return;
     }
     let mut rng = rand::rng();
