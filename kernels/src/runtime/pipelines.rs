@@ -188,6 +188,13 @@ fn overridden(name: &str) -> Option<String> {
     std::fs::read_to_string(WGSL_OVERRIDE.get()?.join(format!("{name}.wgsl"))).ok()
 }
 
+/// An experiment build's `EXP_NO_ZERO_INIT=1`: pipelines without wgpu's zero-initialised workgroup
+/// memory (what that costs; a kernel that reads workgroup memory before writing it would then read
+/// garbage). Release builds never read the variable.
+fn no_zero_init() -> bool {
+    cfg!(feature = "wgsl-override") && std::env::var("EXP_NO_ZERO_INIT").is_ok_and(|v| v.trim() == "1")
+}
+
 fn keep_worker(handle: std::thread::JoinHandle<()>) {
     let mut workers = WORKERS.lock();
     let (done, running): (Vec<_>, Vec<_>) = workers.drain(..).partition(|h| h.is_finished());
@@ -364,7 +371,10 @@ impl Gpu {
                     layout: Some(&layouts.1),
                     module: &module,
                     entry_point: Some("main"),
-                    compilation_options: Default::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        zero_initialize_workgroup_memory: !no_zero_init(),
+                        ..Default::default()
+                    },
                     cache,
                 })
             })
