@@ -36,7 +36,7 @@ fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, k
 #[test]
 fn emulated_tensor_core_kernel_against_f64() {
     let gpu = common::gpu();
-    if coop::plan(64, gpu.caps(), true, false).is_none() {
+    if coop::candidates(64, gpu.caps(), true, false).is_empty() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }
@@ -86,7 +86,7 @@ fn seqlens_as_the_causal_offsets_against_f64() {
     let mut rng = rand::rng();
     let case =
         |b, sq, skv, d: usize| Case { b, hq: 4, hkv: 2, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal: None };
-    if coop::plan(64, gpu.caps(), true, false).is_some() {
+    if !coop::candidates(64, gpu.caps(), true, false).is_empty() {
         for (c, splits, softcap) in [(case(3, 37, 75, 64), None, 0.0), (case(2, 40, 150, 64), Some(2), 0.0)] {
             check_capped(&mut rng, &c, "seqlens", splits, false, softcap);
         }
@@ -133,7 +133,7 @@ fn beyond_f16(which: usize, _row: usize) -> f32 {
 #[test]
 fn emulated_split_f32_kernel_against_f64() {
     let gpu = common::gpu();
-    if coop::plan(64, gpu.caps(), true, true).is_none() {
+    if coop::candidates(64, gpu.caps(), true, true).is_empty() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }
@@ -169,7 +169,7 @@ fn emulated_split_f32_kernel_against_f64() {
 #[test]
 fn emulated_split_f32_kernel_with_kv_bounds_against_f64() {
     let gpu = common::gpu();
-    if coop::plan(64, gpu.caps(), true, true).is_none() {
+    if coop::candidates(64, gpu.caps(), true, true).is_empty() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }

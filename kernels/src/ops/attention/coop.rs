@@ -22,10 +22,16 @@ pub const CHUNK: u32 = 64;
 /// emulated form fits no test adapter's workgroup memory, so such heads run on the SIMT kernel.
 pub const MAX_HEAD_SIZE: u64 = 128;
 
-/// (subgroups, keys per tile) in order of preference; each subgroup owns 16 query rows. The
-/// emulated form, which also keeps Q staged, takes the small ones (adapters without tensor cores
-/// have less workgroup memory, and each emulated invocation multiplies its fragments' share alone).
-const TILINGS: [(u32, u32); 3] = [(4, 64), (4, 32), (2, 32)];
+/// (subgroups, keys per tile) in order of preference; each subgroup owns 16 query rows. Eight
+/// subgroups (128 query rows, Q staged in two rounds, a 32-column scratch) share each K/V tile
+/// twice as widely as four. Measured on an H100 (docs/PERFORMANCE.md, thirty-eighth session):
+/// S=4096 with 8 heads ran 0.58 against 0.97 ms at head size 128 and 0.376 against 0.447 at 64,
+/// Llama's causal prefill 0.866 against 1.065; Whisper-tiny's 72 query tiles of 128 rows ran 2%
+/// slower than 144 of 64, so eight subgroups are taken only where their tiles fill the device.
+/// The emulated form, which also keeps Q staged, takes the small ones (adapters without tensor
+/// cores have less workgroup memory, and each emulated invocation multiplies its fragments'
+/// share alone).
+const TILINGS: [(u32, u32); 4] = [(8, 32), (4, 64), (4, 32), (2, 32)];
 const EMULATED_TILINGS: [(u32, u32); 2] = [(2, 32), (2, 16)];
 /// The split f32 form stages two parts of K, V and P: 32-key tiles fit 48 KB at head size 64.
 const X3_TILINGS: [(u32, u32); 1] = [(4, 32)];
@@ -35,10 +41,33 @@ const X3_EMULATED_TILINGS: [(u32, u32); 1] = [(2, 16)];
 /// subgroups fit (larger heads would run on two, which the f16 kernel measured 2–3× slower).
 pub const X3_HEAD_SIZES: [u64; 1] = [64];
 
+/// Rounds in which Q is staged through the K/V area (`2·bc` rows of head size `d` each): one
+/// unless the workgroup owns more query rows than that area holds (the real-fragment f16 form
+/// only; the emulated and split f32 forms keep `nsg·16 ≤ 2·bc`).
+fn q_rounds(nsg: u32, bc: u32) -> u32 {
+    (nsg * 16).div_ceil(2 * bc)
+}
+
+/// Output columns per chunk for a tiling: [`CHUNK`], or the tile's keys where Q is staged in
+/// rounds: such tilings own many query rows, whose score scratch must stay narrow to fit.
+fn chunk_width(nsg: u32, bc: u32) -> u32 {
+    if q_rounds(nsg, bc) > 1 {
+        bc.min(CHUNK)
+    } else {
+        CHUNK
+    }
+}
+
 /// Words between rows of a subgroup's score/output scratch: ≡ 4 (mod 32), which the lanes'
 /// column order needs to read 32 distinct banks.
-fn row_words(bc: u32) -> u32 {
-    bc.max(CHUNK) + 4
+fn row_words(nsg: u32, bc: u32) -> u32 {
+    bc.max(chunk_width(nsg, bc)) + 4
+}
+
+/// Whether a tiling can hold its Q rows: the emulated and split f32 forms stage all of them at
+/// once in the K/V area.
+fn holds_q(nsg: u32, bc: u32, emulate: bool, x3: bool) -> bool {
+    !(emulate || x3) || q_rounds(nsg, bc) == 1
 }
 
 /// Workgroup memory of a tiling: K and V tiles (f16 rows padded by 8), the per-subgroup score
@@ -49,7 +78,7 @@ pub fn storage_bytes(nsg: u32, bc: u32, d: u32, emulate: bool, x3: bool) -> u32 
     let q = if emulate { nsg * 16 * (d + 8) * 2 * parts } else { 0 };
     // x3: a vec4<u32> per subgroup of at least 4 invocations.
     let maxima = if x3 { nsg * 32 / 4 * 16 } else { 0 };
-    parts * (2 * bc * (d + 8) * 2 + nsg * 16 * (bc + 8) * 2) + nsg * 16 * row_words(bc) * 4 + q + maxima
+    parts * (2 * bc * (d + 8) * 2 + nsg * 16 * (bc + 8) * 2) + nsg * 16 * row_words(nsg, bc) * 4 + q + maxima
 }
 
 /// Why the tensor-core kernel cannot run on `caps` (real fragments unless `emulate`).
@@ -69,22 +98,27 @@ pub fn device_check(caps: &DeviceCaps, emulate: bool) -> Result<(), String> {
     crate::gemm::coop_device_check(caps)
 }
 
-/// (subgroups, keys per tile) for head size `d` (f32 at split precision with `x3`), or `None`
-/// when the kernel cannot run.
-pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> Option<(u32, u32)> {
+/// Whether the device holds a tiling's workgroup.
+fn fits(nsg: u32, bc: u32, d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> bool {
+    storage_bytes(nsg, bc, d as u32, emulate, x3) <= caps.max_workgroup_storage_bytes
+        && caps.allows_workgroup(nsg * 32, 1, 1)
+        && holds_q(nsg, bc, emulate, x3)
+}
+
+/// The tilings the planner may take for head size `d` (f32 at split precision with `x3`): the
+/// first that fits, then, where that one has more than four subgroups, the first of at most four
+/// (for problems whose query tiles do not fill the device). Empty when the kernel cannot run.
+pub fn candidates(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> Vec<(u32, u32)> {
     if !HEAD_SIZES.contains(&d) || d > MAX_HEAD_SIZE || device_check(caps, emulate).is_err() {
-        return None;
+        return Vec::new();
     }
     if x3 && !X3_HEAD_SIZES.contains(&d) {
-        return None;
+        return Vec::new();
     }
     #[cfg(feature = "wgsl-override")]
     if let Some((nsg, bc)) = experiment_tiling(d, x3).filter(|_| !emulate) {
         // A tiling the device cannot hold is not run (the process would end without a word).
-        let fits = storage_bytes(nsg, bc, d as u32, false, x3) <= caps.max_workgroup_storage_bytes
-            && caps.allows_workgroup(nsg * 32, 1, 1)
-            && nsg * 16 <= 2 * bc;
-        return fits.then_some((nsg, bc));
+        return if fits(nsg, bc, d, caps, false, x3) { vec![(nsg, bc)] } else { Vec::new() };
     }
     let tilings: &[(u32, u32)] = match (emulate, x3) {
         (false, false) => &TILINGS,
@@ -92,11 +126,25 @@ pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool) -> Option<(u32, 
         (false, true) => &X3_TILINGS,
         (true, true) => &X3_EMULATED_TILINGS,
     };
-    tilings.iter().copied().find(|&(nsg, bc)| {
-        storage_bytes(nsg, bc, d as u32, emulate, x3) <= caps.max_workgroup_storage_bytes
-            && caps.allows_workgroup(nsg * 32, 1, 1)
-            && nsg * 16 <= 2 * bc
-    })
+    let mut fitting = tilings.iter().copied().filter(|&(nsg, bc)| fits(nsg, bc, d, caps, emulate, x3));
+    let Some(first) = fitting.next() else { return Vec::new() };
+    let mut out = vec![first];
+    if first.0 > 4 {
+        out.extend(fitting.find(|&(nsg, _)| nsg <= 4));
+    }
+    out
+}
+
+/// (subgroups, keys per tile) for head size `d` and `tiles(rows)`, the query tiles of `rows`
+/// rows the problem has (over all batches and heads), or `None` when the kernel cannot run: the
+/// first candidate, unless it has more than four subgroups and its query tiles do not fill the
+/// device (as [`plan_splits`] counts it).
+pub fn plan(d: u64, caps: &DeviceCaps, emulate: bool, x3: bool, tiles: impl Fn(u64) -> u64) -> Option<(u32, u32)> {
+    let candidates = candidates(d, caps, emulate, x3);
+    let fill = |&&(nsg, _): &&(u32, u32)| {
+        nsg <= 4 || tiles(u64::from(nsg) * 16) >= u64::from(caps.parallelism.max(1)) * 4 / u64::from(nsg)
+    };
+    candidates.iter().find(fill).or(candidates.first()).copied()
 }
 
 /// An experiment build's forced tiling for head size `d`: `EXP_ATTN_TILING=d128=8x64,d64=4x32`
@@ -144,8 +192,8 @@ impl OpSource for CoopSource {
                 d => self.d,
                 nsg => self.nsg,
                 bc => self.bc,
-                cw => CHUNK,
-                rw => row_words(self.bc),
+                cw => chunk_width(self.nsg, self.bc),
+                rw => row_words(self.nsg, self.bc),
                 mask => self.mask.name(),
                 emulate => self.emulate,
                 split => self.split,
@@ -172,8 +220,9 @@ impl OpSource for CoopSource {
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let emulate = device_check(caps, false).is_err();
     let mut out = Vec::new();
-    for d in HEAD_SIZES {
-        let Some((nsg, bc)) = plan(d, caps, emulate, false) else { continue };
+    for (d, (nsg, bc)) in
+        HEAD_SIZES.iter().flat_map(|&d| candidates(d, caps, emulate, false).into_iter().map(move |t| (d, t)))
+    {
         let d = d as u32;
         for mask in MaskKind::ALL {
             // Capped scores come from GroupQueryAttention only, whose mask is boolean or its seqlens.
@@ -204,7 +253,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
 fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
     for d in X3_HEAD_SIZES {
-        let Some((nsg, bc)) = plan(d, caps, emulate, true) else { continue };
+        let Some(&(nsg, bc)) = candidates(d, caps, emulate, true).first() else { continue };
         for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
             for split in [false, true] {
                 let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true };
@@ -303,13 +352,15 @@ fn whole_chunks(g: &Geometry, x3: bool) -> bool {
 /// Fewest key tiles per split: shorter chunks cost more in partials than they gain.
 const MIN_SPLIT_TILES: u64 = 4;
 
-/// (splits, keys per split) for `tiles` query tiles over `skv` keys in tiles of `bc`: a workgroup
-/// per unit of the device's parallelism, each split at least [`MIN_SPLIT_TILES`] tiles; one split
-/// when the query tiles alone fill the device. (On the H200 more splits bought nothing: 6 splits of
-/// the Whisper-tiny problem ran as long as 1, and 3 splits of S=4096 took 10% longer.)
-pub fn plan_splits(tiles: u64, skv: u64, bc: u32, caps: &DeviceCaps) -> (u64, u64) {
+/// (splits, keys per split) for `tiles` query tiles of `nsg` subgroups over `skv` keys in tiles of
+/// `bc`: a workgroup per unit of the device's parallelism (counted in workgroups of up to four
+/// subgroups: one of eight takes the registers of two), each split at least [`MIN_SPLIT_TILES`]
+/// tiles; one split when the query tiles alone fill the device. (On the H200 more splits bought
+/// nothing: 6 splits of the Whisper-tiny problem ran as long as 1, and 3 splits of S=4096 took 10%
+/// longer.)
+pub fn plan_splits(tiles: u64, skv: u64, nsg: u32, bc: u32, caps: &DeviceCaps) -> (u64, u64) {
     let bc = u64::from(bc);
-    let target = u64::from(caps.parallelism.max(1));
+    let target = u64::from(caps.parallelism.max(1)) * 4 / u64::from(nsg.max(4));
     let max_splits = (skv.div_ceil(bc) / MIN_SPLIT_TILES).max(1);
     split_keys(skv, target.div_ceil(tiles.max(1)).clamp(1, max_splits), bc)
 }
@@ -334,7 +385,7 @@ pub(super) fn plan_dispatches(
     let tiles = g.batch * g.heads * q_tiles;
     let (splits, chunk) = match k.splits {
         Some(s) => (s, split_keys(g.skv, s, u64::from(bc)).1),
-        None => plan_splits(tiles, g.skv, bc, caps),
+        None => plan_splits(tiles, g.skv, nsg, bc, caps),
     };
     let count = tiles * splits;
     let dims = grid(count, caps)?;
@@ -418,42 +469,72 @@ mod tests {
     fn splits_fill_the_device_in_whole_tiles() {
         let h200 = profiles::get("h200").unwrap();
         // Whisper-tiny: 6 heads × 24 query tiles over 1500 keys: 2 splits of 768.
-        assert_eq!(plan_splits(144, 1500, 64, &h200), (2, 768));
+        assert_eq!(plan_splits(144, 1500, 4, 64, &h200), (2, 768));
+        // Eight subgroups a workgroup: half as many workgroups fill the device.
+        assert_eq!(plan_splits(256, 4096, 8, 32, &h200), (1, 4096));
+        assert_eq!(plan_splits(72, 1500, 8, 32, &h200), (2, 768));
         // Many query tiles: no split.
-        assert_eq!(plan_splits(2048, 4096, 64, &h200), (1, 4096));
+        assert_eq!(plan_splits(2048, 4096, 4, 64, &h200), (1, 4096));
         // Few keys: no split shorter than 4 tiles.
-        assert_eq!(plan_splits(8, 200, 64, &h200), (1, 256));
-        assert_eq!(plan_splits(1, 100_000, 32, &h200).0, 261);
+        assert_eq!(plan_splits(8, 200, 4, 64, &h200), (1, 256));
+        assert_eq!(plan_splits(1, 100_000, 4, 32, &h200).0, 261);
+    }
+
+    #[test]
+    fn q_staged_in_rounds_renders_and_validates() {
+        // 128 query rows over 32-key tiles: Q passes through the K/V area (64 rows) in two rounds,
+        // with a 32-column scratch (46 KB at head size 128).
+        for d in [64, 96, 128] {
+            for mask in [MaskKind::None, MaskKind::SeqLens] {
+                let source =
+                    CoopSource { d, nsg: 8, bc: 32, mask, emulate: false, split: true, softcap: false, x3: false };
+                let text = source.emit().unwrap();
+                let (module, info) =
+                    crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
+                naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+                assert_eq!(text.matches("qf0 = coopLoadT").count(), 2, "one load of each fragment per round");
+            }
+        }
+        assert_eq!(storage_bytes(8, 32, 128, false, false), 46080);
+        assert_eq!((q_rounds(8, 32), chunk_width(8, 32), chunk_width(4, 32)), (2, 32, CHUNK));
+        assert!(!holds_q(8, 32, true, false) && !holds_q(8, 32, false, true) && holds_q(8, 32, false, false));
     }
 
     #[test]
     fn tilings_fit_the_device() {
         let h200 = profiles::get("h200").unwrap();
         let llvmpipe = profiles::get("llvmpipe").unwrap();
-        assert_eq!(plan(64, &h200, false, false), Some((4, 64)));
-        assert_eq!(plan(80, &h200, false, false), Some((4, 64)));
-        assert_eq!(plan(96, &h200, false, false), Some((4, 32)));
-        assert_eq!(plan(128, &h200, false, false), Some((4, 32)));
-        assert_eq!(plan(72, &h200, false, false), None);
-        assert_eq!(plan(256, &h200, false, false), None);
-        assert_eq!(plan(64, &llvmpipe, false, false), None);
-        assert_eq!(plan(64, &llvmpipe, true, false), Some((2, 32)));
-        assert_eq!(plan(128, &llvmpipe, true, false), Some((2, 16)));
+        // Eight subgroups where their query tiles fill the H200 (132 workgroups), else four.
+        let tiles = |heads: u64, sq: u64| move |rows: u64| heads * sq.div_ceil(rows);
+        assert_eq!(candidates(64, &h200, false, false), vec![(8, 32), (4, 64)]);
+        assert_eq!(plan(64, &h200, false, false, tiles(8, 4096)), Some((8, 32)));
+        assert_eq!(plan(64, &h200, false, false, tiles(6, 1500)), Some((4, 64)), "Whisper-tiny");
+        assert_eq!(plan(80, &h200, false, false, tiles(32, 1024)), Some((8, 32)));
+        assert_eq!(candidates(80, &h200, false, false), vec![(8, 32), (4, 64)]);
+        assert_eq!(candidates(96, &h200, false, false), vec![(8, 32), (4, 32)]);
+        assert_eq!(candidates(128, &h200, false, false), vec![(8, 32), (4, 32)]);
+        assert_eq!(plan(128, &h200, false, false, tiles(8, 512)), Some((4, 32)));
+        assert!(candidates(72, &h200, false, false).is_empty());
+        assert!(candidates(256, &h200, false, false).is_empty());
+        assert!(candidates(64, &llvmpipe, false, false).is_empty());
+        assert_eq!(candidates(64, &llvmpipe, true, false), vec![(2, 32)]);
+        assert_eq!(candidates(128, &llvmpipe, true, false), vec![(2, 16)]);
         for d in HEAD_SIZES {
             for caps in [&h200, &llvmpipe] {
-                for x3 in [false, true] {
-                    if let Some((nsg, bc)) = plan(d, caps, true, x3) {
-                        assert!(storage_bytes(nsg, bc, d as u32, true, x3) <= caps.max_workgroup_storage_bytes);
+                for (x3, emulate) in [(false, false), (true, false), (false, true), (true, true)] {
+                    for (nsg, bc) in candidates(d, caps, emulate, x3) {
+                        assert!(storage_bytes(nsg, bc, d as u32, emulate, x3) <= caps.max_workgroup_storage_bytes);
                     }
                 }
             }
         }
         // The split f32 form: head size 64 only, four subgroups over 32 keys (46 KB).
-        assert_eq!(plan(64, &h200, false, true), Some((4, 32)));
+        assert_eq!(candidates(64, &h200, false, true), vec![(4, 32)]);
         assert_eq!(storage_bytes(4, 32, 64, false, true), 46592);
-        assert_eq!(plan(128, &h200, false, true), None);
-        assert_eq!(plan(64, &llvmpipe, true, true), Some((2, 16)));
-        assert_eq!(row_words(32) % 32, 4);
-        assert_eq!(row_words(64) % 32, 4);
+        assert!(candidates(128, &h200, false, true).is_empty());
+        assert_eq!(candidates(64, &llvmpipe, true, true), vec![(2, 16)]);
+        for (nsg, bc) in [(4, 32), (4, 64), (8, 32), (2, 16)] {
+            assert_eq!(row_words(nsg, bc) % 32, 4);
+        }
     }
 }

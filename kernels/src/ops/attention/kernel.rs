@@ -322,7 +322,8 @@ impl FlashKernel {
             }
             Engine::CoopEmulated => (true, true),
         };
-        match coop::plan(g.d, caps, emulate, x3) {
+        let tiles = |rows: u64| g.batch * g.heads * g.sq.div_ceil(rows);
+        match coop::plan(g.d, caps, emulate, x3, tiles) {
             Some((nsg, bc)) => Ok(Some(coop::Tiling { nsg, bc, emulate, x3 })),
             None if forced => {
                 Err(GpuError::Internal("the emulated tensor-core attention kernel cannot run here".into()))
