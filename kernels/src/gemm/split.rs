@@ -31,9 +31,6 @@ const PER_INVOCATION: u64 = 4;
 /// Shortest K, and smallest M and N, the automatic choice splits.
 const MIN_AUTO_K: u32 = 256;
 const MIN_AUTO_MN: u32 = 512;
-/// K from which narrower products take the split path ([`long_k`]), and their smallest M and N.
-const LONG_K: u32 = 1024;
-const MIN_LONG_K_MN: u32 = 256;
 /// Workgroups per operand of the max pass, at most: every workgroup of the product reads all
 /// their maxima (uniform loads, before its first slice).
 pub const MAX_GROUPS: u64 = 256;
@@ -68,8 +65,7 @@ pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions
     // tiles (4096³: 57.7 against 31.4 TFLOP/s; 1500×1536×384: 20.8 against 15.9) and lose on
     // short K (six 1500×1500×64: 8.9 against 13.6) and on the narrow, batched products of
     // convs (32 × 128×784×512: 15.5 against 21.5; 64×100352×576: 12.7 against 16.6).
-    // Long-K products of enough 64×64 tiles are exempt ([`long_k`]).
-    let auto = options.f32_split == CoopMode::Auto && !long_k(p, caps, options);
+    let auto = options.f32_split == CoopMode::Auto;
     if auto && tiles(p, 128, 128) * 3 < caps.parallelism as u64 {
         return Err("fewer than a third of the device's parallelism in 128×128 tiles: SIMT is faster".into());
     }
@@ -80,19 +76,6 @@ pub(crate) fn eligible(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions
         return Err("K too long for three segments".into());
     }
     Ok(true)
-}
-
-/// Plain products (not a conv's) of K at least 1024 and twice their narrow side, whose 64×64
-/// tiles fill half the device, also take the split path in `Auto`: on an H100 (docs/PERFORMANCE.md,
-/// thirty-eighth session) Whisper-tiny's fc2, 1500×384×1536, ran 0.120 ms fused against the SIMT
-/// kernel's 0.166, where its 1500×384×384 ran even (0.046–0.052).
-fn long_k(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> bool {
-    let narrow = p.m.min(p.n);
-    !options.unsplit_short_k
-        && p.k >= LONG_K
-        && p.k >= 2 * narrow
-        && narrow >= MIN_LONG_K_MN
-        && tiles(p, 64, 64) * 2 >= u64::from(caps.parallelism)
 }
 
 /// Three K segments, each rounded up to whole slices of `bk`.
