@@ -4,11 +4,13 @@
 
 use std::io::Write;
 
-use ep_kernels::graph::{Executable, RunInput};
+use ep_kernels::graph::{Executable, ProfileGroups, RunInput};
 
 pub const ENV: &str = "ONNXRUNTIME_EP_WGPU_PROFILE";
 /// Set to 1 to time every dispatch on its own (one line each, `ops` naming the step and the
-/// dispatch's program) rather than every step.
+/// dispatch's program) rather than every step; to `run` to time the whole run in one pass (one
+/// line, `ops` = `(run)`: the steps' time plus the barriers and idle between them); to `prefix`
+/// to time the run's first k dispatches for every k (one line each, `ops` prefixed `(prefix)`).
 pub const DISPATCHES_ENV: &str = "ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES";
 
 /// How often each step is repeated when timed.
@@ -22,8 +24,13 @@ pub fn target() -> Option<String> {
 /// Times the partition's steps and appends them to `path`; failures are returned as text for
 /// the log (profiling never fails a run).
 pub fn record(path: &str, partition: &str, exec: &Executable, inputs: &[RunInput<'_>]) -> Result<(), String> {
-    let per_dispatch = std::env::var(DISPATCHES_ENV).is_ok_and(|v| v == "1");
-    let Some(steps) = exec.profile(inputs, REPEAT, per_dispatch).map_err(|e| e.to_string())? else {
+    let grouping = match std::env::var(DISPATCHES_ENV).as_deref() {
+        Ok("1") => ProfileGroups::Dispatches,
+        Ok("run") => ProfileGroups::Run,
+        Ok("prefix") => ProfileGroups::Prefixes,
+        _ => ProfileGroups::Steps,
+    };
+    let Some(steps) = exec.profile(inputs, REPEAT, grouping).map_err(|e| e.to_string())? else {
         return Err("the device has no timestamp queries".into());
     };
     let mut text = String::new();

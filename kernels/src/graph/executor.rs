@@ -192,6 +192,21 @@ struct Prepared {
     in_place_plan: direct::InPlacePlan,
 }
 
+/// How [`Executable::profile`] groups a run's dispatches for timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileGroups {
+    /// Each step's dispatches together.
+    Steps,
+    /// Each dispatch alone, named after its program.
+    Dispatches,
+    /// The whole run in one pass (`(run)`): with the barriers and idle between its dispatches,
+    /// which the steps' sum leaves out.
+    Run,
+    /// The run's first k dispatches in one pass, for every k (named after the k-th): the
+    /// differences are what each dispatch adds in the run's context, its barrier included.
+    Prefixes,
+}
+
 /// GPU time of one step of a run (see [`Executable::profile`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepProfile {
@@ -331,7 +346,7 @@ impl Executable {
         &self,
         inputs: &[RunInput<'_>],
         repeat: u32,
-        per_dispatch: bool,
+        grouping: ProfileGroups,
     ) -> Result<Option<Vec<StepProfile>>, GpuError> {
         let Some(timer) = crate::runtime::GpuTimer::new(&self.gpu) else { return Ok(None) };
         self.check_inputs(inputs)?;
@@ -339,15 +354,25 @@ impl Executable {
         let mut prepared = self.prepare(inputs, &values, None)?;
         self.execute(&mut prepared, inputs, &mut HostOutputs(&mut |_, _, _| Ok(())))?;
         let repeat = repeat.max(1);
-        // Each step's dispatches together, or (`per_dispatch`) each one alone, named after its program.
         let mut groups: Vec<(String, Vec<&Dispatch>)> = Vec::new();
         for (ops, range) in &prepared.spans {
             let dispatches = &prepared.dispatches[range.clone()];
-            if per_dispatch {
-                groups.extend(dispatches.iter().map(|d| (format!("{ops} [{}]", d.label), vec![d])));
-            } else {
-                groups.push((ops.clone(), dispatches.iter().collect()));
+            match grouping {
+                ProfileGroups::Steps => groups.push((ops.clone(), dispatches.iter().collect())),
+                ProfileGroups::Dispatches => {
+                    groups.extend(dispatches.iter().map(|d| (format!("{ops} [{}]", d.label), vec![d])))
+                }
+                ProfileGroups::Run => {}
+                ProfileGroups::Prefixes => {
+                    for i in range.clone() {
+                        let name = format!("(prefix) {ops} [{}]", prepared.dispatches[i].label);
+                        groups.push((name, prepared.dispatches[..=i].iter().collect()));
+                    }
+                }
             }
+        }
+        if grouping == ProfileGroups::Run {
+            groups.push(("(run)".to_string(), prepared.dispatches.iter().collect()));
         }
         let mut out = Vec::with_capacity(groups.len());
         for (ops, dispatches) in groups {

@@ -19,8 +19,8 @@ pub mod support;
 mod values;
 
 pub use executor::{
-    thread_in_place, thread_steps_kept, ExecOptions, Executable, HostTensor, InputData, OutputTarget, RunInput,
-    RunOutputs, StepProfile,
+    thread_in_place, thread_steps_kept, ExecOptions, Executable, HostTensor, InputData, OutputTarget, ProfileGroups,
+    RunInput, RunOutputs, StepProfile,
 };
 pub use model::{dtype_of, Attr, Dim, Graph, Node, ValueInfo};
 pub use placement::{place, Decision, DeclineKind, Placement, Role};
