@@ -52,24 +52,48 @@ def split(p, sess, feeds: dict, runs: int) -> dict:
     steps = providers.profiled_steps(sess, feeds, 1)
     row["gpu_ms"] = round(sum(s.get("gpu_ms", 0.0) for s in steps), 4)
     # The whole run in one timed pass: the steps plus the barriers and idle between them.
-    os.environ[providers.DISPATCHES_ENV] = "run"
+    row["run_gpu_ms"] = round(sum(s.get("gpu_ms", 0.0) for s in profile(sess, feeds, "run")), 4)
+    return row
+
+
+def profile(sess, feeds: dict, grouping: str) -> list[dict]:
+    """One profiled run with the dispatches grouped as `ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES` says: `1` each
+    alone, `run` the whole run in one pass, `prefix` the first k dispatches for every k."""
+    os.environ[providers.DISPATCHES_ENV] = grouping
     try:
-        whole = providers.profiled_steps(sess, feeds, 1)
+        return providers.profiled_steps(sess, feeds)
     finally:
         os.environ.pop(providers.DISPATCHES_ENV, None)
-    row["run_gpu_ms"] = round(sum(s.get("gpu_ms", 0.0) for s in whole), 4)
-    return row
 
 
 def top_dispatches(sess, feeds: dict, n: int) -> list:
     """[program and grid, GPU ms, count] of one profiled run, every dispatch timed on its own, largest first."""
     from genai_bench import top_steps
 
-    os.environ[providers.DISPATCHES_ENV] = "1"
-    try:
-        return top_steps(providers.profiled_steps(sess, feeds), n, by_grid=True)["top"]
-    finally:
-        os.environ.pop(providers.DISPATCHES_ENV, None)
+    return top_steps(profile(sess, feeds, "1"), n, by_grid=True)["top"]
+
+
+def add_model_args(ap: argparse.ArgumentParser) -> None:
+    """The library, the encoder's dtypes and our session options."""
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--dtypes", default="fp16,fp32")
+    ap.add_argument("-o", "--option", action="append", default=[], help="key=value session option of ours")
+
+
+def whisper_sessions(args, tmp: str):
+    """(provider, dtype, model path, our session, feeds) per dtype of `args.dtypes`: the encoder exported with torch
+    into `tmp`, a strict session of ours with `args.option`. Raises RuntimeError when our library is unavailable."""
+    import cases_torch
+
+    options = dict(kv.split("=", 1) for kv in args.option)
+    p = providers.our_provider(os.path.abspath(args.lib), "--lib", options)
+    if not p.available:
+        raise RuntimeError(f"ours unavailable: {p.reason}")
+    for dtype in args.dtypes.split(","):
+        path = os.path.join(tmp, f"whisper_{dtype}.onnx")
+        cases_torch.export_whisper_encoder(path, dtype)
+        x = np.random.default_rng(0).standard_normal((1, 80, 3000)).astype(np.float16 if dtype == "fp16" else np.float32)
+        yield p, dtype, path, p.session(path, strict=True), {"input_features": x}
 
 
 def error_vs_cpu(path: str, sess, feeds: dict) -> float:
@@ -84,29 +108,15 @@ def error_vs_cpu(path: str, sess, feeds: dict) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
+    add_model_args(ap)
     ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--dtypes", default="fp16,fp32")
     ap.add_argument("--bound", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--dispatches", type=int, default=0, help="also list the N dispatches of most GPU time (one run)")
-    ap.add_argument("-o", "--option", action="append", default=[], help="key=value session option of ours")
     args = ap.parse_args()
-    import cases_torch
-
-    options = dict(kv.split("=", 1) for kv in args.option)
-    p = providers.our_provider(os.path.abspath(args.lib), "--lib", options)
-    if not p.available:
-        print(f"ours unavailable: {p.reason}")
-        return 1
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for dtype in args.dtypes.split(","):
-            path = os.path.join(tmp, f"whisper_{dtype}.onnx")
-            cases_torch.export_whisper_encoder(path, dtype)
-            sess = p.session(path, strict=True)
-            x = np.random.default_rng(0).standard_normal((1, 80, 3000)).astype(np.float16 if dtype == "fp16" else np.float32)
-            feeds = {"input_features": x}
+        for p, dtype, path, sess, feeds in whisper_sessions(args, tmp):
             row = split(p, sess, feeds, args.runs)
             row["max_err_vs_cpu"] = error_vs_cpu(path, sess, feeds)
             if args.bound:

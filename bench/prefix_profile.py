@@ -10,48 +10,23 @@ start of its code, or inputs that left the caches. Whisper-tiny encoder (`cases_
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import providers  # noqa: E402
-
-
-def profile(sess, feeds: dict, mode: str) -> list[dict]:
-    os.environ[providers.DISPATCHES_ENV] = mode
-    try:
-        return providers.profiled_steps(sess, feeds)
-    finally:
-        os.environ.pop(providers.DISPATCHES_ENV, None)
+import host_split  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--dtypes", default="fp32,fp16")
+    host_split.add_model_args(ap)
     ap.add_argument("--rounds", type=int, default=3, help="prefix profiles per model; each k's minimum is taken")
-    ap.add_argument("-o", "--option", action="append", default=[], help="key=value session option of ours")
     args = ap.parse_args()
-    import cases_torch
-
-    options = dict(kv.split("=", 1) for kv in args.option)
-    p = providers.our_provider(os.path.abspath(args.lib), "--lib", options)
-    if not p.available:
-        print(f"ours unavailable: {p.reason}")
-        return 1
     with tempfile.TemporaryDirectory() as tmp:
-        for dtype in args.dtypes.split(","):
-            path = os.path.join(tmp, f"whisper_{dtype}.onnx")
-            cases_torch.export_whisper_encoder(path, dtype)
-            sess = p.session(path, strict=True)
-            x = np.random.default_rng(0).standard_normal((1, 80, 3000)).astype(np.float16 if dtype == "fp16" else np.float32)
-            feeds = {"input_features": x}
-            alone = profile(sess, feeds, "1")
-            rounds = [profile(sess, feeds, "prefix") for _ in range(args.rounds)]
+        for _, dtype, _, sess, feeds in host_split.whisper_sessions(args, tmp):
+            alone = host_split.profile(sess, feeds, "1")
+            rounds = [host_split.profile(sess, feeds, "prefix") for _ in range(args.rounds)]
             prefix = [min(r[i]["gpu_ms"] for r in rounds) for i in range(len(rounds[0]))]
             print(f"\n## whisper {dtype}: {len(alone)} dispatches, alone {sum(a['gpu_ms'] for a in alone):.3f} ms, "
                   f"whole run {prefix[-1]:.3f} ms\n")
