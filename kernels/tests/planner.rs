@@ -261,8 +261,10 @@ fn f32_splits_large_products_and_stays_exact_elsewhere() {
     assert_eq!((plan.steps[1].params.k, plan.steps[1].params.k_chunk), (4096, 3 * 4096));
     let name = |m, n, k| auto(&GemmProblem::simple(DType::F32, m, n, k, false, false), &caps).steps[1].variant.name();
     assert_eq!(name(1500, 1536, 384), "gemm_f32_coop_128x256_k16_w4x4_s2_p2_x3_ss");
-    assert_eq!(name(1500, 1152, 384), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
-    assert_eq!(name(512, 3072, 1024), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
+    // K up to 1024: 16-deep slices (half the code per slice); longer K keeps 32-deep ones (4096³ above).
+    assert_eq!(name(1500, 1152, 384), "gemm_f32_coop_128x128_k16_w2x4_s1_p1_x3f_ss");
+    assert_eq!(name(512, 3072, 1024), "gemm_f32_coop_128x128_k16_w2x4_s1_p1_x3f_ss");
+    assert_eq!(name(512, 3072, 1536), "gemm_f32_coop_128x128_k32_w2x4_s1_p1_x3f_ss");
     // Small: the SIMT kernels, with the reason.
     let plan = auto(&square(256), &caps);
     assert!(!plan.uses_coop());

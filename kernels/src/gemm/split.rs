@@ -19,7 +19,7 @@ use super::params::{fold_grid, GemmParams};
 use super::plan::{tiles, GemmPlan, GemmStep, StepIo};
 use super::problem::GemmProblem;
 use super::tiling::{Tiling, TilingChoice};
-use super::tuning::Tuning;
+use super::tuning::{Tuning, COOP_SPLIT_SHORT, SPLIT_SHORT_K};
 use super::variant::{coop_device_check, GemmVariant};
 use crate::caps::DeviceCaps;
 use crate::dtype::DType;
@@ -129,6 +129,16 @@ fn product(
     if !fused {
         q.k = virtual_k(p.k, 64) as u32;
     }
+    let short = (fused && p.k <= SPLIT_SHORT_K).then(|| {
+        let mut t = tuning.clone();
+        t.coop_128.insert(0, COOP_SPLIT_SHORT);
+        t
+    });
+    let tuning = short.as_ref().unwrap_or(tuning);
+    #[cfg(feature = "wgsl-override")]
+    let experiment = fused.then(|| experiment_fused_shapes(tuning)).flatten();
+    #[cfg(feature = "wgsl-override")]
+    let tuning = experiment.as_ref().unwrap_or(tuning);
     let mut last = String::from("no coop tiling without K splits");
     for tiling in coop::candidates(&q, caps, options) {
         let shapes = match tiling {
@@ -148,6 +158,24 @@ fn product(
         }
     }
     Err(last)
+}
+
+/// An experiment build's fused split shapes, tried before the table's 128×128 ones:
+/// `EXP_SPLIT_FUSED=16x2x1,16x1x1` (K slice × stages × register sets of a 128×128 tile of 2×4
+/// subgroups; `bench/KERNELS.md`). Release builds never read it.
+#[cfg(feature = "wgsl-override")]
+fn experiment_fused_shapes(tuning: &Tuning) -> Option<Tuning> {
+    let spec = std::env::var("EXP_SPLIT_FUSED").ok()?;
+    let mut shapes = Vec::new();
+    for item in spec.split(',') {
+        let v: Vec<u32> = item.split('x').filter_map(|x| x.trim().parse().ok()).collect();
+        let &[bk, stages, depth] = v.as_slice() else { continue };
+        shapes.push(super::tiling::CoopShape { bk, stages, depth, ..super::tuning::COOP_128 });
+    }
+    let mut t = tuning.clone();
+    shapes.extend(t.coop_128.iter().copied());
+    t.coop_128 = shapes;
+    Some(t)
 }
 
 /// The max pass: per-workgroup maxima of A and B into the workspace (A's, then B's), 16 bytes

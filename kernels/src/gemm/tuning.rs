@@ -25,6 +25,16 @@ pub const COOP_WIDE: CoopShape =
 /// 0.059 ms, 1024×2048×8192 0.183 against 0.274).
 pub const COOP_128: CoopShape =
     CoopShape { bm: 128, bn: 128, bk: 32, sg_m: 2, sg_n: 4, stages: 2, depth: 2, stage_k: false };
+/// The fused split f32 kernel's tile for K up to [`SPLIT_SHORT_K`]: COOP_128 single-buffered
+/// over 16-deep K slices, half the unrolled code per slice of the 32-deep form (113 KB of machine
+/// code on the H200). Measured on an H100 in Whisper-tiny fp32 (docs/PERFORMANCE.md,
+/// thirty-eighth session): its 1500×1152×384 Q/K/V product takes 52 µs alone in either form,
+/// but in a run, eight other kernels after its last dispatch, the 32-deep form took 19–30 µs more
+/// and this one 5–9; back to back 2.17 against 2.23 ms.
+pub const COOP_SPLIT_SHORT: CoopShape = CoopShape { bk: 16, stages: 1, depth: 1, ..COOP_128 };
+/// K up to which the fused split product takes [`COOP_SPLIT_SHORT`] first: few slices per
+/// workgroup, whose code is fetched afresh each run (longer K was not measured).
+pub const SPLIT_SHORT_K: u32 = 1024;
 /// The coop kernel for medium problems and split-K: 64×64 tile, 2×2 subgroups of 2×2
 /// fragments, double-buffered 32-deep K slices with two register sets in flight: 23 KB (one set:
 /// 512×2048×8192 0.216 against 0.141 ms, 512×2048×2048 0.044 against 0.041).

@@ -173,38 +173,18 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
     return v;
 }
 
-@group(0) @binding(6) var<storage, read> residual: array<f32>;
-
-// The epilogue with the residual operand (the output's shape, so the output's index) added: a
-// conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
-// Flag bit 10 multiplies the result by it instead (a gated product).
-fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
-    return epilogue_with(acc, bias_index, f32(residual[out_index]));
-}
-
-// The same with the residual's element already loaded.
-fn epilogue_with(acc: f32, bias_index: u32, r: f32) -> f32 {
-    if ((p.flags & 1024u) != 0u) {
-        return epilogue(acc, bias_index) * r;
-    }
-    if ((p.flags & 512u) != 0u) {
-        return epilogue(acc, bias_index) + r;
-    }
-    return epilogue(acc + r, bias_index);
-}
-
-const BK: u32 = 32u;
+const BK: u32 = 16u;
 const VW: u32 = 4u;
 // f16 elements between consecutive staged rows, and per stage, of A and B.
 const SA: u32 = 136u;
-const SB: u32 = 40u;
-const A_STAGE: u32 = 4352u;
-const B_STAGE: u32 = 5120u;
+const SB: u32 = 136u;
+const A_STAGE: u32 = 2176u;
+const B_STAGE: u32 = 2176u;
 
-var<workgroup> a_tile: array<array<f16, 4>, 1088>;
-var<workgroup> b_tile: array<array<f16, 4>, 1280>;
-var<workgroup> a_lo_tile: array<array<f16, 4>, 1088>;
-var<workgroup> b_lo_tile: array<array<f16, 4>, 1280>;
+var<workgroup> a_tile: array<array<f16, 4>, 544>;
+var<workgroup> b_tile: array<array<f16, 4>, 544>;
+var<workgroup> a_lo_tile: array<array<f16, 4>, 544>;
+var<workgroup> b_lo_tile: array<array<f16, 4>, 544>;
 var<workgroup> c_tile: array<f32, 2048>;
 
 // The largest of the max pass's per-workgroup maxima of A and of B (p.flags >> 16 of each): a
@@ -235,32 +215,16 @@ fn operand_maxima(tid: u32) -> vec2<u32> {
 
 // Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
 // columns col.. of the output; each invocation writes 8 of its elements.
-fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, small: array<f32, 8>, res: array<f32, 8>) {
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, small: array<f32, 8>) {
     for (var q = 0u; q < 8u; q = q + 1u) {
         let e = lane + q * 32u;
         let r = row + e / 16u;
         let c = col + e % 16u;
         if (r < p.m && c < p.n) {
             let v = ldexp(ldexp(c_tile[c0 + e] + small[q], -shift_a), -shift_b);
-            out[c_base + r * p.c_rs + c * p.c_cs] = f32(epilogue_with(v, bias_base + r * p.bias_rs + c * p.bias_cs, res[q]));
+            out[c_base + r * p.c_rs + c * p.c_cs] = f32(epilogue(v, bias_base + r * p.bias_rs + c * p.bias_cs));
         }
     }
-}
-
-// The residual's 8 elements this invocation's part of a fragment at rows row.. and columns col..
-// meets (as write_frag writes them), loaded before the fragment is stored and synced so that
-// their latency overlaps that (one load after another in write_frag waited for each).
-fn residual_frag(lane: u32, row: u32, col: u32, c_base: u32) -> array<f32, 8> {
-    var res: array<f32, 8>;
-    for (var q = 0u; q < 8u; q = q + 1u) {
-        let e = lane + q * 32u;
-        let r = row + e / 16u;
-        let c = col + e % 16u;
-        if (r < p.m && c < p.n) {
-            res[q] = f32(residual[c_base + r * p.c_rs + c * p.c_cs]);
-        }
-    }
-    return res;
 }
 
 // The 8 elements of a fragment's small parts this invocation writes (as write_frag reads them).
@@ -299,7 +263,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let wm0 = (sg / 4u) * 64u;
     let wn0 = (sg % 4u) * 32u;
     let a_sg = wm0;
-    let b_sg = wn0 * SB;
+    let b_sg = wn0;
 
     // The chunks this invocation loads, independent of K: validity along M/N, the global
     // offset at k = 0, the K coordinate within the slice, and the staged position.
@@ -319,54 +283,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_off1 = a_base + (row0 + ai1) * p.a_rs + ao1 * p.a_cs;
     let a_st1 = ao1 * SA + ai1;
     var ra1: vec4<f32>;
-    let ae2 = tid + 512u;
-    let ao2 = ae2 / 32u;
-    let ai2 = (ae2 % 32u) * VW;
-    let a_ok2 = row0 + ai2 < p.m;
-    let a_k2 = ao2;
-    let a_off2 = a_base + (row0 + ai2) * p.a_rs + ao2 * p.a_cs;
-    let a_st2 = ao2 * SA + ai2;
-    var ra2: vec4<f32>;
-    let ae3 = tid + 768u;
-    let ao3 = ae3 / 32u;
-    let ai3 = (ae3 % 32u) * VW;
-    let a_ok3 = row0 + ai3 < p.m;
-    let a_k3 = ao3;
-    let a_off3 = a_base + (row0 + ai3) * p.a_rs + ao3 * p.a_cs;
-    let a_st3 = ao3 * SA + ai3;
-    var ra3: vec4<f32>;
     let be0 = tid + 0u;
-    let bo0 = be0 / 8u;
-    let bi0 = (be0 % 8u) * VW;
-    let b_ok0 = col0 + bo0 < p.n;
-    let b_k0 = bi0;
-    let b_off0 = b_base + bi0 * p.b_rs + (col0 + bo0) * p.b_cs;
+    let bo0 = be0 / 32u;
+    let bi0 = (be0 % 32u) * VW;
+    let b_ok0 = col0 + bi0 < p.n;
+    let b_k0 = bo0;
+    let b_off0 = b_base + bo0 * p.b_rs + (col0 + bi0) * p.b_cs;
     let b_st0 = bo0 * SB + bi0;
     var rb0: vec4<f32>;
     let be1 = tid + 256u;
-    let bo1 = be1 / 8u;
-    let bi1 = (be1 % 8u) * VW;
-    let b_ok1 = col0 + bo1 < p.n;
-    let b_k1 = bi1;
-    let b_off1 = b_base + bi1 * p.b_rs + (col0 + bo1) * p.b_cs;
+    let bo1 = be1 / 32u;
+    let bi1 = (be1 % 32u) * VW;
+    let b_ok1 = col0 + bi1 < p.n;
+    let b_k1 = bo1;
+    let b_off1 = b_base + bo1 * p.b_rs + (col0 + bi1) * p.b_cs;
     let b_st1 = bo1 * SB + bi1;
     var rb1: vec4<f32>;
-    let be2 = tid + 512u;
-    let bo2 = be2 / 8u;
-    let bi2 = (be2 % 8u) * VW;
-    let b_ok2 = col0 + bo2 < p.n;
-    let b_k2 = bi2;
-    let b_off2 = b_base + bi2 * p.b_rs + (col0 + bo2) * p.b_cs;
-    let b_st2 = bo2 * SB + bi2;
-    var rb2: vec4<f32>;
-    let be3 = tid + 768u;
-    let bo3 = be3 / 8u;
-    let bi3 = (be3 % 8u) * VW;
-    let b_ok3 = col0 + bo3 < p.n;
-    let b_k3 = bi3;
-    let b_off3 = b_base + bi3 * p.b_rs + (col0 + bo3) * p.b_cs;
-    let b_st3 = bo3 * SB + bi3;
-    var rb3: vec4<f32>;
 
     var acc0_0 = coop_mat16x16<f32, C>();
     var sm0_0 = coop_mat16x16<f32, C>();
@@ -395,14 +327,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (a_ok1 && k_begin + a_k1 < k_end) {
             ra1 = a[(a_off1 + k_begin * p.a_cs) / VW];
         }
-        ra2 = vec4<f32>();
-        if (a_ok2 && k_begin + a_k2 < k_end) {
-            ra2 = a[(a_off2 + k_begin * p.a_cs) / VW];
-        }
-        ra3 = vec4<f32>();
-        if (a_ok3 && k_begin + a_k3 < k_end) {
-            ra3 = a[(a_off3 + k_begin * p.a_cs) / VW];
-        }
         rb0 = vec4<f32>();
         if (b_ok0 && k_begin + b_k0 < k_end) {
             rb0 = b[(b_off0 + k_begin * p.b_rs) / VW];
@@ -410,14 +334,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         rb1 = vec4<f32>();
         if (b_ok1 && k_begin + b_k1 < k_end) {
             rb1 = b[(b_off1 + k_begin * p.b_rs) / VW];
-        }
-        rb2 = vec4<f32>();
-        if (b_ok2 && k_begin + b_k2 < k_end) {
-            rb2 = b[(b_off2 + k_begin * p.b_rs) / VW];
-        }
-        rb3 = vec4<f32>();
-        if (b_ok3 && k_begin + b_k3 < k_end) {
-            rb3 = b[(b_off3 + k_begin * p.b_rs) / VW];
         }
     }
     for (var s = 0u; s < n_slices; s = s + 1u) {
@@ -434,18 +350,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         a_lo_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
         }
         {
-        let hi = split_part(ra2, scale_a, false);
-        let lo = split_part(ra2, scale_a, true);
-        a_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
-        a_lo_tile[(0u * A_STAGE + a_st2) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
-        }
-        {
-        let hi = split_part(ra3, scale_a, false);
-        let lo = split_part(ra3, scale_a, true);
-        a_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
-        a_lo_tile[(0u * A_STAGE + a_st3) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
-        }
-        {
         let hi = split_part(rb0, scale_b, false);
         let lo = split_part(rb0, scale_b, true);
         b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
@@ -456,18 +360,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let lo = split_part(rb1, scale_b, true);
         b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
         b_lo_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
-        }
-        {
-        let hi = split_part(rb2, scale_b, false);
-        let lo = split_part(rb2, scale_b, true);
-        b_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
-        b_lo_tile[(0u * B_STAGE + b_st2) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
-        }
-        {
-        let hi = split_part(rb3, scale_b, false);
-        let lo = split_part(rb3, scale_b, true);
-        b_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
-        b_lo_tile[(0u * B_STAGE + b_st3) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
         }
         workgroupBarrier();
         if (s + 1u < n_slices) {
@@ -480,14 +372,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (a_ok1 && k_next + a_k1 < k_end) {
             ra1 = a[(a_off1 + k_next * p.a_cs) / VW];
         }
-        ra2 = vec4<f32>();
-        if (a_ok2 && k_next + a_k2 < k_end) {
-            ra2 = a[(a_off2 + k_next * p.a_cs) / VW];
-        }
-        ra3 = vec4<f32>();
-        if (a_ok3 && k_next + a_k3 < k_end) {
-            ra3 = a[(a_off3 + k_next * p.a_cs) / VW];
-        }
         rb0 = vec4<f32>();
         if (b_ok0 && k_next + b_k0 < k_end) {
             rb0 = b[(b_off0 + k_next * p.b_rs) / VW];
@@ -495,14 +379,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         rb1 = vec4<f32>();
         if (b_ok1 && k_next + b_k1 < k_end) {
             rb1 = b[(b_off1 + k_next * p.b_rs) / VW];
-        }
-        rb2 = vec4<f32>();
-        if (b_ok2 && k_next + b_k2 < k_end) {
-            rb2 = b[(b_off2 + k_next * p.b_rs) / VW];
-        }
-        rb3 = vec4<f32>();
-        if (b_ok3 && k_next + b_k3 < k_end) {
-            rb3 = b[(b_off3 + k_next * p.b_rs) / VW];
         }
         }
         let a_cur = 0u * A_STAGE + a_sg;
@@ -525,12 +401,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let fal0_3 = coopLoad<coop_mat16x16<f16, A>>(&a_lo_tile[ea0_3c][0], SA);
         let eb0_0 = b_cur + 0u;
         let eb0_0c = eb0_0 / VW;
-        let fb0_0 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_0c][0], SB);
-        let fbl0_0 = coopLoad<coop_mat16x16<f16, B>>(&b_lo_tile[eb0_0c][0], SB);
-        let eb0_1 = b_cur + 640u;
+        let fb0_0 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_0c][0], SB);
+        let fbl0_0 = coopLoadT<coop_mat16x16<f16, B>>(&b_lo_tile[eb0_0c][0], SB);
+        let eb0_1 = b_cur + 16u;
         let eb0_1c = eb0_1 / VW;
-        let fb0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
-        let fbl0_1 = coopLoad<coop_mat16x16<f16, B>>(&b_lo_tile[eb0_1c][0], SB);
+        let fb0_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_tile[eb0_1c][0], SB);
+        let fbl0_1 = coopLoadT<coop_mat16x16<f16, B>>(&b_lo_tile[eb0_1c][0], SB);
         sm0_0 = coopMultiplyAdd(fa0_0, fbl0_0, sm0_0);
         sm0_0 = coopMultiplyAdd(fal0_0, fb0_0, sm0_0);
         acc0_0 = coopMultiplyAdd(fa0_0, fb0_0, acc0_0);
@@ -555,54 +431,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         sm3_1 = coopMultiplyAdd(fa0_3, fbl0_1, sm3_1);
         sm3_1 = coopMultiplyAdd(fal0_3, fb0_1, sm3_1);
         acc3_1 = coopMultiplyAdd(fa0_3, fb0_1, acc3_1);
-        let ea1_0 = a_cur + 2176u;
-        let ea1_0c = ea1_0 / VW;
-        let fa1_0 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_0c][0], SA);
-        let fal1_0 = coopLoad<coop_mat16x16<f16, A>>(&a_lo_tile[ea1_0c][0], SA);
-        let ea1_1 = a_cur + 2192u;
-        let ea1_1c = ea1_1 / VW;
-        let fa1_1 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_1c][0], SA);
-        let fal1_1 = coopLoad<coop_mat16x16<f16, A>>(&a_lo_tile[ea1_1c][0], SA);
-        let ea1_2 = a_cur + 2208u;
-        let ea1_2c = ea1_2 / VW;
-        let fa1_2 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_2c][0], SA);
-        let fal1_2 = coopLoad<coop_mat16x16<f16, A>>(&a_lo_tile[ea1_2c][0], SA);
-        let ea1_3 = a_cur + 2224u;
-        let ea1_3c = ea1_3 / VW;
-        let fa1_3 = coopLoad<coop_mat16x16<f16, A>>(&a_tile[ea1_3c][0], SA);
-        let fal1_3 = coopLoad<coop_mat16x16<f16, A>>(&a_lo_tile[ea1_3c][0], SA);
-        let eb1_0 = b_cur + 16u;
-        let eb1_0c = eb1_0 / VW;
-        let fb1_0 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_0c][0], SB);
-        let fbl1_0 = coopLoad<coop_mat16x16<f16, B>>(&b_lo_tile[eb1_0c][0], SB);
-        let eb1_1 = b_cur + 656u;
-        let eb1_1c = eb1_1 / VW;
-        let fb1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_tile[eb1_1c][0], SB);
-        let fbl1_1 = coopLoad<coop_mat16x16<f16, B>>(&b_lo_tile[eb1_1c][0], SB);
-        sm0_0 = coopMultiplyAdd(fa1_0, fbl1_0, sm0_0);
-        sm0_0 = coopMultiplyAdd(fal1_0, fb1_0, sm0_0);
-        acc0_0 = coopMultiplyAdd(fa1_0, fb1_0, acc0_0);
-        sm0_1 = coopMultiplyAdd(fa1_0, fbl1_1, sm0_1);
-        sm0_1 = coopMultiplyAdd(fal1_0, fb1_1, sm0_1);
-        acc0_1 = coopMultiplyAdd(fa1_0, fb1_1, acc0_1);
-        sm1_0 = coopMultiplyAdd(fa1_1, fbl1_0, sm1_0);
-        sm1_0 = coopMultiplyAdd(fal1_1, fb1_0, sm1_0);
-        acc1_0 = coopMultiplyAdd(fa1_1, fb1_0, acc1_0);
-        sm1_1 = coopMultiplyAdd(fa1_1, fbl1_1, sm1_1);
-        sm1_1 = coopMultiplyAdd(fal1_1, fb1_1, sm1_1);
-        acc1_1 = coopMultiplyAdd(fa1_1, fb1_1, acc1_1);
-        sm2_0 = coopMultiplyAdd(fa1_2, fbl1_0, sm2_0);
-        sm2_0 = coopMultiplyAdd(fal1_2, fb1_0, sm2_0);
-        acc2_0 = coopMultiplyAdd(fa1_2, fb1_0, acc2_0);
-        sm2_1 = coopMultiplyAdd(fa1_2, fbl1_1, sm2_1);
-        sm2_1 = coopMultiplyAdd(fal1_2, fb1_1, sm2_1);
-        acc2_1 = coopMultiplyAdd(fa1_2, fb1_1, acc2_1);
-        sm3_0 = coopMultiplyAdd(fa1_3, fbl1_0, sm3_0);
-        sm3_0 = coopMultiplyAdd(fal1_3, fb1_0, sm3_0);
-        acc3_0 = coopMultiplyAdd(fa1_3, fb1_0, acc3_0);
-        sm3_1 = coopMultiplyAdd(fa1_3, fbl1_1, sm3_1);
-        sm3_1 = coopMultiplyAdd(fal1_3, fb1_1, sm3_1);
-        acc3_1 = coopMultiplyAdd(fa1_3, fb1_1, acc3_1);
         workgroupBarrier();
     }
 
@@ -615,10 +443,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var f = 0u; f < 8u; f = f + 1u) {
         let f_row = row0 + wm0 + (f / 2u) * 16u;
         let f_col = col0 + wn0 + (f % 2u) * 16u;
-        var res: array<f32, 8>;
-        if (live) {
-            res = residual_frag(lane, f_row, f_col, c_base);
-        }
         switch f {
             case 0u: {
                 coopStoreT(sm0_0, &c_tile[c_sg], 16u);
@@ -674,7 +498,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }        subgroupBarrier();
         if (live) {
-            write_frag(c_sg, lane, f_row, f_col, c_base, bias_base, small, res);
+            write_frag(c_sg, lane, f_row, f_col, c_base, bias_base, small);
         }
         subgroupBarrier();
     }

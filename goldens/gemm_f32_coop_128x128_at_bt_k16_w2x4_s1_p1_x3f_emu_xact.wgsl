@@ -1,0 +1,554 @@
+enable f16;
+
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+// The largest magnitudes, as f32 bits, of each workgroup's share of A and then of B (the max
+// pass before this product; p.flags >> 16 workgroups per operand).
+@group(0) @binding(5) var<storage, read> maxima: array<u32>;
+
+// Power-of-two exponents that bring each operand's largest finite magnitude into [2^14, 2^15)
+// (0 for an operand of zeros), and the factors 2^shift. Reduced from the maxima once per
+// workgroup; the epilogue undoes them.
+var<private> shift_a: i32;
+var<private> shift_b: i32;
+var<private> scale_a: f32;
+var<private> scale_b: f32;
+
+fn split_shift(bits: u32) -> i32 {
+    let e = i32((bits >> 23u) & 255u);
+    if (bits == 0u || e == 255) {
+        return 0;
+    }
+    return clamp(141 - e, -126, 126);
+}
+
+// The high part of four scaled elements (their leading 11 significant bits, truncated: what
+// f16 holds exactly) or the low part (the exact rest, which staging rounds to f16). Integer
+// masking, not f32→f16→f32 conversions, which a driver may fold away. (Rounding the high part
+// to nearest measured 3% slower on the H200 for 8–10% less error: the tensor cores' own
+// accumulation dominates.)
+fn split_part(x: vec4<f32>, scale: f32, low: bool) -> vec4<f32> {
+    let xs = x * scale;
+    let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(xs) & vec4<u32>(0xffffe000u));
+    if (low) {
+        // An infinity is all high part (inf − inf would make it NaN).
+        return select(xs - hi, vec4<f32>(), hi == xs);
+    }
+    return hi;
+}
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+
+
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
+// erf with about 1 ulp of error (N. Juffa's erff): a polynomial in x below 0.9277, else
+// 1 - exp(polynomial).
+fn ew_erf(a: f32) -> f32 {
+    let t = min(abs(a), 4.0);
+    let s = t * t;
+    var r: f32;
+    if (t > 0.927734375) {
+        r = -1.72853470e-5 * t + 3.83197126e-4;
+        let u = -3.88396438e-3 * t + 2.42546219e-2;
+        r = r * s + u;
+        r = r * t - 1.06777877e-1;
+        r = r * t - 6.34846687e-1;
+        r = r * t - 1.28717512e-1;
+        r = r * t - t;
+        r = 1.0 - exp(r);
+    } else {
+        r = -5.96761703e-4;
+        r = r * s + 4.99119423e-3;
+        r = r * s - 2.67681349e-2;
+        r = r * s + 1.12819925e-1;
+        r = r * s - 3.76125336e-1;
+        r = r * s + 1.28379166e-1;
+        r = r * t + t;
+    }
+    return select(select(r, -r, a < 0.0), a, ew_nan(a));
+}
+
+// The activations beyond Relu/Clip (flag bits 4–7; clip_min and clip_max hold their α and β):
+// 1 HardSigmoid, 2 HardSwish, 3 SiLU, 4 LeakyRelu, 5 GELU (erf). NaN passes through.
+fn extended_activation(x: f32) -> f32 {
+    let kind = (p.flags >> 4u) & 15u;
+    if (kind == 1u || kind == 2u) {
+        var h = p.clip_min * x + p.clip_max;
+        h = select(h, 0.0, h < 0.0);
+        h = select(h, 1.0, h > 1.0);
+        return select(h, x * h, kind == 2u);
+    } else if (kind == 3u) {
+        return x / (1.0 + exp(-x));
+    } else if (kind == 4u) {
+        return select(x, p.clip_min * x, x < 0.0);
+    } else if (kind == 5u) {
+        return 0.5 * x * (1.0 + ew_erf(x * 0.70710678118654752));
+    }
+    return x;
+}
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = select(v, 0.0, v < 0.0);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = select(v, p.clip_max, v > p.clip_max);
+    }
+    v = extended_activation(v);
+    return v;
+}
+
+const BK: u32 = 16u;
+const VW: u32 = 4u;
+// f16 elements between consecutive staged rows, and per stage, of A and B.
+const SA: u32 = 136u;
+const SB: u32 = 24u;
+const A_STAGE: u32 = 2176u;
+const B_STAGE: u32 = 3072u;
+
+var<workgroup> a_tile: array<array<f16, 4>, 544>;
+var<workgroup> b_tile: array<array<f16, 4>, 768>;
+var<workgroup> a_lo_tile: array<array<f16, 4>, 544>;
+var<workgroup> b_lo_tile: array<array<f16, 4>, 768>;
+var<workgroup> c_tile: array<f32, 2048>;
+
+// The largest of the max pass's per-workgroup maxima of A and of B (p.flags >> 16 of each): a
+// strided share per invocation, then a tree through the epilogue's scratch, unused until the
+// epilogue (which the K loop's barriers keep after every invocation's read here). Compared as
+// u32 bits (finite magnitudes order alike; no denormal is flushed).
+fn operand_maxima(tid: u32) -> vec2<u32> {
+    let groups = p.flags >> 16u;
+    var m = vec2<u32>();
+    for (var g = tid; g < groups; g = g + 256u) {
+        m = max(m, vec2<u32>(maxima[g], maxima[groups + g]));
+    }
+    c_tile[tid] = bitcast<f32>(m.x);
+    c_tile[256u + tid] = bitcast<f32>(m.y);
+    workgroupBarrier();
+    for (var half = 128u; half > 0u; half = half / 2u) {
+        if (tid < half) {
+            let a = max(bitcast<u32>(c_tile[tid]), bitcast<u32>(c_tile[tid + half]));
+            let b = max(bitcast<u32>(c_tile[256u + tid]), bitcast<u32>(c_tile[256u + tid + half]));
+            c_tile[tid] = bitcast<f32>(a);
+            c_tile[256u + tid] = bitcast<f32>(b);
+        }
+        workgroupBarrier();
+    }
+    return vec2<u32>(bitcast<u32>(c_tile[0]), bitcast<u32>(c_tile[256u]));
+}
+
+// A fragment of a low part (a_lo_tile, b_lo_tile) carries this bit in its index.
+const EMU_LO: u32 = 0x40000000u;
+
+fn a_at(e: u32) -> f32 {
+    let i = e & (EMU_LO - 1u);
+    if (e >= EMU_LO) {
+        return f32(a_lo_tile[i / VW][i % VW]);
+    }
+    return f32(a_tile[i / VW][i % VW]);
+}
+
+fn b_at(e: u32) -> f32 {
+    let i = e & (EMU_LO - 1u);
+    if (e >= EMU_LO) {
+        return f32(b_lo_tile[i / VW][i % VW]);
+    }
+    return f32(b_tile[i / VW][i % VW]);
+}
+
+// acc += A·B for the fragments staged at ea and eb, as coopMultiplyAdd: this invocation's 8 elements.
+// `depth` is 16 from a uniform the compiler cannot fold (`emu_depth`): with a constant bound
+// llvmpipe's LLVM unrolled 8 × 16 gathers per call and took minutes per pipeline.
+fn emu_mma(acc: ptr<function, array<f32, 8>>, ea: u32, eb: u32, lane: u32, depth: u32) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = e / 16u;
+        let c = e % 16u;
+        var s = (*acc)[q];
+        for (var k = 0u; k < depth; k = k + 1u) {
+            let ia = ea + k * SA + r;
+            let ib = eb + c * SB + k;
+            s = fma(a_at(ia), b_at(ib), s);
+        }
+        (*acc)[q] = s;
+    }
+}
+
+// 16, unless K is 2^32 - 1 (never): a fragment's depth the compiler cannot fold.
+fn emu_depth() -> u32 {
+    return select(16u, 0u, p.k == 0xffffffffu);
+}
+
+// coopStoreT(*acc, &c_tile[e0], 16u): this invocation's 8 elements.
+fn emu_store_c(acc: ptr<function, array<f32, 8>>, e0: u32, lane: u32) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        c_tile[e0 + lane + q * 32u] = (*acc)[q];
+    }
+}
+
+
+// Writes the fragment a subgroup left in its scratch (row-major 16×16 at c0) to rows row.. and
+// columns col.. of the output; each invocation writes 8 of its elements.
+fn write_frag(c0: u32, lane: u32, row: u32, col: u32, c_base: u32, bias_base: u32, small: array<f32, 8>) {
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        let e = lane + q * 32u;
+        let r = row + e / 16u;
+        let c = col + e % 16u;
+        if (r < p.m && c < p.n) {
+            let v = ldexp(ldexp(c_tile[c0 + e] + small[q], -shift_a), -shift_b);
+            out[c_base + r * p.c_rs + c * p.c_cs] = f32(epilogue(v, bias_base + r * p.bias_rs + c * p.bias_cs));
+        }
+    }
+}
+
+// The 8 elements of a fragment's small parts this invocation writes (as write_frag reads them).
+fn small_parts(c0: u32, lane: u32) -> array<f32, 8> {
+    var s: array<f32, 8>;
+    for (var q = 0u; q < 8u; q = q + 1u) {
+        s[q] = c_tile[c0 + lane + q * 32u];
+    }
+    return s;
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    // Grid padding past the last tile recomputes tile 0 and writes nothing: an early return
+    // would leave the cooperative operations in what naga deems non-uniform control flow.
+    let live = linear_workgroup(wid) < p.total_workgroups;
+    let lin = select(0u, linear_workgroup(wid), live);
+    let tile_n = lin % p.tiles_n;
+    let tile_m = (lin / p.tiles_n) % p.tiles_m;
+    let batch_split = lin / (p.tiles_n * p.tiles_m);
+    let split = batch_split % p.splits;
+    let batch = batch_split / p.splits;
+    let row0 = tile_m * 128u;
+    let col0 = tile_n * 128u;
+    let a_base = batch_offset(batch, p.a_bs);
+    let b_base = batch_offset(batch, p.b_bs);
+    let k_begin = split * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    let largest = operand_maxima(tid);
+    shift_a = split_shift(largest.x);
+    shift_b = split_shift(largest.y);
+    scale_a = ldexp(1.0, shift_a);
+    scale_b = ldexp(1.0, shift_b);
+    let sg = tid / 32u;
+    let lane = tid % 32u;
+    let emu_k = emu_depth();
+    let wm0 = (sg / 4u) * 64u;
+    let wn0 = (sg % 4u) * 32u;
+    let a_sg = wm0;
+    let b_sg = wn0 * SB;
+
+    // The chunks this invocation loads, independent of K: validity along M/N, the global
+    // offset at k = 0, the K coordinate within the slice, and the staged position.
+    let ae0 = tid + 0u;
+    let ao0 = ae0 / 32u;
+    let ai0 = (ae0 % 32u) * VW;
+    let a_ok0 = row0 + ai0 < p.m;
+    let a_k0 = ao0;
+    let a_off0 = a_base + (row0 + ai0) * p.a_rs + ao0 * p.a_cs;
+    let a_st0 = ao0 * SA + ai0;
+    var ra0: vec4<f32>;
+    let ae1 = tid + 256u;
+    let ao1 = ae1 / 32u;
+    let ai1 = (ae1 % 32u) * VW;
+    let a_ok1 = row0 + ai1 < p.m;
+    let a_k1 = ao1;
+    let a_off1 = a_base + (row0 + ai1) * p.a_rs + ao1 * p.a_cs;
+    let a_st1 = ao1 * SA + ai1;
+    var ra1: vec4<f32>;
+    let be0 = tid + 0u;
+    let bo0 = be0 / 4u;
+    let bi0 = (be0 % 4u) * VW;
+    let b_ok0 = col0 + bo0 < p.n;
+    let b_k0 = bi0;
+    let b_off0 = b_base + bi0 * p.b_rs + (col0 + bo0) * p.b_cs;
+    let b_st0 = bo0 * SB + bi0;
+    var rb0: vec4<f32>;
+    let be1 = tid + 256u;
+    let bo1 = be1 / 4u;
+    let bi1 = (be1 % 4u) * VW;
+    let b_ok1 = col0 + bo1 < p.n;
+    let b_k1 = bi1;
+    let b_off1 = b_base + bi1 * p.b_rs + (col0 + bo1) * p.b_cs;
+    let b_st1 = bo1 * SB + bi1;
+    var rb1: vec4<f32>;
+
+    var acc0_0 = array<f32, 8>();
+    var sm0_0 = array<f32, 8>();
+    var acc0_1 = array<f32, 8>();
+    var sm0_1 = array<f32, 8>();
+    var acc1_0 = array<f32, 8>();
+    var sm1_0 = array<f32, 8>();
+    var acc1_1 = array<f32, 8>();
+    var sm1_1 = array<f32, 8>();
+    var acc2_0 = array<f32, 8>();
+    var sm2_0 = array<f32, 8>();
+    var acc2_1 = array<f32, 8>();
+    var sm2_1 = array<f32, 8>();
+    var acc3_0 = array<f32, 8>();
+    var sm3_0 = array<f32, 8>();
+    var acc3_1 = array<f32, 8>();
+    var sm3_1 = array<f32, 8>();
+
+    let n_slices = select(0u, (k_end - k_begin + BK - 1u) / BK, k_end > k_begin);
+    if (n_slices > 0u) {
+        ra0 = vec4<f32>();
+        if (a_ok0 && k_begin + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_begin * p.a_cs) / VW];
+        }
+        ra1 = vec4<f32>();
+        if (a_ok1 && k_begin + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_begin * p.a_cs) / VW];
+        }
+        rb0 = vec4<f32>();
+        if (b_ok0 && k_begin + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_begin * p.b_rs) / VW];
+        }
+        rb1 = vec4<f32>();
+        if (b_ok1 && k_begin + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_begin * p.b_rs) / VW];
+        }
+    }
+    for (var s = 0u; s < n_slices; s = s + 1u) {
+        {
+        let hi = split_part(ra0, scale_a, false);
+        let lo = split_part(ra0, scale_a, true);
+        a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
+        a_lo_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
+        }
+        {
+        let hi = split_part(ra1, scale_a, false);
+        let lo = split_part(ra1, scale_a, true);
+        a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
+        a_lo_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
+        }
+        {
+        let hi = split_part(rb0, scale_b, false);
+        let lo = split_part(rb0, scale_b, true);
+        b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
+        b_lo_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
+        }
+        {
+        let hi = split_part(rb1, scale_b, false);
+        let lo = split_part(rb1, scale_b, true);
+        b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
+        b_lo_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
+        }
+        workgroupBarrier();
+        if (s + 1u < n_slices) {
+            let k_next = k_begin + (s + 1u) * BK;
+        ra0 = vec4<f32>();
+        if (a_ok0 && k_next + a_k0 < k_end) {
+            ra0 = a[(a_off0 + k_next * p.a_cs) / VW];
+        }
+        ra1 = vec4<f32>();
+        if (a_ok1 && k_next + a_k1 < k_end) {
+            ra1 = a[(a_off1 + k_next * p.a_cs) / VW];
+        }
+        rb0 = vec4<f32>();
+        if (b_ok0 && k_next + b_k0 < k_end) {
+            rb0 = b[(b_off0 + k_next * p.b_rs) / VW];
+        }
+        rb1 = vec4<f32>();
+        if (b_ok1 && k_next + b_k1 < k_end) {
+            rb1 = b[(b_off1 + k_next * p.b_rs) / VW];
+        }
+        }
+        let a_cur = 0u * A_STAGE + a_sg;
+        let b_cur = 0u * B_STAGE + b_sg;
+        let ea0_0 = a_cur + 0u;
+        let ea0_0c = ea0_0 / VW;
+        let fa0_0 = ea0_0;
+        let fal0_0 = ea0_0 | EMU_LO;
+        let ea0_1 = a_cur + 16u;
+        let ea0_1c = ea0_1 / VW;
+        let fa0_1 = ea0_1;
+        let fal0_1 = ea0_1 | EMU_LO;
+        let ea0_2 = a_cur + 32u;
+        let ea0_2c = ea0_2 / VW;
+        let fa0_2 = ea0_2;
+        let fal0_2 = ea0_2 | EMU_LO;
+        let ea0_3 = a_cur + 48u;
+        let ea0_3c = ea0_3 / VW;
+        let fa0_3 = ea0_3;
+        let fal0_3 = ea0_3 | EMU_LO;
+        let eb0_0 = b_cur + 0u;
+        let eb0_0c = eb0_0 / VW;
+        let fb0_0 = eb0_0;
+        let fbl0_0 = eb0_0 | EMU_LO;
+        let eb0_1 = b_cur + 384u;
+        let eb0_1c = eb0_1 / VW;
+        let fb0_1 = eb0_1;
+        let fbl0_1 = eb0_1 | EMU_LO;
+        emu_mma(&sm0_0, fa0_0, fbl0_0, lane, emu_k);
+        emu_mma(&sm0_0, fal0_0, fb0_0, lane, emu_k);
+        emu_mma(&acc0_0, fa0_0, fb0_0, lane, emu_k);
+        emu_mma(&sm0_1, fa0_0, fbl0_1, lane, emu_k);
+        emu_mma(&sm0_1, fal0_0, fb0_1, lane, emu_k);
+        emu_mma(&acc0_1, fa0_0, fb0_1, lane, emu_k);
+        emu_mma(&sm1_0, fa0_1, fbl0_0, lane, emu_k);
+        emu_mma(&sm1_0, fal0_1, fb0_0, lane, emu_k);
+        emu_mma(&acc1_0, fa0_1, fb0_0, lane, emu_k);
+        emu_mma(&sm1_1, fa0_1, fbl0_1, lane, emu_k);
+        emu_mma(&sm1_1, fal0_1, fb0_1, lane, emu_k);
+        emu_mma(&acc1_1, fa0_1, fb0_1, lane, emu_k);
+        emu_mma(&sm2_0, fa0_2, fbl0_0, lane, emu_k);
+        emu_mma(&sm2_0, fal0_2, fb0_0, lane, emu_k);
+        emu_mma(&acc2_0, fa0_2, fb0_0, lane, emu_k);
+        emu_mma(&sm2_1, fa0_2, fbl0_1, lane, emu_k);
+        emu_mma(&sm2_1, fal0_2, fb0_1, lane, emu_k);
+        emu_mma(&acc2_1, fa0_2, fb0_1, lane, emu_k);
+        emu_mma(&sm3_0, fa0_3, fbl0_0, lane, emu_k);
+        emu_mma(&sm3_0, fal0_3, fb0_0, lane, emu_k);
+        emu_mma(&acc3_0, fa0_3, fb0_0, lane, emu_k);
+        emu_mma(&sm3_1, fa0_3, fbl0_1, lane, emu_k);
+        emu_mma(&sm3_1, fal0_3, fb0_1, lane, emu_k);
+        emu_mma(&acc3_1, fa0_3, fb0_1, lane, emu_k);
+        workgroupBarrier();
+    }
+
+    let c_base = batch_offset(batch, p.c_bs);
+    let bias_base = batch_offset(batch, p.bias_bs);
+    let c_sg = sg * 256u;
+    // One fragment per iteration, each stored through the subgroup's scratch: the write code
+    // exists once (unrolled per fragment, the driver compiled it 8 times, which made
+    // the pipeline about a third slower to create; issue 15).
+    for (var f = 0u; f < 8u; f = f + 1u) {
+        let f_row = row0 + wm0 + (f / 2u) * 16u;
+        let f_col = col0 + wn0 + (f % 2u) * 16u;
+        switch f {
+            case 0u: {
+                emu_store_c(&sm0_0, c_sg, lane);
+            }
+            case 1u: {
+                emu_store_c(&sm0_1, c_sg, lane);
+            }
+            case 2u: {
+                emu_store_c(&sm1_0, c_sg, lane);
+            }
+            case 3u: {
+                emu_store_c(&sm1_1, c_sg, lane);
+            }
+            case 4u: {
+                emu_store_c(&sm2_0, c_sg, lane);
+            }
+            case 5u: {
+                emu_store_c(&sm2_1, c_sg, lane);
+            }
+            case 6u: {
+                emu_store_c(&sm3_0, c_sg, lane);
+            }
+            default: {
+                emu_store_c(&sm3_1, c_sg, lane);
+            }
+        }        workgroupBarrier();
+        let small = small_parts(c_sg, lane);
+        workgroupBarrier();
+        switch f {
+            case 0u: {
+                emu_store_c(&acc0_0, c_sg, lane);
+            }
+            case 1u: {
+                emu_store_c(&acc0_1, c_sg, lane);
+            }
+            case 2u: {
+                emu_store_c(&acc1_0, c_sg, lane);
+            }
+            case 3u: {
+                emu_store_c(&acc1_1, c_sg, lane);
+            }
+            case 4u: {
+                emu_store_c(&acc2_0, c_sg, lane);
+            }
+            case 5u: {
+                emu_store_c(&acc2_1, c_sg, lane);
+            }
+            case 6u: {
+                emu_store_c(&acc3_0, c_sg, lane);
+            }
+            default: {
+                emu_store_c(&acc3_1, c_sg, lane);
+            }
+        }        workgroupBarrier();
+        if (live) {
+            write_frag(c_sg, lane, f_row, f_col, c_base, bias_base, small);
+        }
+        workgroupBarrier();
+    }
+}
