@@ -81,11 +81,9 @@ impl Direct<'_> {
             ("seqlens", Some(mv)) if j as f64 > i as f64 + (mv[b] + 1.0 - sq as f64).max(0.0) => f64::NEG_INFINITY,
             _ => 0.0,
         };
-        let want = c.reference_capped(self.softcap, &q.values(), &k.values(), &v.values(), &bias);
         // Σ p·|v| per element: the size of the terms an output sums, which bounds f32's error
         // where they cancel (V growing along the keys).
         let v_abs: Vec<f64> = v.values().iter().map(|x| x.abs()).collect();
-        let terms = c.reference_capped(self.softcap, &q.values(), &k.values(), &v_abs, &bias);
         let mut kernel = onnx::kernel(&n).unwrap();
         kernel.softcap = self.softcap as f32;
         if seqlens {
@@ -119,9 +117,17 @@ impl Direct<'_> {
         let step = kernel.prepare(&cx, &io).unwrap();
         let plan = step.plan.clone().unwrap_or_default();
         check_plan(&plan);
-        // Twice, poisoned before each: what a run leaves behind (the decode kernel's chunk
-        // counters) must not change the next.
+        // Twice, poisoned before each, the second time with a new Q: what a run leaves behind (the
+        // chunk counters of the decode kernel and of the split tensor-core kernel, partials) must
+        // not change the next.
+        let mut q = q;
         for round in 0..2 {
+            if round == 1 {
+                q = self.scaled(0, random(rng, ty, &q.shape), c.sq, c.d);
+                gpu.upload_at(&ins[0].buffer, 0, &q.data).unwrap();
+            }
+            let want = c.reference_capped(self.softcap, &q.values(), &k.values(), &v.values(), &bias);
+            let terms = c.reference_capped(self.softcap, &q.values(), &k.values(), &v_abs, &bias);
             let poison = vec![0xffu8; bytes.next_multiple_of(4) as usize];
             gpu.upload_at(&out.buffer, 0, &poison).unwrap();
             gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();

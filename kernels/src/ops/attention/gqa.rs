@@ -304,6 +304,7 @@ impl GqaKernel {
             tiles: None,
             engine: self.engine,
             splits: None,
+            split_reduce: false,
             lanes: None,
             kv_bound: None,
             prep: None,
