@@ -491,8 +491,7 @@ fn prepare_binds_the_plan() {
 }
 
 /// The tensor-core attention kernel (emulated where the adapter lacks tensor cores), with and
-/// without key splits: the main kernel, whose last workgroups combine the partials, or (forced)
-/// the main kernel, then the reduction of the partials.
+/// without key splits: the main kernel, then the reduction of the partials.
 #[test]
 fn tensor_core_attention_binds_the_plan() {
     if !common::gpu().caps().shader_f16 {
@@ -501,21 +500,20 @@ fn tensor_core_attention_binds_the_plan() {
     let c = llm().into_iter().nth(1).unwrap();
     let long: Vec<Option<Vec<u64>>> =
         [[1, 2, 300, 64], [1, 2, 1000, 64], [1, 2, 1000, 64]].iter().map(|s| Some(s.to_vec())).collect();
-    for (splits, reduce) in [(None, false), (Some(1), false), (Some(3), false), (Some(3), true)] {
+    for splits in [None, Some(1), Some(3)] {
         let mut kernel = ep_kernels::ops::attention::onnx::kernel(&c.node).unwrap();
         kernel.engine = ep_kernels::ops::attention::Engine::CoopEmulated;
         kernel.splits = splits;
-        kernel.split_reduce = reduce;
         let count = assert_binds_plan(&kernel, &c.node, &long);
         if let Some(s) = splits {
-            assert_eq!(count, if s > 1 && reduce { 2 } else { 1 }, "{s} splits, reduction dispatch {reduce}");
+            assert_eq!(count, if s > 1 { 2 } else { 1 }, "{s} splits");
         }
     }
 }
 
 /// Llama-3.2-1B's prompt (32/8 heads, packed QKV, rotary): the preparation is one dispatch (Q's
 /// rows, both caches) and writes no mask; the tensor-core flash kernel reads `seqlens_k` itself
-/// (key splits at 512 tokens, combined by its last workgroups; one at 1024). With a local window it reads the mask the
+/// (key splits at 512 tokens, one at 1024). With a local window it reads the mask the
 /// preparation writes.
 #[test]
 fn gqa_prompt_reads_seqlens_and_writes_no_mask() {
@@ -559,10 +557,9 @@ fn gqa_prompt_reads_seqlens_and_writes_no_mask() {
     assert!(plan.line.contains("mask seqlens, causal BottomRight"), "{}", plan.line);
     // 8 query tiles of 128 rows × 32 heads fill the H200: eight subgroups a workgroup.
     assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_128x32_mask_seqlens"]);
-    // At 512 they would not (128 tiles): four subgroups, with key splits that the last workgroup
-    // of each query tile combines.
+    // At 512 they would not (128 tiles): four subgroups, with key splits.
     let plan = plan_at(&prompt, 512);
-    assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_64x64_mask_seqlens_split_last"]);
+    assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_64x64_mask_seqlens_split", "attn_decode_reduce_f16"]);
     let plan = plan_at(&gqa(128), 1024);
     assert!(plan.line.contains("mask bool, causal BottomRight"), "{}", plan.line);
     assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_128x32_mask_bool"]);

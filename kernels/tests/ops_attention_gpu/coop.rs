@@ -18,41 +18,19 @@ fn check(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool
 
 fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, kt: bool, softcap: f64) {
     let run = Direct { ty: ElemType::F16, mask, kt, softcap, gain: None };
-    for &reduce in split_forms(splits) {
-        run.check(
-            rng,
-            c,
-            |kernel| {
-                kernel.engine = Engine::CoopEmulated;
-                kernel.splits = splits;
-                kernel.split_reduce = reduce;
-            },
-            |plan| {
-                assert!(plan.contains("tensor cores (emulated)"), "{plan}");
-                let want_splits = splits.unwrap_or(1);
-                assert!(plan.contains(&format!("{want_splits} key split(s)")), "{plan}");
-                check_combine(plan, splits, reduce);
-            },
-        );
-    }
-}
-
-/// The combines a case's forced key splits run in: by the last workgroup of each query tile and
-/// by the reduction dispatch (one form where nothing is split).
-fn split_forms(splits: Option<u64>) -> &'static [bool] {
-    if splits.is_some_and(|s| s > 1) {
-        &[false, true]
-    } else {
-        &[false]
-    }
-}
-
-/// Forced split partials combined as asked: by the last workgroup unless `reduce` (these cases'
-/// splits are few enough for it), else by the reduction dispatch.
-fn check_combine(plan: &str, splits: Option<u64>, reduce: bool) {
-    if let Some(s) = splits {
-        assert_eq!(plan.contains("combined by the last"), s > 1 && !reduce, "{plan}");
-    }
+    run.check(
+        rng,
+        c,
+        |kernel| {
+            kernel.engine = Engine::CoopEmulated;
+            kernel.splits = splits;
+        },
+        |plan| {
+            assert!(plan.contains("tensor cores (emulated)"), "{plan}");
+            let want_splits = splits.unwrap_or(1);
+            assert!(plan.contains(&format!("{want_splits} key split(s)")), "{plan}");
+        },
+    );
 }
 
 #[test]
@@ -172,20 +150,16 @@ fn emulated_split_f32_kernel_against_f64() {
     ];
     for (c, mask, splits, kt, gain) in cases {
         let run = Direct { ty: ElemType::F32, mask, kt, softcap: 0.0, gain };
-        for &reduce in split_forms(splits) {
-            let configure = |kernel: &mut ep_kernels::ops::attention::FlashKernel| {
-                kernel.engine = Engine::CoopEmulated;
-                kernel.splits = splits;
-                kernel.split_reduce = reduce;
-            };
-            run.check(&mut rng, &c, configure, |plan| {
-                assert!(plan.contains("f32 split in three f16 products (emulated)"), "{plan}");
-                if let Some(s) = splits {
-                    assert!(plan.contains(&format!("{s} key split(s)")), "{plan}");
-                }
-                check_combine(plan, splits, reduce);
-            });
-        }
+        let configure = |kernel: &mut ep_kernels::ops::attention::FlashKernel| {
+            kernel.engine = Engine::CoopEmulated;
+            kernel.splits = splits;
+        };
+        run.check(&mut rng, &c, configure, |plan| {
+            assert!(plan.contains("f32 split in three f16 products (emulated)"), "{plan}");
+            if let Some(s) = splits {
+                assert!(plan.contains(&format!("{s} key split(s)")), "{plan}");
+            }
+        });
     }
 }
 

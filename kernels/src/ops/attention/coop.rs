@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{AttnPlan, Counted, FlashKernel, Geometry, MaskKind, Maxima, SharedParams, Tail};
+use super::kernel::{AttnPlan, FlashKernel, Geometry, MaskKind, Maxima, SharedParams, Tail};
 use super::HEAD_SIZES;
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
@@ -169,10 +169,6 @@ pub struct CoopSource {
     pub emulate: bool,
     /// Writes split-KV partials (f32) instead of the output.
     pub split: bool,
-    /// With `split`: the last of a query tile's workgroups combines the partials into the output
-    /// (binding the output and a counter per query tile after the partials), so no reduction
-    /// dispatch follows.
-    pub last: bool,
     /// Caps the scores (GroupQueryAttention's `softcap`). Only such kernels carry the capping
     /// code: unrolled over a row's scores it made every pipeline ~20% slower to create.
     pub softcap: bool,
@@ -182,11 +178,7 @@ pub struct CoopSource {
 
 impl OpSource for CoopSource {
     fn name(&self) -> String {
-        let split = match (self.split, self.last) {
-            (false, _) => "",
-            (true, false) => "_split",
-            (true, true) => "_split_last",
-        };
+        let split = if self.split { "_split" } else { "" };
         let emu = if self.emulate { "_emu" } else { "" };
         let cap = if self.softcap { "_cap" } else { "" };
         let ty = if self.x3 { "f32x3" } else { "f16" };
@@ -205,7 +197,6 @@ impl OpSource for CoopSource {
                 mask => self.mask.name(),
                 emulate => self.emulate,
                 split => self.split,
-                last => self.split && self.last,
                 softcap => self.softcap,
                 x3 => self.x3,
             },
@@ -224,10 +215,6 @@ impl OpSource for CoopSource {
     }
 }
 
-/// (split, last) of the kernel's three forms: the output written directly, partials for a
-/// reduction dispatch, partials combined by the last workgroup.
-const SPLIT_FORMS: [(bool, bool); 3] = [(false, false), (true, false), (true, true)];
-
 /// Every tensor-core variant on `caps`: real fragments where the device has them, else the
 /// emulated form (what this adapter's tests run).
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
@@ -241,7 +228,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             // Capped scores come from GroupQueryAttention only, whose mask is boolean or its seqlens.
             let gqa = matches!(mask, MaskKind::Bool | MaskKind::SeqLens);
             let softcaps: &[bool] = if gqa { &[false, true] } else { &[false] };
-            for (split, last) in SPLIT_FORMS {
+            for split in [false, true] {
                 for &softcap in softcaps {
                     out.push(ShaderVariant::Op(OpShader::new(CoopSource {
                         d,
@@ -250,7 +237,6 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                         mask,
                         emulate,
                         split,
-                        last,
                         softcap,
                         x3: false,
                     })));
@@ -269,8 +255,8 @@ fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
     for d in X3_HEAD_SIZES {
         let Some(&(nsg, bc)) = candidates(d, caps, emulate, true).first() else { continue };
         for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
-            for (split, last) in SPLIT_FORMS {
-                let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, last, softcap: false, x3: true };
+            for split in [false, true] {
+                let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true };
                 out.push(ShaderVariant::Op(OpShader::new(source)));
             }
         }
@@ -385,21 +371,6 @@ fn split_keys(skv: u64, splits: u64, bc: u64) -> (u64, u64) {
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
-/// Loads of a chunk's partials per invocation, at most, in the combine by a query tile's last
-/// workgroup (`wgsl/attn_coop_last.wgsl.j2`); more key splits go to the reduction dispatch, which
-/// spreads them over the device.
-const LAST_MAX_LOADS: u64 = 32;
-
-/// Whether the last of a query tile's `splits` workgroups (of `nsg` subgroups, head size `d`)
-/// combines the partials: its share is small, and the device binds the `storage` buffers the
-/// kernel reads besides the partials, the output and the counters.
-fn combines_last(nsg: u32, d: u64, splits: u64, storage: u32, caps: &DeviceCaps) -> bool {
-    let per_invocation = (u64::from(nsg) * 16 * d / 4).div_ceil(u64::from(nsg) * 32);
-    per_invocation * splits <= LAST_MAX_LOADS
-        && caps.max_storage_buffers_per_stage >= storage + 3
-        && !crate::fold_off("attn_last")
-}
-
 /// The tensor-core kernel's dispatch (after the split f32 form's maxima pass, and with key
 /// splits before the reduction of its partials).
 pub(super) fn plan_dispatches(
@@ -442,16 +413,13 @@ pub(super) fn plan_dispatches(
         },
     };
     let split = splits > 1;
-    let storage = 3 + u32::from(k.mask != MaskKind::None) + u32::from(x3);
-    let last = split && !k.split_reduce && combines_last(nsg, g.d, splits, storage, caps);
-    let source =
-        CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, last, softcap: k.softcap > 0.0, x3 };
+    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
-    let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
-    let tail = match (split, last) {
-        (false, _) => Tail::None,
-        (true, true) => Tail::Counted(Counted { partials: work, counters: tiles * 4, combine: None }),
-        (true, false) => Tail::Reduce(super::decode::reduce(k, caps, g, params.splits, &shared)?, work),
+    let reduce = if split {
+        let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
+        Some((super::decode::reduce(k, caps, g, params.splits, &shared)?, work))
+    } else {
+        None
     };
     let kernel = match (emulate, x3) {
         (false, false) => "flash attention on tensor cores",
@@ -460,8 +428,8 @@ pub(super) fn plan_dispatches(
         (true, true) => "flash attention on tensor cores, f32 split in three f16 products (emulated)",
     };
     let bounds = if matches!(pre, Some(Maxima::Bound(_))) { ", K/V scales from their bounds" } else { "" };
-    let combined = if last { ", combined by the last" } else { "" };
-    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}{combined}{bounds}");
+    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}{bounds}");
+    let tail = reduce.map_or(Tail::None, |(d, bytes)| Tail::Reduce(d, bytes));
     Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, pre, main, tail })
 }
 
@@ -484,7 +452,6 @@ mod tests {
             mask: MaskKind::Bool,
             emulate: false,
             split: false,
-            last: false,
             softcap,
             x3: false,
         };
@@ -519,17 +486,8 @@ mod tests {
         // with a 32-column scratch (46 KB at head size 128).
         for d in [64, 96, 128] {
             for mask in [MaskKind::None, MaskKind::SeqLens] {
-                let source = CoopSource {
-                    d,
-                    nsg: 8,
-                    bc: 32,
-                    mask,
-                    emulate: false,
-                    split: true,
-                    last: true,
-                    softcap: false,
-                    x3: false,
-                };
+                let source =
+                    CoopSource { d, nsg: 8, bc: 32, mask, emulate: false, split: true, softcap: false, x3: false };
                 let text = source.emit().unwrap();
                 let (module, info) =
                     crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));

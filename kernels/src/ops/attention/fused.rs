@@ -73,7 +73,6 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         tiles: None,
         engine: Engine::Auto,
         splits: None,
-        split_reduce: false,
         lanes: None,
         kv_bound: match node.attrs.get(crate::graph::bounds::KV_BOUND) {
             Some(crate::graph::Attr::Floats(b)) => <[f32; 2]>::try_from(b.as_slice()).ok(),

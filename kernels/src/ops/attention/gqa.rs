@@ -304,7 +304,6 @@ impl GqaKernel {
             tiles: None,
             engine: self.engine,
             splits: None,
-            split_reduce: false,
             lanes: None,
             kv_bound: None,
             prep: None,

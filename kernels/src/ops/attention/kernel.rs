@@ -171,9 +171,6 @@ pub struct FlashKernel {
     /// Forced key splits of the tensor-core kernel and of the K/V-head decode kernel (about as
     /// many: whole steps of keys); `None`: planned from the device.
     pub splits: Option<u64>,
-    /// The tensor-core kernel's key splits combined by the reduction dispatch even where the last
-    /// workgroup of each query tile could combine them (tests run both forms).
-    pub split_reduce: bool,
     /// Forced invocations per key row of the K/V-head decode kernel; `None`: planned from the
     /// device. Tests set it below the subgroup size, where a subgroup holds several key groups.
     pub lanes: Option<u32>,

@@ -75,7 +75,6 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         tiles: None,
         engine: Engine::Auto,
         splits: None,
-        split_reduce: false,
         lanes: None,
         kv_bound: None,
         prep: None,
