@@ -174,6 +174,9 @@ pub struct CoopSource {
     pub softcap: bool,
     /// f32 at split precision: three f16 products per fragment pair (never capped).
     pub x3: bool,
+    /// The next tile's K and V rows are loaded into registers during a step
+    /// (`wgsl/attn_coop_fetch.wgsl.j2`; real fragments only).
+    pub prefetch: bool,
 }
 
 impl OpSource for CoopSource {
@@ -181,8 +184,9 @@ impl OpSource for CoopSource {
         let split = if self.split { "_split" } else { "" };
         let emu = if self.emulate { "_emu" } else { "" };
         let cap = if self.softcap { "_cap" } else { "" };
+        let pf = if self.prefetch { "_pf" } else { "" };
         let ty = if self.x3 { "f32x3" } else { "f16" };
-        format!("attn_coop_{ty}_d{}_{}x{}_mask_{}{cap}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
+        format!("attn_coop_{ty}_d{}_{}x{}_mask_{}{cap}{split}{pf}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
     }
 
     fn emit(&self) -> Result<String, String> {
@@ -199,6 +203,7 @@ impl OpSource for CoopSource {
                 split => self.split,
                 softcap => self.softcap,
                 x3 => self.x3,
+                prefetch => self.prefetch && !self.emulate,
             },
         )
     }
@@ -239,6 +244,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                         split,
                         softcap,
                         x3: false,
+                        prefetch: false,
                     })));
                 }
             }
@@ -256,7 +262,8 @@ fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
         let Some(&(nsg, bc)) = candidates(d, caps, emulate, true).first() else { continue };
         for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
             for split in [false, true] {
-                let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true };
+                let source =
+                    CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true, prefetch: false };
                 out.push(ShaderVariant::Op(OpShader::new(source)));
             }
         }
@@ -371,6 +378,14 @@ fn split_keys(skv: u64, splits: u64, bc: u64) -> (u64, u64) {
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
+/// An experiment build's `EXP_ATTN_PREFETCH=f16,x3`: the forms that load the next K/V tile during
+/// a step (`bench/README.md`). Release builds never prefetch.
+fn experiment_prefetch(x3: bool) -> bool {
+    cfg!(feature = "wgsl-override")
+        && std::env::var("EXP_ATTN_PREFETCH")
+            .is_ok_and(|v| v.split(',').any(|f| f.trim() == if x3 { "x3" } else { "f16" }))
+}
+
 /// The tensor-core kernel's dispatch (after the split f32 form's maxima pass, and with key
 /// splits before the reduction of its partials).
 pub(super) fn plan_dispatches(
@@ -413,7 +428,9 @@ pub(super) fn plan_dispatches(
         },
     };
     let split = splits > 1;
-    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
+    let prefetch = !emulate && experiment_prefetch(x3);
+    let source =
+        CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3, prefetch };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
     let reduce = if split {
         let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
@@ -454,6 +471,7 @@ mod tests {
             split: false,
             softcap,
             x3: false,
+            prefetch: false,
         };
         let (plain, capped) = (source(false).emit().unwrap(), source(true).emit().unwrap());
         assert!(!plain.contains("capped(sr["), "an uncapped kernel compiles the capping block");
@@ -481,13 +499,40 @@ mod tests {
     }
 
     #[test]
+    fn prefetched_tiles_render_and_validate() {
+        for (d, nsg, bc, x3, emulate) in
+            [(64, 4, 64, false, false), (128, 8, 32, false, false), (64, 4, 32, true, false), (64, 2, 16, true, true)]
+        {
+            for mask in [MaskKind::None, MaskKind::Add] {
+                let source =
+                    CoopSource { d, nsg, bc, mask, emulate, split: true, softcap: false, x3, prefetch: true };
+                let text = source.emit().unwrap();
+                let (module, info) =
+                    crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
+                naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+                assert_eq!(text.contains("fn fetch_kv"), !emulate, "{}", source.name());
+            }
+        }
+    }
+
+    #[test]
     fn q_staged_in_rounds_renders_and_validates() {
         // 128 query rows over 32-key tiles: Q passes through the K/V area (64 rows) in two rounds,
         // with a 32-column scratch (46 KB at head size 128).
         for d in [64, 96, 128] {
             for mask in [MaskKind::None, MaskKind::SeqLens] {
                 let source =
-                    CoopSource { d, nsg: 8, bc: 32, mask, emulate: false, split: true, softcap: false, x3: false };
+                    CoopSource {
+                    d,
+                    nsg: 8,
+                    bc: 32,
+                    mask,
+                    emulate: false,
+                    split: true,
+                    softcap: false,
+                    x3: false,
+                    prefetch: false,
+                };
                 let text = source.emit().unwrap();
                 let (module, info) =
                     crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
