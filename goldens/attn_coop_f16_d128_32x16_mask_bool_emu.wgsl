@@ -464,6 +464,70 @@ fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
     kv[(V0 + c31 * KS + d31) / 8u][d31 % 8u] = vx31;
 }
 
+// The next tile's K and V rows, eight f16 per vec4<u32>.
+struct KvNext {
+    k: array<vec4<u32>, 4>,
+    v: array<vec4<u32>, 4>,
+}
+
+// Loads `BC` rows of K and of V from key k0 (rows past the end are zeros).
+fn fetch_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) -> KvNext {
+    var r = KvNext();
+    let i0 = tid + 0u;
+    let c0 = i0 / 16u;
+    let d0 = i0 % 16u;
+    if (k0 + c0 < p.skv) {
+        r.k[0] = k[(k_base + (k0 + c0) * p.k_stride.z) / 8u + d0];
+        r.v[0] = v[(v_base + (k0 + c0) * p.v_stride.z) / 8u + d0];
+    }
+    let i1 = tid + 64u;
+    let c1 = i1 / 16u;
+    let d1 = i1 % 16u;
+    if (k0 + c1 < p.skv) {
+        r.k[1] = k[(k_base + (k0 + c1) * p.k_stride.z) / 8u + d1];
+        r.v[1] = v[(v_base + (k0 + c1) * p.v_stride.z) / 8u + d1];
+    }
+    let i2 = tid + 128u;
+    let c2 = i2 / 16u;
+    let d2 = i2 % 16u;
+    if (k0 + c2 < p.skv) {
+        r.k[2] = k[(k_base + (k0 + c2) * p.k_stride.z) / 8u + d2];
+        r.v[2] = v[(v_base + (k0 + c2) * p.v_stride.z) / 8u + d2];
+    }
+    let i3 = tid + 192u;
+    let c3 = i3 / 16u;
+    let d3 = i3 % 16u;
+    if (k0 + c3 < p.skv) {
+        r.k[3] = k[(k_base + (k0 + c3) * p.k_stride.z) / 8u + d3];
+        r.v[3] = v[(v_base + (k0 + c3) * p.v_stride.z) / 8u + d3];
+    }
+    return r;
+}
+
+// Stores what fetch_kv loaded.
+fn put_kv(r: KvNext, tid: u32) {
+    let i0 = tid + 0u;
+    let c0 = i0 / 16u;
+    let d0 = i0 % 16u;
+    kv[c0 * 17u + d0] = f16x8(r.k[0]);
+    kv[272u + c0 * 17u + d0] = f16x8(r.v[0]);
+    let i1 = tid + 64u;
+    let c1 = i1 / 16u;
+    let d1 = i1 % 16u;
+    kv[c1 * 17u + d1] = f16x8(r.k[1]);
+    kv[272u + c1 * 17u + d1] = f16x8(r.v[1]);
+    let i2 = tid + 128u;
+    let c2 = i2 / 16u;
+    let d2 = i2 % 16u;
+    kv[c2 * 17u + d2] = f16x8(r.k[2]);
+    kv[272u + c2 * 17u + d2] = f16x8(r.v[2]);
+    let i3 = tid + 192u;
+    let c3 = i3 / 16u;
+    let d3 = i3 % 16u;
+    kv[c3 * 17u + d3] = f16x8(r.k[3]);
+    kv[272u + c3 * 17u + d3] = f16x8(r.v[3]);
+}
+
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     // Grid padding past the last tile recomputes tile 0 and writes nothing: an early return
@@ -554,9 +618,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let k_begin = split * p.chunk;
     k_end = min(k_end, k_begin + p.chunk);
+    // The first tile's K and V rows (contiguous rows only), then each next one during a step.
+    var next = KvNext();
+    if (p.vec_kv != 0u && k_begin < k_end) {
+        next = fetch_kv(k_base, v_base, k_begin, tid);
+    }
     for (var k0 = k_begin; k0 < k_end; k0 = k0 + BC) {
         workgroupBarrier();
-        stage_kv(k_base, v_base, k0, tid);
+        if (p.vec_kv != 0u) {
+            put_kv(next, tid);
+            if (k0 + BC < k_end) {
+                next = fetch_kv(k_base, v_base, k0 + BC, tid);
+            }
+        } else {
+            stage_kv(k_base, v_base, k0, tid);
+        }
         workgroupBarrier();
         // Scores: 16 rows × BC keys per subgroup.
         var sacc0 = array<f32, 8>();

@@ -64,6 +64,18 @@ fn row_words(nsg: u32, bc: u32) -> u32 {
     bc.max(chunk_width(nsg, bc)) + 4
 }
 
+/// Whether the f16 kernel loads the next K/V tile into registers during a step
+/// (`wgsl/attn_coop_fetch.wgsl.j2`): where that takes one 16-byte chunk of K and one of V per
+/// invocation, which the eight-subgroup tiling at head size 64 has. Measured on an H100
+/// (docs/PERFORMANCE.md, thirty-ninth session): S=4096 with 8 heads 0.376–0.379 → 0.348 ms, Llama's
+/// causal prefill 0.866 → 0.805–0.811; with more chunks the registers cost more than the loads
+/// in flight gain (head size 128 on eight subgroups 0.577 → 0.616, Whisper's four 0.095 → 0.100,
+/// the split f32 form 0.194 → 0.197). The emulated form, whose tilings hold more chunks, takes
+/// it everywhere, so adapters without tensor cores test its staging.
+fn prefetches(nsg: u32, bc: u32, d: u32, emulate: bool, x3: bool) -> bool {
+    !x3 && (emulate || bc * d / 8 <= nsg * 32)
+}
+
 /// Whether a tiling can hold its Q rows: the emulated and split f32 forms stage all of them at
 /// once in the K/V area.
 fn holds_q(nsg: u32, bc: u32, emulate: bool, x3: bool) -> bool {
@@ -174,9 +186,6 @@ pub struct CoopSource {
     pub softcap: bool,
     /// f32 at split precision: three f16 products per fragment pair (never capped).
     pub x3: bool,
-    /// The next tile's K and V rows are loaded into registers during a step
-    /// (`wgsl/attn_coop_fetch.wgsl.j2`; real fragments only).
-    pub prefetch: bool,
 }
 
 impl OpSource for CoopSource {
@@ -184,9 +193,8 @@ impl OpSource for CoopSource {
         let split = if self.split { "_split" } else { "" };
         let emu = if self.emulate { "_emu" } else { "" };
         let cap = if self.softcap { "_cap" } else { "" };
-        let pf = if self.prefetch { "_pf" } else { "" };
         let ty = if self.x3 { "f32x3" } else { "f16" };
-        format!("attn_coop_{ty}_d{}_{}x{}_mask_{}{cap}{split}{pf}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
+        format!("attn_coop_{ty}_d{}_{}x{}_mask_{}{cap}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
     }
 
     fn emit(&self) -> Result<String, String> {
@@ -203,7 +211,7 @@ impl OpSource for CoopSource {
                 split => self.split,
                 softcap => self.softcap,
                 x3 => self.x3,
-                prefetch => self.prefetch && !self.emulate,
+                prefetch => prefetches(self.nsg, self.bc, self.d, self.emulate, self.x3),
             },
         )
     }
@@ -244,7 +252,6 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                         split,
                         softcap,
                         x3: false,
-                        prefetch: false,
                     })));
                 }
             }
@@ -262,8 +269,7 @@ fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
         let Some(&(nsg, bc)) = candidates(d, caps, emulate, true).first() else { continue };
         for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
             for split in [false, true] {
-                let source =
-                    CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true, prefetch: false };
+                let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true };
                 out.push(ShaderVariant::Op(OpShader::new(source)));
             }
         }
@@ -378,14 +384,6 @@ fn split_keys(skv: u64, splits: u64, bc: u64) -> (u64, u64) {
     (skv.div_ceil(chunk).max(1), chunk)
 }
 
-/// An experiment build's `EXP_ATTN_PREFETCH=f16,x3`: the forms that load the next K/V tile during
-/// a step (`bench/README.md`). Release builds never prefetch.
-fn experiment_prefetch(x3: bool) -> bool {
-    cfg!(feature = "wgsl-override")
-        && std::env::var("EXP_ATTN_PREFETCH")
-            .is_ok_and(|v| v.split(',').any(|f| f.trim() == if x3 { "x3" } else { "f16" }))
-}
-
 /// The tensor-core kernel's dispatch (after the split f32 form's maxima pass, and with key
 /// splits before the reduction of its partials).
 pub(super) fn plan_dispatches(
@@ -428,9 +426,7 @@ pub(super) fn plan_dispatches(
         },
     };
     let split = splits > 1;
-    let prefetch = !emulate && experiment_prefetch(x3);
-    let source =
-        CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3, prefetch };
+    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
     let reduce = if split {
         let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
@@ -471,7 +467,6 @@ mod tests {
             split: false,
             softcap,
             x3: false,
-            prefetch: false,
         };
         let (plain, capped) = (source(false).emit().unwrap(), source(true).emit().unwrap());
         assert!(!plain.contains("capped(sr["), "an uncapped kernel compiles the capping block");
@@ -500,17 +495,23 @@ mod tests {
 
     #[test]
     fn prefetched_tiles_render_and_validate() {
-        for (d, nsg, bc, x3, emulate) in
-            [(64, 4, 64, false, false), (128, 8, 32, false, false), (64, 4, 32, true, false), (64, 2, 16, true, true)]
-        {
+        // (d, nsg, bc, x3, emulate, prefetches)
+        for (d, nsg, bc, x3, emulate, want) in [
+            (64, 8, 32, false, false, true),
+            (64, 4, 64, false, false, false),
+            (128, 8, 32, false, false, false),
+            (64, 4, 32, true, false, false),
+            (64, 2, 32, false, true, true),
+            (128, 2, 16, false, true, true),
+            (64, 2, 16, true, true, false),
+        ] {
             for mask in [MaskKind::None, MaskKind::Add] {
-                let source =
-                    CoopSource { d, nsg, bc, mask, emulate, split: true, softcap: false, x3, prefetch: true };
+                let source = CoopSource { d, nsg, bc, mask, emulate, split: true, softcap: false, x3 };
                 let text = source.emit().unwrap();
                 let (module, info) =
                     crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
                 naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
-                assert_eq!(text.contains("fn fetch_kv"), !emulate, "{}", source.name());
+                assert_eq!(text.contains("fn fetch_kv"), want, "{}", source.name());
             }
         }
     }
@@ -522,17 +523,7 @@ mod tests {
         for d in [64, 96, 128] {
             for mask in [MaskKind::None, MaskKind::SeqLens] {
                 let source =
-                    CoopSource {
-                    d,
-                    nsg: 8,
-                    bc: 32,
-                    mask,
-                    emulate: false,
-                    split: true,
-                    softcap: false,
-                    x3: false,
-                    prefetch: false,
-                };
+                    CoopSource { d, nsg: 8, bc: 32, mask, emulate: false, split: true, softcap: false, x3: false };
                 let text = source.emit().unwrap();
                 let (module, info) =
                     crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
