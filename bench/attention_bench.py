@@ -45,7 +45,7 @@ SHAPES = [
     # Gemma-3-1B's heads (4 query, 1 K/V, head size 256): the SIMT flash kernel and split-KV decode.
     ("gemma_prefill_s2048_h4kv1_d256_causal", 1, 4, 1, 2048, 2048, 256, True),
     ("gemma_decode_s1x4096_h4kv1_d256", 1, 4, 1, 1, 4096, 256, False),
-    # Llama-3.2-1B's prompt at 1024 tokens, and again with a boolean mask beside causal (a `_boolmask` case: every
+    # Llama-3.2-1B's prompt at 512 and 1024 tokens, and at 1024 again with a boolean mask beside causal (a `_boolmask` case: every
     # key the causal rule lets in is true), as GroupQueryAttention's flash step runs: what reading the mask costs.
     ("llama_prefill_s512_h32kv8_d64_causal", 1, 32, 8, 512, 512, 64, True),
     ("llama_prefill_s1024_h32kv8_d64_causal", 1, 32, 8, 1024, 1024, 64, True),
