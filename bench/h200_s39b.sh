@@ -4,7 +4,8 @@
 # issue 13's shapes (f16) and Whisper's f32 attention, the attention pytest files with it on this GPU, then
 # Whisper-tiny host splits for: control, prefetch, one register set (EXP_COOP_DEPTH=1: the MLP's serial split
 # product with less code) and the fused split for every split product (f32_split_fused=1), alternating, with prefix
-# profiles of fp32. Carry [".carry", ".whl", ".gl"]; $OUT is packed into all.tgz.
+# profiles of fp32. Carry [".carry", ".whl", ".gl"]; $OUT is packed into all.tgz. EXP_ATTN_PREFETCH existed only in
+# the build of its commit; since 51f7d95 the kernel prefetches by rule (`coop::prefetches`).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 EXP=.carry/exp/libonnxruntime_ep_wgpu.so
