@@ -559,7 +559,10 @@ fn gqa_prompt_reads_seqlens_and_writes_no_mask() {
     assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_128x32_mask_seqlens"]);
     // At 512 (128 tiles) they fill half of it, which the prefetching tiling takes, with key splits.
     let plan = plan_at(&prompt, 512);
-    assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_128x32_mask_seqlens_split", "attn_decode_reduce_f16"]);
+    assert_eq!(
+        names(&plan),
+        ["gqa_rows3_f16", "attn_coop_f16_d64_128x32_mask_seqlens_split", "attn_decode_reduce_f16"]
+    );
     let plan = plan_at(&gqa(128), 1024);
     assert!(plan.line.contains("mask bool, causal BottomRight"), "{}", plan.line);
     assert_eq!(names(&plan), ["gqa_rows3_f16", "attn_coop_f16_d64_128x32_mask_bool"]);

@@ -1,0 +1,129 @@
+//! Unit tests of the tensor-core flash kernel's planning and rendering (`coop.rs`).
+
+use super::*;
+use crate::caps::profiles;
+
+#[test]
+fn uniforms_match_the_template() {
+    assert_eq!(std::mem::size_of::<CoopParams>(), 144);
+}
+
+#[test]
+fn only_capped_variants_carry_the_capping_code() {
+    let source = |softcap| CoopSource {
+        d: 64,
+        nsg: 4,
+        bc: 64,
+        mask: MaskKind::Bool,
+        emulate: false,
+        split: false,
+        softcap,
+        x3: false,
+    };
+    let (plain, capped) = (source(false).emit().unwrap(), source(true).emit().unwrap());
+    assert!(!plain.contains("capped(sr["), "an uncapped kernel compiles the capping block");
+    assert_eq!(capped.matches("capped(sr[").count(), 32, "one capped score per column an invocation holds");
+    assert!(source(true).name().ends_with("_mask_bool_cap"));
+    // GroupQueryAttention's mask is the boolean one: its capped kernels have goldens.
+    let h200 = profiles::get("h200").unwrap();
+    let names: Vec<String> = variants(&h200).iter().map(|v| v.name()).collect();
+    assert!(names.iter().any(|n| n == "attn_coop_f16_d64_64x64_mask_bool_cap_split"), "{names:?}");
+}
+
+#[test]
+fn splits_fill_the_device_in_whole_tiles() {
+    let h200 = profiles::get("h200").unwrap();
+    // Whisper-tiny: 6 heads × 24 query tiles over 1500 keys: 2 splits of 768.
+    assert_eq!(plan_splits(144, 1500, 4, 64, &h200), (2, 768));
+    // Eight subgroups a workgroup: half as many workgroups fill the device.
+    assert_eq!(plan_splits(256, 4096, 8, 32, &h200), (1, 4096));
+    assert_eq!(plan_splits(72, 1500, 8, 32, &h200), (2, 768));
+    // Many query tiles: no split.
+    assert_eq!(plan_splits(2048, 4096, 4, 64, &h200), (1, 4096));
+    // Few keys: no split shorter than 4 tiles.
+    assert_eq!(plan_splits(8, 200, 4, 64, &h200), (1, 256));
+    assert_eq!(plan_splits(1, 100_000, 4, 32, &h200).0, 261);
+}
+
+#[test]
+fn prefetched_tiles_render_and_validate() {
+    // (d, nsg, bc, x3, emulate, prefetches)
+    for (d, nsg, bc, x3, emulate, want) in [
+        (64, 8, 32, false, false, true),
+        (64, 4, 64, false, false, false),
+        (128, 8, 32, false, false, false),
+        (64, 4, 32, true, false, false),
+        (64, 2, 32, false, true, true),
+        (128, 2, 16, false, true, true),
+        (64, 2, 16, true, true, false),
+    ] {
+        for mask in [MaskKind::None, MaskKind::Add] {
+            let source = CoopSource { d, nsg, bc, mask, emulate, split: true, softcap: false, x3 };
+            let text = source.emit().unwrap();
+            let (module, info) =
+                crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
+            naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+            assert_eq!(text.contains("fn fetch_kv"), want, "{}", source.name());
+        }
+    }
+}
+
+#[test]
+fn q_staged_in_rounds_renders_and_validates() {
+    // 128 query rows over 32-key tiles: Q passes through the K/V area (64 rows) in two rounds,
+    // with a 32-column scratch (46 KB at head size 128).
+    for d in [64, 96, 128] {
+        for mask in [MaskKind::None, MaskKind::SeqLens] {
+            let source = CoopSource { d, nsg: 8, bc: 32, mask, emulate: false, split: true, softcap: false, x3: false };
+            let text = source.emit().unwrap();
+            let (module, info) =
+                crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
+            naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+            assert_eq!(text.matches("qf0 = coopLoadT").count(), 2, "one load of each fragment per round");
+        }
+    }
+    assert_eq!(storage_bytes(8, 32, 128, false, false), 46080);
+    assert_eq!((q_rounds(8, 32), chunk_width(8, 32), chunk_width(4, 32)), (2, 32, CHUNK));
+    assert!(!holds_q(8, 32, true, false) && !holds_q(8, 32, false, true) && holds_q(8, 32, false, false));
+}
+
+#[test]
+fn tilings_fit_the_device() {
+    let h200 = profiles::get("h200").unwrap();
+    let llvmpipe = profiles::get("llvmpipe").unwrap();
+    // Eight subgroups where their query tiles fill the H200 (132 workgroups), or half of it at
+    // head size 64 (the prefetching tiling), else four.
+    let tiles = |heads: u64, sq: u64| move |rows: u64| heads * sq.div_ceil(rows);
+    assert_eq!(candidates(64, &h200, false, false), vec![(8, 32), (4, 64)]);
+    assert_eq!(plan(64, &h200, false, false, tiles(8, 4096)), Some((8, 32)));
+    assert_eq!(plan(64, &h200, false, false, tiles(6, 1500)), Some((8, 32)), "Whisper-tiny: 72 tiles");
+    assert_eq!(plan(64, &h200, false, false, tiles(12, 128)), Some((4, 64)), "BERT-base s128: 12 tiles");
+    assert_eq!(plan(80, &h200, false, false, tiles(6, 1500)), Some((4, 64)), "no prefetch at 80");
+    assert_eq!(plan(80, &h200, false, false, tiles(32, 1024)), Some((8, 32)));
+    assert_eq!(candidates(80, &h200, false, false), vec![(8, 32), (4, 64)]);
+    assert_eq!(candidates(96, &h200, false, false), vec![(8, 32), (4, 32)]);
+    assert_eq!(candidates(128, &h200, false, false), vec![(8, 32), (4, 32)]);
+    assert_eq!(plan(128, &h200, false, false, tiles(8, 512)), Some((4, 32)));
+    assert!(candidates(72, &h200, false, false).is_empty());
+    assert!(candidates(256, &h200, false, false).is_empty());
+    assert!(candidates(64, &llvmpipe, false, false).is_empty());
+    assert_eq!(candidates(64, &llvmpipe, true, false), vec![(2, 32)]);
+    assert_eq!(candidates(128, &llvmpipe, true, false), vec![(2, 16)]);
+    for d in HEAD_SIZES {
+        for caps in [&h200, &llvmpipe] {
+            for (x3, emulate) in [(false, false), (true, false), (false, true), (true, true)] {
+                for (nsg, bc) in candidates(d, caps, emulate, x3) {
+                    assert!(storage_bytes(nsg, bc, d as u32, emulate, x3) <= caps.max_workgroup_storage_bytes);
+                }
+            }
+        }
+    }
+    // The split f32 form: head size 64 only, four subgroups over 32 keys (46 KB).
+    assert_eq!(candidates(64, &h200, false, true), vec![(4, 32)]);
+    assert_eq!(storage_bytes(4, 32, 64, false, true), 46592);
+    assert!(candidates(128, &h200, false, true).is_empty());
+    assert_eq!(candidates(64, &llvmpipe, true, true), vec![(2, 16)]);
+    for (nsg, bc) in [(4, 32), (4, 64), (8, 32), (2, 16)] {
+        assert_eq!(row_words(nsg, bc) % 32, 4);
+    }
+}
