@@ -119,10 +119,11 @@ def nearly_constant_rows(model, named, dtype):
 # llvmpipe stops every loop of an invocation once they have run 65535 iterations together (Mesa gallivm's loop limiter,
 # LP_MAX_TGSI_LOOP_ITERATIONS), silently; a row kernel's 64 invocations walk a row of n elements in up to three loops
 # of n / 64 (n / 256 with vec4 loads), so rows past about a million elements come out wrong there (seed 278672796: a
-# LayerNormalization over one row of 23,040,000). Real GPUs have no such limit; docs/RELIABILITY.md §8.
+# LayerNormalization over one row of 23,040,000). Real GPUs have no such limit; docs/RELIABILITY.md §8. The
+# reductions split long rows over several workgroups (each invocation walks at most 16384 elements), so they are
+# compared in full at any length.
 LONG_ROW = 1_000_000
-ROW_OPS = {"LayerNormalization", "Softmax", "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-           "ReduceSumSquare", "ReduceL1", "ReduceL2"}
+ROW_OPS = {"LayerNormalization", "Softmax", "LogSoftmax"}
 
 
 def long_rows(model, named):
@@ -130,15 +131,10 @@ def long_rows(model, named):
     for node in model.graph.node:
         if node.op_type not in ROW_OPS or node.input[0] not in named or node.output[0] not in named:
             continue
-        elems, outs = named[node.input[0]].size, named[node.output[0]].size
-        if node.op_type in ("LayerNormalization", "Softmax", "LogSoftmax"):
-            # The elements from the axis on (a bound for Softmax, whose row is the axis alone from opset 13).
-            x = named[node.input[0]]
-            axis = next((a.i for a in node.attribute if a.name == "axis"), -1) % max(x.ndim, 1)
-            row = int(np.prod(x.shape[axis:]))
-        else:
-            row = elems // max(outs, 1)
-        if row > LONG_ROW:
+        # The elements from the axis on (a bound for Softmax, whose row is the axis alone from opset 13).
+        x = named[node.input[0]]
+        axis = next((a.i for a in node.attribute if a.name == "axis"), -1) % max(x.ndim, 1)
+        if int(np.prod(x.shape[axis:])) > LONG_ROW:
             return True
     return False
 

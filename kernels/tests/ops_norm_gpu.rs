@@ -1,11 +1,11 @@
-//! LayerNormalization, RMSNormalization, Softmax/LogSoftmax and ReduceSum/Mean/Max/Min through
+//! LayerNormalization, RMSNormalization and Softmax/LogSoftmax (the reductions: `ops_reduce_gpu.rs`) through
 //! the program builder and executor on the test adapter, against float64 references on fresh
 //! random data, in f32 and f16, with every attribute form.
 mod common;
 
 use common::graph::{const_val, node, run_graph, val, T};
-use ep_kernels::caps::profiles;
-use ep_kernels::graph::{Attr, ExecOptions, Node, PlacementOptions};
+use common::rows::{assert_close, opts, random, reduce_ref};
+use ep_kernels::graph::{Attr, ExecOptions, Node};
 use ep_kernels::ops::norm::layer::{NormKernel, NormKind};
 use ep_kernels::ops::norm::reduce::ReduceKernel;
 use ep_kernels::ops::norm::softmax::SoftmaxKernel;
@@ -14,29 +14,6 @@ use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
 use ep_kernels::runtime::GpuBuffer;
 use ep_kernels::ElemType;
 use rand::Rng;
-
-fn opts() -> PlacementOptions {
-    PlacementOptions::defaults(profiles::get("llvmpipe").unwrap())
-}
-
-/// Random values of `ty` (exact in it), and the tensor.
-fn random(rng: &mut impl Rng, ty: ElemType, shape: &[u64], scale: f32, offset: f32) -> (Vec<f64>, T) {
-    let n: u64 = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|_| offset + scale * rng.random_range(-1.0f32..1.0)).collect();
-    let t = if ty == ElemType::F16 { T::f16(shape, &v) } else { T::f32(shape, &v) };
-    (t.values(), t)
-}
-
-/// Every value within `atol + rtol·|want|` (NaN only where NaN is wanted).
-fn assert_close(what: &str, got: &T, want: &[f64], ty: ElemType) {
-    let (atol, rtol) = if ty == ElemType::F16 { (2e-3, 4e-3) } else { (2e-5, 2e-5) };
-    let got = got.values();
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let ok = if w.is_nan() { g.is_nan() } else { g == w || (g - w).abs() <= atol + rtol * w.abs() };
-        assert!(ok, "{what}: element {i}: got {g}, want {w}");
-    }
-}
 
 fn layer_norm_ref(x: &[f64], s: &[f64], b: Option<&[f64]>, n: usize, eps: f64, rms: bool) -> [Vec<f64>; 3] {
     let (mut y, mut means, mut invs) = (Vec::new(), Vec::new(), Vec::new());
@@ -231,154 +208,6 @@ fn softmax_opsets_and_axes() {
 fn softmax_attention_rows() {
     let mut rng = common::rng("softmax_attention_rows");
     check_softmax(&mut rng, "Softmax", 13, ElemType::F32, &[1, 2, 300, 1500], None, [600, 1500, 1]);
-}
-
-/// Applies a reduction to `x` of `shape` in f64: `mask` of reduced axes.
-fn reduce_ref(x: &[f64], shape: &[u64], mask: &[bool], op: &str) -> Vec<f64> {
-    let out_shape: Vec<u64> = shape.iter().zip(mask).map(|(&d, &r)| if r { 1 } else { d }).collect();
-    let outs: u64 = out_shape.iter().product();
-    let init = match op {
-        "ReduceMax" => f64::NEG_INFINITY,
-        "ReduceMin" => f64::INFINITY,
-        "ReduceProd" => 1.0,
-        _ => 0.0,
-    };
-    let mut acc = vec![init; outs as usize];
-    for (e, &v) in x.iter().enumerate() {
-        let (mut rem, mut o, mut step) = (e as u64, 0u64, 1u64);
-        for d in (0..shape.len()).rev() {
-            let c = rem % shape[d];
-            rem /= shape[d];
-            if !mask[d] {
-                o += c * step;
-            }
-            step *= out_shape[d];
-        }
-        let a = &mut acc[o as usize];
-        *a = match op {
-            "ReduceMax" => a.max(v),
-            "ReduceMin" => a.min(v),
-            "ReduceProd" => *a * v,
-            "ReduceSumSquare" | "ReduceL2" => *a + v * v,
-            "ReduceL1" => *a + v.abs(),
-            _ => *a + v,
-        };
-    }
-    let count: u64 = shape.iter().zip(mask).filter(|(_, &r)| r).map(|(&d, _)| d).product();
-    if op == "ReduceMean" {
-        acc.iter_mut().for_each(|a| *a = if count == 0 { 0.0 } else { *a / count as f64 });
-    }
-    if op == "ReduceL2" {
-        acc.iter_mut().for_each(|a| *a = a.sqrt());
-    }
-    acc
-}
-
-/// The attributes of one reduction: axes go as an attribute before the op's input form.
-#[derive(Clone, Copy)]
-struct Reduce<'a> {
-    op: &'a str,
-    opset: i32,
-    keepdims: i64,
-    noop: bool,
-}
-
-/// One reduction of random data of `shape` over `axes`; `want_shape` is the output's shape.
-fn check_reduce(rng: &mut impl Rng, r: Reduce<'_>, ty: ElemType, shape: &[u64], axes: &[i64], want_shape: &[u64]) {
-    let Reduce { op, opset, keepdims, noop } = r;
-    let rank = shape.len() as i64;
-    let mut mask = vec![axes.is_empty() && !noop; shape.len()];
-    for &a in axes {
-        mask[(if a < 0 { a + rank } else { a }) as usize] = true;
-    }
-    let (xv, x) = if ty == ElemType::I32 {
-        let n: u64 = shape.iter().product();
-        let v: Vec<i32> = (0..n).map(|_| rng.random_range(-1000..1000)).collect();
-        let t = T::i32(shape, &v);
-        (t.values(), t)
-    } else if op == "ReduceProd" {
-        random(rng, ty, shape, 0.5, 1.0) // products of a few thousand values stay within f16
-    } else {
-        random(rng, ty, shape, 4.0, 0.5)
-    };
-    let axes_t = T::i64(&[axes.len() as u64], axes);
-    let input_since = if op == "ReduceSum" { 13 } else { 18 };
-    let mut inputs = vec![Some(val("x", ty, shape))];
-    let mut attrs = vec![("keepdims", Attr::Int(keepdims))];
-    if opset >= input_since {
-        attrs.push(("noop_with_empty_axes", Attr::Int(noop as i64)));
-        if !axes.is_empty() || noop {
-            inputs.push(Some(const_val("axes", &axes_t)));
-        }
-    } else if !axes.is_empty() {
-        attrs.push(("axes", Attr::Ints(axes.to_vec())));
-    }
-    let r = node(op, opset, inputs, vec![val("y", ty, want_shape)], attrs);
-    ep_kernels::ops::lookup(&r).unwrap().check(&r, &opts()).unwrap();
-    let consts: Vec<(&str, &T)> = if opset >= input_since { vec![("axes", &axes_t)] } else { vec![] };
-    let got = run_graph(&[r], &[("x", &x)], &consts, &["y"]).unwrap();
-    let what = format!("{op}-{opset} {ty:?} {shape:?} axes {axes:?} keepdims {keepdims} noop {noop}");
-    assert_eq!(got[0].shape, want_shape, "{what}");
-    let want = if noop && axes.is_empty() { xv } else { reduce_ref(&xv, shape, &mask, op) };
-    let tol_ty = if ty == ElemType::I32 { ElemType::F32 } else { ty };
-    assert_close(&what, &got[0], &want, tol_ty);
-}
-
-#[test]
-fn reductions() {
-    let mut rng = common::rng("reductions");
-    let ops = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2"];
-    for op in ops.into_iter().chain(["ReduceProd"]) {
-        let (old, new) = if op == "ReduceSum" { (11, 13) } else { (13, 18) };
-        let at = |opset: i32, keepdims: i64, noop: bool| Reduce { op, opset, keepdims, noop };
-        let (new1, new0, old1, old0) = (at(new, 1, false), at(new, 0, false), at(old, 1, false), at(old, 0, false));
-        for ty in [ElemType::F32, ElemType::F16] {
-            let r = &mut rng;
-            check_reduce(r, new1, ty, &[2, 3, 4], &[1], &[2, 1, 4]);
-            check_reduce(r, old0, ty, &[2, 3, 4], &[1], &[2, 4]);
-            check_reduce(r, new0, ty, &[2, 3, 4], &[0, -1], &[3]);
-            check_reduce(r, old1, ty, &[2, 3, 4], &[2, 0], &[1, 3, 1]);
-            check_reduce(r, new1, ty, &[2, 3, 4], &[], &[1, 1, 1]);
-            check_reduce(r, old0, ty, &[2, 3, 4], &[], &[]);
-            check_reduce(r, at(new, 1, true), ty, &[2, 3, 4], &[], &[2, 3, 4]);
-            check_reduce(r, new1, ty, &[3, 1500], &[-1], &[3, 1]);
-            check_reduce(r, new0, ty, &[1500, 1], &[1], &[1500]);
-            check_reduce(r, new1, ty, &[1500, 3], &[0], &[1, 3]);
-            check_reduce(r, new0, ty, &[2, 1500, 3, 5], &[1, 3], &[2, 3]);
-            check_reduce(r, old1, ty, &[7, 2, 50, 3], &[0, 2], &[1, 2, 1, 3]);
-        }
-        if ["ReduceSum", "ReduceMax", "ReduceMin"].contains(&op) {
-            check_reduce(&mut rng, new1, ElemType::I32, &[5, 300, 2], &[1], &[5, 1, 2]);
-            check_reduce(&mut rng, new0, ElemType::I32, &[5, 300, 2], &[-1, 0], &[300]);
-        }
-    }
-}
-
-#[test]
-fn reductions_of_empty_axes() {
-    let x = T::f32(&[2, 0, 3], &[]);
-    let axes = T::i64(&[1], &[1]);
-    for (op, opset, want) in [
-        ("ReduceSum", 13, 0.0),
-        ("ReduceMean", 18, 0.0),
-        ("ReduceMax", 18, f64::NEG_INFINITY),
-        ("ReduceMin", 18, f64::INFINITY),
-        ("ReduceSumSquare", 18, 0.0),
-        ("ReduceL1", 18, 0.0),
-        ("ReduceL2", 18, 0.0),
-        ("ReduceProd", 18, 1.0),
-    ] {
-        let r = node(
-            op,
-            opset,
-            vec![Some(val("x", ElemType::F32, &[2, 0, 3])), Some(const_val("axes", &axes))],
-            vec![val("y", ElemType::F32, &[2, 1, 3])],
-            vec![],
-        );
-        let got = run_graph(&[r], &[("x", &x)], &[("axes", &axes)], &["y"]).unwrap();
-        assert_eq!(got[0].shape, vec![2, 1, 3]);
-        assert_eq!(got[0].values(), vec![want; 6], "{op}");
-    }
 }
 
 fn declined(n: &Node) -> String {

@@ -3,6 +3,7 @@
 
 pub mod graph;
 pub mod norm_ref;
+pub mod rows;
 
 use std::sync::{Arc, OnceLock};
 

@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{check_bindings, float_types, input_type};
+use super::{check_bindings, float_types, input_type, wide_walks};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -66,8 +66,8 @@ impl OpDef for ArgReduceDef {
         let mut out = Vec::new();
         for max in [true, false] {
             for &ty in &types {
-                for row in [true, false] {
-                    out.push(ShaderVariant::Op(OpShader::new(ArgSource { max, ty, row })));
+                for (row, strided) in [(true, false), (true, true), (false, false)] {
+                    out.push(ShaderVariant::Op(OpShader::new(ArgSource { max, ty, row, strided })));
                 }
             }
         }
@@ -129,7 +129,8 @@ impl ArgKernel {
         let (outer, n, inner) = self.view(shape).map_err(GpuError::Invalid)?;
         to_u32("arg reduction input elements", shape.iter().product())?;
         let outputs = outer * inner;
-        let row = inner == 1 && n >= ROW_MIN && caps.max_invocations_per_workgroup >= ROW_THREADS;
+        let wide = if inner == 1 { n >= ROW_MIN } else { wide_walks(outputs, n) };
+        let row = wide && caps.max_invocations_per_workgroup >= ROW_THREADS;
         let params = ArgParams {
             outputs: to_u32("arg reduction outputs", outputs)?,
             n: to_u32("a dimension", n)?,
@@ -137,7 +138,8 @@ impl ArgKernel {
             flags: u32::from(self.last),
         };
         let grid = if row { grid(outputs, caps)? } else { grid_for(outputs, caps)? };
-        let variant = ShaderVariant::Op(OpShader::new(ArgSource { max: self.max, ty: self.ty, row }));
+        let strided = row && inner > 1;
+        let variant = ShaderVariant::Op(OpShader::new(ArgSource { max: self.max, ty: self.ty, row, strided }));
         Ok((OpDispatch::new(variant, &params, grid), row))
     }
 }
@@ -189,14 +191,20 @@ struct ArgParams {
 pub struct ArgSource {
     pub max: bool,
     pub ty: ElemType,
-    /// A workgroup per output (the axis is contiguous); else an invocation per output.
+    /// A workgroup per output (the axis is contiguous, or long); else an invocation per output.
     pub row: bool,
+    /// The workgroup's elements are `inner` apart.
+    pub strided: bool,
 }
 
 impl OpSource for ArgSource {
     fn name(&self) -> String {
         let op = if self.max { "argmax" } else { "argmin" };
-        let form = if self.row { format!("row_t{ROW_THREADS}") } else { "general".into() };
+        let form = match (self.row, self.strided) {
+            (true, false) => format!("row_t{ROW_THREADS}"),
+            (true, true) => format!("strided_t{ROW_THREADS}"),
+            _ => "general".into(),
+        };
         format!("{op}_{}_{form}", self.ty.name())
     }
 
@@ -209,6 +217,7 @@ impl OpSource for ArgSource {
                 acc => if self.ty == ElemType::I32 { "i32" } else { "f32" },
                 max => self.max,
                 row => self.row,
+                strided => self.strided,
                 threads => if self.row { ROW_THREADS } else { WORKGROUP },
             },
         )

@@ -13,6 +13,7 @@ mod folded;
 pub mod group;
 pub mod layer;
 pub mod reduce;
+mod reduce_source;
 pub mod simplified;
 pub mod skip;
 pub mod softmax;
@@ -90,6 +91,21 @@ impl RowTuning {
         }
         Ok((self.threads, self.subgroups && caps.subgroups))
     }
+}
+
+/// A strided kernel runs an invocation per output, each walking its `n` elements one after the
+/// other (coalesced across neighbouring outputs); a wide one a workgroup per output, its
+/// invocations sharing the walk. An invocation walks at most [`STRIDED_MAX`] elements: llvmpipe
+/// silently stops an invocation's loops after 65535 iterations in all, and on a GPU a long walk
+/// is one chain of dependent loads. Fewer outputs than [`STRIDED_OUTPUTS`] leave a GPU mostly
+/// idle, so from [`WIDE_MIN`] elements they take a workgroup each.
+pub const STRIDED_MAX: u64 = 4096;
+pub const STRIDED_OUTPUTS: u64 = 1024;
+pub const WIDE_MIN: u64 = 256;
+
+/// Whether `outputs` strided walks of `n` elements each run on a workgroup per output.
+pub fn wide_walks(outputs: u64, n: u64) -> bool {
+    n > STRIDED_MAX || (outputs < STRIDED_OUTPUTS && n >= WIDE_MIN)
 }
 
 /// Most (collapsed) dimensions a kernel's uniforms describe: two `vec4<u32>`.

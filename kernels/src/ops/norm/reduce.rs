@@ -7,9 +7,7 @@
 //! 1 for the product, the lowest value for max (-inf for floats) and the highest for min. The
 //! sum of squares, the norms and the product run floats only.
 
-use bytemuck::{Pod, Zeroable};
-
-use super::{check_bindings, float_types, input_type, packed, RowTuning, MAX_DIMS};
+use super::{check_bindings, float_types, input_type, packed, wide_walks, RowTuning, MAX_DIMS};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -18,10 +16,11 @@ use crate::graph::support::PlacementOptions;
 use crate::graph::ExecOptions;
 use crate::ops::planned::{step_plan, OpDispatch};
 use crate::ops::StepPlan;
-use crate::ops::{
-    check_f16, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, WORKGROUP,
-};
-use crate::shader::{render, OpShader, OpSource, ShaderVariant};
+use crate::ops::{check_f16, grid, grid_for, normalize_axis, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
+use crate::shader::{OpShader, ShaderVariant};
+
+pub use super::reduce_source::{ReduceForm, ReduceSource};
+use super::reduce_source::{ReduceParams, WideParams};
 
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&ReduceDef];
@@ -62,7 +61,7 @@ impl ReduceOp {
     }
 
     /// The kernel's name part (mean is a sum divided afterwards).
-    fn text(self) -> &'static str {
+    pub(super) fn text(self) -> &'static str {
         match self {
             ReduceOp::Sum | ReduceOp::Mean => "sum",
             ReduceOp::Max => "max",
@@ -75,7 +74,7 @@ impl ReduceOp {
     }
 
     /// The combining function in the template.
-    fn combine(self) -> &'static str {
+    pub(super) fn combine(self) -> &'static str {
         match self {
             ReduceOp::Max => "max",
             ReduceOp::Min => "min",
@@ -85,12 +84,21 @@ impl ReduceOp {
     }
 
     /// What each element becomes before it is combined, and what the total becomes after.
-    fn map_post(self) -> (&'static str, &'static str) {
+    pub(super) fn map_post(self) -> (&'static str, &'static str) {
         match self {
             ReduceOp::SumSquare => ("square", ""),
             ReduceOp::L1 => ("abs", ""),
             ReduceOp::L2 => ("square", "sqrt"),
             _ => ("", ""),
+        }
+    }
+
+    /// The reduction that combines chunks' partials of this one (in which each element already
+    /// went through the map): the sum for the sums of squares and of magnitudes.
+    fn last_pass(self) -> ReduceOp {
+        match self {
+            ReduceOp::Mean | ReduceOp::SumSquare | ReduceOp::L1 => ReduceOp::Sum,
+            op => op,
         }
     }
 
@@ -177,10 +185,18 @@ impl OpDef for ReduceDef {
         ];
         for op in ops {
             for &ty in types.iter().filter(|t| op.types().contains(t)) {
-                let general = ReduceSource { op, ty, threads: None, v4: false, sg: false };
-                let row = ReduceSource { threads: Some(ROW_THREADS), sg: caps.subgroups, ..general };
+                let general = ReduceSource { op, ty, form: ReduceForm::General, v4: false, sg: false };
+                let row = ReduceSource { form: ReduceForm::Row(ROW_THREADS), sg: caps.subgroups, ..general };
                 let row4 = ReduceSource { v4: true, ..row };
                 out.extend([row, row4, general].map(|s| ShaderVariant::Op(OpShader::new(s))));
+                for partial in [false, true] {
+                    let form = ReduceForm::Wide { threads: ROW_THREADS, partial };
+                    out.push(ShaderVariant::Op(OpShader::new(ReduceSource { form, ..row })));
+                }
+                if op == op.last_pass() {
+                    let form = ReduceForm::Final(ROW_THREADS);
+                    out.push(ShaderVariant::Op(OpShader::new(ReduceSource { form, ..row })));
+                }
             }
         }
         out
@@ -288,8 +304,14 @@ impl Kernel for ReduceKernel {
             return Ok(PreparedStep::default());
         };
         check_bindings(&[x, y], cx.caps())?;
-        let (planned, _) = self.dispatch(x.shape, &mask, cx.caps())?;
-        Ok(PreparedStep::one(planned.bind(cx.gpu, &[x.buf], &[y.buf])?))
+        let dispatches = match self.dispatch(x.shape, &mask, cx.caps())? {
+            Planned::One(d, _) => vec![d.bind(cx.gpu, &[x.buf], &[y.buf])?],
+            Planned::Split { partials, last, bytes, .. } => {
+                let part = cx.gpu.storage_buffer(bytes, "reduction partials")?;
+                vec![partials.bind(cx.gpu, &[x.buf], &[&part])?, last.bind(cx.gpu, &[&part], &[y.buf])?]
+            }
+        };
+        Ok(PreparedStep { dispatches, plan: None })
     }
 
     fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
@@ -297,25 +319,100 @@ impl Kernel for ReduceKernel {
         let out = self.infer(inputs)?.remove(0);
         let x = inputs.first().copied().flatten().unwrap_or_default();
         let Some(mask) = self.mask(x.len()).map_err(|e| format!("{op}: {e}"))? else { return Ok(None) };
-        let (planned, row) = self.dispatch(x, &mask, caps).map_err(|e| format!("{op}: {e}"))?;
-        let tiling = if row { "one workgroup per output" } else { "one invocation per output" };
-        Ok(Some(step_plan(format!("{op}: {x:?} -> {out:?}"), tiling, &[planned])))
+        let what = format!("{op}: {x:?} -> {out:?}");
+        Ok(Some(match self.dispatch(x, &mask, caps).map_err(|e| format!("{op}: {e}"))? {
+            Planned::One(d, layout) => step_plan(what, layout.describe(), &[d]),
+            Planned::Split { partials, last, chunks, .. } => {
+                step_plan(what, format!("{chunks} workgroups per output, then one combining them"), &[partials, last])
+            }
+        }))
     }
 }
 
+/// The dispatches of one reduction.
+enum Planned {
+    One(OpDispatch, Layout),
+    /// Each output's chunks into partials (a buffer of `bytes`), then one workgroup per output
+    /// combining them.
+    Split {
+        partials: OpDispatch,
+        last: OpDispatch,
+        bytes: u64,
+        chunks: u64,
+    },
+}
+
 impl ReduceKernel {
-    /// The kernel reducing X of `shape` over `mask` and whether it runs a workgroup per
-    /// output: what `prepare` binds and `plan` reports.
-    fn dispatch(&self, shape: &[u64], mask: &[bool], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
+    /// The kernels reducing X of `shape` over `mask`: what `prepare` binds and `plan` reports.
+    fn dispatch(&self, shape: &[u64], mask: &[bool], caps: &DeviceCaps) -> Result<Planned, GpuError> {
         let plan = ReducePlan::new(shape, mask)?;
         let params = plan.params(self.op, self.ty)?;
         let (t, sg) = self.tuning.on(caps)?;
-        let row = plan.row();
-        let (v4, sg) = (row && plan.reduced.first().is_some_and(|r| r.0 % 4 == 0), row && sg);
-        let (threads, grid) =
-            if row { (Some(t), grid(plan.outputs, caps)?) } else { (None, grid_for(plan.outputs, caps)?) };
-        let variant = ShaderVariant::Op(OpShader::new(ReduceSource { op: self.op, ty: self.ty, threads, v4, sg }));
-        Ok((OpDispatch::new(variant, &params, grid), row))
+        let source =
+            |op, form, v4, sg| ShaderVariant::Op(OpShader::new(ReduceSource { op, ty: self.ty, form, v4, sg }));
+        let layout = plan.layout();
+        let (chunks, chunk) = match layout {
+            Layout::Row => {
+                let v4 = plan.reduced[0].0 % 4 == 0;
+                let row = source(self.op, ReduceForm::Row(t), v4, sg);
+                return Ok(Planned::One(OpDispatch::new(row, &params, grid(plan.outputs, caps)?), layout));
+            }
+            Layout::General => {
+                let general = source(self.op, ReduceForm::General, false, false);
+                return Ok(Planned::One(OpDispatch::new(general, &params, grid_for(plan.outputs, caps)?), layout));
+            }
+            Layout::Wide { chunks, chunk } => (chunks, chunk),
+        };
+        let wide = WideParams {
+            base: params,
+            chunks: to_u32("reduction chunks", chunks)?,
+            chunk: to_u32("a reduction chunk", chunk)?,
+            pad: [0; 2],
+        };
+        let partial = chunks > 1;
+        let first = source(self.op, ReduceForm::Wide { threads: t, partial }, false, sg);
+        let first = OpDispatch::new(first, &wide, grid(plan.outputs * chunks, caps)?);
+        if !partial {
+            return Ok(Planned::One(first, layout));
+        }
+        // Each output's partials are a contiguous row, which the last pass combines (then
+        // divides by the whole count, or takes the root).
+        let op = self.op.last_pass();
+        let rows = ReducePlan { outputs: plan.outputs, kept: vec![(plan.outputs, chunks)], reduced: vec![(chunks, 1)] };
+        let last_params = ReduceParams { divisor: params.divisor, ..rows.params(op, self.ty)? };
+        let last =
+            OpDispatch::new(source(op, ReduceForm::Final(t), false, sg), &last_params, grid(plan.outputs, caps)?);
+        Ok(Planned::Split { partials: first, last, bytes: plan.outputs * chunks * 4, chunks })
+    }
+}
+
+/// Outputs below which long reductions split over several workgroups each, the fewest elements
+/// per chunk (a chunk must outweigh the extra dispatch), and the most chunks a spread makes.
+const SPLIT_OUTPUTS: u64 = 256;
+const MIN_CHUNK: u64 = 65536;
+const MAX_CHUNKS: u64 = 256;
+/// Most elements one workgroup of the wide kernel walks: 16384 per invocation.
+const WIDE_SPAN: u64 = ROW_THREADS as u64 * 16384;
+
+/// How a reduction runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// A workgroup per output over its contiguous run.
+    Row,
+    /// An invocation per output.
+    General,
+    /// `chunks` workgroups per output of `chunk` elements each; with more than one chunk, a
+    /// last pass combines their partials.
+    Wide { chunks: u64, chunk: u64 },
+}
+
+impl Layout {
+    fn describe(self) -> &'static str {
+        match self {
+            Layout::Row => "one workgroup per output",
+            Layout::General => "one invocation per output",
+            Layout::Wide { .. } => "one workgroup per output, its elements strided",
+        }
     }
 }
 
@@ -361,6 +458,35 @@ impl ReducePlan {
         matches!(self.reduced.as_slice(), [(n, 1)] if *n >= ROW_MIN)
     }
 
+    /// Reduced elements per output.
+    pub fn count(&self) -> u64 {
+        self.reduced.iter().map(|r| r.0).product()
+    }
+
+    /// How the reduction runs: a contiguous run on the row kernel unless it is long and the
+    /// outputs few; strided elements on an invocation each where they are few and the outputs
+    /// many; else on workgroups of the wide kernel, several per output where the outputs alone
+    /// leave the device idle or one workgroup's share would pass [`WIDE_SPAN`].
+    pub fn layout(&self) -> Layout {
+        let count = self.count();
+        let nred = self.reduced.len() as u64 - 1;
+        let spread = if self.outputs >= SPLIT_OUTPUTS {
+            1
+        } else {
+            (count / MIN_CHUNK).min(4 * SPLIT_OUTPUTS / self.outputs.max(1)).clamp(1, MAX_CHUNKS)
+        };
+        // Each element of the wide kernel also walks the outer reduced dimensions.
+        let chunks = spread.max(count.div_ceil(WIDE_SPAN / (1 + nred)));
+        if self.row() && chunks == 1 {
+            return Layout::Row;
+        }
+        if !self.row() && !wide_walks(self.outputs, count) {
+            return Layout::General;
+        }
+        let chunk = count.div_ceil(chunks).max(1);
+        Layout::Wide { chunks: count.div_ceil(chunk).max(1), chunk }
+    }
+
     fn params(&self, op: ReduceOp, ty: ElemType) -> Result<ReduceParams, GpuError> {
         let (outer, last) = self.reduced.split_at(self.reduced.len() - 1);
         let (r_last, r_stride) = last[0];
@@ -380,73 +506,6 @@ impl ReducePlan {
             red_size: packed(&u32s(outer.iter().map(|r| r.0).collect())?)?,
             red_stride: packed(&u32s(outer.iter().map(|r| r.1).collect())?)?,
         })
-    }
-}
-
-/// The uniforms of `reduce.wgsl.j2`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct ReduceParams {
-    outputs: u32,
-    r_last: u32,
-    r_stride: u32,
-    r_outer: u32,
-    nkept: u32,
-    nred: u32,
-    divisor: f32,
-    fill: u32,
-    kept_size: [[u32; 4]; 2],
-    kept_stride: [[u32; 4]; 2],
-    red_size: [[u32; 4]; 2],
-    red_stride: [[u32; 4]; 2],
-}
-
-/// One reduction kernel: what changes its text (ReduceMean runs the sum's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ReduceSource {
-    pub op: ReduceOp,
-    pub ty: ElemType,
-    /// `Some(threads per output)`: the row variant; `None`: one invocation per output.
-    pub threads: Option<u32>,
-    /// Runs are whole vec4s, loaded as such (row variant).
-    pub v4: bool,
-    /// The row variant reduces through subgroup operations.
-    pub sg: bool,
-}
-
-impl OpSource for ReduceSource {
-    fn name(&self) -> String {
-        let op = self.op.text();
-        match self.threads {
-            Some(t) => {
-                let v4 = if self.v4 { "_v4" } else { "" };
-                let sg = if self.sg { "_sg" } else { "" };
-                format!("reduce_{op}_{}_row{v4}{sg}_t{t}", self.ty.name())
-            }
-            None => format!("reduce_{op}_{}_general", self.ty.name()),
-        }
-    }
-
-    fn emit(&self) -> Result<String, String> {
-        render(
-            "reduce.wgsl.j2",
-            minijinja::context! {
-                t => self.ty.name(),
-                f16 => self.ty == ElemType::F16,
-                acc => if self.ty == ElemType::I32 { "i32" } else { "f32" },
-                op => self.op.combine(),
-                map => self.op.map_post().0,
-                post => self.op.map_post().1,
-                row => self.threads.is_some(),
-                v4 => self.v4,
-                sg => self.sg,
-                threads => self.threads.unwrap_or(WORKGROUP),
-            },
-        )
-    }
-
-    fn capabilities(&self) -> naga::valid::Capabilities {
-        super::row_capabilities(&[self.ty], self.sg)
     }
 }
 
@@ -477,6 +536,25 @@ mod tests {
         assert_eq!(kernel(&[], true, true).alias(0), Some(0));
         assert!(kernel(&[3], true, false).infer(&[Some(x)]).is_err());
         assert!(kernel(&[1, -2], true, false).infer(&[Some(x)]).is_err());
+    }
+
+    #[test]
+    fn layouts() {
+        let layout = |shape: &[u64], mask: &[bool]| ReducePlan::new(shape, mask).unwrap().layout();
+        // A contiguous run: the row kernel, unless it is long and the outputs few.
+        assert_eq!(layout(&[4, 1500], &[false, true]), Layout::Row);
+        assert_eq!(layout(&[300, 70_000], &[false, true]), Layout::Row);
+        assert_eq!(layout(&[3, 200_000], &[false, true]), Layout::Wide { chunks: 3, chunk: 66_667 });
+        assert_eq!(layout(&[1 << 24], &[true]), Layout::Wide { chunks: 256, chunk: 65_536 });
+        // Many outputs, each longer than one workgroup takes.
+        assert_eq!(layout(&[512, 2_000_000], &[false, true]), Layout::Wide { chunks: 2, chunk: 1_000_000 });
+        // Strided elements: an invocation each where they are few or the outputs many.
+        assert_eq!(layout(&[2, 3, 4], &[false, true, false]), Layout::General);
+        assert_eq!(layout(&[3000, 3000], &[true, false]), Layout::General);
+        assert_eq!(layout(&[1500, 3], &[true, false]), Layout::Wide { chunks: 1, chunk: 1500 });
+        assert_eq!(layout(&[5000, 3000], &[true, false]), Layout::Wide { chunks: 1, chunk: 5000 });
+        // Two reduced runs: each element also walks the outer one.
+        assert_eq!(layout(&[70_000, 2, 3], &[true, false, true]), Layout::Wide { chunks: 3, chunk: 70_000 });
     }
 
     #[test]

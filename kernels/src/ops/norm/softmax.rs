@@ -8,7 +8,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{check_bindings, float_types, input_type, RowTuning};
+use super::{check_bindings, float_types, input_type, wide_walks, RowTuning};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -67,10 +67,11 @@ impl OpDef for SoftmaxDef {
         let mut out = Vec::new();
         for ty in float_types(caps) {
             for log in [false, true] {
-                let strided = SoftmaxSource { log, ty, threads: None, v4: false, sg: false };
+                let strided = SoftmaxSource { log, ty, threads: None, v4: false, sg: false, strided: false };
                 let row = SoftmaxSource { threads: Some(ROW_THREADS), sg: caps.subgroups, ..strided };
                 let row4 = SoftmaxSource { v4: true, ..row };
-                out.extend([row, row4, strided].map(|s| ShaderVariant::Op(OpShader::new(s))));
+                let cols = SoftmaxSource { strided: true, ..row };
+                out.extend([row, row4, strided, cols].map(|s| ShaderVariant::Op(OpShader::new(s))));
             }
         }
         out
@@ -155,8 +156,11 @@ impl SoftmaxKernel {
     fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
         let [outer, n, inner] = self.geometry(shape).map_err(GpuError::Invalid)?;
         to_u32("Softmax elements", shape.iter().product())?;
-        let row = inner == 1 && n >= ROW_MIN;
-        let count = if row { outer } else { outer * inner };
+        // Contiguous rows, or long strided ones where they are few (a workgroup per row); else
+        // an invocation per (outer, inner) column.
+        let row = if inner == 1 { n >= ROW_MIN } else { wide_walks(outer * inner, n) };
+        let strided = row && inner > 1;
+        let count = if row && !strided { outer } else { outer * inner };
         let params = SoftmaxParams {
             outer: to_u32("Softmax rows", outer)?,
             n: to_u32("Softmax row length", n)?,
@@ -165,8 +169,9 @@ impl SoftmaxKernel {
         };
         let (t, sg) = self.tuning.on(caps)?;
         let (threads, grid) = if row { (Some(t), grid(count, caps)?) } else { (None, grid_for(count, caps)?) };
-        let (v4, sg) = (row && n % 4 == 0, row && sg);
-        let variant = ShaderVariant::Op(OpShader::new(SoftmaxSource { log: self.log, ty: self.ty, threads, v4, sg }));
+        let (v4, sg) = (row && !strided && n % 4 == 0, row && sg);
+        let source = SoftmaxSource { log: self.log, ty: self.ty, threads, v4, sg, strided };
+        let variant = ShaderVariant::Op(OpShader::new(source));
         Ok((OpDispatch::new(variant, &params, grid), row))
     }
 }
@@ -192,6 +197,8 @@ pub struct SoftmaxSource {
     pub v4: bool,
     /// The row variant reduces through subgroup operations.
     pub sg: bool,
+    /// The row variant's elements are `inner` apart (a long axis that is not the last).
+    pub strided: bool,
 }
 
 impl OpSource for SoftmaxSource {
@@ -201,7 +208,8 @@ impl OpSource for SoftmaxSource {
             Some(t) => {
                 let v4 = if self.v4 { "_v4" } else { "" };
                 let sg = if self.sg { "_sg" } else { "" };
-                format!("{op}_{}_row{v4}{sg}_t{t}", self.ty.name())
+                let form = if self.strided { "cols" } else { "row" };
+                format!("{op}_{}_{form}{v4}{sg}_t{t}", self.ty.name())
             }
             None => format!("{op}_{}_strided", self.ty.name()),
         }
@@ -215,6 +223,7 @@ impl OpSource for SoftmaxSource {
                 f16 => self.ty == ElemType::F16,
                 log => self.log,
                 row => self.threads.is_some(),
+                strided => self.strided,
                 v4 => self.v4,
                 sg => self.sg,
                 threads => self.threads.unwrap_or(WORKGROUP),
