@@ -1,9 +1,10 @@
-"""Reductions, Softmax/LogSoftmax and ArgMax/ArgMin along long axes, through ONNX Runtime with every node ours (CPU
-fallback disabled), against float64 (reductions) or the CPU EP: a long axis that is not the last (its elements strided) and a long contiguous
-one with few outputs. Their kernels walked each output's elements in one invocation; llvmpipe stops an invocation's
-loops after 65535 iterations, so an axis of 100000 came out wrong there (a sum of the first 65535 rows), and on a GPU
-three outputs ran on three invocations. Now a workgroup shares each output's walk, and long reductions split over
-several workgroups and a last pass (docs/OPS.md)."""
+"""Reductions, Softmax/LogSoftmax and ArgMax/ArgMin along long axes, and pools over large windows, through ONNX
+Runtime with every node ours (CPU fallback disabled), against float64 (reductions) or the CPU EP: a long axis that is
+not the last (its elements strided), a long contiguous one with few outputs, and windows of up to 90000 positions.
+Their kernels walked each output's elements in one invocation; llvmpipe stops an invocation's loops after 65535
+iterations, so an axis of 100000 came out wrong there (a sum of the first 65535 rows, a window's maximum missed), and
+on a GPU three outputs ran on three invocations. Now a workgroup shares each output's walk, and long reductions split
+over several workgroups and a last pass (docs/OPS.md)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,16 @@ def test_arg_reductions_along_a_long_strided_axis_match_cpu(make_session, run_cp
     m = model(op, np.float32, shape, out_type=TensorProto.INT64, axis=axis, keepdims=0)
     got = make_session(m, OURS).run(None, {"x": x})[0]
     np.testing.assert_array_equal(got, run_cpu(m, {"x": x})[0], err_msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("shape,kernel", [((1, 2, 300, 300), [300, 300]), ((1, 1, 90_000), [90_000]),
+                                          ((2, 3, 40, 30), [20, 15])])
+def test_large_pool_windows_match_cpu(make_session, run_cpu, op, shape, kernel):
+    """A window's extreme, or its one non-zero value, at its far end (the last position an invocation would reach)."""
+    seed = new_seed()
+    x = (np.random.default_rng(seed).random(shape) * (op == "MaxPool")).astype(np.float32)
+    x[..., -1] = 5.0
+    m = model(op, np.float32, shape, kernel_shape=kernel)
+    got = make_session(m, OURS).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, run_cpu(m, {"x": x})[0], rtol=1e-5, err_msg=f"seed {seed}")

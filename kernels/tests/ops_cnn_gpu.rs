@@ -363,3 +363,27 @@ fn group_and_instance_normalization() {
 
 #[path = "ops_cnn_gpu/upsampling.rs"]
 mod upsampling;
+
+#[test]
+fn large_windows_share_a_workgroup() {
+    // Windows of 300 positions over 672 outputs, and of 90000 over one (past llvmpipe's 65535
+    // loop iterations for one invocation): a workgroup per output.
+    for include in [0, 1] {
+        let attrs = vec![
+            ("kernel_shape", ints(&[20, 15])),
+            ("strides", ints(&[2, 2])),
+            ("pads", ints(&[3, 2, 4, 1])),
+            ("count_include_pad", Attr::Int(include)),
+        ];
+        for ty in [ElemType::F32, ElemType::F16] {
+            check("avg_wide", "AveragePool", ty, &[1, 2, 40, 30], attrs.clone());
+        }
+    }
+    for ty in [ElemType::F32, ElemType::F16] {
+        check("max_wide", "MaxPool", ty, &[1, 1, 300, 300], vec![("kernel_shape", ints(&[300, 300]))]);
+        let dil =
+            vec![("kernel_shape", ints(&[3, 10, 12])), ("dilations", ints(&[1, 2, 1])), ("strides", ints(&[1, 3, 2]))];
+        check("max_wide_3d", "MaxPool", ty, &[1, 2, 4, 30, 30], dil);
+    }
+    check("avg_wide_1d", "AveragePool", ElemType::F32, &[1, 3, 90_000], vec![("kernel_shape", ints(&[90_000]))]);
+}

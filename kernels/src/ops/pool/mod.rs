@@ -2,7 +2,8 @@
 //! 1 to 3 spatial axes, in f32 and f16. One generated kernel (`wgsl/pool.wgsl.j2`) visits each
 //! output's window; a global pool is the same kernel with a window of the whole input, or,
 //! over planes of at least [`GLOBAL_ROW_MIN`] elements, one workgroup per plane
-//! (`wgsl/pool_global.wgsl.j2`).
+//! (`wgsl/pool_global.wgsl.j2`). Windows of more than 4096 positions, or of 256 where the outputs
+//! are fewer than 1024, take a workgroup per output (`norm::wide_walks`).
 //! MaxPool's optional Indices output is declined.
 
 pub mod geometry;
@@ -17,7 +18,7 @@ use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::graph::ExecOptions;
-use crate::ops::norm::{check_bindings, float_types, input_type};
+use crate::ops::norm::{check_bindings, float_types, input_type, wide_walks};
 use crate::ops::planned::{step_plan, OpDispatch};
 use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
@@ -78,8 +79,8 @@ impl OpDef for PoolDef {
         let mut out = Vec::new();
         for ty in float_types(caps) {
             for max in [true, false] {
-                for threads in [None, Some(GLOBAL_THREADS)] {
-                    out.push(ShaderVariant::Op(OpShader::new(PoolSource { max, ty, threads })));
+                for (threads, wide) in [(None, false), (Some(GLOBAL_THREADS), false), (None, true)] {
+                    out.push(ShaderVariant::Op(OpShader::new(PoolSource { max, ty, threads, wide })));
                 }
             }
         }
@@ -145,14 +146,18 @@ impl Kernel for PoolKernel {
         let x = inputs.first().copied().flatten().unwrap_or_default();
         let what = format!("{} '{}'", self.op(), self.name);
         let (planned, rows) = self.dispatch(x, caps).map_err(|e| format!("{what}: {e}"))?;
-        let tiling = if rows { "one workgroup per plane" } else { "one invocation per output" };
+        let tiling = match (rows, self.attrs.global) {
+            (false, _) => "one invocation per output",
+            (true, true) => "one workgroup per plane",
+            (true, false) => "one workgroup per output",
+        };
         Ok(Some(step_plan(format!("{what}: {x:?} -> {out:?}"), tiling, &[planned])))
     }
 }
 
 impl PoolKernel {
-    /// The kernel pooling X of `shape` and whether it runs a workgroup per plane (a global
-    /// pool over large planes): what `prepare` binds and `plan` reports.
+    /// The kernel pooling X of `shape` and whether it runs a workgroup per plane (a global pool
+    /// over large planes) or per output (a large window): what `prepare` binds and `plan` reports.
     fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
         let g = self.geometry(shape).map_err(GpuError::Invalid)?;
         to_u32("pool input elements", shape.iter().product())?;
@@ -160,7 +165,7 @@ impl PoolKernel {
         let plane = g.window();
         if self.attrs.global && plane >= GLOBAL_ROW_MIN {
             let params = [to_u32("pool planes", g.planes)?, to_u32("pool plane", plane)?, 0, 0];
-            let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS) };
+            let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS), wide: false };
             let variant = ShaderVariant::Op(OpShader::new(source));
             return Ok((OpDispatch::new(variant, &params, grid(g.planes, caps)?), true));
         }
@@ -169,8 +174,13 @@ impl PoolKernel {
             head: [to_u32("pool output elements", count)?, u32::from(self.include_pad), 0, 0],
             axes: [v4(g.input), v4(g.out), v4(g.kernel), v4(g.stride), v4(g.dilation), v4(g.pad_begin), v4(g.pad_end)],
         };
-        let variant = ShaderVariant::Op(OpShader::new(PoolSource { max: self.max, ty: self.ty, threads: None }));
-        Ok((OpDispatch::new(variant, &params, grid_for(count, caps)?), false))
+        // Large windows where the outputs are few: a workgroup per output (no invocation walks
+        // more than `norm::STRIDED_MAX` positions; llvmpipe stops it after 65535 iterations).
+        let wide = wide_walks(count, plane);
+        let source = PoolSource { max: self.max, ty: self.ty, threads: None, wide };
+        let variant = ShaderVariant::Op(OpShader::new(source));
+        let grid = if wide { grid(count, caps)? } else { grid_for(count, caps)? };
+        Ok((OpDispatch::new(variant, &params, grid), wide))
     }
 }
 
@@ -189,21 +199,27 @@ pub struct PoolSource {
     pub ty: ElemType,
     /// `Some(invocations per plane)`: the shared global pool.
     pub threads: Option<u32>,
+    /// A workgroup of [`GLOBAL_THREADS`] per output element, sharing its window.
+    pub wide: bool,
 }
 
 impl OpSource for PoolSource {
     fn name(&self) -> String {
         let op = if self.max { "max" } else { "avg" };
-        match self.threads {
-            None => format!("pool_{op}_{}", self.ty.name()),
-            Some(t) => format!("pool_global_{op}_{}_t{t}", self.ty.name()),
+        match (self.threads, self.wide) {
+            (None, false) => format!("pool_{op}_{}", self.ty.name()),
+            (None, true) => format!("pool_{op}_{}_wide_t{GLOBAL_THREADS}", self.ty.name()),
+            (Some(t), _) => format!("pool_global_{op}_{}_t{t}", self.ty.name()),
         }
     }
 
     fn emit(&self) -> Result<String, String> {
         let (t, f16, max) = (self.ty.name(), self.ty == ElemType::F16, self.max);
         match self.threads {
-            None => render("pool.wgsl.j2", minijinja::context! { t, f16, max }),
+            None if self.wide => {
+                render("pool.wgsl.j2", minijinja::context! { t, f16, max, wide => true, threads => GLOBAL_THREADS })
+            }
+            None => render("pool.wgsl.j2", minijinja::context! { t, f16, max, wide => false }),
             Some(threads) => render("pool_global.wgsl.j2", minijinja::context! { t, f16, max, threads }),
         }
     }
