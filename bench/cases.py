@@ -339,6 +339,51 @@ def island_cases() -> list[Case]:
             island_case("Softmax", (6, 1500, 1500), "fp32"), island_case("Softmax", (6, 128, 128), "fp32")]
 
 
+def long_axis_case(op: str, shape, dtype: str, axis: int = 0, kernel=None) -> Case:
+    """One op over a long axis with few outputs (a reduction, Softmax or ArgMax along a strided axis, a reduction of
+    a long contiguous run, a pool over a large window): one invocation walked each output before the fortieth session;
+    a workgroup per output, and for long reductions several and a last pass, since. Run with `--io-binding`: the
+    bound rows time the device, the numpy rows mostly the PCIe copies."""
+    shape = [int(d) for d in shape]
+    elems = int(np.prod(shape))
+    name = f"long_axis_{op.lower()}_{'x'.join(map(str, shape))}_a{axis}_{dtype}"
+
+    def build(scratch):
+        inits, inputs, attrs = [], ["X"], {}
+        if op.startswith("Reduce"):
+            inits.append(helper.make_tensor("axes", TensorProto.INT64, [1], [axis]))
+            inputs.append("axes")
+            attrs["keepdims"] = 0
+        elif op.endswith("Pool"):
+            attrs["kernel_shape"] = kernel
+        else:
+            attrs["axis"] = axis
+        node = helper.make_node(op, inputs, ["Y"], name=op.lower(), **attrs)
+        if op.startswith("Reduce"):
+            out_shape = shape[:axis] + shape[axis + 1:]
+        elif op.startswith("Arg"):
+            out_shape = shape[:axis] + [1] + shape[axis + 1:]
+        elif op.endswith("Pool"):
+            out_shape = shape[:2] + [d - k + 1 for d, k in zip(shape[2:], kernel)]
+        else:
+            out_shape = shape
+        out = helper.make_tensor_value_info("Y", TensorProto.INT64 if op.startswith("Arg") else DTYPES[dtype][1],
+                                            out_shape)
+        return _save(scratch, name, [node], [_vi("X", dtype, shape)], [out], inits, opset=18)
+
+    return Case(name, "long_axis", dtype, "×".join(map(str, shape)), float(elems), build,
+                note="few outputs, long walks (fortieth session)")
+
+
+def long_axis_cases() -> list[Case]:
+    """`bench/run.py --only long_axis --io-binding`: the wide and split reductions and pools against one invocation
+    per output (the build before the fortieth session)."""
+    return [long_axis_case("ReduceSum", (1_000_000, 3), "fp32"), long_axis_case("ReduceSum", (3, 4_000_000), "fp32", 1),
+            long_axis_case("ReduceMean", (4096, 512), "fp32"), long_axis_case("Softmax", (200_000, 8), "fp32"),
+            long_axis_case("ArgMax", (200_000, 8), "fp32"),
+            long_axis_case("MaxPool", (1, 8, 256, 256), "fp32", kernel=[256, 256])]
+
+
 def quick_cases() -> list[Case]:
     """Small sizes for CI on the software adapter: checks the harness, not the speed."""
     from cases_unet import unet_case
@@ -379,6 +424,7 @@ def full_cases(with_encoder: bool | None = None) -> list[Case]:
         cases += [matmul_case(n, dt) for n in (1024, 2048, 4096, 8192)]
     cases += [gemm_case(2048, 4096, 4096, dt) for dt in ("fp32", "fp16")]
     cases += island_cases()
+    cases += long_axis_cases()
     cases += [resnet_block_case(8, 128, 28, dt) for dt in ("fp32", "fp16")]
     cases += [depthwise_case(8, 256, 56, dt) for dt in ("fp32", "fp16")]
     cases += [unet_case(2, 64, 128, dt) for dt in ("fp32", "fp16")]
