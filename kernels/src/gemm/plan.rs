@@ -247,6 +247,9 @@ fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) ->
         TilingChoice::Gemv => vec![Tiling::Gemv],
         TilingChoice::Auto if p.m.min(p.n) <= 8 => vec![Tiling::Gemv],
         TilingChoice::Auto => {
+            if let Some(splits) = experiment_simt_splits(p) {
+                return vec![Tiling::SplitK { splits }, Tiling::Tile64, Tiling::Gemv];
+            }
             // Measured on the H200: the 128×128 SIMT kernel beats 64×64 from about half a
             // wave of its tiles up (1500×1536×384: 14.3 against 12.7 TFLOP/s).
             if tiles(p, 128, 128) * 2 >= caps.parallelism as u64 {
@@ -258,6 +261,17 @@ fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) ->
             }
         }
     }
+}
+
+/// An experiment build's `EXP_SIMT_SPLIT=N`: N K splits for every SIMT product of K ≥ 1024 (Whisper fp32's fc2,
+/// 1500×384×1536, runs unsplit on 282 thin tiles; the eighth session's kernel_bench timed it 0.112 → 0.089 ms with
+/// three splits). Release builds never read the variable.
+fn experiment_simt_splits(p: &GemmProblem) -> Option<u32> {
+    if !cfg!(feature = "wgsl-override") || p.k < 1024 {
+        return None;
+    }
+    let splits: u32 = std::env::var("EXP_SIMT_SPLIT").ok()?.trim().parse().ok()?;
+    (splits >= 2).then_some(splits)
 }
 
 /// The vec4 shapes of the 64×64 SIMT class: the thin ones (32×64 first) for problems of at most
