@@ -40,7 +40,7 @@ fn emulated_tensor_core_kernel_against_f64() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }
-    let mut rng = rand::rng();
+    let mut rng = common::rng("emulated_tensor_core_kernel_against_f64");
     // Sequences no tile multiple, several K/V tiles, grouped-query heads, every head size's tiling.
     // Split-KV (partials combined by the reduction) forced where the planner would not split here,
     // including causal tiles whose last splits see no key.
@@ -83,7 +83,7 @@ fn emulated_tensor_core_kernel_against_f64() {
 #[test]
 fn seqlens_as_the_causal_offsets_against_f64() {
     let gpu = common::gpu();
-    let mut rng = rand::rng();
+    let mut rng = common::rng("seqlens_as_the_causal_offsets_against_f64");
     let case =
         |b, sq, skv, d: usize| Case { b, hq: 4, hkv: 2, sq, skv, d, scale: 1.0 / (d as f64).sqrt(), causal: None };
     if !coop::candidates(64, gpu.caps(), true, false).is_empty() {
@@ -137,7 +137,7 @@ fn emulated_split_f32_kernel_against_f64() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }
-    let mut rng = rand::rng();
+    let mut rng = common::rng("emulated_split_f32_kernel_against_f64");
     let case = |sq, skv, scale, causal| Case { b: 1, hq: 2, hkv: 1, sq, skv, d: 64, scale, causal };
     let cases: [SplitCase; 7] = [
         (case(37, 75, 0.125, None), "none", None, false, None),
@@ -173,7 +173,7 @@ fn emulated_split_f32_kernel_with_kv_bounds_against_f64() {
         eprintln!("skipped: this adapter has no subgroups or shader-f16");
         return;
     }
-    let mut rng = rand::rng();
+    let mut rng = common::rng("emulated_split_f32_kernel_with_kv_bounds_against_f64");
     let case = |sq, skv| Case { b: 1, hq: 2, hkv: 1, sq, skv, d: 64, scale: 0.125, causal: None };
     let cases: [(Case, &str, Gain, [f32; 2]); 2] = [
         (case(33, 90), "add", beyond_f16, [1.0e-6, 1.0e-9]),

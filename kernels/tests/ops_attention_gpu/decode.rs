@@ -27,7 +27,7 @@ fn kv_adapter() -> Option<std::sync::Arc<ep_kernels::runtime::Gpu>> {
 #[test]
 fn per_kv_head_decode_against_f64() {
     let Some(gpu) = kv_adapter() else { return };
-    let mut rng = rand::rng();
+    let mut rng = common::rng("per_kv_head_decode_against_f64");
     // (case, mask, softcap): query rows per K/V head 1, 2, 3 (a block of 4), 4, 8 and 16 (two
     // blocks); key counts no multiple of a step, and long enough for many chunks (the per-row
     // combine) or a few (the per-element reduction).
@@ -69,7 +69,7 @@ fn chunks_combined_by_the_last_workgroup_or_a_dispatch() {
     if kv_adapter().is_none() {
         return;
     }
-    let mut rng = rand::rng();
+    let mut rng = common::rng("chunks_combined_by_the_last_workgroup_or_a_dispatch");
     // (case, forced chunks, combined by the last workgroup)
     let cases = [
         (case(4, 1, 1, 2000, 128, None), 8, true),
@@ -119,7 +119,7 @@ fn key_groups_merged_by_subgroup_shuffles_against_f64() {
 /// Each case in f32 and f16 against float64, `lanes` forced where given; `check_plan` sees each
 /// plan line. Causal rows with an offset put the queries last among the keys (GroupQueryAttention's).
 fn check_cases(cases: &[(Case, &str, f64)], lanes: Option<u32>, check_plan: impl Fn(ElemType, &Case, &str)) {
-    let mut rng = rand::rng();
+    let mut rng = common::rng("check_cases");
     for ty in [ElemType::F32, ElemType::F16] {
         for (c, mask, softcap) in cases {
             let run = Direct { ty, mask, kt: false, softcap: *softcap, gain: None };

@@ -128,6 +128,7 @@ impl Direct<'_> {
             }
             let want = c.reference_capped(self.softcap, &q.values(), &k.values(), &v.values(), &bias);
             let terms = c.reference_capped(self.softcap, &q.values(), &k.values(), &v_abs, &bias);
+            let sizes = c.score_sizes(&q.values(), &k.values());
             let poison = vec![0xffu8; bytes.next_multiple_of(4) as usize];
             gpu.upload_at(&out.buffer, 0, &poison).unwrap();
             gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
@@ -138,7 +139,7 @@ impl Direct<'_> {
                 c.d, c.hq, c.hkv, c.causal, self.softcap
             );
             let got = T { ty, shape: oshape.to_vec(), data }.values();
-            assert_close_terms(&what, &got, &want, &terms, ty);
+            assert_close_terms(&what, &got, &want, &terms, &sizes, ty);
         }
     }
 }

@@ -153,7 +153,7 @@ type ValueInfoArg = ep_kernels::graph::ValueInfo;
 /// Weights and biases in [-0.15, 0.15): projections of about unit size, so f16 rounding stays
 /// small in the scores. The graph carries the bytes; the reference reads them back from it.
 fn random_const(ty: ElemType, shape: &[u64]) -> T {
-    let t = random(&mut rand::rng(), ElemType::F32, shape);
+    let t = random(&mut common::rng("random_const"), ElemType::F32, shape);
     let v: Vec<f32> = t.values().iter().map(|&x| (x * 0.15) as f32).collect();
     if ty == ElemType::F16 {
         T::f16(shape, &v)
@@ -180,7 +180,7 @@ fn check(ty: ElemType, v_factor: Option<f32>, s: u64) {
     let nodes = graph(ty, v_factor, s);
     let consts = constants(&nodes);
     let get = |name: &str| consts.iter().find(|(n, _)| n == name).unwrap().1.values();
-    let x = random(&mut rand::rng(), ty, &[B, s, KD]);
+    let x = random(&mut common::rng("check"), ty, &[B, s, KD]);
     let refs: Vec<(&str, &T)> = consts.iter().map(|(n, t)| (n.as_str(), t)).collect();
     let (y, ops, _) = run_with(&nodes, &[("x", &x)], &refs, "yt", ty);
     let packed = v_factor.is_none();
@@ -243,7 +243,7 @@ fn bound_in(debug: &str, field: &str) -> Option<f64> {
 #[test]
 fn a_normalised_input_bounds_the_packed_projection() {
     let (ty, s) = (ElemType::F32, 19);
-    let mut rng = rand::rng();
+    let mut rng = common::rng("a_normalised_input_bounds_the_packed_projection");
     let gamma: Vec<f32> = (0..KD).map(|_| rng.random_range(0.5f32..1.5)).collect();
     let beta: Vec<f32> = (0..KD).map(|_| rng.random_range(-0.2f32..0.2)).collect();
     let mut nodes = vec![node(
