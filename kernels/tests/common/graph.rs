@@ -44,11 +44,18 @@ impl T {
         T { ty: ElemType::U8, shape: shape.to_vec(), data: v.to_vec() }
     }
 
-    /// Uniform random floats in (-scale, scale) of type `ty` (F32 or F16).
+    /// Uniform random floats in (-scale, scale) of type `ty` (F32 or F16), from the calling
+    /// test thread's seeded stream (`super::rng`: its seed is printed, `EP_WGPU_TEST_SEED`
+    /// replays it).
     pub fn random(ty: ElemType, shape: &[u64], scale: f32) -> T {
         use rand::Rng;
-        let mut rng = rand::rng();
-        let v: Vec<f32> = (0..shape.iter().product::<u64>()).map(|_| rng.random_range(-scale..scale)).collect();
+        thread_local! {
+            static STREAM: std::cell::RefCell<Option<rand::rngs::StdRng>> = const { std::cell::RefCell::new(None) };
+        }
+        let v: Vec<f32> = STREAM.with_borrow_mut(|stream| {
+            let rng = stream.get_or_insert_with(|| super::rng("T::random"));
+            (0..shape.iter().product::<u64>()).map(|_| rng.random_range(-scale..scale)).collect()
+        });
         if ty == ElemType::F16 {
             T::f16(shape, &v)
         } else {
