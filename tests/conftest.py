@@ -35,6 +35,17 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "smoke: quick checks also run against the oldest supported ONNX Runtime")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test's report names the process's seed (`seeds.py`), which replays its unseeded random data."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        import seeds
+
+        report.sections.append(("test seed", f"ONNXRUNTIME_EP_WGPU_TEST_SEED={seeds.SEED} replays this process's data"))
+
+
 def pytest_report_header(config):
     try:
         import onnxruntime as ort

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+import seeds
 
 OPSET = 17
 NP_TO_ONNX = {
@@ -61,7 +62,7 @@ def gemm(a_shape, b_shape, c_shape, dtype=np.float32, c_value=None, **attrs):
 def mlp(batch_shape, widths, dtype=np.float32, rng=None, activation="Relu", clip=(-0.5, 0.5)):
     """X[batch…, widths[0]] → (MatMul W_i, Add b_i, activation) per layer. 3-D inputs keep ORT from turning
     MatMul+Add into Gemm, so the EP's own Add/Relu/Clip fusion runs."""
-    rng = rng or np.random.default_rng()
+    rng = rng or seeds.rng()
     nodes, inits = [], []
     prev = "X"
     last = len(widths) - 2

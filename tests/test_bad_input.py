@@ -8,8 +8,9 @@ import pytest
 from onnx import helper, numpy_helper
 
 import models
+import seeds
 
-RNG = np.random.default_rng()
+RNG = seeds.rng()
 TOL = {np.float32: (1e-4, 1e-4), np.float16: (3e-2, 1e-2)}
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 import models
 from conftest import run_in_threads
+import seeds
 
 THREADS = 8
 RUNS = 12
@@ -17,7 +18,7 @@ RUNS = 12
 def test_own_and_shared_sessions_at_the_same_time(make_session):
     import onnxruntime as ort
 
-    rng = np.random.default_rng()
+    rng = seeds.rng()
     shared_w = rng.uniform(-1, 1, (96, 80)).astype(np.float32)
     shared = make_session(models.matmul(None, None, b_value=shared_w, dims=(["m", 96], None)))
     start = threading.Barrier(THREADS)

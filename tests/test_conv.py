@@ -10,8 +10,9 @@ import pytest
 from onnx import helper, numpy_helper
 
 import models
+import seeds
 
-RNG = np.random.default_rng()
+RNG = seeds.rng()
 
 
 def conv_model(x_shape, w, b=None, dtype=np.float32, activation=None, **attrs):

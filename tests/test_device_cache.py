@@ -8,6 +8,7 @@ import pytest
 from onnx import helper
 
 from device_io import VENDOR, copies, device_id, on_device, ort  # noqa: F401 (ort and device_id are fixtures)
+import seeds
 
 
 @pytest.mark.parametrize("b, s", [(1, 1), (2, 1), (1, 3)])
@@ -25,7 +26,7 @@ def test_a_shared_cache_is_written_in_place_without_copies(make_session, lib_pat
     model = gqa_model(dtype, b, s, heads, kv_heads, d, max_len)
     sess = make_session(model, options={"offload": "all"})
     cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng()
+    rng = seeds.rng()
     lag = [0, 3][:b]  # batch i's past is this much shorter
     start = 9
     first = feeds_for(rng, dtype, b, s, heads, kv_heads, d, max_len, [start + s - 1 - g for g in lag], start + s)
@@ -79,7 +80,7 @@ def test_a_shared_cache_with_packed_qkv_rotary_and_norms_equals_the_unshared_run
     gqa.attribute.append(helper.make_attribute("qk_norm_epsilon", 1e-5))
     model.graph.input.extend([vi("q_norm", dtype, [d]), vi("k_norm", dtype, [d])])
     sess = make_session(model, options={"offload": "all"})
-    rng = np.random.default_rng()
+    rng = seeds.rng()
     lag = [0, 5]
     start = 11
     first = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, max_len, [start - g for g in lag], start + 1,
@@ -127,7 +128,7 @@ def test_a_decode_present_over_poison_equals_the_cpu_eps(make_session, ort, devi
     model = gqa_model(dtype, b, 1, heads, kv_heads, d, past, rotary=True, half=32)
     sess = make_session(model, options={"offload": "all", "decode_attention_fold": fold})
     cpu = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng()
+    rng = seeds.rng()
     for seqlens in ([17, 17], [17, 6]):
         f = feeds_for(rng, dtype, b, 1, heads, kv_heads, d, past, seqlens, 19, rotary=True, half=32)
         want = cpu.run(None, f)
