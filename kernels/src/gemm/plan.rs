@@ -263,15 +263,18 @@ fn simt_candidates(p: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) ->
     }
 }
 
-/// An experiment build's `EXP_SIMT_SPLIT=N`: N K splits for every SIMT product of K ≥ 1024 (Whisper fp32's fc2,
-/// 1500×384×1536, runs unsplit on 282 thin tiles; the eighth session's kernel_bench timed it 0.112 → 0.089 ms with
-/// three splits). Release builds never read the variable.
+/// An experiment build's `EXP_SIMT_SPLIT=N` (or `N@K`): N K splits for every SIMT product of K ≥ 1024 (or ≥ K).
+/// Whisper fp32's fc2, 1500×384×1536, runs unsplit on 282 thin tiles (the eighth session's kernel_bench timed it
+/// 0.112 → 0.089 ms with three splits); `2@384` also splits its out projection, 1500×384×384. Release builds never
+/// read the variable.
 fn experiment_simt_splits(p: &GemmProblem) -> Option<u32> {
-    if !cfg!(feature = "wgsl-override") || p.k < 1024 {
+    if !cfg!(feature = "wgsl-override") {
         return None;
     }
-    let splits: u32 = std::env::var("EXP_SIMT_SPLIT").ok()?.trim().parse().ok()?;
-    (splits >= 2).then_some(splits)
+    let spec = std::env::var("EXP_SIMT_SPLIT").ok()?;
+    let (splits, min_k) = spec.trim().split_once('@').unwrap_or((spec.trim(), "1024"));
+    let (splits, min_k): (u32, u32) = (splits.parse().ok()?, min_k.parse().ok()?);
+    (splits >= 2 && p.k >= min_k).then_some(splits)
 }
 
 /// The vec4 shapes of the 64×64 SIMT class: the thin ones (32×64 first) for problems of at most
