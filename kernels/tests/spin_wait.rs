@@ -18,7 +18,7 @@ fn the_spin_budget_is_microseconds_zero_blocks_and_anything_else_is_the_default(
 mod common;
 
 use ep_kernels::runtime::memory::{self, resolve, DeviceAllocator};
-use ep_kernels::runtime::transfer;
+use ep_kernels::runtime::{readback, transfer};
 use rand::Rng;
 
 /// The polling wait (what discrete GPUs use by default; the test adapter is a CPU one, which
@@ -62,4 +62,27 @@ fn a_polling_wait_returns_only_once_the_work_is_done() {
     assert!(back == data);
     assert!(memory::free(addr));
     gpu.set_spin_wait(None);
+}
+
+/// A read-back in parts (`runtime::readback`, an experiment's `EXP_READBACK_PARTS`): each part
+/// copied and mapped on its own, its bytes taken as soon as its map completes. Every byte
+/// arrives, at sizes across the staging buckets and part counts that do not divide them, at an
+/// offset into the buffer, right after the write (the parts queue behind it).
+#[test]
+fn a_read_back_in_parts_returns_every_byte() {
+    let gpu = common::gpu();
+    let alloc = DeviceAllocator::for_gpu(gpu.clone(), 1 << 26);
+    let mut rng = common::rng("a_read_back_in_parts_returns_every_byte");
+    for (len, parts) in [(2_304_000u64, 4), ((1 << 20) + 12, 3), (4100, 2), (12, 2), (3_000_004, 7)] {
+        let addr = alloc.alloc(len + 256).unwrap();
+        let data: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        let at = resolve(addr + 256, len).unwrap();
+        transfer::write(&at, &data).unwrap();
+        let mut back = vec![0u8; len as usize];
+        readback::read_in_parts(&at, &mut back, parts).unwrap();
+        assert!(back == data, "{len} bytes in {parts} parts differ");
+        assert!(memory::free(addr));
+    }
+    let odd = resolve(alloc.alloc(64).unwrap() + 1, 8).unwrap();
+    assert!(readback::read_in_parts(&odd, &mut [0u8; 8], 2).is_err(), "a range of partial words is refused");
 }

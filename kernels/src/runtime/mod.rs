@@ -13,6 +13,7 @@ pub mod held;
 pub mod memory;
 pub mod pipeline_cache;
 mod pipelines;
+pub mod readback;
 pub mod shadow;
 pub mod startup;
 pub mod subgroup_sync;

@@ -365,7 +365,7 @@ impl Gpu {
 
     /// A staging buffer of `size` bytes from the pool, or a new one: for uploads mapped for
     /// writing (`MAP_WRITE | COPY_SRC`), for read-backs unmapped (`MAP_READ | COPY_DST`).
-    fn pooled_staging(&self, upload: bool, size: u64) -> Result<wgpu::Buffer, GpuError> {
+    pub(super) fn pooled_staging(&self, upload: bool, size: u64) -> Result<wgpu::Buffer, GpuError> {
         let pool = if upload { &self.staging_pools.upload } else { &self.staging_pools.download };
         if let Some(b) = pool.lock().take(size) {
             return Ok(b);
@@ -385,8 +385,16 @@ impl Gpu {
         })
     }
 
+    /// Puts an unmapped read-back staging buffer of `size` bytes back in the pool.
+    pub(super) fn keep_readback(&self, size: u64, staging: wgpu::Buffer) {
+        self.staging_pools.download.lock().put(size, staging);
+    }
+
     /// Reads `out.len()` bytes (a multiple of 4) of `src` at `offset`, waiting for the GPU.
     pub fn read_at(&self, src: &wgpu::Buffer, offset: u64, out: &mut [u8]) -> Result<(), GpuError> {
+        if let Some(parts) = super::readback::parts_for(out.len()) {
+            return self.read_at_parts(src, offset, out, parts);
+        }
         let len = out.len() as u64;
         let size = bucket(padded(len));
         let staging = self.pooled_staging(false, size)?;
@@ -416,7 +424,7 @@ impl Gpu {
                 }
                 staging.unmap();
                 if outcome.is_ok() {
-                    self.staging_pools.download.lock().put(size, staging);
+                    self.keep_readback(size, staging);
                 }
             }
             Some(Err(e)) => outcome = outcome.and(Err(GpuError::Readback(e))),
