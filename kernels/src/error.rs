@@ -18,6 +18,11 @@ pub enum PlanError {
     IndexOverflow { what: &'static str, value: u64 },
     #[error("invalid problem: {0}")]
     Invalid(String),
+    #[error(
+        "{what}: one invocation would run {iterations} loop iterations; the CPU adapter (llvmpipe) stops every \
+         loop after 65535, so its result would be wrong"
+    )]
+    CpuLoopLimit { what: String, iterations: u64 },
 }
 
 /// Failures while talking to the GPU.

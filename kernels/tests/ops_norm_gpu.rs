@@ -12,7 +12,7 @@ use ep_kernels::ops::norm::softmax::SoftmaxKernel;
 use ep_kernels::ops::norm::RowTuning;
 use ep_kernels::ops::{Kernel, KernelIo, PrepareCx, Tensor};
 use ep_kernels::runtime::GpuBuffer;
-use ep_kernels::ElemType;
+use ep_kernels::{DeviceKind, ElemType};
 use rand::Rng;
 
 fn layer_norm_ref(x: &[f64], s: &[f64], b: Option<&[f64]>, n: usize, eps: f64, rms: bool) -> [Vec<f64>; 3] {
@@ -419,5 +419,71 @@ fn bench_rows() {
             k.tuning = tuning;
             time_kernel("ReduceMean", &k, ty, &[rows]);
         }
+    }
+}
+
+/// On a CPU adapter (llvmpipe stops an invocation's loops after 65535 iterations), a row too long
+/// for one invocation's share fails with the limit named instead of a wrong result, and a long
+/// row under it still runs right. Real GPUs have no such limit.
+#[test]
+fn rows_past_the_cpu_adapters_loop_limit_fail_clearly() {
+    if common::gpu().caps().kind != DeviceKind::Cpu {
+        eprintln!("skipped: not a CPU adapter");
+        return;
+    }
+    // Under the limit on 64 invocations without subgroups: two passes of 31251 iterations each.
+    let mut rng = common::rng("rows_past_the_cpu_adapters_loop_limit_fail_clearly");
+    let (ty, n) = (ElemType::F32, 2_000_001u64);
+    let (xv, x) = random(&mut rng, ty, &[1, n], 3.0, 1.0);
+    let (sv, s) = random(&mut rng, ty, &[n], 1.0, 0.0);
+    let ln = node(
+        "LayerNormalization",
+        17,
+        vec![Some(val("x", ty, &[1, n])), Some(val("s", ty, &[n]))],
+        vec![val("y", ty, &[1, n])],
+        vec![],
+    );
+    let mut k = NormKernel::of(&ln, NormKind::Layer).unwrap();
+    k.tuning = RowTuning { threads: 64, subgroups: false, widen: false };
+    let got = run_kernel(&k, &[&x, &s], &[ty]);
+    assert_close("LayerNorm under the limit", &got[0], &layer_norm_ref(&xv, &sv, None, n as usize, 1e-5, false)[0], ty);
+    let sm = node("LogSoftmax", 13, vec![Some(val("x", ty, &[1, n]))], vec![val("y", ty, &[1, n])], vec![]);
+    let mut k = SoftmaxKernel::of(&sm).unwrap();
+    k.tuning = RowTuning { threads: 64, subgroups: false, widen: false };
+    let got = run_kernel(&k, &[&x], &[ty]);
+    assert_close("LogSoftmax under the limit", &got[0], &softmax_ref(&xv, [1, n as usize, 1], true), ty);
+    let (f32, i64) = (ElemType::F32, ElemType::I64);
+    let row = |n: u64| T::f32(&[1, n], &vec![0.5; n as usize]);
+    let (long, longer) = (row(5_000_001), row(12_000_001));
+    let scale = T::f32(&[12_000_001], &vec![1.0; 12_000_001]);
+    let plane = T::f32(&[1, 1, 2300, 2300], &vec![0.5; 2300 * 2300]);
+    let v = |name: &str, t: &T| val(name, t.ty, &t.shape);
+    let cases = [
+        (node("Softmax", 13, vec![Some(v("x", &long))], vec![v("y", &long)], vec![]), &long, None),
+        (
+            node("ArgMax", 13, vec![Some(v("x", &long))], vec![val("y", i64, &[1, 1])], vec![("axis", Attr::Int(1))]),
+            &long,
+            None,
+        ),
+        (
+            node("GlobalMaxPool", 1, vec![Some(v("x", &plane))], vec![val("y", f32, &[1, 1, 1, 1])], vec![]),
+            &plane,
+            None,
+        ),
+        (
+            node(
+                "LayerNormalization",
+                17,
+                vec![Some(v("x", &longer)), Some(const_val("s", &scale))],
+                vec![v("y", &longer)],
+                vec![],
+            ),
+            &longer,
+            Some(("s", &scale)),
+        ),
+    ];
+    for (n, x, scale) in cases {
+        let err = run_graph(std::slice::from_ref(&n), &[("x", x)], scale.as_slice(), &["y"]).unwrap_err();
+        assert!(err.contains("the CPU adapter (llvmpipe) stops every loop"), "{}: {err}", n.op_type);
     }
 }

@@ -6,7 +6,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{check_bindings, float_types, input_type, wide_walks};
+use super::{check_bindings, check_cpu_loops, float_types, input_type, wide_walks};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -139,6 +139,8 @@ impl ArgKernel {
         };
         let grid = if row { grid(outputs, caps)? } else { grid_for(outputs, caps)? };
         let strided = row && inner > 1;
+        let walk = if row { n.div_ceil(u64::from(ROW_THREADS)) } else { n };
+        check_cpu_loops(caps, || format!("{} '{}' over an axis of {n}", self.op(), self.name), walk)?;
         let variant = ShaderVariant::Op(OpShader::new(ArgSource { max: self.max, ty: self.ty, row, strided }));
         Ok((OpDispatch::new(variant, &params, grid), row))
     }

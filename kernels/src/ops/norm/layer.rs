@@ -10,8 +10,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{
-    broadcast_strides, broadcasts_onto, check_bindings, float_types, input_type, packed, strip_leading_ones, RowTuning,
-    WIDE_THREADS,
+    broadcast_strides, broadcasts_onto, check_bindings, check_cpu_loops, float_types, input_type, packed,
+    strip_leading_ones, RowTuning, WIDE_THREADS,
 };
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -314,6 +314,10 @@ impl NormKernel {
             g.n
         };
         let (threads, sg) = self.tuning.for_rows(g.rows, loads, caps)?;
+        // Two passes over the row; a broadcast scale also walks its dimensions per element.
+        let len = if v4 { g.n / 4 } else { g.n };
+        let iterations = 2 * u64::from(len.div_ceil(threads)) * (1 + g.dims.len() as u64);
+        check_cpu_loops(caps, || format!("{:?} '{}' over rows of {}", self.kind, self.name, g.n), iterations)?;
         let source = NormSource {
             kind: self.kind,
             ty: self.ty,

@@ -18,9 +18,9 @@ pub mod simplified;
 pub mod skip;
 pub mod softmax;
 
-use crate::caps::DeviceCaps;
+use crate::caps::{DeviceCaps, DeviceKind};
 use crate::dtype::ElemType;
-use crate::error::GpuError;
+use crate::error::{GpuError, PlanError};
 use crate::gemm::layout::check_binding;
 use crate::graph::model::Node;
 use crate::ops::Tensor;
@@ -102,6 +102,20 @@ impl RowTuning {
 pub const STRIDED_MAX: u64 = 4096;
 pub const STRIDED_OUTPUTS: u64 = 1024;
 pub const WIDE_MIN: u64 = 256;
+
+/// Loop iterations one invocation may run in all on llvmpipe (gallivm's
+/// `LP_MAX_TGSI_LOOP_ITERATIONS`); past them it stops every loop of that invocation, silently.
+pub const CPU_LOOP_LIMIT: u64 = 65535;
+
+/// An error where one invocation of `what` would loop `iterations` times on a CPU adapter, whose
+/// result would then be wrong: a clear failure instead (rows of millions of elements; real GPUs
+/// have no such limit).
+pub fn check_cpu_loops(caps: &DeviceCaps, what: impl Fn() -> String, iterations: u64) -> Result<(), PlanError> {
+    if caps.kind == DeviceKind::Cpu && iterations > CPU_LOOP_LIMIT {
+        return Err(PlanError::CpuLoopLimit { what: what(), iterations });
+    }
+    Ok(())
+}
 
 /// Whether `outputs` strided walks of `n` elements each run on a workgroup per output.
 pub fn wide_walks(outputs: u64, n: u64) -> bool {

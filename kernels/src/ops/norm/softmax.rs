@@ -8,7 +8,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{check_bindings, float_types, input_type, wide_walks, RowTuning};
+use super::{check_bindings, check_cpu_loops, float_types, input_type, wide_walks, RowTuning};
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
 use crate::error::GpuError;
@@ -170,6 +170,16 @@ impl SoftmaxKernel {
         let (t, sg) = self.tuning.on(caps)?;
         let (threads, grid) = if row { (Some(t), grid(count, caps)?) } else { (None, grid_for(count, caps)?) };
         let (v4, sg) = (row && !strided && n % 4 == 0, row && sg);
+        // Two passes over the row: a workgroup's invocation takes every `t`th element, a strided
+        // one all of its column.
+        let per_pass = if !row {
+            n
+        } else if v4 {
+            (n / 4).div_ceil(u64::from(t))
+        } else {
+            n.div_ceil(u64::from(t))
+        };
+        check_cpu_loops(caps, || format!("{} '{}' over rows of {n}", self.op(), self.name), 2 * per_pass)?;
         let source = SoftmaxSource { log: self.log, ty: self.ty, threads, v4, sg, strided };
         let variant = ShaderVariant::Op(OpShader::new(source));
         Ok((OpDispatch::new(variant, &params, grid), row))

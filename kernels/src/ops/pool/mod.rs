@@ -18,7 +18,7 @@ use crate::error::GpuError;
 use crate::graph::model::Node;
 use crate::graph::support::PlacementOptions;
 use crate::graph::ExecOptions;
-use crate::ops::norm::{check_bindings, float_types, input_type, wide_walks};
+use crate::ops::norm::{check_bindings, check_cpu_loops, float_types, input_type, wide_walks};
 use crate::ops::planned::{step_plan, OpDispatch};
 use crate::ops::StepPlan;
 use crate::ops::{check_f16, check_types, grid, grid_for, to_u32, Kernel, KernelIo, OpDef, PrepareCx, PreparedStep};
@@ -163,6 +163,11 @@ impl PoolKernel {
         to_u32("pool input elements", shape.iter().product())?;
         let count = g.out_elems();
         let plane = g.window();
+        // A workgroup's invocation walks every 64th position of a plane or window; an
+        // invocation alone, all of its window.
+        let shared = self.attrs.global && plane >= GLOBAL_ROW_MIN || wide_walks(count, plane);
+        let walk = if shared { plane.div_ceil(u64::from(GLOBAL_THREADS)) } else { plane };
+        check_cpu_loops(caps, || format!("{} '{}' over windows of {plane}", self.op(), self.name), walk)?;
         if self.attrs.global && plane >= GLOBAL_ROW_MIN {
             let params = [to_u32("pool planes", g.planes)?, to_u32("pool plane", plane)?, 0, 0];
             let source = PoolSource { max: self.max, ty: self.ty, threads: Some(GLOBAL_THREADS), wide: false };
