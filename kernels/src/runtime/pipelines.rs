@@ -96,9 +96,55 @@ const fn join<const N: usize>(base: &[(u32, Access)], extra: &[(u32, Access)]) -
     out
 }
 
+/// Pipelines a device keeps before it drops the least recently used of those that nothing
+/// prepared holds: a process that loads model after model (a server, a notebook, the fuzzer)
+/// would otherwise keep every pipeline it ever compiled (about 0.2 MB each on llvmpipe).
+pub const MAX_PIPELINES: usize = 1024;
+
+/// The pipelines by variant, each with the clock of its last request.
+#[derive(Default)]
+struct Pipelines {
+    map: HashMap<ShaderVariant, (Arc<PendingPipeline>, u64)>,
+    clock: u64,
+}
+
+impl Pipelines {
+    fn get(&mut self, variant: &ShaderVariant) -> Option<Arc<PendingPipeline>> {
+        self.clock += 1;
+        let now = self.clock;
+        self.map.get_mut(variant).map(|(p, used)| {
+            *used = now;
+            p.clone()
+        })
+    }
+
+    /// Adds `p`; past `limit`, drops the least recently used idle pipelines (compiled, and held
+    /// by nothing but this map) down to three quarters of it.
+    fn insert(&mut self, variant: ShaderVariant, p: Arc<PendingPipeline>, limit: usize) {
+        self.clock += 1;
+        self.map.insert(variant, (p, self.clock));
+        if self.map.len() <= limit {
+            return;
+        }
+        let mut idle: Vec<(u64, ShaderVariant)> = self
+            .map
+            .iter()
+            .filter(|(_, (p, _))| Arc::strong_count(p) == 1 && p.is_ready())
+            .map(|(v, (_, used))| (*used, v.clone()))
+            .collect();
+        idle.sort_unstable_by_key(|(used, _)| *used);
+        let excess = self.map.len().saturating_sub(limit * 3 / 4);
+        for (_, v) in idle.into_iter().take(excess) {
+            self.map.remove(&v);
+        }
+    }
+}
+
 pub(super) struct PipelineCache {
     layouts: Mutex<HashMap<BindingLayout, Arc<(wgpu::BindGroupLayout, wgpu::PipelineLayout)>>>,
-    pipelines: Mutex<HashMap<ShaderVariant, Arc<PendingPipeline>>>,
+    pipelines: Mutex<Pipelines>,
+    /// [`MAX_PIPELINES`], or what a test sets.
+    limit: AtomicUsize,
     trusted: Option<Arc<dyn super::TrustedShaders>>,
     /// The persistent cache: the driver's cache object and the file it is saved to.
     disk: Option<(wgpu::PipelineCache, DiskCache)>,
@@ -113,7 +159,8 @@ impl PipelineCache {
     ) -> Self {
         PipelineCache {
             layouts: Mutex::new(HashMap::new()),
-            pipelines: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(Pipelines::default()),
+            limit: AtomicUsize::new(MAX_PIPELINES),
             trusted,
             disk,
             in_flight: AtomicUsize::new(0),
@@ -292,10 +339,10 @@ impl Gpu {
         let pending = {
             let mut pipelines = self.pipelines.pipelines.lock();
             if let Some(p) = pipelines.get(variant) {
-                return p.clone();
+                return p;
             }
             let p = Arc::new(PendingPipeline::new());
-            pipelines.insert(variant.clone(), p.clone());
+            pipelines.insert(variant.clone(), p.clone(), self.pipelines.limit.load(Ordering::Relaxed));
             p
         };
         self.pipelines.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -319,8 +366,8 @@ impl Gpu {
                     // Not kept: a later request compiles again (the failure may have been
                     // transient, e.g. out of memory); the runs already bound to it fail.
                     let mut pipelines = gpu.pipelines.pipelines.lock();
-                    if pipelines.get(&variant).is_some_and(|p| Arc::ptr_eq(p, &pending)) {
-                        pipelines.remove(&variant);
+                    if pipelines.map.get(&variant).is_some_and(|(p, _)| Arc::ptr_eq(p, &pending)) {
+                        pipelines.map.remove(&variant);
                     }
                 }
                 pending.set(result.map(Arc::new).map_err(|e| e.to_string()));
@@ -431,7 +478,13 @@ impl Gpu {
     /// Number of pipelines compiled (or compiling) so far (tests check that new shapes reuse
     /// them).
     pub fn pipeline_count(&self) -> usize {
-        self.pipelines.pipelines.lock().len()
+        self.pipelines.pipelines.lock().map.len()
+    }
+
+    /// Sets how many pipelines this device keeps before it drops idle ones (tests; the default
+    /// is [`MAX_PIPELINES`]).
+    pub fn set_pipeline_limit(&self, limit: usize) {
+        self.pipelines.limit.store(limit.max(1), Ordering::Relaxed);
     }
 }
 
