@@ -23,13 +23,15 @@ use rand::Rng;
 
 /// The polling wait (what discrete GPUs use by default; the test adapter is a CPU one, which
 /// blocks) returns only once the work it waits for is done: every read-back finds the bytes
-/// written just before, at sizes across the staging buckets.
+/// written just before, at sizes across the staging buckets. With polling on, reads from 1 MiB
+/// go in parts (`runtime::readback`'s rule), the 8 MiB one past its budget through the blocking
+/// fallback.
 #[test]
 fn a_polling_wait_returns_only_once_the_work_is_done() {
     let gpu = common::gpu();
     gpu.set_spin_wait(Some(Duration::from_secs(2)));
     let alloc = DeviceAllocator::for_gpu(gpu.clone(), 1 << 26);
-    let mut rng = rand::rng();
+    let mut rng = common::rng("a_polling_wait_returns_only_once_the_work_is_done");
     for round in 0..40 {
         let len = rng.random_range(1..=3 << 20) as u64;
         let addr = alloc.alloc(len).unwrap();
@@ -64,7 +66,7 @@ fn a_polling_wait_returns_only_once_the_work_is_done() {
     gpu.set_spin_wait(None);
 }
 
-/// A read-back in parts (`runtime::readback`, an experiment's `EXP_READBACK_PARTS`): each part
+/// A read-back in parts (`runtime::readback`; on a GPU, every read from 1 MiB): each part
 /// copied and mapped on its own, its bytes taken as soon as its map completes. Every byte
 /// arrives, at sizes across the staging buckets and part counts that do not divide them, at an
 /// offset into the buffer, right after the write (the parts queue behind it).

@@ -392,7 +392,7 @@ impl Gpu {
 
     /// Reads `out.len()` bytes (a multiple of 4) of `src` at `offset`, waiting for the GPU.
     pub fn read_at(&self, src: &wgpu::Buffer, offset: u64, out: &mut [u8]) -> Result<(), GpuError> {
-        if let Some(parts) = super::readback::parts_for(out.len()) {
+        if let Some(parts) = super::readback::parts_for(out.len(), self.spin_wait().is_some()) {
             return self.read_at_parts(src, offset, out, parts);
         }
         let len = out.len() as u64;
