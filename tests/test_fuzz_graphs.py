@@ -43,6 +43,18 @@ def near_overflow(x):
     return bool((np.isfinite(x) & (np.abs(x.astype(np.float64)) > limit)).any())
 
 
+def overflowed_in_f16(model, feeds, values):
+    """Whether a float16 value of the graph is infinite while no input or constant is: an overflow. Where it happens
+    depends on the precision each op computes in, and ONNX Runtime's CPU EP runs the ops it has no float16 kernel for
+    (Exp among them) in float32 between inserted Casts, so a value that is Inf in float16 reaches the next such op
+    as a finite float32 (seed 745716: Exp gives 509000, stored as Inf, yet LogSoftmax took 509000 and gave 0 and
+    −Inf, where float16 arithmetic gives Inf − Inf = NaN)."""
+    constants = [numpy_helper.to_array(t) for t in model.graph.initializer]
+    if any(x.dtype.kind == "f" and not np.isfinite(x).all() for x in list(feeds.values()) + constants):
+        return False
+    return any(v.dtype == np.float16 and np.isinf(v).any() for v in values)
+
+
 def close(got, want, dtype, nonfinite_upstream=False):
     """Same NaN positions, same infinities, close finite values; integers and booleans equal.
 
@@ -124,6 +136,36 @@ LIMITS = ("in one storage binding; the device allows", "exceeds the device's max
           "the CPU adapter (llvmpipe) stops every loop")
 
 
+# The reference keeps every value of a graph, intermediates included, so a graph whose values add up past this is
+# not run: seed 717220 broadcast a Min of [23, 27, 1, 1, 15] against [23, 405] into 11.6 GiB, and the reference
+# passed 24 GB and was killed by the kernel's OOM killer, taking the whole fuzz run with it.
+REFERENCE_BUDGET = 2 << 30
+_ITEM_BYTES = {onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.INT64: 8,
+               onnx.TensorProto.BOOL: 1, onnx.TensorProto.UINT8: 1, onnx.TensorProto.INT8: 1}
+
+
+def value_bytes(model, feeds):
+    """Bytes of every value of `model` (inputs at the shapes of `feeds`, intermediates and outputs) as ONNX's shape
+    inference gives them; None where it cannot tell (an unknown shape, or inference fails), which runs the graph."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    for value in fixed.graph.input:
+        for dim, n in zip(value.type.tensor_type.shape.dim, feeds[value.name].shape if value.name in feeds else ()):
+            dim.Clear()
+            dim.dim_value = n
+    try:
+        inferred = onnx.shape_inference.infer_shapes(fixed, data_prop=True).graph
+    except Exception:  # noqa: BLE001
+        return None
+    total = sum(x.nbytes for x in feeds.values())
+    for value in list(inferred.value_info) + list(inferred.output):
+        t = value.type.tensor_type
+        if not t.HasField("shape") or any(not d.HasField("dim_value") for d in t.shape.dim):
+            return None
+        total += int(np.prod([d.dim_value for d in t.shape.dim], dtype=np.int64)) * _ITEM_BYTES.get(t.elem_type, 4)
+    return total
+
+
 def run_reference(model, feeds):
     """The CPU EP without graph optimizations (ORT 1.31's CPU fusions have bugs the fuzzer hit: Transpose → MatMul
     with a 1-D B becomes a wrong FusedMatMul; the reference should be the plain ONNX semantics). Returns the outputs,
@@ -151,13 +193,14 @@ def run_reference(model, feeds):
     zero_signed = nonfinite and _differ(want, _reference_session(_with_positive_zeros(model, types)).run(None, feeds))
     named = dict(feeds, **{o.name: v for o, v in zip(probe.graph.output, values)})
     dtype = next((v.dtype for v in feeds.values() if v.dtype.kind == "f"), np.float32)
-    relaxed = zero_signed or nearly_constant_rows(model, named, dtype) or any(near_overflow(v) for v in values)
+    relaxed = (zero_signed or nearly_constant_rows(model, named, dtype) or any(near_overflow(v) for v in values)
+               or overflowed_in_f16(model, feeds, values))
     return want, relaxed, nonfinite
 
 
 def test_random_graphs_match_cpu(make_session, run_cpu):
     base = int(BASE_SEED) if BASE_SEED else int(np.random.default_rng().integers(0, 2**31))
-    ran = refused = relaxed = too_big = tried = 0
+    ran = refused = relaxed = too_big = oversized = tried = 0
     deadline = time.monotonic() + SECONDS
     for i in range(ITERATIONS):
         if time.monotonic() > deadline:
@@ -167,6 +210,9 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
         rng = np.random.default_rng(seed)
         dtype = np.float16 if rng.random() < 0.2 else np.float32
         model, feeds = GraphGen(rng, dtype).build(int(rng.integers(1, 16)))
+        if (value_bytes(model, feeds) or 0) > REFERENCE_BUDGET:
+            oversized += 1
+            continue
         try:
             want, overflowing, nonfinite = run_reference(model, feeds)
         except Exception:  # noqa: BLE001
@@ -209,10 +255,46 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
     print(
         f"fuzz: {ran} graphs matched the CPU EP ({relaxed} of them ill-conditioned: shapes only), "
         f"{refused} refused by ONNX Runtime itself, {too_big} past a documented limit (a clear error), "
+        f"{oversized} not run (values past {REFERENCE_BUDGET >> 30} GiB), "
         f"seeds {base}..{base + tried - 1}" + (f" (time budget of {SECONDS:.0f} s reached)" if tried < ITERATIONS else "")
     )
     assert tried >= min(ITERATIONS, 20), f"only {tried} graphs in the time budget"
     assert ran >= tried // 2
+
+
+def test_values_are_measured_before_the_reference_keeps_them():
+    """Seed 717220's shape of graph: Min broadcasts [23, 27, 15, 1, 1] against [9315, 1] (347 MB), and a MatMul by
+    [1, 35] makes that 12.1 GB, which the fuzzer must not run; the same graph over small inputs is measured exactly
+    (inputs, the Min and the MatMul)."""
+
+    def graph(a_shape, b_shape):
+        nodes = [helper.make_node("Min", ["a", "b"], ["m"]), helper.make_node("MatMul", ["m", "w"], ["y"])]
+        inputs = [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, ["n", None, 15, 1, 1]),
+                  helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [None, 1])]
+        w = numpy_helper.from_array(np.ones((1, 35), np.float32), "w")
+        g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], [w])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        return model, {"a": np.zeros(a_shape, np.float32), "b": np.zeros(b_shape, np.float32)}
+
+    big = value_bytes(*graph((23, 27, 15, 1, 1), (9315, 1)))
+    assert big is not None and big > REFERENCE_BUDGET and big > 11 << 30, big
+    small = value_bytes(*graph((2, 3, 15, 1, 1), (5, 1)))
+    assert small == 4 * (90 + 5 + 2 * 3 * 15 * 5 + 2 * 3 * 15 * 5 * 35), small
+
+
+def test_a_float16_overflow_is_compared_by_shape_only():
+    """Seed 745716's pattern: Exp overflows float16 and LogSoftmax reads it. The CPU EP computes both in float32
+    (-inf and 0), float16 arithmetic gives NaN, so the graph is ill-conditioned; an Inf fed in is not an overflow."""
+    nodes = [helper.make_node("Exp", ["x"], ["e"]), helper.make_node("LogSoftmax", ["e"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [4])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, [4])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    overflowing = {"x": np.array([1, 2, 13, 3], np.float16)}
+    want, relaxed, nonfinite = run_reference(model, overflowing)
+    assert relaxed and nonfinite and not np.isnan(want[0]).any(), want  # the CPU EP: -inf and 0
+    assert not run_reference(model, {"x": np.array([1, 2, 3, 4], np.float16)})[1]
+    fed = {"x": np.array([1, 2, np.inf, 3], np.float16)}
+    assert not overflowed_in_f16(model, fed, [fed["x"], np.exp(fed["x"])])
 
 
 # Graphs the fuzzers found failing, kept as fixed cases.
