@@ -66,6 +66,13 @@ pub trait OpSource: Send + Sync + std::fmt::Debug {
     fn guards_every_access(&self) -> bool {
         false
     }
+    /// Whether every loop of the template runs to a bound made of constants, uniforms and
+    /// builtins, stepping by a positive amount that cannot wrap (see
+    /// [`ShaderVariant::kept_checks`]): wgpu's loop-bounding counter is then left out, while its
+    /// index clamps and division guards stay.
+    fn loops_terminate(&self) -> bool {
+        false
+    }
 }
 
 /// An op-registry kernel, compared and hashed by name.
@@ -116,6 +123,23 @@ impl ShaderVariant {
     /// on the H200: +2–4% at 2048–4096, docs/PERFORMANCE.md, "Copies by a kernel"). The coop
     /// kernels of scalar loads keep wgpu's checks (without them they measured erratically), and
     /// so do the conv kernels. An op kernel says so itself ([`OpSource::guards_every_access`]).
+    /// The runtime checks wgpu must still inject into this variant, where it may leave some out:
+    /// none for the self-guarding kernels ([`Self::guards_every_access`]); index clamps and
+    /// division guards but no loop-bounding counter for kernels whose loops provably end
+    /// ([`OpSource::loops_terminate`]: the counter cost the tensor-core attention 20 µs per
+    /// f32 dispatch on an H100, docs/PERFORMANCE.md, forty-second session). `None`: all of them.
+    pub fn kept_checks(&self) -> Option<crate::runtime::KeptChecks> {
+        if self.guards_every_access() {
+            return Some(crate::runtime::KeptChecks::default());
+        }
+        match self {
+            ShaderVariant::Op(v) if v.source.loops_terminate() => {
+                Some(crate::runtime::KeptChecks { bounds: true, loop_bounding: false, int_div: true })
+            }
+            _ => None,
+        }
+    }
+
     pub fn guards_every_access(&self) -> bool {
         match self {
             ShaderVariant::Epilogue { base, .. } => return base.guards_every_access(),

@@ -11,16 +11,29 @@ pub fn cooperative_matrix_opt_in() -> wgpu::ExperimentalFeatures {
     unsafe { wgpu::ExperimentalFeatures::enabled() }
 }
 
-/// Compiles the engine's self-guarding shaders without wgpu's runtime checks.
+/// Compiles the engine's self-guarding shaders without wgpu's runtime checks, and those whose
+/// loops provably end without its loop-bounding counter.
 pub struct UncheckedShaders;
 
 impl ep_kernels::runtime::TrustedShaders for UncheckedShaders {
-    fn create(&self, device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule {
-        // SAFETY: the runtime only passes variants whose templates compare every buffer index
-        // against the uniform sizes before the access (`ShaderVariant::guards_every_access`),
-        // over bindings the planner sized from the same numbers; every loop runs to a bound
-        // computed from uniforms; every divisor is a tile or batch count the planner makes ≥ 1.
-        unsafe { device.create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+    fn create(
+        &self,
+        device: &wgpu::Device,
+        desc: wgpu::ShaderModuleDescriptor<'_>,
+        keep: ep_kernels::runtime::KeptChecks,
+    ) -> wgpu::ShaderModule {
+        let mut checks = wgpu::ShaderRuntimeChecks::unchecked();
+        checks.bounds_checks = keep.bounds;
+        checks.force_loop_bounding = keep.loop_bounding;
+        checks.int_div_checks = keep.int_div;
+        // SAFETY: the runtime passes (`ShaderVariant::kept_checks`) either variants whose
+        // templates compare every buffer index against the uniform sizes before the access,
+        // over bindings the planner sized from the same numbers, whose loops run to bounds
+        // computed from uniforms and whose divisors are counts the planner makes ≥ 1 (`keep`
+        // empty), or variants whose loops provably end, with wgpu's index clamps and division
+        // guards kept (`keep.bounds`, `keep.int_div`). Only an experiment build passes other
+        // sets (`EXP_COOP_CHECKS`).
+        unsafe { device.create_shader_module_trusted(desc, checks) }
     }
 }
 

@@ -4,7 +4,7 @@
 //! Each WGSL file is translated by naga with the options wgpu 30 uses on Vulkan, in two modes:
 //! `checked` (wgpu's default runtime checks: clamped indices, bounded loops, checked integer
 //! division) and `unchecked` (what `create_shader_module_trusted` gives the self-guarding
-//! kernels), then compiled with the statistics capture flags on a device of its own.
+//! kernels), or with one check alone (`bounded`, `clamped`, `divchecked`), then compiled with the statistics capture flags on a device of its own.
 //!
 //! Usage: `pipeline_stats [--dir goldens] [--only a,b] [--modes checked,unchecked]
 //! [--no-robust] [--threads N] [--json FILE] [--ir DIR] [--blob DIR]` (`--blob`: each pipeline's
@@ -60,8 +60,11 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The SPIR-V wgpu-hal 30 would hand the driver for this module, and its bindings.
-fn translate(source: &str, checked: bool) -> Result<(Vec<u32>, Vec<Binding>), String> {
+/// The SPIR-V wgpu-hal 30 would hand the driver for this module, and its bindings. `mode` is
+/// `checked` (all of wgpu's runtime checks), `unchecked` (none), or one check alone: `bounded`
+/// (loop bounding), `clamped` (clamped indices), `divchecked` (checked integer division).
+fn translate(source: &str, mode: &str) -> Result<(Vec<u32>, Vec<Binding>), String> {
+    let checked = mode == "checked";
     let mut module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
     // As the runtime hands it to wgpu: subgroup barriers also order workgroup memory.
     ep_kernels::runtime::subgroup_sync::widen_module(&mut module);
@@ -79,14 +82,14 @@ fn translate(source: &str, checked: bool) -> Result<(Vec<u32>, Vec<Binding>), St
         lang_version: (1, 6),
         flags: spv::WriterFlags::LABEL_VARYINGS | spv::WriterFlags::FORCE_POINT_SIZE,
         capabilities: None,
-        bounds_check_policies: if checked {
+        bounds_check_policies: if checked || mode == "clamped" {
             policy(naga::proc::BoundsCheckPolicy::Restrict)
         } else {
             policy(naga::proc::BoundsCheckPolicy::Unchecked)
         },
         zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::Native,
-        force_loop_bounding: checked,
-        emit_int_div_checks: checked,
+        force_loop_bounding: checked || mode == "bounded",
+        emit_int_div_checks: checked || mode == "divchecked",
         ..spv::Options::default()
     };
     let stage = spv::PipelineOptions { entry_point: "main".into(), shader_stage: naga::ShaderStage::Compute };
@@ -152,7 +155,7 @@ fn run_one(dev: &StatsDevice, args: &Args, path: &Path) -> Vec<Value> {
     };
     let mut out = Vec::new();
     for mode in &args.modes {
-        let (words, bindings) = match translate(&source, mode == "checked") {
+        let (words, bindings) = match translate(&source, mode) {
             Ok(t) => t,
             Err(e) => {
                 out.push(json!({"shader": name, "mode": mode, "error": format!("naga: {e}")}));
@@ -183,7 +186,10 @@ fn summary(records: &[Value]) {
     let keys: Vec<String> =
         ok.first().and_then(|r| r["stats"].as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
     println!("statistics the driver reports: {}", keys.join(", "));
-    for mode in ["checked", "unchecked"] {
+    for mode in ["checked", "unchecked", "bounded", "clamped", "divchecked"] {
+        if !ok.iter().any(|r| r["mode"] == mode) {
+            continue;
+        }
         let total: f64 = ok.iter().filter(|r| r["mode"] == mode).filter_map(|r| r["compile_ms"].as_f64()).sum();
         println!(
             "{mode}: total compile {total:.0} ms over {} pipelines",

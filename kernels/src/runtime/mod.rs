@@ -39,12 +39,30 @@ pub use wait::{parse_spin, DEFAULT_SPIN};
 use crate::caps::DeviceCaps;
 use crate::error::GpuError;
 
-/// Makes shader modules without the runtime checks wgpu injects (index clamps, loop-bounding
-/// counters, division guards). wgpu marks that `unsafe`, so the `provider` crate implements it;
-/// the runtime only hands it variants whose templates guard every access themselves
-/// ([`ShaderVariant::guards_every_access`](crate::shader::ShaderVariant::guards_every_access)).
+/// Makes shader modules without some of the runtime checks wgpu injects (index clamps,
+/// loop-bounding counters, division guards). wgpu marks that `unsafe`, so the `provider` crate
+/// implements it; the runtime only hands it variants whose templates guard every access
+/// themselves, or whose loops provably end, with the checks they keep
+/// ([`ShaderVariant::kept_checks`](crate::shader::ShaderVariant::kept_checks)).
 pub trait TrustedShaders: Send + Sync {
-    fn create(&self, device: &wgpu::Device, desc: wgpu::ShaderModuleDescriptor<'_>) -> wgpu::ShaderModule;
+    /// `keep`: the checks wgpu still injects (none for the self-guarding variants).
+    fn create(
+        &self,
+        device: &wgpu::Device,
+        desc: wgpu::ShaderModuleDescriptor<'_>,
+        keep: KeptChecks,
+    ) -> wgpu::ShaderModule;
+}
+
+/// Which of wgpu's runtime checks a module made through [`TrustedShaders`] keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeptChecks {
+    /// Index clamps (and buffer checks where the driver has no robust access of its own).
+    pub bounds: bool,
+    /// A counter that bounds every loop.
+    pub loop_bounding: bool,
+    /// Guards on integer division and remainder.
+    pub int_div: bool,
 }
 
 /// Makes the driver's pipeline cache from a blob read back from disk. wgpu marks that

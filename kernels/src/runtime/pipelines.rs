@@ -242,6 +242,24 @@ fn no_zero_init() -> bool {
     cfg!(feature = "wgsl-override") && std::env::var("EXP_NO_ZERO_INIT").is_ok_and(|v| v.trim() == "1")
 }
 
+/// An experiment build's `EXP_COOP_CHECKS`: the runtime checks every variant whose name holds
+/// `EXP_CHECKS_ON` (default `_coop_`, the tensor-core kernels) is compiled with, as a comma list
+/// of `bounds`, `loop`, `div` (or `none`), whatever the variant guards itself: how each check
+/// changes the driver's compile time and the kernel's speed (issue 15). Release builds never
+/// read the variables.
+fn exp_checks(name: &str) -> Option<super::KeptChecks> {
+    if !cfg!(feature = "wgsl-override") {
+        return None;
+    }
+    let on = std::env::var("EXP_CHECKS_ON").unwrap_or_else(|_| "_coop_".into());
+    if !name.contains(on.as_str()) {
+        return None;
+    }
+    let list = std::env::var("EXP_COOP_CHECKS").ok()?;
+    let has = |c: &str| list.split(',').any(|x| x.trim() == c);
+    Some(super::KeptChecks { bounds: has("bounds"), loop_bounding: has("loop"), int_div: has("div") })
+}
+
 fn keep_worker(handle: std::thread::JoinHandle<()>) {
     let mut workers = WORKERS.lock();
     let (done, running): (Vec<_>, Vec<_>) = workers.drain(..).partition(|h| h.is_finished());
@@ -401,14 +419,15 @@ impl Gpu {
         let source = super::subgroup_sync::shader_source(&source)
             .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
-        let trusted = self.pipelines.trusted.as_ref().filter(|_| variant.guards_every_access());
+        let kept = exp_checks(&name).or_else(|| variant.kept_checks());
+        let trusted = self.pipelines.trusted.as_ref().filter(|_| kept.is_some());
         let cache = self.pipelines.disk.as_ref().map(|(c, _)| c);
         let started = Instant::now();
         let mut module_done = started;
         let compile = || {
             let desc = wgpu::ShaderModuleDescriptor { label: Some(&name), source };
             let module = startup::time(Phase::Module, || match trusted {
-                Some(t) => t.create(&self.device, desc),
+                Some(t) => t.create(&self.device, desc, kept.unwrap_or_default()),
                 None => self.device.create_shader_module(desc),
             });
             module_done = Instant::now();

@@ -219,6 +219,14 @@ impl OpSource for CoopSource {
         )
     }
 
+    /// The key loop runs from `split · chunk` to at most `skv` by BC (no wrap: `skv` is a
+    /// bound tensor's dimension, far below 2³² − BC); the staging loops (`attn_coop_q`,
+    /// `attn_coop_x3_stage`, the emulated fragments) run over constants, `kv_groups` (a
+    /// workgroup count) or `threads / subgroup_size`, by constant steps or by one.
+    fn loops_terminate(&self) -> bool {
+        true
+    }
+
     fn capabilities(&self) -> naga::valid::Capabilities {
         // K and V load as eight f16 per vec4<u32> (the split f32 form loads f32).
         let base = naga::valid::Capabilities::SHADER_FLOAT16 | naga::valid::Capabilities::SUBGROUP;

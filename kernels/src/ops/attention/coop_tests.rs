@@ -127,3 +127,53 @@ fn tilings_fit_the_device() {
         assert_eq!(row_words(nsg, bc) % 32, 4);
     }
 }
+
+/// The tensor-core attention compiles without wgpu's loop-bounding counter (index clamps and
+/// division guards stay), which `CoopSource::loops_terminate` rests on: every loop of every
+/// rendered variant is a `for` whose variable only grows, by a positive constant step or one,
+/// up to a `<` bound, and none is a `loop` or `while`.
+#[test]
+fn every_loop_ends_so_only_the_loop_counter_is_left_out() {
+    let kept = crate::runtime::KeptChecks { bounds: true, loop_bounding: false, int_div: true };
+    let mut rendered = 0;
+    for (profile, caps) in profiles::all() {
+        for v in variants(&caps).into_iter().filter(|v| v.name().starts_with("attn_coop_")) {
+            assert_eq!(v.kept_checks(), Some(kept), "{profile}: {}", v.name());
+            let text = v.emit().unwrap();
+            assert!(!text.contains("loop {") && !text.contains("while"), "{}", v.name());
+            for line in text.lines().filter(|l| l.contains("for (")) {
+                assert!(grows_to_a_bound(line), "{}: a loop that may not end: {line}", v.name());
+            }
+            rendered += 1;
+        }
+    }
+    assert!(rendered > 100, "{rendered}");
+    // The check itself tells the loops apart.
+    assert!(grows_to_a_bound("    for (var k0 = k_begin; k0 < k_end; k0 = k0 + BC) {"));
+    assert!(grows_to_a_bound("for (var e = 0u; e < 8u; e++) {"));
+    for bad in [
+        "for (var off = L; off < n; off = off * 2u) {",
+        "for (var i = n; i > 0u; i = i - 1u) {",
+        "for (var i = 0u; i < n; i = i + step) {",
+        "for (var i = 0u; i < n; i = i + 0u) {",
+        "for (var i = 0u; j < n; i = i + 1u) {",
+    ] {
+        assert!(!grows_to_a_bound(bad), "{bad}");
+    }
+}
+
+/// `for (var i = a; i < b; i = i + s)` (or `i++`) with `s` a positive literal or constant.
+fn grows_to_a_bound(line: &str) -> bool {
+    let Some(head) = line.trim().strip_prefix("for (var ").and_then(|r| r.strip_suffix(") {")) else {
+        return false;
+    };
+    let parts: Vec<&str> = head.split(';').map(str::trim).collect();
+    let [init, cond, step] = parts[..] else { return false };
+    let Some((var, _)) = init.split_once(" = ") else { return false };
+    let constant = |s: &str| {
+        let s = s.strip_suffix('u').unwrap_or(s);
+        s.parse::<u32>().is_ok_and(|n| n > 0) || s.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+    };
+    let step_ok = step == format!("{var}++") || step.strip_prefix(&format!("{var} = {var} + ")).is_some_and(constant);
+    cond.starts_with(&format!("{var} < ")) && step_ok
+}
