@@ -177,3 +177,25 @@ fn grows_to_a_bound(line: &str) -> bool {
     let step_ok = step == format!("{var}++") || step.strip_prefix(&format!("{var} = {var} + ")).is_some_and(constant);
     cond.starts_with(&format!("{var} < ")) && step_ok
 }
+
+/// Only the tensor-core attention drops the loop counter: every other variant a device can
+/// reach keeps all of wgpu's checks or, where it guards every access itself, none.
+#[test]
+fn no_other_variant_leaves_out_only_the_loop_counter() {
+    let mut seen = (0, 0, 0);
+    for (profile, caps) in profiles::all() {
+        for (name, v) in crate::variants::reachable_variants(&caps) {
+            let kept = v.kept_checks();
+            if name.starts_with("attn_coop_") {
+                seen.0 += 1;
+            } else if v.guards_every_access() {
+                assert_eq!(kept, Some(crate::runtime::KeptChecks::default()), "{profile}: {name}");
+                seen.1 += 1;
+            } else {
+                assert_eq!(kept, None, "{profile}: {name}");
+                seen.2 += 1;
+            }
+        }
+    }
+    assert!(seen.0 > 0 && seen.1 > 0 && seen.2 > 0, "{seen:?}");
+}
