@@ -301,20 +301,33 @@ fn check_f32_split(fused: CoopMode, shapes: [CoopShape; 2], suffix: &str, seed: 
             assert!(err <= bound, "case {i} element {j}: {g} against {w} (|err| {err:.3e}, bound {bound:.3e})");
         }
     }
-    // A NaN in A poisons exactly its output row and an infinity in B its column, as in f32; the
-    // scales come from the finite values.
+    // A NaN in A poisons exactly its output row and an infinity its row, an infinity in B its
+    // column, as in f32; the scales come from the finite values. Where B's infinity meets a value
+    // f16 holds exactly once scaled (no low part), a value too small for f16 (no part at all),
+    // a zero (NaN) and A's infinity, the result is f32's.
     let p = GemmProblem::simple(DType::F32, 40, 40, 32, false, false);
     let plan = emulated_plan_with(&p, shapes[1], &options).expect("split plan");
     let mut a: Vec<f32> = random_vec(&mut rng, 40 * 32).iter().map(|v| v * 1e6).collect();
     let mut b = random_vec(&mut rng, 32 * 40);
     a[5 * 32 + 7] = f32::NAN;
+    a[6 * 32 + 3] = 0.75 * (1 << 20) as f32;
+    a[7 * 32 + 3] = -1e-20;
+    a[8 * 32 + 3] = 0.0;
+    a[9 * 32 + 3] = f32::NEG_INFINITY;
     b[3 * 40 + 9] = f32::INFINITY;
+    b[3 * 40 + 11] = 0.5;
     let got = run_plan(&gpu, &p, &plan, &a, &b, None);
     let want = reference(&p, &a, &b, None);
+    let special =
+        [(6, 9, f64::INFINITY), (7, 9, f64::NEG_INFINITY), (9, 9, f64::NEG_INFINITY), (9, 11, f64::NEG_INFINITY)];
+    for (r, c, w) in special {
+        assert_eq!(want[r * 40 + c], w, "reference at ({r}, {c})");
+    }
+    assert!(want[8 * 40 + 9].is_nan(), "0·inf in the reference");
     for (j, (&g, &w)) in got.iter().zip(&want).enumerate() {
         if w.is_nan() || w.is_infinite() {
             assert!(g.is_nan() == w.is_nan() && (w.is_nan() || g as f64 == w), "element {j}: {g}, expected {w}");
-            assert!(j / 40 == 5 || j % 40 == 9, "element {j}: {w}");
+            assert!([5, 9].contains(&(j / 40)) || j % 40 == 9, "element {j}: {w}");
         } else {
             // Σ|a||b| ≈ 32 · 5e5 · 0.5 = 8e6: within 2e-6 of it (dropping the low parts errs by ~4000).
             assert!((g as f64 - w).abs() <= 16.0, "element {j}: {g} against {w}");
