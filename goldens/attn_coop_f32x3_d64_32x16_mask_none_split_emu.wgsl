@@ -140,13 +140,26 @@ struct Parts {
     lo: array<f16, 8>,
 }
 
+// The hi and lo parts of K's and V's values. K and V are each product's right operand (hi·lo +
+// lo·hi + hi·hi), so a value that is not finite is all lo part (hi 0): it meets only the hi part
+// of Q's or P's value, nonzero and of its sign, and an infinity gives ±inf as in f32, never
+// 0·inf or inf − inf (the NaN a lo part of 0 or of the other sign would make).
+fn kv_parts(x: f32) -> vec2<f32> {
+    if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {
+        return vec2<f32>(0.0, x);
+    }
+    let h = hi32(x);
+    return vec2<f32>(h, x - h);
+}
+
 // Eight values times s as hi and lo parts.
 fn split8(a: vec4<f32>, b: vec4<f32>, s: f32) -> Parts {
-    let x = array<f32, 8>(a.x * s, a.y * s, a.z * s, a.w * s, b.x * s, b.y * s, b.z * s, b.w * s);
-    let h = array<f16, 8>(hi_of(x[0]), hi_of(x[1]), hi_of(x[2]), hi_of(x[3]), hi_of(x[4]), hi_of(x[5]),
-        hi_of(x[6]), hi_of(x[7]));
-    let l = array<f16, 8>(lo_of(x[0]), lo_of(x[1]), lo_of(x[2]), lo_of(x[3]), lo_of(x[4]), lo_of(x[5]),
-        lo_of(x[6]), lo_of(x[7]));
+    let x = array<vec2<f32>, 8>(kv_parts(a.x * s), kv_parts(a.y * s), kv_parts(a.z * s), kv_parts(a.w * s),
+        kv_parts(b.x * s), kv_parts(b.y * s), kv_parts(b.z * s), kv_parts(b.w * s));
+    let h = array<f16, 8>(f16(x[0].x), f16(x[1].x), f16(x[2].x), f16(x[3].x), f16(x[4].x), f16(x[5].x),
+        f16(x[6].x), f16(x[7].x));
+    let l = array<f16, 8>(f16(x[0].y), f16(x[1].y), f16(x[2].y), f16(x[3].y), f16(x[4].y), f16(x[5].y),
+        f16(x[6].y), f16(x[7].y));
     return Parts(h, l);
 }
 

@@ -166,6 +166,10 @@ fn assert_close_terms(what: &str, got: &[f64], want: &[f64], terms: &[f64], size
     let (kappa, kappa_s) = if ty == ElemType::F16 { (0.0, 0.0) } else { (4e-6, 3.0 * 2f64.powi(-21)) };
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (((&g, &w), &t), &s)) in got.iter().zip(want).zip(terms).zip(sizes).enumerate() {
+        if !w.is_finite() {
+            assert!(g.is_nan() == w.is_nan() && (w.is_nan() || g == w), "{what}: element {i}: got {g}, want {w}");
+            continue;
+        }
         let tol = atol + rtol * w.abs() + (kappa + kappa_s * s) * t;
         assert!((g - w).abs() <= tol, "{what}: element {i}: got {g}, want {w} (Σp|v| {t}, score size {s})");
     }

@@ -163,6 +163,39 @@ fn emulated_split_f32_kernel_against_f64() {
     }
 }
 
+/// V infinite at key 7 (every element ±inf), other values in [-1, 1).
+fn infinite_v(which: usize, row: usize) -> f32 {
+    if which == 2 && row == 7 {
+        f32::INFINITY
+    } else {
+        1.0
+    }
+}
+
+/// An infinity in V reaches every output as in f32 (±inf, of its sign: every query gives that
+/// key a probability far from 0), through the split products (V's parts and P's must not make
+/// 0·inf or inf − inf); K's maxima pass skips it.
+#[test]
+fn emulated_split_f32_kernel_passes_infinities() {
+    let gpu = common::gpu();
+    if coop::candidates(64, gpu.caps(), true, true).is_empty() {
+        eprintln!("skipped: this adapter has no subgroups or shader-f16");
+        return;
+    }
+    let mut rng = common::rng("emulated_split_f32_kernel_passes_infinities");
+    let c = Case { b: 1, hq: 2, hkv: 1, sq: 37, skv: 75, d: 64, scale: 0.125, causal: None };
+    for splits in [None, Some(2)] {
+        let run = Direct { ty: ElemType::F32, mask: "none", kt: false, softcap: 0.0, gain: Some(infinite_v) };
+        let configure = |kernel: &mut ep_kernels::ops::attention::FlashKernel| {
+            kernel.engine = Engine::CoopEmulated;
+            kernel.splits = splits;
+        };
+        run.check(&mut rng, &c, configure, |plan| {
+            assert!(plan.contains("f32 split in three f16 products (emulated)"), "{plan}");
+        });
+    }
+}
+
 /// The split f32 kernel with bounds on |K| and |V| known before the run (`graph/bounds.rs`) in
 /// place of its maxima pass: bounds 100 times the largest magnitudes, on values f16 cannot hold
 /// and on V growing along the keys, give the pass's accuracy against float64.
