@@ -109,6 +109,24 @@ fn check_split_reads_every_maximum(gpu: &Gpu, rng: &mut impl Rng, shape: CoopSha
     // A maximum left out, and that outlier overflows f16 once scaled (an infinity). (Outliers
     // a million times the rest would cost the other elements' low parts to f16's subnormals.)
     assert_fp32_accuracy(&p, &a, &b, &got, "outliers in the second max-pass workgroup");
+    // An infinity in the same share (B's row 50, column 2) marks B: every row of A whose value at
+    // K = 50 f16 holds exactly once scaled (no low part) still gets +inf, as in f32.
+    b[4 * 500 + 2] = f32::INFINITY;
+    for i in 0..m as usize {
+        a[i * k as usize + 50] = 0.5;
+    }
+    let got = run_plan(gpu, &p, &plan, &a, &b, None);
+    let want = reference(&p, &a, &b, None);
+    let abs = |v: &[f32]| v.iter().map(|x| x.abs()).collect::<Vec<f32>>();
+    let size = reference(&p, &abs(&a), &abs(&b), None);
+    for (j, ((&g, &w), &s)) in got.iter().zip(&want).zip(&size).enumerate() {
+        if j % n as usize == 2 {
+            assert_eq!((w, g), (f64::INFINITY, f32::INFINITY), "element {j}");
+        } else {
+            // The forced parts' error (at most 2^-14 of the scaled values' 2^14) within 1e-4.
+            assert!((g as f64 - w).abs() <= 1e-4 * s, "element {j}: {g} against {w} (Σ|a||b| {s:.3e})");
+        }
+    }
 }
 
 /// `got` against a float64 `A·B` within fp32's accuracy: the bound of an f32 sum of K products,
