@@ -116,3 +116,24 @@ def test_split_attention_passes_an_infinite_v_row(make_session, run_cpu, options
     want = run_cpu(model, feeds)
     assert np.isinf(want[0][0, 0]).all() and np.isfinite(want[0][0, 1]).all(), "the case's reference"
     assert_same_specials(got[0], want[0], 1e-4, f"x3 attention {ops}")
+
+
+def test_split_attention_with_infinities_in_q_and_k(make_session, run_cpu, options, tmp_path):
+    """One infinite element of K (head 0, key 4): the queries it gives a +inf score are NaN throughout and the others
+    drop that key (a -inf score), as in f32; infinities in Q (head 1) make their rows NaN, as on the CPU EP."""
+    rng = np.random.default_rng(int(np.random.default_rng().integers(0, 2**31)))
+    q = rng.uniform(-1, 1, (1, 2, 37, 64)).astype(np.float32)
+    k = rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32)
+    v = rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32)
+    k[0, 0, 4, 3] = np.inf
+    q[0, 0, :, 3] = np.where(np.arange(37) % 3 == 0, -1.0, 0.5)  # nonzero, f16 holds each exactly once scaled
+    q[0, 1, 5, 3], q[0, 1, 6, 7] = np.inf, -np.inf
+    model = attention_model(list(q.shape), list(k.shape))
+    feeds = {"q": q, "k": k, "v": v}
+    sess = make_session(model, dict(options, attention="flash", offload="all"))
+    got, ops = kernels_run(sess, feeds, tmp_path)
+    require_tensor_cores(ops, "attn_coop_f32x3")
+    want = run_cpu(model, feeds)
+    nan_rows = np.isnan(want[0][0, 0]).any(axis=1)
+    assert nan_rows.sum() == 24 and np.isnan(want[0][0, 1, [5, 6]]).all(), "the case's reference"
+    assert_same_specials(got[0], want[0], 1e-4, f"x3 attention {ops}")
