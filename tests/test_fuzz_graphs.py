@@ -13,7 +13,9 @@ so a correct last-bit difference never flips a result.
 Each graph's seed is in the failure message; replay one with ONNXRUNTIME_EP_WGPU_FUZZ_SEED=<seed>
 ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS=1. ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS sets the number of graphs (default 150,
 for CI) and ONNXRUNTIME_EP_WGPU_FUZZ_SECONDS a time budget after which no new graph starts (default 150 s: CI has
-two cores); run more by hand."""
+two cores); run more by hand. ONNXRUNTIME_EP_WGPU_FUZZ_TENSOR_CORES (default 0.25) is the share of graphs run with the
+tensor-core plans (`tensor_core_options`; about one graph in fifteen reaches a coop kernel: its products must be
+16-byte aligned)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ from fuzz_graph_gen import GraphGen
 ITERATIONS = int(os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS", "150"))
 BASE_SEED = os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_SEED")
 SECONDS = float(os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_SECONDS", "150"))
+# The share of graphs run with the tensor-core plans (emulated on the software adapter): products as coop GEMMs with
+# their fused epilogues, float32 products split in three f16 products, attention on the flash kernel.
+TENSOR_CORES = float(os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_TENSOR_CORES", "0.25"))
 
 
 def near_overflow(x):
@@ -198,9 +203,18 @@ def run_reference(model, feeds):
     return want, relaxed, nonfinite
 
 
-def test_random_graphs_match_cpu(make_session, run_cpu):
+def tensor_core_options(ep_devices, seed):
+    """EP options for graph `seed`: the tensor-core plans for a share of the graphs (drawn from a generator of their
+    own, so each seed still builds the same graph), emulated where the adapter is the software one."""
+    if np.random.default_rng([seed, 1]).random() >= TENSOR_CORES:
+        return None
+    software = dict(ep_devices[0].ep_metadata).get("wgpu.software") == "1"
+    return dict({"emulate_tensor_cores": "1"} if software else {}, f32_split="1", attention="flash")
+
+
+def test_random_graphs_match_cpu(make_session, run_cpu, ep_devices):
     base = int(BASE_SEED) if BASE_SEED else int(np.random.default_rng().integers(0, 2**31))
-    ran = refused = relaxed = too_big = oversized = tried = 0
+    ran = refused = relaxed = too_big = oversized = tried = cores = 0
     deadline = time.monotonic() + SECONDS
     for i in range(ITERATIONS):
         if time.monotonic() > deadline:
@@ -223,8 +237,10 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
             except Exception:  # noqa: BLE001
                 pass
             continue
+        options = tensor_core_options(ep_devices, seed)
+        cores += options is not None
         try:
-            got = make_session(model, fallback=True).run(None, feeds)
+            got = make_session(model, options, fallback=True).run(None, feeds)
         except Exception as e:
             if any(limit in str(e) for limit in LIMITS):
                 # A tensor past one storage binding or one buffer (seed 23886673: a Where of 2.7 GB), known only at
@@ -239,7 +255,8 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
             except Exception:  # noqa: BLE001
                 refused += 1
                 continue
-            raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}): {e}\n{helper.printable_graph(model.graph)}") from e
+            raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}, options {options}): {e}\n"
+                                 f"{helper.printable_graph(model.graph)}") from e
         if overflowing:
             # Only shapes and types are compared: see near_overflow and run_reference.
             relaxed += 1
@@ -250,10 +267,12 @@ def test_random_graphs_match_cpu(make_session, run_cpu):
             for g, w in zip(got, want):
                 close(g, w, dtype, nonfinite)
         except AssertionError as e:
-            raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}): {e}\n{helper.printable_graph(model.graph)}") from e
+            raise AssertionError(f"graph seed {seed} ({np.dtype(dtype).name}, options {options}): {e}\n"
+                                 f"{helper.printable_graph(model.graph)}") from e
         ran += 1
     print(
-        f"fuzz: {ran} graphs matched the CPU EP ({relaxed} of them ill-conditioned: shapes only), "
+        f"fuzz: {ran} graphs matched the CPU EP ({relaxed} of them ill-conditioned: shapes only; {cores} tried on the "
+        f"tensor-core plans), "
         f"{refused} refused by ONNX Runtime itself, {too_big} past a documented limit (a clear error), "
         f"{oversized} not run (values past {REFERENCE_BUDGET >> 30} GiB), "
         f"seeds {base}..{base + tried - 1}" + (f" (time budget of {SECONDS:.0f} s reached)" if tried < ITERATIONS else "")
