@@ -212,7 +212,7 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
         // Keeps NaN (NaN < 0 is false), as ONNX Runtime's max(x, 0) does.
         Relu => Expr::new(format!("select({a}, 0.0, {a} < 0.0)")),
         Exp => Expr::new(format!("exp({a})")),
-        Log => Expr::new(format!("log({a})")),
+        Log => Expr::with(format!("ew_log({a})"), &["nan", "log"]),
         Sqrt => Expr::new(format!("sqrt({a})")),
         Reciprocal => Expr::new(format!("1.0 / {a}")),
         Erf => Expr::with(format!("ew_erf({a})"), &["nan", "erf"]),
