@@ -8,13 +8,12 @@ SIMT kernels fails instead of passing on the wrong path. Error measure: max |our
 
 from __future__ import annotations
 
-import json
-import os
 
 import numpy as np
 import pytest
 
 import models
+from dispatch_profile import run_dispatches
 from llm_graph import llm_feeds, llm_model
 
 EMU = {"emulate_tensor_cores": "1"}
@@ -38,22 +37,10 @@ def rel_err(got, want) -> float:
     return float(np.abs(got.astype(np.float64) - want64).max() / max(np.abs(want64).max(), 1e-30))
 
 
-def dispatches(sess, feeds, tmp_path) -> tuple[list, list[str]]:
-    """One run with the per-dispatch profile on: the outputs and each dispatch's `step [program]`."""
-    path = tmp_path / "dispatches.jsonl"
-    path.unlink(missing_ok=True)
-    os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
-    try:
-        got = sess.run(None, feeds)
-    finally:
-        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
-    return got, [json.loads(line)["ops"] for line in path.read_text().splitlines()]
-
-
 def check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path, options=None, tol=None):
     """Our outputs (every node ours, emulated tensor cores) against the CPU EP's; the dispatches."""
     sess = make_session(model, dict(EMU, **(options or {})))
-    got, ops = dispatches(sess, feeds, tmp_path)
+    got, ops = run_dispatches(sess, feeds, tmp_path)
     want = run_cpu(model, feeds)
     for g, w in zip(got, want):
         assert g.shape == w.shape, (g.shape, w.shape)
@@ -120,7 +107,7 @@ def test_int4_decoder_prefill_dequantises_onto_emulated_tensor_cores(make_sessio
                       packed_gqa=True)
     feeds = llm_feeds(model, 1, 35, 0, rng, dtype)
     sess = make_session(model, EMU, fallback=True)  # the attention_mask arithmetic stays on the CPU
-    got, ops = dispatches(sess, feeds, tmp_path)
+    got, ops = run_dispatches(sess, feeds, tmp_path)
     want = run_cpu(model, feeds)
     tol = 2e-2
     for g, w in zip(got, want):

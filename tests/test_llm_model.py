@@ -6,12 +6,12 @@ the CPU by design: its value sizes the present cache)."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 
+from dispatch_profile import run_dispatches
 from llm_graph import llm_feeds, llm_model
 from test_attention import profiled_ops
 from test_llm_ops import new_seed, rel_err
@@ -68,18 +68,6 @@ def test_llm_prompt_then_decode_matches_cpu(make_session, run_cpu, run_profiled,
     decode_steps(make_session(model, fallback=True), run_cpu, model, got, want, rng, dtype, seed)
 
 
-def dispatch_names(sess, feeds, tmp_path):
-    """One run with the per-dispatch profile on: the outputs and each dispatch's program name."""
-    path = tmp_path / "dispatches.jsonl"
-    path.unlink(missing_ok=True)
-    os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
-    try:
-        got = sess.run(None, feeds)
-    finally:
-        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
-    return got, [json.loads(line)["ops"] for line in path.read_text().splitlines()]
-
-
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_int4_decoder_prompt_then_decode_matches_cpu(make_session, ep_devices, run_cpu, run_profiled, dtype,
                                                      tmp_path):
@@ -105,7 +93,7 @@ def test_int4_decoder_prompt_then_decode_matches_cpu(make_session, ep_devices, r
     decode_steps(sess, run_cpu, model, got, want, rng, dtype, seed)
     past = {o.name.replace("present.", "past_key_values."): v for o, v in zip(sess.get_outputs()[1:], got[1:])}
     feeds = dict(past, input_ids=np.array([[5]], np.int64), attention_mask=np.ones((1, 30), np.int64))
-    got, ops = dispatch_names(sess, feeds, tmp_path)
+    got, ops = run_dispatches(sess, feeds, tmp_path)
     compare(got, run_cpu(model, feeds), dtype, seed, "profiled decode step")
     folded = [o for o in ops if "_skiprms" in o]
     norms = [o for o in ops if "[norm_rms" in o]
@@ -143,7 +131,7 @@ def test_decode_products_fold_their_skip_norms(make_session, ep_devices, run_cpu
     sess = make_session(model, {"max_storage_buffers": 8} if limited else None, fallback=True)
     for tokens, past in ((5, 0), (1, 7)):
         feeds = llm_feeds(model, 1, tokens, past, rng, dtype)
-        got, ops = dispatch_names(sess, feeds, tmp_path)
+        got, ops = run_dispatches(sess, feeds, tmp_path)
         compare(got, run_cpu(model, feeds), dtype, seed, f"{tokens} token(s)")
         folded = [o for o in ops if "_skiprms" in o]
         norms = [o for o in ops if "[norm_rms" in o]

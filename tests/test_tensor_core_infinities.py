@@ -9,14 +9,13 @@ asserts which kernels ran, so a plan that falls back to the SIMT kernels does no
 
 from __future__ import annotations
 
-import json
-import os
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 import models
+from dispatch_profile import run_dispatches
 
 
 @pytest.fixture
@@ -24,18 +23,6 @@ def options(ep_devices):
     """Emulated tensor cores on the software adapter (the option is refused where real ones exist)."""
     software = dict(ep_devices[0].ep_metadata).get("wgpu.software") == "1"
     return {"emulate_tensor_cores": "1"} if software else {}
-
-
-def kernels_run(sess, feeds, tmp_path) -> tuple[list, list[str]]:
-    """One run with the per-dispatch profile on: the outputs and every dispatch's `step [program]`."""
-    path = tmp_path / "dispatches.jsonl"
-    path.unlink(missing_ok=True)
-    os.environ.update(ONNXRUNTIME_EP_WGPU_PROFILE=str(path), ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES="1")
-    try:
-        got = sess.run(None, feeds)
-    finally:
-        del os.environ["ONNXRUNTIME_EP_WGPU_PROFILE"], os.environ["ONNXRUNTIME_EP_WGPU_PROFILE_DISPATCHES"]
-    return got, [json.loads(line)["ops"] for line in path.read_text().splitlines()]
 
 
 def require_tensor_cores(ops, marker):
@@ -83,7 +70,7 @@ def test_split_matmul_passes_infinities_as_f32(make_session, run_cpu, options, b
         model = models.matmul([m, k], [k, n])
         feeds = {"A": a, "B": b}
     sess = make_session(model, dict(options, f32_split="1", offload="all"))
-    got, ops = kernels_run(sess, feeds, tmp_path)
+    got, ops = run_dispatches(sess, feeds, tmp_path)
     require_tensor_cores(ops, "_x3")
     want = run_cpu(model, feeds)
     assert np.isinf(want[0][:, 7]).sum() >= m - 3 and np.isnan(want[0][3, 7]), "the case holds infinities and NaN"
@@ -100,40 +87,42 @@ def attention_model(shape_q, shape_kv):
     return model
 
 
-def test_split_attention_passes_an_infinite_v_row(make_session, run_cpu, options, tmp_path):
-    """Head 0's V holds an infinite row (key 7): every output of head 0 is ±inf by that row's signs, as in f32 (each
-    query gives the key a probability far from 0); head 1 stays finite and close."""
+def run_attention(make_session, run_cpu, options, tmp_path, place):
+    """One `Attention` (B 1, 2 heads, 37 queries, 75 keys, head size 64) of random values in which `place(q, k, v, rng)`
+    puts its special values, on the x3 flash kernel and on the CPU EP: ours, the reference and our dispatches."""
     rng = np.random.default_rng(int(np.random.default_rng().integers(0, 2**31)))
     q = rng.uniform(-1, 1, (1, 2, 37, 64)).astype(np.float32)
-    k = rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32)
-    v = rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32)
-    v[0, 0, 7, :] = np.where(rng.uniform(size=64) < 0.5, -np.inf, np.inf)
+    k, v = (rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32) for _ in range(2))
+    place(q, k, v, rng)
     model = attention_model(list(q.shape), list(k.shape))
     feeds = {"q": q, "k": k, "v": v}
     sess = make_session(model, dict(options, attention="flash", offload="all"))
-    got, ops = kernels_run(sess, feeds, tmp_path)
+    got, ops = run_dispatches(sess, feeds, tmp_path)
     require_tensor_cores(ops, "attn_coop_f32x3")
-    want = run_cpu(model, feeds)
-    assert np.isinf(want[0][0, 0]).all() and np.isfinite(want[0][0, 1]).all(), "the case's reference"
-    assert_same_specials(got[0], want[0], 1e-4, f"x3 attention {ops}")
+    return got[0], run_cpu(model, feeds)[0], ops
+
+
+def test_split_attention_passes_an_infinite_v_row(make_session, run_cpu, options, tmp_path):
+    """Head 0's V holds an infinite row (key 7): every output of head 0 is ±inf by that row's signs, as in f32 (each
+    query gives the key a probability far from 0); head 1 stays finite and close."""
+
+    def place(q, k, v, rng):
+        v[0, 0, 7, :] = np.where(rng.uniform(size=64) < 0.5, -np.inf, np.inf)
+
+    got, want, ops = run_attention(make_session, run_cpu, options, tmp_path, place)
+    assert np.isinf(want[0, 0]).all() and np.isfinite(want[0, 1]).all(), "the case's reference"
+    assert_same_specials(got, want, 1e-4, f"x3 attention {ops}")
 
 
 def test_split_attention_with_infinities_in_q_and_k(make_session, run_cpu, options, tmp_path):
     """One infinite element of K (head 0, key 4): the queries it gives a +inf score are NaN throughout and the others
     drop that key (a -inf score), as in f32; infinities in Q (head 1) make their rows NaN, as on the CPU EP."""
-    rng = np.random.default_rng(int(np.random.default_rng().integers(0, 2**31)))
-    q = rng.uniform(-1, 1, (1, 2, 37, 64)).astype(np.float32)
-    k = rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32)
-    v = rng.uniform(-1, 1, (1, 2, 75, 64)).astype(np.float32)
-    k[0, 0, 4, 3] = np.inf
-    q[0, 0, :, 3] = np.where(np.arange(37) % 3 == 0, -1.0, 0.5)  # nonzero, f16 holds each exactly once scaled
-    q[0, 1, 5, 3], q[0, 1, 6, 7] = np.inf, -np.inf
-    model = attention_model(list(q.shape), list(k.shape))
-    feeds = {"q": q, "k": k, "v": v}
-    sess = make_session(model, dict(options, attention="flash", offload="all"))
-    got, ops = kernels_run(sess, feeds, tmp_path)
-    require_tensor_cores(ops, "attn_coop_f32x3")
-    want = run_cpu(model, feeds)
-    nan_rows = np.isnan(want[0][0, 0]).any(axis=1)
-    assert nan_rows.sum() == 24 and np.isnan(want[0][0, 1, [5, 6]]).all(), "the case's reference"
-    assert_same_specials(got[0], want[0], 1e-4, f"x3 attention {ops}")
+
+    def place(q, k, v, rng):
+        k[0, 0, 4, 3] = np.inf
+        q[0, 0, :, 3] = np.where(np.arange(37) % 3 == 0, -1.0, 0.5)  # nonzero, f16 holds each exactly once scaled
+        q[0, 1, 5, 3], q[0, 1, 6, 7] = np.inf, -np.inf
+
+    got, want, ops = run_attention(make_session, run_cpu, options, tmp_path, place)
+    assert np.isnan(want[0, 0]).any(axis=1).sum() == 24 and np.isnan(want[0, 1, [5, 6]]).all(), "the case's reference"
+    assert_same_specials(got, want, 1e-4, f"x3 attention {ops}")
