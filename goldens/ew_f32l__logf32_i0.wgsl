@@ -29,11 +29,15 @@ fn ew_nan_of(x: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
 }
 
-// The logarithm with NaN below zero written out: a driver that assumes no NaN (Vulkan without
-// SignedZeroInfNanPreserve, which WGSL cannot ask for) folds exp(log(x)) to x inside one kernel
-// (llvmpipe did, and IsNaN after it saw none).
+// The logarithm and the square root with NaN below zero written out: a driver that assumes no
+// NaN (Vulkan without SignedZeroInfNanPreserve, which WGSL cannot ask for) folds exp(log(x)) and
+// sqrt(x)² to x inside one kernel (llvmpipe did, and IsNaN after them saw none).
 fn ew_log(x: f32) -> f32 {
     return select(log(x), ew_nan_of(x), x < 0.0);
+}
+
+fn ew_sqrt(x: f32) -> f32 {
+    return select(sqrt(x), ew_nan_of(x), x < 0.0);
 }
 
 fn value(o: u32) -> f32 {

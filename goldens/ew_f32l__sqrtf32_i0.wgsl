@@ -11,9 +11,38 @@ struct Params {
 @group(0) @binding(2) var<uniform> P: Params;
 
 
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
+// The logarithm and the square root with NaN below zero written out: a driver that assumes no
+// NaN (Vulkan without SignedZeroInfNanPreserve, which WGSL cannot ask for) folds exp(log(x)) and
+// sqrt(x)² to x inside one kernel (llvmpipe did, and IsNaN after them saw none).
+fn ew_log(x: f32) -> f32 {
+    return select(log(x), ew_nan_of(x), x < 0.0);
+}
+
+fn ew_sqrt(x: f32) -> f32 {
+    return select(sqrt(x), ew_nan_of(x), x < 0.0);
+}
+
 fn value(o: u32) -> f32 {
     let x0 = in0[o];
-    let v0: f32 = sqrt(x0);
+    let v0: f32 = ew_sqrt(x0);
     return v0;
 }
 

@@ -146,24 +146,34 @@ fn bool_chain_and_select() {
     assert_close("bool chain into Where", &got.values(), &want, 0.0, 0.0);
 }
 
-/// Log of negative values is NaN inside one fused kernel, where a driver that assumes no NaN folds
-/// exp(log(x)) to x (llvmpipe did: IsNaN then saw none; fuzz seed 811170): IsNaN(Exp(Log(x))) is
-/// true exactly where x < 0, in f32 and f16.
+/// Log and Sqrt of negative values are NaN inside one fused kernel, where a driver that assumes no
+/// NaN folds exp(log(x)) and sqrt(x)² to x (llvmpipe did: IsNaN then saw none; fuzz seed 811170):
+/// IsNaN(Exp(Log(x))) and IsNaN(Pow(Sqrt(x), 2)) are true exactly where x < 0, in f32 and f16.
 #[test]
-fn log_keeps_its_nan_through_a_fused_chain() {
-    let mut rng = common::rng("log_keeps_its_nan_through_a_fused_chain");
+fn log_and_sqrt_keep_their_nan_through_a_fused_chain() {
+    let mut rng = common::rng("log_and_sqrt_keep_their_nan_through_a_fused_chain");
     for ty in [F32, F16] {
         let s: &[u64] = &[5, 37];
         let x = floats(&mut rng, ty, s, -3.0, 3.0, &[0.0, 1.0]);
+        let two = scalar(ty, 2.0);
         let v = |n: &str| Some(value(n, ty, s));
-        let nodes = [
-            node("Log", 13, vec![v("x")], vec![value("l", ty, s)], vec![]),
-            node("Exp", 13, vec![v("l")], vec![value("e", ty, s)], vec![]),
-            node("IsNaN", 20, vec![v("e")], vec![value("y", Bool, s)], vec![]),
+        let chains = [
+            (
+                node("Log", 13, vec![v("x")], vec![value("l", ty, s)], vec![]),
+                node("Exp", 13, vec![v("l")], vec![value("e", ty, s)], vec![]),
+            ),
+            (
+                node("Sqrt", 13, vec![v("x")], vec![value("l", ty, s)], vec![]),
+                node("Pow", 15, vec![v("l"), Some(const_val("two", &two))], vec![value("e", ty, s)], vec![]),
+            ),
         ];
-        let got = one_step(&nodes, &[("x", &x)], &[], "y");
-        let want = expect(&[&x], s, |a| (a[0] < 0.0) as u8 as f64, Bool);
-        assert_eq!(got.values(), want, "{ty}");
+        for (first, second) in chains {
+            let what = format!("{} {ty}", first.op_type);
+            let nodes = [first, second, node("IsNaN", 20, vec![v("e")], vec![value("y", Bool, s)], vec![])];
+            let got = one_step(&nodes, &[("x", &x)], &[("two", &two)], "y");
+            let want = expect(&[&x], s, |a| (a[0] < 0.0) as u8 as f64, Bool);
+            assert_eq!(got.values(), want, "{what}");
+        }
     }
 }
 

@@ -213,7 +213,7 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
         Relu => Expr::new(format!("select({a}, 0.0, {a} < 0.0)")),
         Exp => Expr::new(format!("exp({a})")),
         Log => Expr::with(format!("ew_log({a})"), &["nan", "log"]),
-        Sqrt => Expr::new(format!("sqrt({a})")),
+        Sqrt => Expr::with(format!("ew_sqrt({a})"), &["nan", "log"]),
         Reciprocal => Expr::new(format!("1.0 / {a}")),
         Erf => Expr::with(format!("ew_erf({a})"), &["nan", "erf"]),
         Tanh => Expr::with(format!("ew_tanh({a})"), &["nan", "tanh"]),
