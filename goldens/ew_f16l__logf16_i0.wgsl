@@ -31,9 +31,16 @@ fn ew_nan_of(x: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
 }
 
-// The logarithm and the square root with NaN below zero written out: a driver that assumes no
-// NaN (Vulkan without SignedZeroInfNanPreserve, which WGSL cannot ask for) folds exp(log(x)) and
-// sqrt(x)² to x inside one kernel (llvmpipe did, and IsNaN after them saw none).
+// The logarithm and the square root with NaN below zero written out, and the exponential with
+// its overflow to infinity and underflow to 0: a driver that assumes no NaN or infinity (Vulkan
+// without SignedZeroInfNanPreserve, which WGSL cannot ask for) folds exp(log(x)), sqrt(x)² and
+// log(exp(x)) to x inside one kernel (llvmpipe did, and IsNaN or IsInf after them saw none).
+fn ew_exp(x: f32) -> f32 {
+    // ±inf from x's own bits (a non-finite constant is invalid WGSL); +inf where it is taken.
+    let inf = bitcast<f32>((bitcast<u32>(x) & 0x80000000u) | 0x7f800000u);
+    return select(select(exp(x), 0.0, x < -103.97208), inf, x > 88.72284);
+}
+
 fn ew_log(x: f32) -> f32 {
     return select(log(x), ew_nan_of(x), x < 0.0);
 }

@@ -11,9 +11,45 @@ struct Params {
 @group(0) @binding(2) var<uniform> P: Params;
 
 
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
+// The logarithm and the square root with NaN below zero written out, and the exponential with
+// its overflow to infinity and underflow to 0: a driver that assumes no NaN or infinity (Vulkan
+// without SignedZeroInfNanPreserve, which WGSL cannot ask for) folds exp(log(x)), sqrt(x)² and
+// log(exp(x)) to x inside one kernel (llvmpipe did, and IsNaN or IsInf after them saw none).
+fn ew_exp(x: f32) -> f32 {
+    // ±inf from x's own bits (a non-finite constant is invalid WGSL); +inf where it is taken.
+    let inf = bitcast<f32>((bitcast<u32>(x) & 0x80000000u) | 0x7f800000u);
+    return select(select(exp(x), 0.0, x < -103.97208), inf, x > 88.72284);
+}
+
+fn ew_log(x: f32) -> f32 {
+    return select(log(x), ew_nan_of(x), x < 0.0);
+}
+
+fn ew_sqrt(x: f32) -> f32 {
+    return select(sqrt(x), ew_nan_of(x), x < 0.0);
+}
+
 fn value(o: u32) -> f32 {
     let x0 = in0[o];
-    let v0: f32 = exp(x0);
+    let v0: f32 = ew_exp(x0);
     return v0;
 }
 

@@ -177,6 +177,26 @@ fn log_and_sqrt_keep_their_nan_through_a_fused_chain() {
     }
 }
 
+/// Exp's overflow to infinity and underflow to 0 inside one fused kernel, where a driver that
+/// assumes no infinity folds log(exp(x)) to x: IsInf(Log(Exp(x))) is true past ln(FLT_MAX) and
+/// below ln(2^-150), false between (values clear of f32's subnormals, which a driver may flush).
+#[test]
+fn exp_keeps_its_overflow_through_a_fused_chain() {
+    let xs = [100.0, 1e30, 89.0, -200.0, -1e30, 0.5, -3.0, 80.0, -80.0, 0.0];
+    let s: &[u64] = &[xs.len() as u64];
+    let x = T::f32(s, &xs);
+    let v = |n: &str| Some(value(n, F32, s));
+    let nodes = [
+        node("Exp", 13, vec![v("x")], vec![value("e", F32, s)], vec![]),
+        node("Log", 13, vec![v("e")], vec![value("l", F32, s)], vec![]),
+        node("IsInf", 20, vec![v("l")], vec![value("y", Bool, s)], vec![]),
+    ];
+    let got = one_step(&nodes, &[("x", &x)], &[], "y");
+    let want: Vec<f64> = xs.iter().map(|&a| (a.exp().ln().is_infinite()) as u8 as f64).collect();
+    assert_eq!(want.iter().filter(|&&w| w == 1.0).count(), 5, "the case");
+    assert_eq!(got.values(), want);
+}
+
 #[test]
 fn bad_shapes_are_errors() {
     let a = T::f32(&[2, 3], &[0.0; 6]);

@@ -211,7 +211,7 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
         Relu if at == ElemType::I32 => Expr::new(format!("max({a}, 0)")),
         // Keeps NaN (NaN < 0 is false), as ONNX Runtime's max(x, 0) does.
         Relu => Expr::new(format!("select({a}, 0.0, {a} < 0.0)")),
-        Exp => Expr::new(format!("exp({a})")),
+        Exp => Expr::with(format!("ew_exp({a})"), &["nan", "log"]),
         Log => Expr::with(format!("ew_log({a})"), &["nan", "log"]),
         Sqrt => Expr::with(format!("ew_sqrt({a})"), &["nan", "log"]),
         Reciprocal => Expr::new(format!("1.0 / {a}")),
