@@ -48,7 +48,7 @@ fn ew_r16(x: f32) -> f32 {
 
 fn value(o: u32) -> f32 {
     let x0 = f32(in0[o]);
-    let v0: f32 = select(x0, 0.0, x0 < 0.0);
+    let v0: f32 = select(select(x0, 0.0, x0 < 0.0), x0, ew_nan(x0));
     return v0;
 }
 

@@ -51,7 +51,7 @@ fn value(o: u32) -> f32 {
     let x0 = f32(in0[o]);
     let v0: f32 = ew_r16(P.f[0][0]);
     let v1: f32 = ew_r16(P.f[0][1]);
-    let v2: f32 = clamp(v0 * x0 + v1, 0.0, 1.0);
+    let v2: f32 = select(clamp(v0 * x0 + v1, 0.0, 1.0), x0, ew_nan(x0));
     return v2;
 }
 

@@ -11,9 +11,27 @@ struct Params {
 @group(0) @binding(2) var<uniform> P: Params;
 
 
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
 fn value(o: u32) -> f32 {
     let x0 = in0[o];
-    let v0: f32 = select(x0, 0.0, x0 < 0.0);
+    let v0: f32 = select(select(x0, 0.0, x0 < 0.0), x0, ew_nan(x0));
     return v0;
 }
 

@@ -53,6 +53,9 @@ fn linear_workgroup(wid: vec3<u32>) -> u32 {
     return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
 }
 
+fn act_keep_nan(v: f32, x: f32) -> f32 {
+    return select(v, x, (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u);
+}
 
 
 fn ew_nan(x: f32) -> bool {
@@ -100,15 +103,14 @@ fn ew_erf(a: f32) -> f32 {
     return select(select(r, -r, a < 0.0), a, ew_nan(a));
 }
 
-// The activations beyond Relu/Clip (flag bits 4–7; clip_min and clip_max hold their α and β):
-// 1 HardSigmoid, 2 HardSwish, 3 SiLU, 4 LeakyRelu, 5 GELU (erf). NaN passes through.
+
 fn extended_activation(x: f32) -> f32 {
     let kind = (p.flags >> 4u) & 15u;
     if (kind == 1u || kind == 2u) {
         var h = p.clip_min * x + p.clip_max;
         h = select(h, 0.0, h < 0.0);
         h = select(h, 1.0, h > 1.0);
-        return select(h, x * h, kind == 2u);
+        return act_keep_nan(select(h, x * h, kind == 2u), x);
     } else if (kind == 3u) {
         return x / (1.0 + exp(-x));
     } else if (kind == 4u) {
@@ -119,21 +121,28 @@ fn extended_activation(x: f32) -> f32 {
     return x;
 }
 
+
+fn activation(x: f32) -> f32 {
+    var v = x;
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = act_keep_nan(select(v, 0.0, v < 0.0), v);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = act_keep_nan(select(v, p.clip_max, v > p.clip_max), x);
+    }
+    v = extended_activation(v);
+    return v;
+}
+
+
 // alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
 fn epilogue(acc: f32, bias_index: u32) -> f32 {
     var v = p.alpha * acc;
     if ((p.flags & 1u) != 0u) {
         v = v + p.beta * f32(bias[bias_index]);
     }
-    let act = (p.flags >> 1u) & 3u;
-    if (act == 1u) {
-        v = select(v, 0.0, v < 0.0);
-    } else if (act == 2u) {
-        v = select(v, p.clip_min, v < p.clip_min);
-        v = select(v, p.clip_max, v > p.clip_max);
-    }
-    v = extended_activation(v);
-    return v;
+    return activation(v);
 }
 
 const BK: u32 = 16u;

@@ -104,20 +104,31 @@ fn linear_workgroup(wid: vec3<u32>) -> u32 {
     return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
 }
 
+fn act_keep_nan(v: f32, x: f32) -> f32 {
+    return select(v, x, (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u);
+}
+
+
+fn activation(x: f32) -> f32 {
+    var v = x;
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = act_keep_nan(select(v, 0.0, v < 0.0), v);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = act_keep_nan(select(v, p.clip_max, v > p.clip_max), x);
+    }
+    return v;
+}
+
+
 // alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
 fn epilogue(acc: f32, bias_index: u32) -> f32 {
     var v = p.alpha * acc;
     if ((p.flags & 1u) != 0u) {
         v = v + p.beta * f32(bias[bias_index]);
     }
-    let act = (p.flags >> 1u) & 3u;
-    if (act == 1u) {
-        v = select(v, 0.0, v < 0.0);
-    } else if (act == 2u) {
-        v = select(v, p.clip_min, v < p.clip_min);
-        v = select(v, p.clip_max, v > p.clip_max);
-    }
-    return v;
+    return activation(v);
 }
 
 @group(0) @binding(6) var<storage, read> residual: array<f32>;

@@ -209,8 +209,9 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
         Abs => Expr::new(format!("abs({a})")),
         Neg => Expr::new(format!("-{a}")),
         Relu if at == ElemType::I32 => Expr::new(format!("max({a}, 0)")),
-        // Keeps NaN (NaN < 0 is false), as ONNX Runtime's max(x, 0) does.
-        Relu => Expr::new(format!("select({a}, 0.0, {a} < 0.0)")),
+        // Keeps NaN, as ONNX Runtime's max(x, 0) does, found by its bits: a driver that assumes no NaN
+        // compiles the inner select as a hardware max, which returns 0 for NaN (`wgsl/activation.wgsl.j2`).
+        Relu => Expr::with(format!("select(select({a}, 0.0, {a} < 0.0), {a}, ew_nan({a}))"), &["nan"]),
         Exp => Expr::with(format!("ew_exp({a})"), &["nan", "log"]),
         Log => Expr::with(format!("ew_log({a})"), &["nan", "log"]),
         Sqrt => Expr::with(format!("ew_sqrt({a})"), &["nan", "log"]),
@@ -227,7 +228,8 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
         HardSwish => Expr::new(format!("{a} * clamp({a} * 0.16666666666666667 + 0.5, 0.0, 1.0)")),
         Softplus => Expr::with(format!("ew_softplus({a})"), &["softplus"]),
         Mish => Expr::with(format!("{a} * ew_tanh(ew_softplus({a}))"), &["nan", "tanh", "softplus"]),
-        HardSigmoid => Expr::new(format!("clamp({b} * {a} + {c}, 0.0, 1.0)")),
+        // NaN passes through, as in ONNX Runtime's CPU EP (a clamp returns a bound for it).
+        HardSigmoid => Expr::with(format!("select(clamp({b} * {a} + {c}, 0.0, 1.0), {a}, ew_nan({a}))"), &["nan"]),
         Elu => Expr::new(format!("select({a}, {b} * (exp({a}) - 1.0), {a} < 0.0)")),
         Selu => Expr::new(format!("{c} * select({a}, {b} * (exp({a}) - 1.0), {a} <= 0.0)")),
         PRelu => Expr::new(format!("select({a}, {a} * {b}, {a} < 0.0)")),
