@@ -29,7 +29,16 @@ fn out_len(d: u32) -> u32 {
     return p.out_shape[d / 4u][d % 4u];
 }
 
-// The input coordinate of output position o along axis d.
+// a / b as IEEE division rounds it: a driver may divide through an approximate reciprocal (the
+// NVIDIA driver gave (3 + 0.5) / 3.5 = 1.0000001), which moves a nearest-mode tie such as 0.5 to
+// the next pixel. One correction by the rest a − q·b, exact when fma is fused (it is on GPUs), brings
+// q to the rounded quotient.
+fn div_exact(a: f32, b: f32) -> f32 {
+    let q = a / b;
+    return q + fma(-q, b, a) / b;
+}
+
+// The input coordinate of output position o along axis d, computed as ONNX Runtime's CPU EP does.
 fn coordinate(o: u32, d: u32) -> f32 {
     let s = p.scales[d / 4u][d % 4u];
     let n_in = f32(in_len(d));
@@ -38,24 +47,24 @@ fn coordinate(o: u32, d: u32) -> f32 {
     let xo = f32(o);
     switch p.coordinates {
         case 1u: {
-            return xo / s;
+            return div_exact(xo, s);
         }
         case 2u: {
-            return select(0.0, (xo + 0.5) / s - 0.5, n_out > 1.0);
+            return select(0.0, div_exact(xo + 0.5, s) - 0.5, n_out > 1.0);
         }
         case 3u: {
-            return select(xo * (n_in - 1.0) / (n_out - 1.0), 0.0, n_out == 1.0);
+            return select(div_exact(xo * (n_in - 1.0), n_out - 1.0), 0.0, n_out == 1.0);
         }
         case 4u: {
-            return (xo + 0.5) / s;
+            return div_exact(xo + 0.5, s);
         }
         case 5u: {
-            let adjustment = f32(out_len(d)) / n_out;
+            let adjustment = div_exact(f32(out_len(d)), n_out);
             let offset = n_in * 0.5 * (1.0 - adjustment);
-            return offset + (xo + 0.5) / s - 0.5;
+            return offset + div_exact(xo + 0.5, s) - 0.5;
         }
         default: {
-            return (xo + 0.5) / s - 0.5;
+            return div_exact(xo + 0.5, s) - 0.5;
         }
     }
 }
