@@ -39,11 +39,6 @@ struct Params {
 
 var<workgroup> part: array<u32, 256>;
 
-// Two maxima with their infinity marks (bit 31) merged.
-fn merge(x: u32, y: u32) -> u32 {
-    return max(x & 0x7fffffffu, y & 0x7fffffffu) | ((x | y) & 0x80000000u);
-}
-
 @compute @workgroup_size(256, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let lin = wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
@@ -56,7 +51,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let step = p.tiles_n * 256u;
     // Four loads in flight per invocation.
     var largest = vec4<u32>();
-    var infinite = false;
     for (var i = group * 256u + tid; i < len; i = i + 4u * step) {
         for (var u = 0u; u < 4u; u = u + 1u) {
             let j = i + u * step;
@@ -68,16 +62,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     words = a[j];
                 }
                 let magnitude = words & vec4<u32>(0x7fffffffu);
-                infinite = infinite || any(magnitude == vec4<u32>(0x7f800000u));
                 largest = max(largest, select(magnitude, vec4<u32>(), magnitude >= vec4<u32>(0x7f800000u)));
             }
         }
     }
-    part[tid] = max(max(largest.x, largest.y), max(largest.z, largest.w)) | select(0u, 0x80000000u, infinite);
+    part[tid] = max(max(largest.x, largest.y), max(largest.z, largest.w));
     workgroupBarrier();
     for (var half = 128u; half > 0u; half = half / 2u) {
         if (tid < half) {
-            part[tid] = merge(part[tid], part[tid + half]);
+            part[tid] = max(part[tid], part[tid + half]);
         }
         workgroupBarrier();
     }

@@ -17,9 +17,6 @@ var<private> shift_a: i32;
 var<private> shift_b: i32;
 var<private> scale_a: f32;
 var<private> scale_b: f32;
-// Whether the other operand holds an infinity (`split_part`'s `nonzero`).
-var<private> nonzero_a: bool;
-var<private> nonzero_b: bool;
 
 fn split_shift(bits: u32) -> i32 {
     let e = i32((bits >> 23u) & 255u);
@@ -34,26 +31,22 @@ fn split_shift(bits: u32) -> i32 {
 // masking, not f32→f16→f32 conversions, which a driver may fold away. (Rounding the high part
 // to nearest measured 3% slower on the H200 for 8–10% less error: the tensor cores' own
 // accumulation dominates.)
-// An infinity is its own low part (finite values scale below 2^15; inf − inf would be NaN). With
-// `nonzero` (the other operand holds an infinity) every part of a nonzero value is nonzero and of
-// its sign, so that infinity makes ±inf in all three products, as in f32, never 0·inf = NaN: a
-// part below f16's least normal 2^-14 (a value f16 holds exactly has no rest; the NVIDIA driver
-// flushes f16 subnormals) becomes ±2^-14, at most 2^-14 of error against the largest magnitude's
-// 2^14 (only then: on data with outliers, 1e-5 of a small row's Σ|a||b|).
-fn split_part(x: vec4<f32>, scale: f32, low: bool, nonzero: bool) -> vec4<f32> {
+// An infinity's hi part is f16's largest finite value of its sign and its lo part the infinity
+// (finite values scale below 2^15, which the clamp leaves alone; a NaN stays NaN in the lo part).
+// The infinity then meets only the other operand's hi part, nonzero for every value f16 holds
+// once scaled, and gives ±inf as in f32, never 0·inf or inf − inf (the NaN a lo part of 0 or of
+// the other sign would make); the hi parts' products stay finite. A nonzero value below f16's
+// least normal once scaled (2^-28 of its operand's largest magnitude and less) has no hi part:
+// there an infinity gives NaN where f32 gives ±inf (docs/RELIABILITY.md §8). Marking such
+// operands and forcing their parts nonzero made the common case 10% slower on an H100.
+fn split_part(x: vec4<f32>, scale: f32, low: bool) -> vec4<f32> {
     let xs = x * scale;
-    let hi = bitcast<vec4<f32>>(bitcast<vec4<u32>>(xs) & vec4<u32>(0xffffe000u));
-    var part = hi;
+    let bits = bitcast<vec4<f32>>(bitcast<vec4<u32>>(xs) & vec4<u32>(0xffffe000u));
+    let hi = clamp(bits, vec4<f32>(-65504.0), vec4<f32>(65504.0));
     if (low) {
-        part = select(xs - hi, xs, abs(xs) > vec4<f32>(65504.0));
+        return xs - hi;
     }
-    // A branch (`nonzero` is the same across the workgroup, and rarely true), so that the common case
-    // pays nothing for it: as selects it made Whisper fp32's split products 14-19% slower on an H100.
-    if (nonzero) {
-        let least = bitcast<vec4<f32>>((bitcast<vec4<u32>>(xs) & vec4<u32>(0x80000000u)) | vec4<u32>(0x38800000u));
-        part = select(part, least, (abs(part) < vec4<f32>(6.103515625e-5)) & (xs != vec4<f32>()));
-    }
-    return part;
+    return hi;
 }
 
 struct Params {
@@ -214,27 +207,22 @@ var<workgroup> c_tile: array<f32, 2048>;
 // The largest of the max pass's per-workgroup maxima of A and of B (p.flags >> 16 of each): a
 // strided share per invocation, then a tree through the epilogue's scratch, unused until the
 // epilogue (which the K loop's barriers keep after every invocation's read here). Compared as
-// u32 bits (finite magnitudes order alike; no denormal is flushed); bit 31 marks an infinity.
-fn merge(x: vec2<u32>, y: vec2<u32>) -> vec2<u32> {
-    return max(x & vec2<u32>(0x7fffffffu), y & vec2<u32>(0x7fffffffu)) | ((x | y) & vec2<u32>(0x80000000u));
-}
-
+// u32 bits (finite magnitudes order alike; no denormal is flushed).
 fn operand_maxima(tid: u32) -> vec2<u32> {
     let groups = p.flags >> 16u;
     var m = vec2<u32>();
     for (var g = tid; g < groups; g = g + 256u) {
-        m = merge(m, vec2<u32>(maxima[g], maxima[groups + g]));
+        m = max(m, vec2<u32>(maxima[g], maxima[groups + g]));
     }
     c_tile[tid] = bitcast<f32>(m.x);
     c_tile[256u + tid] = bitcast<f32>(m.y);
     workgroupBarrier();
     for (var half = 128u; half > 0u; half = half / 2u) {
         if (tid < half) {
-            let x = vec2<u32>(bitcast<u32>(c_tile[tid]), bitcast<u32>(c_tile[256u + tid]));
-            let y = vec2<u32>(bitcast<u32>(c_tile[tid + half]), bitcast<u32>(c_tile[256u + tid + half]));
-            let both = merge(x, y);
-            c_tile[tid] = bitcast<f32>(both.x);
-            c_tile[256u + tid] = bitcast<f32>(both.y);
+            let a = max(bitcast<u32>(c_tile[tid]), bitcast<u32>(c_tile[tid + half]));
+            let b = max(bitcast<u32>(c_tile[256u + tid]), bitcast<u32>(c_tile[256u + tid + half]));
+            c_tile[tid] = bitcast<f32>(a);
+            c_tile[256u + tid] = bitcast<f32>(b);
         }
         workgroupBarrier();
     }
@@ -283,10 +271,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let k_begin = split * p.k_chunk;
     let k_end = min(p.k, k_begin + p.k_chunk);
     let largest = operand_maxima(tid);
-    shift_a = split_shift(largest.x & 0x7fffffffu);
-    shift_b = split_shift(largest.y & 0x7fffffffu);
-    nonzero_a = largest.y >= 0x80000000u;
-    nonzero_b = largest.x >= 0x80000000u;
+    shift_a = split_shift(largest.x);
+    shift_b = split_shift(largest.y);
     scale_a = ldexp(1.0, shift_a);
     scale_b = ldexp(1.0, shift_b);
     let sg = tid / 32u;
@@ -369,26 +355,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     for (var s = 0u; s < n_slices; s = s + 1u) {
         {
-        let hi = split_part(ra0, scale_a, false, nonzero_a);
-        let lo = split_part(ra0, scale_a, true, nonzero_a);
+        let hi = split_part(ra0, scale_a, false);
+        let lo = split_part(ra0, scale_a, true);
         a_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
         a_lo_tile[(0u * A_STAGE + a_st0) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
         }
         {
-        let hi = split_part(ra1, scale_a, false, nonzero_a);
-        let lo = split_part(ra1, scale_a, true, nonzero_a);
+        let hi = split_part(ra1, scale_a, false);
+        let lo = split_part(ra1, scale_a, true);
         a_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
         a_lo_tile[(0u * A_STAGE + a_st1) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
         }
         {
-        let hi = split_part(rb0, scale_b, false, nonzero_b);
-        let lo = split_part(rb0, scale_b, true, nonzero_b);
+        let hi = split_part(rb0, scale_b, false);
+        let lo = split_part(rb0, scale_b, true);
         b_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
         b_lo_tile[(0u * B_STAGE + b_st0) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
         }
         {
-        let hi = split_part(rb1, scale_b, false, nonzero_b);
-        let lo = split_part(rb1, scale_b, true, nonzero_b);
+        let hi = split_part(rb1, scale_b, false);
+        let lo = split_part(rb1, scale_b, true);
         b_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(hi.x), f16(hi.y), f16(hi.z), f16(hi.w));
         b_lo_tile[(0u * B_STAGE + b_st1) / VW] = array<f16, 4>(f16(lo.x), f16(lo.y), f16(lo.z), f16(lo.w));
         }

@@ -10,8 +10,8 @@
 //! maxima of both operands' magnitudes (at most [`MAX_GROUPS`] per operand), which every workgroup
 //! of the product reads and reduces itself (a second pass reducing them cost a dispatch per product:
 //! 8 of Whisper-tiny fp32's 61). The maxima skip infinities and NaNs, which pass through the
-//! product as in f32 (bit 31 of a maximum marks a share holding an infinity: the other operand's
-//! parts are then kept nonzero, so no 0·inf makes NaN); an operand of zeros gets s = 0.
+//! product as in f32 (an infinity's hi part is f16's largest value and its lo part the infinity,
+//! so it meets only the other operand's nonzero hi parts); an operand of zeros gets s = 0.
 
 use super::coop;
 use super::layout::wide_loads_ok;

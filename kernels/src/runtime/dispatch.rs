@@ -225,7 +225,6 @@ impl Gpu {
                     if known.constant_b {
                         once.push(self.prepare(variant.clone(), BindingLayout::ABSMAX, params, &buffers, step.grid)?);
                         if let Some(bound) = known.a_bound {
-                            // No infinity mark (bit 31, clear in a magnitude): a bounded A holds none.
                             let mut maxima = vec![0u8; step.params.tiles_n as usize * 4];
                             maxima[..4].copy_from_slice(&bound.abs().to_bits().to_le_bytes());
                             a_maxima = Some((ws, maxima));
