@@ -233,8 +233,8 @@ fn raw_expr(op: &ElemOp, ty: ElemType, args: &[(String, ElemType)], slot: Option
         Elu => Expr::new(format!("select({a}, {b} * (exp({a}) - 1.0), {a} < 0.0)")),
         Selu => Expr::new(format!("{c} * select({a}, {b} * (exp({a}) - 1.0), {a} <= 0.0)")),
         PRelu => Expr::new(format!("select({a}, {a} * {b}, {a} < 0.0)")),
-        Sin => Expr::new(format!("sin({a})")),
-        Cos => Expr::new(format!("cos({a})")),
+        Sin => Expr::with(format!("ew_sincos({a}, 0u)"), &["trig"]),
+        Cos => Expr::with(format!("ew_sincos({a}, 1u)"), &["trig"]),
         Floor => Expr::new(format!("floor({a})")),
         Ceil => Expr::new(format!("ceil({a})")),
         // WGSL's round() rounds half to even, as ONNX's Round.
