@@ -20,6 +20,8 @@ use crate::ops::{
 };
 use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 
+mod table;
+
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&ResizeDef];
 
@@ -72,9 +74,9 @@ pub struct ResizeKernel {
     pub name: String,
     pub ty: ElemType,
     pub linear: bool,
-    /// Index of the coordinate transformation mode (see the template).
+    /// Index of the coordinate transformation mode (see `table.rs`).
     pub coordinates: u32,
-    /// Index of the nearest mode (see the template).
+    /// Index of the nearest mode (see `table.rs`).
     pub nearest: u32,
     pub target: Target,
     pub axes: Option<Vec<i64>>,
@@ -223,13 +225,15 @@ impl Kernel for ResizeKernel {
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let (x, y) = (io.input(0)?, io.output(0)?);
         check_bindings(&[x, y], cx.caps())?;
-        Ok(PreparedStep::one(self.dispatch(x.shape, cx.caps())?.bind(cx.gpu, &[x.buf], &[y.buf])?))
+        let (dispatch, table) = self.dispatch(x.shape, cx.caps())?;
+        let table = cx.gpu.upload(bytemuck::cast_slice(&table), "Resize positions")?;
+        Ok(PreparedStep::one(dispatch.bind(cx.gpu, &[x.buf, &table], &[y.buf])?))
     }
 
     fn plan(&self, inputs: &[Option<&[u64]>], caps: &DeviceCaps, _: &ExecOptions) -> Result<Option<StepPlan>, String> {
         let out = self.infer(inputs)?.remove(0);
         let x = inputs.first().copied().flatten().unwrap_or_default();
-        let planned = self.dispatch(x, caps).map_err(|e| format!("Resize '{}': {e}", self.name))?;
+        let (planned, _) = self.dispatch(x, caps).map_err(|e| format!("Resize '{}': {e}", self.name))?;
         let mode = if self.linear { "linear" } else { "nearest" };
         let line = format!("Resize '{}' ({mode}): {x:?} -> {out:?}", self.name);
         Ok(Some(step_plan(line, "one invocation per output element", &[planned])))
@@ -237,42 +241,28 @@ impl Kernel for ResizeKernel {
 }
 
 impl ResizeKernel {
-    /// The kernel resizing X of `x`: what `prepare` binds and `plan` reports.
-    fn dispatch(&self, x: &[u64], caps: &DeviceCaps) -> Result<OpDispatch, GpuError> {
+    /// The kernel resizing X of `x`, and the table of input positions it reads: what `prepare`
+    /// binds and `plan` reports.
+    fn dispatch(&self, x: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, Vec<u32>), GpuError> {
         let (out, scales) = self.geometry(x).map_err(GpuError::Invalid)?;
         let dims = |s: &[u64]| s.iter().map(|&d| to_u32("Resize dimension", d)).collect::<Result<Vec<_>, _>>();
         let count: u64 = out.iter().product();
-        let mut s = [[0f32; 4]; 2];
-        for (i, &v) in scales.iter().enumerate() {
-            s[i / 4][i % 4] = v;
-        }
-        let params = ResizeParams {
-            head: [
-                to_u32("Resize output elements", count)?,
-                x.len() as u32,
-                u32::from(self.linear),
-                self.coordinates,
-                self.nearest,
-                0,
-                0,
-                0,
-            ],
-            in_shape: packed(&dims(x)?)?,
-            out_shape: packed(&dims(&out)?)?,
-            scales: s,
-        };
+        let (in_shape, out_shape) = (packed(&dims(x)?)?, packed(&dims(&out)?)?);
+        let (table, offsets) = table::build(self, x, &out, &scales);
+        let head = [to_u32("Resize output elements", count)?, x.len() as u32, u32::from(self.linear), 0];
+        let params = ResizeParams { head, in_shape, out_shape, offsets };
         let variant = ShaderVariant::Op(OpShader::new(ResizeSource { ty: self.ty }));
-        Ok(OpDispatch::new(variant, &params, grid_for(count, caps)?))
+        Ok((OpDispatch::new(variant, &params, grid_for(count, caps)?), table))
     }
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct ResizeParams {
-    head: [u32; 8],
+    head: [u32; 4],
     in_shape: [[u32; 4]; 2],
     out_shape: [[u32; 4]; 2],
-    scales: [[f32; 4]; 2],
+    offsets: [[u32; 4]; 2],
 }
 
 /// The Resize kernel of one element type.
