@@ -222,7 +222,7 @@ fn sin_and_cos_are_accurate_to_a_few_ulps() {
             let w = f(f64::from(v));
             // A few ulps of the result, or of the reduced argument's rounding (2^-24 · |x| · 2^-8).
             let bound = 4.0 * f64::from(f32::EPSILON) * w.abs().max(1e-30) + 1e-9 * f64::from(v).abs().max(1.0);
-            assert!((f64::from(g) - w).abs() <= bound, "{op}({v:e}) = {g:e}, float64 {w:e} (bound {bound:.1e})");
+            assert!((g - w).abs() <= bound, "{op}({v:e}) = {g:e}, float64 {w:e} (bound {bound:.1e})");
         }
         let nodes = [node(op, 7, vec![Some(value("x", F32, &[n + 3]))], vec![value("y", F32, &[n + 3])], vec![])];
         let got = one_step(&nodes, &[("x", &xsp)], &[], "y").values();
