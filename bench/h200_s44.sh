@@ -14,7 +14,8 @@
 #          0e0c9f2's low-part formula), `pair` (one branch per load for both parts), against this build's own, two
 #          rounds; then f16 products of Whisper and 4096^3 on both builds' libraries' kernels (the stores' NaN test).
 #  special tests/test_special_values.py with the base build's library (.carry/base/): what failed on this GPU before.
-#  fuzz    tests/test_fuzz_graphs.py's random graphs on this GPU for FUZZ_SECONDS (default 90), from FUZZ_SEED.
+#  fuzz    tests/test_fuzz_graphs.py's random graphs on this GPU for FUZZ_SECONDS (default 90), from FUZZ_SEED; each
+#          graph's seed goes to $OUT/progress.txt before it runs (a crash of the process names its graph).
 #  pytest  the whole pytest suite on this GPU (TESTS_TIMEOUT seconds, default 480), failures listed; the
 #          inspector from .carry/inspect.
 # Stage here (goldens/ and docs/data/ moved out): `bash bench/h200_stage.sh`, the base build's library (a worktree
@@ -70,6 +71,7 @@ if [[ $PARTS == *" special "* ]]; then
     tests/test_special_values.py tests/test_bad_input.py -k "special or nan or clip or sin" >"$OUT/special_base.txt" 2>&1
 fi
 if [[ $PARTS == *" fuzz "* ]]; then
+  ONNXRUNTIME_EP_WGPU_FUZZ_PROGRESS=$OUT/progress.txt \
   ONNXRUNTIME_EP_WGPU_LIB=$LIB ONNXRUNTIME_EP_WGPU_FUZZ_SEED=${FUZZ_SEED:-900000} ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS=1000000 \
     ONNXRUNTIME_EP_WGPU_FUZZ_SECONDS=${FUZZ_SECONDS:-90} timeout $((${FUZZ_SECONDS:-90} + 60)) python3 -m pytest -q -s -x \
     -p no:cacheprovider tests/test_fuzz_graphs.py -k random >"$OUT/fuzz.txt" 2>&1
@@ -84,7 +86,8 @@ cat "$OUT/gpu.txt"
 for f in "$OUT"/ab_*_*.txt; do [[ -f $f ]] && grep -h "^| whisper" "$f" | sed "s|^|$(basename "$f" .txt) |" | cut -c1-150; done
 for f in "$OUT"/kb_*.txt; do [[ -f $f ]] && grep -hE "^1500" "$f" | sed "s|^|$(basename "$f" .txt) |" | cut -c1-140; done
 for f in "$OUT"/kbo_*.txt; do [[ -f $f ]] && grep -hE "^1500" "$f" | sed "s|^|$(basename "$f" .txt) |" | cut -c1-140; done
-[[ -f $OUT/fuzz.txt ]] && { echo "=== fuzz"; grep -E "matched|seed|FAILED|passed|failed|Error" "$OUT/fuzz.txt" | tail -12 | cut -c1-250; }
+[[ -f $OUT/fuzz.txt ]] && { echo "=== fuzz (last seed started: $(cat "$OUT/progress.txt" 2>/dev/null))"
+  grep -E "matched|seed|FAILED|passed|failed|Error|Fatal" "$OUT/fuzz.txt" | grep -v MergeShapeInfo | tail -12 | cut -c1-250; }
 for f in "$OUT"/attn_*.txt; do
   [[ -f $f ]] && grep -E "^\| whisper" "$f" | sed "s|^|$(basename "$f" .txt) |" | cut -c1-130
 done

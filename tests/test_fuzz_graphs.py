@@ -15,7 +15,8 @@ ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS=1. ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS sets 
 for CI) and ONNXRUNTIME_EP_WGPU_FUZZ_SECONDS a time budget after which no new graph starts (default 150 s: CI has
 two cores); run more by hand. ONNXRUNTIME_EP_WGPU_FUZZ_TENSOR_CORES (default 0.25) is the share of graphs run with the
 tensor-core plans (`tensor_core_options`; about one graph in fifteen reaches a coop kernel: its products must be
-16-byte aligned)."""
+16-byte aligned). ONNXRUNTIME_EP_WGPU_FUZZ_PROGRESS=<file> writes each graph's seed there before the graph runs, so
+a crash of the process (no failure message) still names its graph."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from fuzz_graph_gen import GraphGen
 ITERATIONS = int(os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_ITERATIONS", "150"))
 BASE_SEED = os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_SEED")
 SECONDS = float(os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_SECONDS", "150"))
+PROGRESS = os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_PROGRESS")
 # The share of graphs run with the tensor-core plans (emulated on the software adapter): products as coop GEMMs with
 # their fused epilogues, float32 products split in three f16 products, attention on the flash kernel.
 TENSOR_CORES = float(os.environ.get("ONNXRUNTIME_EP_WGPU_FUZZ_TENSOR_CORES", "0.25"))
@@ -221,6 +223,9 @@ def test_random_graphs_match_cpu(make_session, run_cpu, ep_devices):
             break
         tried += 1
         seed = base + i
+        if PROGRESS:
+            with open(PROGRESS, "w") as f:
+                f.write(f"{seed}\n")
         rng = np.random.default_rng(seed)
         dtype = np.float16 if rng.random() < 0.2 else np.float32
         model, feeds = GraphGen(rng, dtype).build(int(rng.integers(1, 16)))
