@@ -235,7 +235,7 @@ def test_bad_option_value_fails_session_creation(lib_path, model_path):
     code = f"""
 so = ort.SessionOptions()
 so.add_provider_for_devices(DEVS, {{"pipeline_cache": " "}})
-expect_error(lambda: ort.InferenceSession({model_path!r}, sess_options=so), "pipeline_cache")
+expect_error(lambda: ort.InferenceSession({model_path!r}, sess_options=so, enable_fallback=0), "pipeline_cache")
 print("OK")
 """
     r = run_script(lib_path, code)
