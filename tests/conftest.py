@@ -180,22 +180,31 @@ def ep_devices(registered_ep) -> list:
 
 @pytest.fixture(scope="session")
 def make_session(ep_devices):
-    """make_session(model, options=None, fallback=False, config=None) -> InferenceSession on our EP.
+    """make_session(model, options=None, fallback=False, config=None, disabled_optimizers=None) -> InferenceSession
+    on our EP.
 
     `options` are EP options (reaching the EP as `ep.wgpuexecutionprovider.<key>`); `config` extra session config
-    entries. Unless `fallback=True`, nodes that our EP declines make session creation fail instead of running on
-    the CPU EP. Python's silent retry on CPU is always off (`enable_fallback=0`).
+    entries; `disabled_optimizers` ORT graph transformers to leave out (they act on the nodes the CPU EP runs).
+    Unless `fallback=True`, nodes that our EP declines make session creation fail instead of running on the CPU EP.
+    Python's silent retry on CPU is always off (`enable_fallback=0`).
     """
     import onnxruntime as ort
 
-    def make(model, options: dict | None = None, fallback: bool = False, config: dict | None = None):
+    def make(
+        model,
+        options: dict | None = None,
+        fallback: bool = False,
+        config: dict | None = None,
+        disabled_optimizers: list[str] | None = None,
+    ):
         so = ort.SessionOptions()
         so.add_provider_for_devices(ep_devices, {k: str(v) for k, v in (options or {}).items()})
         if not fallback:
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         for key, value in (config or {}).items():
             so.add_session_config_entry(key, str(value))
-        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
+        extra = {"disabled_optimizers": disabled_optimizers} if disabled_optimizers else {}
+        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0, **extra)
         _sessions.add(sess)
         return sess
 
@@ -226,7 +235,8 @@ def run_profiled(ep_devices, tmp_path_factory):
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         so.enable_profiling = True
         so.profile_file_prefix = str(folder / "run")
-        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
+        extra = {"disabled_optimizers": disabled_optimizers} if disabled_optimizers else {}
+        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0, **extra)
         _sessions.add(sess)
         try:
             outputs = sess.run(None, feeds)
