@@ -416,6 +416,10 @@ impl Gpu {
                 .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?,
         };
         let wgsl_bytes = source.len();
+        if log_compiles() {
+            // Before the driver sees it, so that a crash inside the driver names its shader.
+            eprintln!("ep-wgpu compiling {name}: wgsl {wgsl_bytes} B");
+        }
         let source = super::subgroup_sync::shader_source(&source)
             .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
@@ -508,7 +512,8 @@ impl Gpu {
 }
 
 /// `ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1`: one line on stderr per compiled pipeline (WGSL size,
-/// module and pipeline creation times), to find the pipelines a cold start waits for.
+/// module and pipeline creation times), to find the pipelines a cold start waits for, and one as
+/// each compile starts.
 fn log_compiles() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("ONNXRUNTIME_EP_WGPU_LOG_COMPILES").is_ok_and(|v| v == "1"))
