@@ -178,6 +178,13 @@ def ep_devices(registered_ep) -> list:
     return devices
 
 
+def ep_options(options: dict | None) -> dict:
+    """EP options as strings. The tests check the plans a session keeps, so interim plans without tensor cores
+    (taken while a cold driver compiles: on a GPU a first run would test those instead) are off unless asked for;
+    tests/test_interim_kernels.py checks them."""
+    return {k: str(v) for k, v in {"interim_kernels": "0", **(options or {})}.items()}
+
+
 @pytest.fixture(scope="session")
 def make_session(ep_devices):
     """make_session(model, options=None, fallback=False, config=None, disabled_optimizers=None) -> InferenceSession
@@ -198,7 +205,7 @@ def make_session(ep_devices):
         disabled_optimizers: list[str] | None = None,
     ):
         so = ort.SessionOptions()
-        so.add_provider_for_devices(ep_devices, {k: str(v) for k, v in (options or {}).items()})
+        so.add_provider_for_devices(ep_devices, ep_options(options))
         if not fallback:
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         for key, value in (config or {}).items():
@@ -230,13 +237,12 @@ def run_profiled(ep_devices, tmp_path_factory):
 
     def run(model, feeds, fallback=False, options=None):
         so = ort.SessionOptions()
-        so.add_provider_for_devices(ep_devices, {k: str(v) for k, v in (options or {}).items()})
+        so.add_provider_for_devices(ep_devices, ep_options(options))
         if not fallback:
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         so.enable_profiling = True
         so.profile_file_prefix = str(folder / "run")
-        extra = {"disabled_optimizers": disabled_optimizers} if disabled_optimizers else {}
-        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0, **extra)
+        sess = ort.InferenceSession(model_arg(model), sess_options=so, enable_fallback=0)
         _sessions.add(sess)
         try:
             outputs = sess.run(None, feeds)
