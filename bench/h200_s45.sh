@@ -14,6 +14,9 @@
 #          the SIMT, split and fused-split paths, and on fc1 and Q/K/V for reference, two rounds.
 #  hs      `host_split.py` Whisper fp32 with the default options and with each HS_OPTS entry (default
 #          f32_split=1), the 16 dispatches of most GPU time each.
+#  startup bench/startup.py on Whisper-tiny fp16 (DTYPES, default fp16): ours-nocache with interim plans (the default)
+#          beside the peer, and ours-nocache with interim_kernels=0; cold and warm, 3 processes each.
+#  itest   tests/test_interim_kernels.py and tests/test_startup.py on this GPU's real tensor cores.
 #  models  `run.py` beside the peer and the CPU EP (MODELS, a --only regex, default Whisper).
 # Stage here (goldens/ and docs/data/ moved out): `bash bench/h200_stage.sh`; carry [".carry", ".whl", ".gl"].
 set -uo pipefail
@@ -76,6 +79,18 @@ if [[ $PARTS == *" hs "* ]]; then
       >"$OUT/hs_$o.txt" 2>&1
   done
 fi
+if [[ $PARTS == *" startup "* ]]; then
+  for dt in ${DTYPES:-fp16}; do
+    timeout 300 python3 bench/startup.py --lib "$LIB" --dtype "$dt" --configs ours-nocache,peer --modes cold,warm \
+      --repeat 3 --json "$OUT/su_interim_$dt.json" >"$OUT/su_interim_$dt.txt" 2>&1
+    timeout 200 python3 bench/startup.py --lib "$LIB" --dtype "$dt" --configs ours-nocache --modes cold,warm \
+      --repeat 3 -o interim_kernels=0 --json "$OUT/su_nointerim_$dt.json" >"$OUT/su_nointerim_$dt.txt" 2>&1
+  done
+fi
+if [[ $PARTS == *" itest "* ]]; then
+  ONNXRUNTIME_EP_WGPU_LIB=$LIB timeout 300 python3 -m pytest -q -p no:cacheprovider -rf \
+    tests/test_interim_kernels.py tests/test_startup.py >"$OUT/itest.txt" 2>&1
+fi
 if [[ $PARTS == *" reduce "* ]]; then
   for m in bench/experiments/crash/${REDUCE_GLOB:-*}.onnx; do
     t=$(basename "$m" .onnx)
@@ -104,5 +119,7 @@ for f in "$OUT"/kb_*.txt; do [[ -f $f ]] && grep -hE "^1500" "$f" | sed "s|^|$(b
 for f in "$OUT"/hs_*.txt; do [[ -f $f ]] && grep -h "^| whisper" "$f" | sed "s|^|$(basename "$f" .txt) |" | cut -c1-150; done
 for f in "$OUT"/r_*.txt; do [[ -f $f ]] && { echo "=== $(basename "$f")"; grep -v "^\s*$" "$f" | tail -8 | cut -c1-250; }; done
 for f in "$OUT"/gdb_*.txt; do [[ -f $f ]] && { echo "=== $(basename "$f")"; grep -E "^#|signal|rip" "$f" | head -25 | cut -c1-200; }; done
+for f in "$OUT"/su_*.txt; do [[ -f $f ]] && { echo "=== $(basename "$f")"; grep -E "^\|" "$f" | cut -c1-200; }; done
+[[ -f $OUT/itest.txt ]] && { echo "=== itest"; grep -E "^FAILED|^ERROR|passed|failed" "$OUT/itest.txt" | tail -12 | cut -c1-220; }
 [[ -f $OUT/models.txt ]] && grep -E "^\| (whisper|bert|vit)" "$OUT/models.txt" | tail -8 | cut -c1-130
 true

@@ -190,6 +190,17 @@ impl DeviceCaps {
         }
     }
 
+    /// The same device without tensor cores (neither real nor emulated): what the interim plans
+    /// of a cold start are made for (`graph/interim.rs`).
+    pub fn without_tensor_cores(&self) -> DeviceCaps {
+        DeviceCaps { coop_matrix: Vec::new(), coop_emulated: false, ..self.clone() }
+    }
+
+    /// Whether the device has real tensor cores (not the emulated form).
+    pub fn real_tensor_cores(&self) -> bool {
+        !self.coop_matrix.is_empty() && !self.coop_emulated
+    }
+
     /// True when the adapter offers a cooperative-matrix shape with these sizes and types.
     pub fn has_coop(&self, want: CoopMatrixConfig) -> bool {
         self.coop_matrix.contains(&want)

@@ -75,6 +75,7 @@ STARTUP_PHASES = (
     "copy_in",
     "copy_out_wait",
     "copy_out",
+    "interim",
 )
 
 _EP_NAME = "WgpuExecutionProvider"
@@ -147,7 +148,9 @@ def startup_stats(library_path: str | None = None) -> dict[str, dict[str, float]
     the dispatches; count = dispatches) and ``run_wait`` (waiting for the GPU: run-time checks and read-backs).
     ONNX Runtime's copies through our data transfer add to ``copy_in`` (host bytes into staging memory),
     ``copy_out_wait`` (waiting for the GPU and the mapping) and ``copy_out`` (mapped bytes into host memory); count =
-    copies. ``render``, ``module`` and ``pipeline`` run on parallel workers: their totals add the threads' times.
+    copies. ``interim`` counts the steps runs took on interim plans without tensor cores while their own pipelines
+    were still compiling (option ``interim_kernels``). ``render``, ``module`` and ``pipeline`` run on parallel
+    workers: their totals add the threads' times.
     """
     flat = _stats("onnxruntime_ep_wgpu_startup_stats", tuple(f"{p}.{k}" for p in STARTUP_PHASES for k in ("ns", "n")),
                   library_path)

@@ -145,6 +145,7 @@ impl Executable {
             targets.push(target);
         }
         let checks = self.device_checks(prepared, inputs)?;
+        prepared.retire_interim();
         let in_place = self.in_place(prepared, inputs, &targets);
         let remade = if in_place.rebinds.is_empty() { None } else { Some(self.remade(prepared, &in_place.rebinds)?) };
         let mut staged_any = false;
@@ -203,8 +204,12 @@ impl Executable {
             // about as long as small kernels take the GPU); the chunks grow, so a long partition
             // costs a few submissions.
             let recording = std::time::Instant::now();
+            if !prepared.interim.is_empty() {
+                startup::record(Phase::Interim, std::time::Duration::ZERO, prepared.interim.len() as u64);
+            }
             let dispatches: Vec<&Dispatch> = match &remade {
                 Some(r) => prepared.dispatch_list(r),
+                None if !prepared.interim.is_empty() => prepared.dispatch_list(&[]),
                 None => prepared.dispatches.iter().collect(),
             };
             let mut start = 0;

@@ -20,6 +20,8 @@ mod execute;
 #[path = "prepare.rs"]
 mod prepare;
 pub use prepare::thread_steps_kept;
+#[path = "interim.rs"]
+mod interim;
 #[path = "set_pool.rs"]
 mod set_pool;
 use crate::conv::ConvAlgo;
@@ -127,6 +129,9 @@ pub struct ExecOptions {
     /// `decode_attention_fold`: GroupQueryAttention's one-token preparation inside its decode
     /// kernel (off by default: slower on the H200, `docs/PERFORMANCE.md`).
     pub fold_decode_attention: bool,
+    /// `interim_kernels`: while a set's tensor-core pipelines compile, its runs take plans
+    /// without tensor cores (`interim.rs`); auto: on a device with real tensor cores.
+    pub interim: crate::gemm::CoopMode,
 }
 
 impl Default for ExecOptions {
@@ -136,6 +141,7 @@ impl Default for ExecOptions {
             conv1d_as_conv2d: true,
             conv_algo: ConvAlgo::Auto,
             fold_decode_attention: false,
+            interim: crate::gemm::CoopMode::Auto,
         }
     }
 }
@@ -190,6 +196,9 @@ struct Prepared {
     /// Its steps remade for device tensors bound in place (`direct.rs`), and which can be.
     in_place: direct::InPlaceSets,
     in_place_plan: direct::InPlacePlan,
+    /// Steps whose pipelines were still compiling when the set was made, each with dispatches
+    /// planned without tensor cores that its runs take until its own are ready (`interim.rs`).
+    interim: Vec<(usize, Vec<Dispatch>)>,
 }
 
 /// How [`Executable::profile`] groups a run's dispatches for timing.

@@ -106,16 +106,22 @@ impl Prepared {
     }
 
     /// This set's dispatches in order, with the steps `remade` holds (step index, dispatches)
-    /// in place of their own.
+    /// in place of their own, and else the interim ones (`interim.rs`).
     pub(super) fn dispatch_list<'a>(&'a self, remade: &'a [(usize, Vec<Dispatch>)]) -> Vec<&'a Dispatch> {
         let mut list = Vec::with_capacity(self.dispatches.len());
         for (index, slot) in self.steps.iter().enumerate() {
-            match remade.iter().find(|(i, _)| *i == index) {
-                Some((_, ds)) => list.extend(ds),
+            let find = |set: &'a [(usize, Vec<Dispatch>)]| set.iter().find(|(i, _)| *i == index).map(|(_, ds)| ds);
+            match find(remade).or_else(|| find(&self.interim)) {
+                Some(ds) => list.extend(ds),
                 None => list.extend(self.dispatches.get(slot.dispatches.clone()).into_iter().flatten()),
             }
         }
         list
+    }
+
+    /// Step `index`'s own dispatches (none for an unknown step).
+    pub(super) fn step_dispatches(&self, index: usize) -> &[Dispatch] {
+        self.steps.get(index).and_then(|s| self.dispatches.get(s.dispatches.clone())).unwrap_or(&[])
     }
 }
 
@@ -216,8 +222,10 @@ impl Executable {
             copies: Default::default(),
             in_place: Default::default(),
             in_place_plan: Default::default(),
+            interim: Vec::new(),
         };
         prepared.in_place_plan = self.in_place_plan(&prepared);
+        prepared.interim = self.interim_steps(&prepared);
         Ok(prepared)
     }
 
@@ -237,7 +245,7 @@ impl Executable {
     ) -> Result<(), GpuError> {
         let gpu = &self.gpu;
         let step = &self.program.steps[index];
-        let cx = PrepareCx { gpu, options: &self.options, status, status_code: index as u32 + 1 };
+        let cx = PrepareCx { gpu, caps: gpu.caps(), options: &self.options, status, status_code: index as u32 + 1 };
         let bound = step
             .inputs
             .iter()
@@ -332,6 +340,18 @@ impl Executable {
         index: usize,
         rebinds: &[Rebind],
     ) -> Result<Vec<Dispatch>, GpuError> {
+        self.prepare_again(prepared, index, rebinds, self.gpu.caps())
+    }
+
+    /// Step `index` of `prepared` planned and bound again for a device of `caps`, with the
+    /// buffers `rebinds` replaces bound to ORT's ranges.
+    pub(super) fn prepare_again(
+        &self,
+        prepared: &Prepared,
+        index: usize,
+        rebinds: &[Rebind],
+        caps: &crate::caps::DeviceCaps,
+    ) -> Result<Vec<Dispatch>, GpuError> {
         let missing = || GpuError::Internal(format!("step {index} of a prepared set is missing"));
         let (step, slot) =
             (self.program.steps.get(index).ok_or_else(missing)?, prepared.steps.get(index).ok_or_else(missing)?);
@@ -359,6 +379,7 @@ impl Executable {
         };
         let cx = PrepareCx {
             gpu: &self.gpu,
+            caps,
             options: &self.options,
             status: &prepared.status,
             status_code: index as u32 + 1,

@@ -99,6 +99,9 @@ pub fn same_elements(a: &[u64], b: &[u64]) -> bool {
 #[derive(Clone, Copy, Debug)]
 pub struct PrepareCx<'a> {
     pub gpu: &'a Gpu,
+    /// What the plans are made for: the device's capabilities, or those without tensor cores
+    /// for a cold start's interim plans (`graph/interim.rs`).
+    pub caps: &'a DeviceCaps,
     pub options: &'a crate::graph::ExecOptions,
     /// The run's status word (see `ops::check`): a check dispatch writes `status_code` into
     /// it to fail the run with this step's name.
@@ -108,7 +111,7 @@ pub struct PrepareCx<'a> {
 
 impl PrepareCx<'_> {
     pub fn caps(&self) -> &DeviceCaps {
-        self.gpu.caps()
+        self.caps
     }
 }
 

@@ -36,6 +36,16 @@ impl Dispatch {
     pub fn grid(&self) -> [u32; 3] {
         self.grid
     }
+
+    /// Whether its pipeline's compile has finished (successfully or not).
+    pub fn is_ready(&self) -> bool {
+        self.pipeline.is_ready()
+    }
+
+    /// Whether it runs `other`'s pipeline.
+    pub fn same_pipeline(&self, other: &Dispatch) -> bool {
+        std::sync::Arc::ptr_eq(&self.pipeline, &other.pipeline)
+    }
 }
 
 /// Buffers of one GEMM: inputs, optional bias and the output.

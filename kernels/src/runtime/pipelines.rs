@@ -369,6 +369,9 @@ impl Gpu {
             move |gpu: &Gpu| {
                 // A panic must still report the pipeline (its run would wait forever otherwise).
                 let result = catch_unwind(AssertUnwindSafe(|| {
+                    if let Some(delay) = test_compile_delay(&variant.name()) {
+                        std::thread::sleep(delay);
+                    }
                     let _permit = compile_permit();
                     gpu.compile(&variant, layout)
                 }))
@@ -517,6 +520,20 @@ impl Gpu {
 fn log_compiles() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("ONNXRUNTIME_EP_WGPU_LOG_COMPILES").is_ok_and(|v| v == "1"))
+}
+
+/// Test-only `ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE=<part of a variant's name>:<ms>`: each
+/// compile of a variant whose name holds that part waits so long first, as a cold driver's
+/// tensor-core compiles do (the interim plans' tests, `graph/interim.rs`). Read once; never set
+/// it outside tests.
+fn test_compile_delay(name: &str) -> Option<std::time::Duration> {
+    static DELAY: std::sync::OnceLock<Option<(String, std::time::Duration)>> = std::sync::OnceLock::new();
+    let parsed = DELAY.get_or_init(|| {
+        let spec = std::env::var("ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE").ok()?;
+        let (part, ms) = spec.rsplit_once(':')?;
+        Some((part.to_string(), std::time::Duration::from_millis(ms.trim().parse().ok()?)))
+    });
+    parsed.as_ref().filter(|(part, _)| name.contains(part.as_str())).map(|(_, d)| *d)
 }
 
 /// The text of a caught panic payload.

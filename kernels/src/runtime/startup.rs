@@ -57,11 +57,14 @@ pub enum Phase {
     CopyOutWait,
     /// Device → host copies of `runtime::transfer`: the mapped bytes into host memory.
     CopyOut,
+    /// Runs that took interim plans without tensor cores while their own pipelines compiled
+    /// (`graph/interim.rs`; count: steps run so).
+    Interim,
 }
 
 impl Phase {
     /// Every phase, in the order of the exported values.
-    pub const ALL: [Phase; 20] = [
+    pub const ALL: [Phase; 21] = [
         Phase::Enumerate,
         Phase::Device,
         Phase::Placement,
@@ -82,6 +85,7 @@ impl Phase {
         Phase::CopyIn,
         Phase::CopyOutWait,
         Phase::CopyOut,
+        Phase::Interim,
     ];
 
     /// The phase's name in logs, the locator's dict and the bench's JSON.
@@ -107,6 +111,7 @@ impl Phase {
             Phase::CopyIn => "copy_in",
             Phase::CopyOutWait => "copy_out_wait",
             Phase::CopyOut => "copy_out",
+            Phase::Interim => "interim",
         }
     }
 }

@@ -1,0 +1,69 @@
+//! Interim plans for a cold start. A tensor-core pipeline takes the NVIDIA driver 0.2–1.1 s to
+//! compile cold (`docs/performance/sessions-39-42.md`), and a run cannot record a dispatch
+//! before its pipeline exists, so a cold process's first result waited for the slowest of them
+//! (issue 15). When a set is made while some of a step's pipelines are still compiling, the step
+//! is also planned for the same device without tensor cores (SIMT kernels, which compile in
+//! milliseconds) over the same buffers: its runs take those dispatches until the step's own
+//! pipelines are ready, then drop them. The results are those of the SIMT plans: the same
+//! operation at the same or better precision (f16 products accumulate in f32 either way; f32 ones
+//! are exact f32 instead of split in three f16 products), not bit for bit the tensor cores'.
+//! Option `interim_kernels` (auto: on a device with real tensor cores).
+
+use super::{Executable, Prepared};
+use crate::gemm::CoopMode;
+use crate::runtime::Dispatch;
+
+impl Executable {
+    /// For each step of `prepared` that dispatches a pipeline still compiling, its dispatches
+    /// planned without tensor cores, where they avoid such a pipeline.
+    pub(super) fn interim_steps(&self, prepared: &Prepared) -> Vec<(usize, Vec<Dispatch>)> {
+        let caps = self.gpu.caps();
+        let on = match self.options.interim {
+            CoopMode::Off => false,
+            CoopMode::Auto => caps.real_tensor_cores(),
+            CoopMode::On => caps.real_tensor_cores() || caps.coop_emulated,
+        };
+        if !on {
+            return Vec::new();
+        }
+        let simt = caps.without_tensor_cores();
+        let mut interim = Vec::new();
+        for index in 0..prepared.steps.len() {
+            let own = prepared.step_dispatches(index);
+            if own.iter().all(Dispatch::is_ready) {
+                continue;
+            }
+            match self.prepare_again(prepared, index, &[], &simt) {
+                Ok(plan) if avoids_waiting(own, &plan) => interim.push((index, plan)),
+                Ok(_) => {}
+                // The step waits for its own pipelines, as without interim plans.
+                Err(e) => tracing::debug!(target: "ep_wgpu", "no interim plan for step {index}: {e}"),
+            }
+        }
+        if !interim.is_empty() {
+            tracing::info!(
+                target: "ep_wgpu",
+                "{} step(s) run interim plans without tensor cores until their pipelines have compiled",
+                interim.len()
+            );
+        }
+        interim
+    }
+}
+
+/// Whether `plan` leaves out a pipeline of `own` that is still compiling.
+fn avoids_waiting(own: &[Dispatch], plan: &[Dispatch]) -> bool {
+    !plan.is_empty() && own.iter().any(|o| !o.is_ready() && !plan.iter().any(|d| d.same_pipeline(o)))
+}
+
+impl Prepared {
+    /// Drops the interim dispatches of the steps whose own pipelines have all compiled.
+    pub(super) fn retire_interim(&mut self) {
+        if self.interim.is_empty() {
+            return;
+        }
+        let mut interim = std::mem::take(&mut self.interim);
+        interim.retain(|(index, _)| !self.step_dispatches(*index).iter().all(Dispatch::is_ready));
+        self.interim = interim;
+    }
+}

@@ -1,0 +1,98 @@
+"""Interim plans (option `interim_kernels`, `kernels/src/graph/interim.rs`): while a step's tensor-core pipelines
+are still compiling, its runs take plans without tensor cores over the same buffers, then their own plans once
+compiled. A cold driver's slow tensor-core compiles are made here with the test-only
+`ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE=_coop_:<ms>` (each compile of a tensor-core variant waits so long first), on
+the emulated tensor-core plans on a software adapter (`emulate_tensor_cores=1`; `auto` takes interim plans only on
+real tensor cores, so the test asks with `1`), on the real ones on a GPU. Each case runs in a fresh process: the library reads the variable once.
+
+Outputs are poisoned with NaN before each run (IO binding into preallocated arrays) and compared with float64.
+The counter `interim` of `startup_stats` counts the steps runs took on interim plans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from subproc import describe, run_script
+
+DELAY_MS = 6000
+
+SCRIPT = """
+import json
+from onnx import helper, numpy_helper, TensorProto as T
+sys.path.insert(0, {python!r})
+import onnxruntime_ep_wgpu as locator
+
+rng = np.random.default_rng({seed})
+a = rng.standard_normal((67, 130)).astype(np.float16)          # an f16 product on the coop GEMM
+w = (rng.standard_normal((130, 91)) / 8).astype(np.float16)
+x = rng.standard_normal((601, 212)).astype(np.float32)         # an f32 product split in f16 parts (K <= 256:
+                                                               # the emulated kernels' limit)
+w32 = rng.standard_normal((212, 524)).astype(np.float32)
+g = helper.make_graph(
+    [helper.make_node("MatMul", ["a", "w"], ["y"]), helper.make_node("MatMul", ["x", "w32"], ["z"])], "g",
+    [helper.make_tensor_value_info("a", T.FLOAT16, a.shape), helper.make_tensor_value_info("x", T.FLOAT, x.shape)],
+    [helper.make_tensor_value_info("y", T.FLOAT16, [67, 91]), helper.make_tensor_value_info("z", T.FLOAT, [601, 524])],
+    [numpy_helper.from_array(w, "w"), numpy_helper.from_array(w32, "w32")])
+model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+software = dict(DEVS[0].ep_metadata).get("wgpu.software") == "1"
+options = {{"cooperative_matrix": "1", "f32_split": "1", "interim_kernels": {interim!r}}}
+if software:
+    options["emulate_tensor_cores"] = "1"
+print("SOFTWARE", int(software))
+sess = session(model, options=options)
+want_y = a.astype(np.float64) @ w.astype(np.float64)
+want_z = x.astype(np.float64) @ w32.astype(np.float64)
+
+def run():
+    y, z = np.full((67, 91), np.nan, np.float16), np.full((601, 524), np.nan, np.float32)
+    io = sess.io_binding()
+    io.bind_cpu_input("a", a)
+    io.bind_cpu_input("x", x)
+    io.bind_output("y", "cpu", 0, np.float16, y.shape, y.ctypes.data)
+    io.bind_output("z", "cpu", 0, np.float32, z.shape, z.ctypes.data)
+    sess.run_with_iobinding(io)
+    ey = float(np.abs(y - want_y).max() / np.abs(want_y).max())
+    ez = float(np.abs(z - want_z).max() / np.abs(want_z).max())
+    assert ey < 2e-3 and ez < 1e-5, (ey, ez)
+    return locator.startup_stats(LIB)["interim"]["count"]
+
+counts = [run()]
+deadline = time.time() + {wait_s}
+while time.time() < deadline and len(counts) < 400:
+    counts.append(run())
+    if counts[-1] == counts[-2] and len(counts) > 2 and counts[-2] == counts[-3]:
+        break
+    time.sleep(0.05)
+print("COUNTS", json.dumps(counts))
+"""
+
+
+def counts_of(lib_path, interim, wait_s):
+    seed = int(np.random.default_rng().integers(2**31))  # fresh data, replayable with the test seed
+    r = run_script(lib_path, SCRIPT.format(python=str(Path(__file__).resolve().parents[1] / "python"), interim=interim, wait_s=wait_s, seed=seed),
+                   env={"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": f"_coop_:{DELAY_MS}"}, timeout=300)
+    assert r.returncode == 0, describe(r)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("COUNTS ")]
+    assert line, describe(r)
+    return json.loads(line[-1][len("COUNTS "):]), "SOFTWARE 1" in r.stdout
+
+
+def test_runs_take_interim_plans_until_the_tensor_core_pipelines_compile(lib_path):
+    counts, _ = counts_of(lib_path, "1", wait_s=120)
+    # The first run, well before the delayed tensor-core compiles end, took both steps on interim plans.
+    assert counts[0] == 2, counts
+    # Later runs, once those pipelines compiled, took none: the count stopped growing.
+    assert counts[-1] == counts[-2] == counts[-3], counts
+    assert len(counts) >= 3, counts
+
+
+def test_without_interim_plans_the_first_run_waits_for_its_own(lib_path):
+    counts, _ = counts_of(lib_path, "0", wait_s=0)
+    assert counts[0] == 0, counts
+
+
+def test_auto_takes_interim_plans_on_real_tensor_cores_only(lib_path):
+    counts, software = counts_of(lib_path, "auto", wait_s=0)
+    assert counts[0] == (0 if software else 2), (counts, software)
