@@ -171,6 +171,12 @@ impl ShaderVariant {
         }
     }
 
+    /// Whether it runs on tensor cores: cooperative matrices, or their emulated form (the
+    /// `_coop` kernels).
+    pub fn uses_tensor_cores(&self) -> bool {
+        self.capabilities().contains(naga::valid::Capabilities::COOPERATIVE_MATRIX) || self.name().contains("_coop")
+    }
+
     /// naga capabilities the program needs beyond the WebGPU baseline. Coop kernels stage
     /// operands in f16 whatever the storage type; emulated ones need nothing more.
     pub fn capabilities(&self) -> naga::valid::Capabilities {

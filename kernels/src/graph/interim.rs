@@ -15,7 +15,8 @@ use crate::runtime::Dispatch;
 
 impl Executable {
     /// For each step of `prepared` that dispatches a pipeline still compiling, its dispatches
-    /// planned without tensor cores, where they avoid such a pipeline.
+    /// planned without tensor cores, where they avoid such a pipeline (a step on SIMT kernels
+    /// alone is not planned again: its pipelines compile in milliseconds).
     pub(super) fn interim_steps(&self, prepared: &Prepared) -> Vec<(usize, Vec<Dispatch>)> {
         let caps = self.gpu.caps();
         let on = match self.options.interim {
@@ -30,7 +31,7 @@ impl Executable {
         let mut interim = Vec::new();
         for index in 0..prepared.steps.len() {
             let own = prepared.step_dispatches(index);
-            if own.iter().all(Dispatch::is_ready) {
+            if !own.iter().any(Dispatch::compiling_on_tensor_cores) {
                 continue;
             }
             match self.prepare_again(prepared, index, &[], &simt) {
@@ -51,9 +52,11 @@ impl Executable {
     }
 }
 
-/// Whether `plan` leaves out a pipeline of `own` that is still compiling.
+/// Whether `plan` leaves out the tensor-core pipelines of `own` that are still compiling.
 fn avoids_waiting(own: &[Dispatch], plan: &[Dispatch]) -> bool {
-    !plan.is_empty() && own.iter().any(|o| !o.is_ready() && !plan.iter().any(|d| d.same_pipeline(o)))
+    !plan.is_empty()
+        && !plan.iter().any(Dispatch::compiling_on_tensor_cores)
+        && own.iter().filter(|o| o.compiling_on_tensor_cores()).all(|o| !plan.iter().any(|d| d.same_pipeline(o)))
 }
 
 impl Prepared {
@@ -63,7 +66,7 @@ impl Prepared {
             return;
         }
         let mut interim = std::mem::take(&mut self.interim);
-        interim.retain(|(index, _)| !self.step_dispatches(*index).iter().all(Dispatch::is_ready));
+        interim.retain(|(index, _)| self.step_dispatches(*index).iter().any(|d| !d.is_ready()));
         self.interim = interim;
     }
 }

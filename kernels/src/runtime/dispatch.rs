@@ -18,6 +18,8 @@ pub struct Dispatch {
     pipeline: std::sync::Arc<PendingPipeline>,
     bind_group: wgpu::BindGroup,
     grid: [u32; 3],
+    /// Whether its kernel runs on tensor cores (real or emulated).
+    tensor_cores: bool,
     /// Reserves the slot the bind group reads its uniforms from.
     _uniforms: UniformSlot,
 }
@@ -40,6 +42,12 @@ impl Dispatch {
     /// Whether its pipeline's compile has finished (successfully or not).
     pub fn is_ready(&self) -> bool {
         self.pipeline.is_ready()
+    }
+
+    /// Whether its kernel runs on tensor cores (real or emulated) and is still compiling: what
+    /// an interim plan can spare a run from waiting for (`graph/interim.rs`).
+    pub fn compiling_on_tensor_cores(&self) -> bool {
+        self.tensor_cores && !self.is_ready()
     }
 
     /// Whether it runs `other`'s pipeline.
@@ -111,7 +119,8 @@ impl Gpu {
                 entries: &entries,
             }))
         })?;
-        Ok(Dispatch { label, pipeline, bind_group, grid, _uniforms: uniforms })
+        let tensor_cores = variant.uses_tensor_cores();
+        Ok(Dispatch { label, pipeline, bind_group, grid, tensor_cores, _uniforms: uniforms })
     }
 
     /// A uniform buffer holding `params`, written through its mapping at creation: no staging
