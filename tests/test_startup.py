@@ -264,3 +264,24 @@ print("OK")
 """
     r = run_script(lib_path, code)
     assert r.returncode == 0 and "OK" in r.stdout, describe(r)
+
+
+def test_a_process_that_exits_while_pipelines_compile_waits_for_them(lib_path):
+    """A session starts compiling its pipelines when it is created; a process that exits before its first run must
+    not tear the driver down under a compile worker (an H100 crashed at exit so). The exit waits for the compiles:
+    here one made 1.5 s slow (test-only `ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE`) still reports its end."""
+    code = """
+from onnx import helper, numpy_helper, TensorProto as T
+w = np.random.default_rng(0).standard_normal((130, 91)).astype(np.float32)
+g = helper.make_graph([helper.make_node("MatMul", ["a", "w"], ["y"])], "g",
+                      [helper.make_tensor_value_info("a", T.FLOAT, [67, 130])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, [67, 91])], [numpy_helper.from_array(w, "w")])
+sess = session(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9))
+print("CREATED", flush=True)
+"""
+    r = run_script(lib_path, code, env={"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": "gemm:1500",
+                                        "ONNXRUNTIME_EP_WGPU_LOG_COMPILES": "1"}, timeout=120)
+    assert r.returncode == 0 and "CREATED" in r.stdout, describe(r)
+    started = [ln for ln in r.stderr.splitlines() if ln.startswith("ep-wgpu compiling gemm")]
+    ended = [ln for ln in r.stderr.splitlines() if ln.startswith("ep-wgpu compile gemm")]
+    assert started and len(ended) == len(started), describe(r)

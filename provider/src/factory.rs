@@ -220,6 +220,7 @@ impl Devices {
             max_storage_buffers: options.max_storage_buffers,
             emulate_tensor_cores: options.emulate_tensor_cores,
         })?;
+        join_compiles_at_exit();
         if let Some(path) = gpu.pipeline_cache_path() {
             self.logger.log(
                 OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
@@ -229,6 +230,28 @@ impl Devices {
         gpus.insert(key, gpu.clone());
         Ok(gpu)
     }
+}
+
+/// Makes the process's exit wait for the pipeline compiles still running. A session starts its
+/// compiles when it is created (`Executable::warm_up`); a process that exits before its first run
+/// ends (an H100 crashed at exit so, forty-fifth session: `docs/RELIABILITY.md` §8) would tear
+/// the driver down under a worker still inside its compiler. Registered once, after a device is
+/// open, so that it runs before the driver's own exit handlers (they run in reverse order).
+fn join_compiles_at_exit() {
+    extern "C" {
+        fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+    }
+    extern "C" fn join() {
+        ep_kernels::runtime::join_compile_workers();
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `atexit` takes a function with no arguments, which it calls once at exit (or when
+        // this library is unloaded); `join` only joins the compile threads listed in a static.
+        if unsafe { atexit(join) } != 0 {
+            tracing::debug!(target: "ep_wgpu", "atexit refused the compile join");
+        }
+    });
 }
 
 /// Sends the persistent pipeline cache's messages to ORT's log.
