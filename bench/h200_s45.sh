@@ -14,9 +14,12 @@
 #          the SIMT, split and fused-split paths, and on fc1 and Q/K/V for reference, two rounds.
 #  hs      `host_split.py` Whisper fp32 with the default options and with each HS_OPTS entry (default
 #          f32_split=1), the 16 dispatches of most GPU time each.
-#  startup bench/startup.py on Whisper-tiny fp16 (DTYPES, default fp16): ours-nocache with interim plans (the default)
-#          beside the peer, and ours-nocache with interim_kernels=0; cold and warm, 3 processes each.
+#  startup bench/startup.py on Whisper-tiny fp16 (DTYPES, default fp16): ours-nocache beside the peer, cold and warm,
+#          3 processes each (interim plans on, the default).
 #  itest   tests/test_interim_kernels.py and tests/test_startup.py on this GPU's real tensor cores.
+#  exit    bench/experiments/interim/child.py: Whisper-tiny fp16 in fresh processes with a cold driver cache, each
+#          exiting right after the session is created (runs=0) or after 20 runs; each exit code and the compiles
+#          started and ended; then tests/test_startup.py on this GPU.
 #  models  `run.py` beside the peer and the CPU EP (MODELS, a --only regex, default Whisper).
 # Stage here (goldens/ and docs/data/ moved out): `bash bench/h200_stage.sh`; carry [".carry", ".whl", ".gl"].
 set -uo pipefail
@@ -82,14 +85,29 @@ fi
 if [[ $PARTS == *" startup "* ]]; then
   for dt in ${DTYPES:-fp16}; do
     timeout 300 python3 bench/startup.py --lib "$LIB" --dtype "$dt" --configs ours-nocache,peer --modes cold,warm \
-      --repeat 3 --json "$OUT/su_interim_$dt.json" >"$OUT/su_interim_$dt.txt" 2>&1
-    timeout 200 python3 bench/startup.py --lib "$LIB" --dtype "$dt" --configs ours-nocache --modes cold,warm \
-      --repeat 3 -o interim_kernels=0 --json "$OUT/su_nointerim_$dt.json" >"$OUT/su_nointerim_$dt.txt" 2>&1
+      --repeat 3 --json "$OUT/su_$dt.json" >"$OUT/su_$dt.txt" 2>&1
   done
 fi
 if [[ $PARTS == *" itest "* ]]; then
-  ONNXRUNTIME_EP_WGPU_LIB=$LIB timeout 300 python3 -m pytest -q -p no:cacheprovider -rf \
-    tests/test_interim_kernels.py tests/test_startup.py >"$OUT/itest.txt" 2>&1
+  ONNXRUNTIME_EP_WGPU_LIB=$LIB timeout 240 python3 -m pytest -q -p no:cacheprovider -rf tests/test_interim_kernels.py \
+    tests/test_startup.py >"$OUT/itest.txt" 2>&1
+fi
+if [[ $PARTS == *" exit "* ]]; then
+  M=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import startup; from pathlib import Path; \
+print(startup.default_model(Path('bench/out/startup'), 'fp16')[0])" 2>/dev/null | tail -1)
+  for i in 1 2 3 4; do
+    for runs in 0 20; do
+      dir=$(mktemp -d)
+      __GL_SHADER_DISK_CACHE_PATH=$dir ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1 timeout 120 python3 -X faulthandler \
+        bench/experiments/interim/child.py "$PWD/$LIB" "$M" runs=$runs >"$OUT/x_${runs}_$i.out" 2>"$OUT/x_${runs}_$i.err"
+      rc=$?
+      echo "exit runs=$runs $i rc=$rc compiles started $(grep -c '^ep-wgpu compiling' "$OUT/x_${runs}_$i.err")" \
+        "ended $(grep -c '^ep-wgpu compile ' "$OUT/x_${runs}_$i.err") $(grep DONE "$OUT/x_${runs}_$i.out" | cut -c1-120)" \
+        >>"$OUT/summary.txt"
+    done
+  done
+  ONNXRUNTIME_EP_WGPU_LIB=$LIB timeout 200 python3 -m pytest -q -p no:cacheprovider -rf tests/test_startup.py \
+    >"$OUT/itest.txt" 2>&1
 fi
 if [[ $PARTS == *" reduce "* ]]; then
   for m in bench/experiments/crash/${REDUCE_GLOB:-*}.onnx; do

@@ -59,7 +59,7 @@ pub struct EpOptions {
     pub decode_attention_fold: bool,
     /// `interim_kernels`: runs take plans without tensor cores until the tensor-core pipelines
     /// have compiled (a cold start's first runs).
-    pub interim_kernels: CoopMode,
+    pub interim_kernels: bool,
     /// `emulate_tensor_cores`: plan and run the tensor-core kernels in their emulated form on any
     /// adapter (tests of the tensor-core plans on CI's llvmpipe; slow).
     pub emulate_tensor_cores: bool,
@@ -133,7 +133,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "interim_kernels",
-        "auto | 0 | 1: while tensor-core pipelines compile, runs take plans without tensor cores (auto: on real tensor cores)",
+        "0 | 1: while tensor-core pipelines compile, runs take plans without tensor cores (a cold start's first runs)",
     ),
     (
         "emulate_tensor_cores",
@@ -183,9 +183,7 @@ impl EpOptions {
                 }
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "decode_attention_fold" => o.decode_attention_fold = parse_bool(key, v)?,
-                "interim_kernels" => {
-                    o.interim_kernels = v.parse().map_err(|e| format!("option 'interim_kernels': {e}"))?
-                }
+                "interim_kernels" => o.interim_kernels = parse_bool(key, v)?,
                 "emulate_tensor_cores" => o.emulate_tensor_cores = parse_bool(key, v)?,
                 "conv_algorithm" => {
                     o.conv_algorithm = v.parse().map_err(|e| format!("option 'conv_algorithm': {e}"))?
@@ -308,8 +306,8 @@ mod tests {
         assert_eq!(parse(&[("cooperative_matrix", "0")]).unwrap().gemm_options().cooperative_matrix, CoopMode::Off);
         assert_eq!(parse(&[]).unwrap().gemm_options().f32_split, CoopMode::Auto);
         assert_eq!(parse(&[("f32_split", "0")]).unwrap().gemm_options().f32_split, CoopMode::Off);
-        assert_eq!(parse(&[("interim_kernels", "0")]).unwrap().exec_options().interim, CoopMode::Off);
-        assert_eq!(EpOptions::default().exec_options().interim, CoopMode::Auto);
+        assert!(parse(&[("interim_kernels", "1")]).unwrap().exec_options().interim);
+        assert!(!EpOptions::default().exec_options().interim);
         assert!(parse(&[("interim_kernels", "sometimes")]).unwrap_err().contains("option 'interim_kernels'"));
         assert!(parse(&[("f32_split", "maybe")]).unwrap_err().contains("f32_split"));
         assert!(!parse(&[]).unwrap().emulate_tensor_cores);

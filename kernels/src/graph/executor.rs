@@ -130,8 +130,8 @@ pub struct ExecOptions {
     /// kernel (off by default: slower on the H200, `docs/PERFORMANCE.md`).
     pub fold_decode_attention: bool,
     /// `interim_kernels`: while a set's tensor-core pipelines compile, its runs take plans
-    /// without tensor cores (`interim.rs`); auto: on a device with real tensor cores.
-    pub interim: crate::gemm::CoopMode,
+    /// without tensor cores (`interim.rs`; off by default until measured faster).
+    pub interim: bool,
 }
 
 impl Default for ExecOptions {
@@ -141,7 +141,7 @@ impl Default for ExecOptions {
             conv1d_as_conv2d: true,
             conv_algo: ConvAlgo::Auto,
             fold_decode_attention: false,
-            interim: crate::gemm::CoopMode::Auto,
+            interim: false,
         }
     }
 }

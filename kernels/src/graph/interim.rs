@@ -2,15 +2,16 @@
 //! compile cold (`docs/performance/sessions-39-42.md`), and a run cannot record a dispatch
 //! before its pipeline exists, so a cold process's first result waited for the slowest of them
 //! (issue 15). When a set is made while some of a step's pipelines are still compiling, the step
-//! is also planned for the same device without tensor cores (SIMT kernels, which compile in
-//! milliseconds) over the same buffers: its runs take those dispatches until the step's own
+//! is also planned for the same device without tensor cores, in 64×64 tiles (SIMT kernels the
+//! driver compiles in 0.1–0.25 s, forty-fifth session), over the same buffers: its runs take those dispatches until the step's own
 //! pipelines are ready, then drop them. The results are those of the SIMT plans: the same
 //! operation at the same or better precision (f16 products accumulate in f32 either way; f32 ones
 //! are exact f32 instead of split in three f16 products), not bit for bit the tensor cores'.
-//! Option `interim_kernels` (auto: on a device with real tensor cores).
+//! Option `interim_kernels=1` (off by default: on the H100 the first measurement, with the
+//! planner's own SIMT tiles, gained nothing, since its 128×128 SIMT kernel with GELU's epilogue
+//! compiled as slowly as the tensor-core ones; the 64×64 tiles are not yet measured there).
 
 use super::{Executable, Prepared};
-use crate::gemm::CoopMode;
 use crate::runtime::Dispatch;
 
 impl Executable {
@@ -19,22 +20,21 @@ impl Executable {
     /// alone is not planned again: its pipelines compile in milliseconds).
     pub(super) fn interim_steps(&self, prepared: &Prepared) -> Vec<(usize, Vec<Dispatch>)> {
         let caps = self.gpu.caps();
-        let on = match self.options.interim {
-            CoopMode::Off => false,
-            CoopMode::Auto => caps.real_tensor_cores(),
-            CoopMode::On => caps.real_tensor_cores() || caps.coop_emulated,
-        };
-        if !on {
+        if !self.options.interim || !(caps.real_tensor_cores() || caps.coop_emulated) {
             return Vec::new();
         }
         let simt = caps.without_tensor_cores();
+        // 64×64 tiles: on the H100 the 128×128 SIMT kernel with GELU's epilogue took the driver 853 ms
+        // cold, as long as a tensor-core one; the 64×64 ones 141–243 ms.
+        let gemm = crate::gemm::GemmOptions { tiling: crate::gemm::TilingChoice::Tile64, ..self.options.gemm };
+        let options = super::ExecOptions { gemm, ..self.options };
         let mut interim = Vec::new();
         for index in 0..prepared.steps.len() {
             let own = prepared.step_dispatches(index);
             if !own.iter().any(Dispatch::compiling_on_tensor_cores) {
                 continue;
             }
-            match self.prepare_again(prepared, index, &[], &simt) {
+            match self.prepare_again(prepared, index, &[], &simt, &options) {
                 Ok(plan) if avoids_waiting(own, &plan) => interim.push((index, plan)),
                 Ok(_) => {}
                 // The step waits for its own pipelines, as without interim plans.

@@ -340,17 +340,18 @@ impl Executable {
         index: usize,
         rebinds: &[Rebind],
     ) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_again(prepared, index, rebinds, self.gpu.caps())
+        self.prepare_again(prepared, index, rebinds, self.gpu.caps(), &self.options)
     }
 
-    /// Step `index` of `prepared` planned and bound again for a device of `caps`, with the
-    /// buffers `rebinds` replaces bound to ORT's ranges.
+    /// Step `index` of `prepared` planned and bound again for a device of `caps` with `options`,
+    /// with the buffers `rebinds` replaces bound to ORT's ranges.
     pub(super) fn prepare_again(
         &self,
         prepared: &Prepared,
         index: usize,
         rebinds: &[Rebind],
         caps: &crate::caps::DeviceCaps,
+        options: &super::ExecOptions,
     ) -> Result<Vec<Dispatch>, GpuError> {
         let missing = || GpuError::Internal(format!("step {index} of a prepared set is missing"));
         let (step, slot) =
@@ -377,13 +378,7 @@ impl Executable {
                 .map(|((buf, (_, shape)), &(_, ty))| Tensor { buf, shape, ty, constant: false })
                 .collect(),
         };
-        let cx = PrepareCx {
-            gpu: &self.gpu,
-            caps,
-            options: &self.options,
-            status: &prepared.status,
-            status_code: index as u32 + 1,
-        };
+        let cx = PrepareCx { gpu: &self.gpu, caps, options, status: &prepared.status, status_code: index as u32 + 1 };
         Ok(step.kernel.prepare(&cx, &io)?.dispatches)
     }
 

@@ -524,8 +524,8 @@ fn log_compiles() -> bool {
 
 /// Test-only `ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE=<part of a variant's name>:<ms>`: each
 /// compile of a variant whose name holds that part waits so long first, as a cold driver's
-/// tensor-core compiles do (the interim plans' tests, `graph/interim.rs`). Read once; never set
-/// it outside tests.
+/// tensor-core compiles do (the interim plans' tests, `graph/interim.rs`, and a process that
+/// exits while compiles run, `tests/test_startup.py`). Read once; never set it outside tests.
 fn test_compile_delay(name: &str) -> Option<std::time::Duration> {
     static DELAY: std::sync::OnceLock<Option<(String, std::time::Duration)>> = std::sync::OnceLock::new();
     let parsed = DELAY.get_or_init(|| {
