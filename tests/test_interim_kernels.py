@@ -73,8 +73,9 @@ print("COUNTS", json.dumps(counts))
 
 def counts_of(lib_path, interim, wait_s):
     seed = int(np.random.default_rng().integers(2**31))  # fresh data, replayable with the test seed
-    r = run_script(lib_path, SCRIPT.format(python=str(Path(__file__).resolve().parents[1] / "python"), interim=interim, wait_s=wait_s, seed=seed),
-                   env={"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": f"_coop_:{DELAY_MS}"}, timeout=300)
+    python = str(Path(__file__).resolve().parents[1] / "python")
+    code = SCRIPT.format(python=python, interim=interim, wait_s=wait_s, seed=seed)
+    r = run_script(lib_path, code, env={"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": f"_coop_:{DELAY_MS}"}, timeout=300)
     assert r.returncode == 0, describe(r)
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("COUNTS ")]
     assert line, describe(r)
