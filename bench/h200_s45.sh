@@ -15,7 +15,7 @@
 #  hs      `host_split.py` Whisper fp32 with the default options and with each HS_OPTS entry (default
 #          f32_split=1), the 16 dispatches of most GPU time each.
 #  startup bench/startup.py on Whisper-tiny fp16 (DTYPES, default fp16): ours-nocache beside the peer, cold and warm,
-#          3 processes each (interim plans on, the default).
+#          3 processes each; with SU_OPTS (e.g. "interim_kernels=1") our rows again with those options.
 #  itest   tests/test_interim_kernels.py and tests/test_startup.py on this GPU's real tensor cores.
 #  exit    bench/experiments/interim/child.py: Whisper-tiny fp16 in fresh processes with a cold driver cache, each
 #          exiting right after the session is created (runs=0) or after 20 runs; each exit code and the compiles
@@ -86,6 +86,12 @@ if [[ $PARTS == *" startup "* ]]; then
   for dt in ${DTYPES:-fp16}; do
     timeout 300 python3 bench/startup.py --lib "$LIB" --dtype "$dt" --configs ours-nocache,peer --modes cold,warm \
       --repeat 3 --json "$OUT/su_$dt.json" >"$OUT/su_$dt.txt" 2>&1
+    # SU_OPTS: our EP options for a second set of our rows, e.g. "interim_kernels=1".
+    if [[ -n ${SU_OPTS:-} ]]; then
+      o=(); for kv in $SU_OPTS; do o+=(-o "$kv"); done
+      timeout 200 python3 bench/startup.py --lib "$LIB" --dtype "$dt" --configs ours-nocache --modes cold,warm \
+        --repeat 3 "${o[@]}" --json "$OUT/su_opts_$dt.json" >"$OUT/su_opts_$dt.txt" 2>&1
+    fi
   done
 fi
 if [[ $PARTS == *" itest "* ]]; then
