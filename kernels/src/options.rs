@@ -58,7 +58,7 @@ pub struct EpOptions {
     /// kernel (fewer dispatches; measured slower on the H200, so off unless asked for).
     pub decode_attention_fold: bool,
     /// `interim_kernels`: runs take plans without tensor cores until the tensor-core pipelines
-    /// have compiled (a cold start's first runs).
+    /// have compiled (a cold start's first runs). On unless the session sets it to 0.
     pub interim_kernels: bool,
     /// `emulate_tensor_cores`: plan and run the tensor-core kernels in their emulated form on any
     /// adapter (tests of the tensor-core plans on CI's llvmpipe; slow).
@@ -133,7 +133,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "interim_kernels",
-        "0 | 1: while tensor-core pipelines compile, runs take plans without tensor cores (a cold start's first runs)",
+        "1 (default) | 0: while tensor-core pipelines compile, runs take plans without tensor cores (a cold start's first runs)",
     ),
     (
         "emulate_tensor_cores",
@@ -160,7 +160,8 @@ impl EpOptions {
     /// Reads our entries out of all session config entries; unknown keys and bad values are
     /// errors that name the key.
     pub fn from_config(entries: &BTreeMap<String, String>) -> Result<EpOptions, String> {
-        let mut o = EpOptions { enable_f16: true, conv1d_as_conv2d: true, ..EpOptions::default() };
+        let mut o =
+            EpOptions { enable_f16: true, conv1d_as_conv2d: true, interim_kernels: true, ..EpOptions::default() };
         // With the CPU EP's fallback disabled, a partition the cost rule left to it would fail the
         // session: every node this EP can run is then claimed, unless `offload` says otherwise.
         if entries.get(NO_CPU_FALLBACK).is_some_and(|v| v.trim() == "1") {
@@ -306,8 +307,8 @@ mod tests {
         assert_eq!(parse(&[("cooperative_matrix", "0")]).unwrap().gemm_options().cooperative_matrix, CoopMode::Off);
         assert_eq!(parse(&[]).unwrap().gemm_options().f32_split, CoopMode::Auto);
         assert_eq!(parse(&[("f32_split", "0")]).unwrap().gemm_options().f32_split, CoopMode::Off);
-        assert!(parse(&[("interim_kernels", "1")]).unwrap().exec_options().interim);
-        assert!(!EpOptions::default().exec_options().interim);
+        assert!(parse(&[]).unwrap().exec_options().interim, "on by default");
+        assert!(!parse(&[("interim_kernels", "0")]).unwrap().exec_options().interim);
         assert!(parse(&[("interim_kernels", "sometimes")]).unwrap_err().contains("option 'interim_kernels'"));
         assert!(parse(&[("f32_split", "maybe")]).unwrap_err().contains("f32_split"));
         assert!(!parse(&[]).unwrap().emulate_tensor_cores);

@@ -6,6 +6,9 @@
 //! hands the same few tensors run after run). What is kept holds ORT's buffers, so it lives in
 //! `runtime::held`, which an out-of-memory empties.
 //!
+//! Nothing is bound in place while a set runs interim plans (`interim.rs`): the steps planned
+//! again would wait for their own pipelines.
+//!
 //! Bound in place only where no result changes:
 //! - a range at an offset the device binds storage at, of whole 16-byte words, exactly as long
 //!   as the set's buffer;
@@ -129,6 +132,11 @@ impl Executable {
         let plan = &prepared.in_place_plan;
         let mut d =
             InPlace { rebinds: Vec::new(), inputs: vec![false; inputs.len()], outputs: vec![false; targets.len()] };
+        if !prepared.interim.is_empty() {
+            // Steps planned again for in-place bindings take the device's own pipelines, so a run
+            // on interim plans (`interim.rs`) would wait for their compiles: it copies instead.
+            return d;
+        }
         let mut ranges: Vec<&DeviceSlice> = Vec::new();
         // ORT buffers of inputs written in place: no other tensor may be bound in them.
         let mut written: Vec<&wgpu::Buffer> = Vec::new();

@@ -130,7 +130,7 @@ pub struct ExecOptions {
     /// kernel (off by default: slower on the H200, `docs/PERFORMANCE.md`).
     pub fold_decode_attention: bool,
     /// `interim_kernels`: while a set's tensor-core pipelines compile, its runs take plans
-    /// without tensor cores (`interim.rs`; off by default until measured faster).
+    /// without tensor cores (`interim.rs`; on by default).
     pub interim: bool,
 }
 

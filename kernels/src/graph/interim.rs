@@ -7,9 +7,11 @@
 //! pipelines are ready, then drop them. The results are those of the SIMT plans: the same
 //! operation at the same or better precision (f16 products accumulate in f32 either way; f32 ones
 //! are exact f32 instead of split in three f16 products), not bit for bit the tensor cores'.
-//! Option `interim_kernels=1` (off by default: on the H100 the first measurement, with the
-//! planner's own SIMT tiles, gained nothing, since its 128×128 SIMT kernel with GELU's epilogue
-//! compiled as slowly as the tensor-core ones; the 64×64 tiles are not yet measured there).
+//! Option `interim_kernels` (on by default since the forty-sixth session: on an H100, Whisper-tiny
+//! fp16's cold import-to-first-result fell from 1.70 s to 0.97 s, median of three processes,
+//! and warm processes did not change; `docs/performance/startup.md`). While a set runs interim
+//! plans, nothing is bound in place (`direct.rs`): steps planned again for ORT's ranges take the
+//! device's own pipelines and would wait for them.
 
 use super::{Executable, Prepared};
 use crate::runtime::Dispatch;
@@ -32,13 +34,25 @@ impl Executable {
         for index in 0..prepared.steps.len() {
             let own = prepared.step_dispatches(index);
             if !own.iter().any(Dispatch::compiling_on_tensor_cores) {
+                if crate::runtime::log_compiles() && !own.is_empty() {
+                    eprintln!("ep-wgpu step {index} ({}) needs no interim plan", labels(own));
+                }
                 continue;
             }
-            match self.prepare_again(prepared, index, &[], &simt, &options) {
-                Ok(plan) if avoids_waiting(own, &plan) => interim.push((index, plan)),
-                Ok(_) => {}
-                // The step waits for its own pipelines, as without interim plans.
-                Err(e) => tracing::debug!(target: "ep_wgpu", "no interim plan for step {index}: {e}"),
+            let why = match self.prepare_again(prepared, index, &[], &simt, &options) {
+                Ok(plan) if avoids_waiting(own, &plan) => {
+                    if crate::runtime::log_compiles() {
+                        eprintln!("ep-wgpu step {index} ({}) runs {} until compiled", labels(own), labels(&plan));
+                    }
+                    interim.push((index, plan));
+                    continue;
+                }
+                Ok(plan) => format!("its plan without tensor cores waits too ({})", labels(&plan)),
+                Err(e) => e.to_string(),
+            };
+            // The step waits for its own pipelines, as without interim plans.
+            if crate::runtime::log_compiles() {
+                eprintln!("ep-wgpu no interim plan for step {index} ({}): {why}", labels(own));
             }
         }
         if !interim.is_empty() {
@@ -50,6 +64,10 @@ impl Executable {
         }
         interim
     }
+}
+
+fn labels(dispatches: &[Dispatch]) -> String {
+    dispatches.iter().map(|d| d.label.as_str()).collect::<Vec<_>>().join(" + ")
 }
 
 /// Whether `plan` leaves out the tensor-core pipelines of `own` that are still compiling.

@@ -281,6 +281,11 @@ impl Gpu {
     /// dispatches inside a pass). Waits for pipelines still compiling; a pipeline that failed
     /// to compile fails the enclosing [`Gpu::scoped`] call.
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch]) {
+        if super::pipelines::log_compiles() {
+            for d in dispatches.iter().filter(|d| !d.is_ready()) {
+                eprintln!("ep-wgpu waiting for {}", d.label);
+            }
+        }
         self.await_pipelines(dispatches.iter().map(|d| &*d.pipeline));
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
         for d in dispatches {

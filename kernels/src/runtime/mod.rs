@@ -32,7 +32,9 @@ pub use buffers::{GpuBuffer, Readback, Staged, STORAGE_OFFSET_ALIGN};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
-pub use pipelines::{join_compile_workers, panic_message, set_wgsl_override, Access, BindingLayout, PendingPipeline};
+pub use pipelines::{
+    join_compile_workers, log_compiles, panic_message, set_wgsl_override, Access, BindingLayout, PendingPipeline,
+};
 pub use timing::GpuTimer;
 pub use wait::{parse_spin, DEFAULT_SPIN};
 

@@ -345,6 +345,9 @@ impl Gpu {
         layout: BindingLayout,
     ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
         let pending = self.pipeline_async(variant, layout);
+        if log_compiles() && !pending.is_ready() {
+            eprintln!("ep-wgpu waiting for {}", variant.name());
+        }
         let waited = Instant::now();
         let result = pending.wait();
         startup::record(Phase::PipelineWait, waited.elapsed(), 1);
@@ -515,9 +518,9 @@ impl Gpu {
 }
 
 /// `ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1`: one line on stderr per compiled pipeline (WGSL size,
-/// module and pipeline creation times), to find the pipelines a cold start waits for, and one as
-/// each compile starts.
-fn log_compiles() -> bool {
+/// module and pipeline creation times), to find the pipelines a cold start waits for, one as
+/// each compile starts, and one for each dispatch (or pipeline) a run finds still compiling.
+pub fn log_compiles() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("ONNXRUNTIME_EP_WGPU_LOG_COMPILES").is_ok_and(|v| v == "1"))
 }

@@ -122,10 +122,24 @@ impl Gpu {
         deadline: Instant,
     ) -> Result<(usize, Result<(), String>), GpuError> {
         let (started, spin) = (Instant::now(), self.spin_wait().unwrap_or_default());
+        let mut polls = (0u32, std::time::Duration::ZERO, 0u32);
         startup::time(Phase::CopyOutWait, || loop {
+            let poll = Instant::now();
             let _ = self.device.poll(wgpu::PollType::Poll);
+            polls = (polls.0 + 1, polls.1.max(poll.elapsed()), polls.2);
             match rx.try_recv() {
-                Ok(next) => return Ok(next),
+                Ok(next) => {
+                    if super::pipelines::log_compiles() && started.elapsed().as_millis() >= 10 {
+                        eprintln!(
+                            "ep-wgpu read-back part waited {:.1} ms: {} polls, the longest {:.1} ms, {} blocking waits",
+                            started.elapsed().as_secs_f64() * 1e3,
+                            polls.0,
+                            polls.1.as_secs_f64() * 1e3,
+                            polls.2
+                        );
+                    }
+                    return Ok(next);
+                }
                 Err(mpsc::TryRecvError::Disconnected) => {
                     return Err(GpuError::Readback("a read-back part was never mapped".into()))
                 }
@@ -138,6 +152,7 @@ impl Gpu {
                         std::thread::yield_now();
                     } else {
                         // Past the device's polling budget the wait blocks, for every part at once.
+                        polls.2 += 1;
                         self.device
                             .poll(wgpu::PollType::wait_indefinitely())
                             .map_err(|e| GpuError::Poll(e.to_string()))?;
