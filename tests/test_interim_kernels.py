@@ -108,3 +108,65 @@ def test_interim_plans_are_on_by_default(lib_path):
     counts, first_wait_ms = counts_of(lib_path, None, wait_s=0)
     assert counts[0] == 2, counts
     assert first_wait_ms < DELAY_MS / 2, first_wait_ms
+
+
+ATTENTION = """
+from onnx import helper, numpy_helper, TensorProto as T
+sys.path.insert(0, {python!r})
+import onnxruntime_ep_wgpu as locator
+
+rng = np.random.default_rng({seed})
+H, S, D = 2, 37, 64
+q, k, v = (rng.standard_normal((1, H, S, D)).astype(np.float16) for _ in range(3))
+w = (rng.standard_normal((D, 91)) / 8).astype(np.float16)     # a product of the output: an interim plan
+scale = np.array(1 / np.sqrt(D), np.float16)
+nodes = [
+    helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+    helper.make_node("MatMul", ["q", "kt"], ["s"]),
+    helper.make_node("Mul", ["s", "scale"], ["ss"]),
+    helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+    helper.make_node("MatMul", ["p", "v"], ["o"]),
+    helper.make_node("MatMul", ["o", "w"], ["y"]),
+]
+f16 = lambda n, s: helper.make_tensor_value_info(n, T.FLOAT16, s)
+g = helper.make_graph(nodes, "g", [f16("q", q.shape), f16("k", k.shape), f16("v", v.shape)],
+                      [f16("o", [1, H, S, D]), f16("y", [1, H, S, 91])],
+                      [numpy_helper.from_array(w, "w"), numpy_helper.from_array(scale, "scale")])
+model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+options = {{"cooperative_matrix": "1"}}
+if dict(DEVS[0].ep_metadata).get("wgpu.software") == "1":
+    options["emulate_tensor_cores"] = "1"
+sess = session(model, options=options)
+o = np.full((1, H, S, D), np.nan, np.float16)
+y = np.full((1, H, S, 91), np.nan, np.float16)
+io = sess.io_binding()
+for name, arr in (("q", q), ("k", k), ("v", v)):
+    io.bind_cpu_input(name, arr)
+io.bind_output("o", "cpu", 0, np.float16, o.shape, o.ctypes.data)
+io.bind_output("y", "cpu", 0, np.float16, y.shape, y.ctypes.data)
+sess.run_with_iobinding(io)
+s64 = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) / np.sqrt(D)
+p64 = np.exp(s64 - s64.max(-1, keepdims=True))
+want_o = (p64 / p64.sum(-1, keepdims=True)) @ v.astype(np.float64)
+want_y = want_o @ w.astype(np.float64)
+assert np.abs(o - want_o).max() < 5e-3, np.abs(o - want_o).max()
+assert np.abs(y - want_y).max() / np.abs(want_y).max() < 2e-3
+st = locator.startup_stats(LIB)
+print("RESULT", json.dumps({{"interim": st["interim"]["count"], "wait_ms": st["pipeline_wait"]["ms"]}}))
+"""
+
+
+def test_a_tensor_core_attention_waits_for_its_own_pipelines(lib_path):
+    # Its interim plan would be the SIMT flash kernel, which ran Whisper-tiny's attentions 45× slower than the
+    # tensor cores on an H100: the attention step gets none, the product of its output does.
+    seed = int(np.random.default_rng().integers(2**31))
+    python = str(Path(__file__).resolve().parents[1] / "python")
+    code = "import json\n" + ATTENTION.format(python=python, seed=seed)
+    env = {"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": "_coop_:3000"}
+    r = run_script(lib_path, code, env=env, timeout=300)
+    assert r.returncode == 0, describe(r)
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, describe(r)
+    got = json.loads(line[-1][len("RESULT "):])
+    assert got["interim"] == 1, got  # the product alone
+    assert got["wait_ms"] >= 3000 * 0.9, got  # the run waited for the attention's delayed compile

@@ -8,12 +8,14 @@
 //! operation at the same or better precision (f16 products accumulate in f32 either way; f32 ones
 //! are exact f32 instead of split in three f16 products), not bit for bit the tensor cores'.
 //! Option `interim_kernels` (on by default since the forty-sixth session: on an H100, Whisper-tiny
-//! fp16's cold import-to-first-result fell from 1.70 s to 0.97 s, median of three processes,
-//! and warm processes did not change; `docs/performance/startup.md`). While a set runs interim
+//! fp16's cold import-to-first-result fell from 1.70 s to 0.84 s, medians of three and six
+//! processes, and warm processes did not change; `docs/performance/startup.md`). While a set runs interim
 //! plans, nothing is bound in place (`direct.rs`): steps planned again for ORT's ranges take the
-//! device's own pipelines and would wait for them.
+//! device's own pipelines and would wait for them. Tensor-core attention steps get no interim
+//! plan: the SIMT flash kernel they would take is slower than waiting for their compile.
 
 use super::{Executable, Prepared};
+use crate::ops::attention::coop::COOP_FLASH_PREFIX;
 use crate::runtime::Dispatch;
 
 impl Executable {
@@ -36,6 +38,15 @@ impl Executable {
             if !own.iter().any(Dispatch::compiling_on_tensor_cores) {
                 if crate::runtime::log_compiles() && !own.is_empty() {
                     eprintln!("ep-wgpu step {index} ({}) needs no interim plan", labels(own));
+                }
+                continue;
+            }
+            if own.iter().any(|d| d.label.starts_with(COOP_FLASH_PREFIX)) {
+                // Without tensor cores the step would run the SIMT flash kernel: on an H100 it took
+                // Whisper-tiny's four attentions 93 ms against 2, longer than is left of their
+                // compile (0.19–0.32 s cold) by the first run (forty-sixth session).
+                if crate::runtime::log_compiles() {
+                    eprintln!("ep-wgpu no interim plan for step {index} ({}): an attention", labels(own));
                 }
                 continue;
             }

@@ -33,6 +33,10 @@ pub const MAX_HEAD_SIZE: u64 = 128;
 /// share alone).
 const TILINGS: [(u32, u32); 4] = [(8, 32), (4, 64), (4, 32), (2, 32)];
 const EMULATED_TILINGS: [(u32, u32); 2] = [(2, 32), (2, 16)];
+/// The names of the tensor-core attention kernels start so (`graph/interim.rs` leaves their steps
+/// without interim plans).
+pub const COOP_FLASH_PREFIX: &str = "attn_coop_";
+
 /// The split f32 form stages two parts of K, V and P: 32-key tiles fit 48 KB at head size 64.
 const X3_TILINGS: [(u32, u32); 1] = [(4, 32)];
 const X3_EMULATED_TILINGS: [(u32, u32); 1] = [(2, 16)];
@@ -197,7 +201,8 @@ impl OpSource for CoopSource {
         let emu = if self.emulate { "_emu" } else { "" };
         let cap = if self.softcap { "_cap" } else { "" };
         let ty = if self.x3 { "f32x3" } else { "f16" };
-        format!("attn_coop_{ty}_d{}_{}x{}_mask_{}{cap}{split}{emu}", self.d, self.nsg * 16, self.bc, self.mask.name())
+        let (d, rows, bc, mask) = (self.d, self.nsg * 16, self.bc, self.mask.name());
+        format!("{COOP_FLASH_PREFIX}{ty}_d{d}_{rows}x{bc}_mask_{mask}{cap}{split}{emu}")
     }
 
     fn emit(&self) -> Result<String, String> {
