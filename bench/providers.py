@@ -118,7 +118,10 @@ def cpu_provider() -> Provider:
 
 
 def our_provider(lib: str | None, origin: str, options: dict, error: str | None = None) -> Provider:
-    p = Provider("ours", "wgpu EP (ours)", OUR_EP, options=dict(options))
+    # Steady-state benchmarks: a cold process's first runs would otherwise take interim plans without tensor cores
+    # while the pipelines compile (on by default; `bench/startup.py` measures that), so a short timing loop would
+    # mix them in. Without them the first (warm-up) run waits for the compiles. An explicit option wins.
+    p = Provider("ours", "wgpu EP (ours)", OUR_EP, options={"interim_kernels": 0, **options})
     if error:
         p.available, p.reason = False, error
         return p
