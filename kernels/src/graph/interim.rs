@@ -12,7 +12,9 @@
 //! processes, and warm processes did not change; `docs/performance/startup.md`). While a set runs interim
 //! plans, nothing is bound in place (`direct.rs`): steps planned again for ORT's ranges take the
 //! device's own pipelines and would wait for them. Tensor-core attention steps get no interim
-//! plan: the SIMT flash kernel they would take is slower than waiting for their compile.
+//! plan: the SIMT flash kernel they would take is slower than waiting for their compile. A set
+//! made with interim plans possible defers its tensor-core compiles until the others are done
+//! (`runtime/compile_order.rs`), then promotes those of the steps left without an interim plan.
 
 use super::{Executable, Prepared};
 use crate::ops::attention::coop::COOP_FLASH_PREFIX;
@@ -23,11 +25,10 @@ impl Executable {
     /// planned without tensor cores, where they avoid such a pipeline (a step on SIMT kernels
     /// alone is not planned again: its pipelines compile in milliseconds).
     pub(super) fn interim_steps(&self, prepared: &Prepared) -> Vec<(usize, Vec<Dispatch>)> {
-        let caps = self.gpu.caps();
-        if !self.options.interim || !(caps.real_tensor_cores() || caps.coop_emulated) {
+        if !self.interim_possible() {
             return Vec::new();
         }
-        let simt = caps.without_tensor_cores();
+        let simt = self.gpu.caps().without_tensor_cores();
         // 64×64 tiles: on the H100 the 128×128 SIMT kernel with GELU's epilogue took the driver 853 ms
         // cold, as long as a tensor-core one; the 64×64 ones 141–243 ms.
         let gemm = crate::gemm::GemmOptions { tiling: crate::gemm::TilingChoice::Tile64, ..self.options.gemm };
@@ -77,6 +78,15 @@ impl Executable {
     }
 }
 
+impl Executable {
+    /// Whether this set's steps may get interim plans: the option is on and the device runs
+    /// tensor-core kernels (real or emulated).
+    pub(super) fn interim_possible(&self) -> bool {
+        let caps = self.gpu.caps();
+        self.options.interim && (caps.real_tensor_cores() || caps.coop_emulated)
+    }
+}
+
 fn labels(dispatches: &[Dispatch]) -> String {
     dispatches.iter().map(|d| d.label.as_str()).collect::<Vec<_>>().join(" + ")
 }
@@ -89,6 +99,16 @@ fn avoids_waiting(own: &[Dispatch], plan: &[Dispatch]) -> bool {
 }
 
 impl Prepared {
+    /// Promotes the deferred compiles (`runtime/compile_order.rs`) of the steps without an
+    /// interim plan: a run waits for them.
+    pub(super) fn promote_waited_for(&self) {
+        for index in 0..self.steps.len() {
+            if !self.interim.iter().any(|(i, _)| *i == index) {
+                self.step_dispatches(index).iter().for_each(Dispatch::promote);
+            }
+        }
+    }
+
     /// Drops the interim dispatches of the steps whose own pipelines have all compiled.
     pub(super) fn retire_interim(&mut self) {
         if self.interim.is_empty() {

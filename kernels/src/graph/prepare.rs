@@ -180,6 +180,8 @@ impl Executable {
         };
         let mut values: Vec<Option<(GpuBuffer, Vec<u64>, ElemType)>> = vec![None; self.program.values];
         let mut steps = Steps::default();
+        // Tensor-core compiles that interim plans may stand in for start after the others.
+        let defer = self.interim_possible().then(crate::runtime::defer_tensor_cores);
         for index in 0..self.program.steps.len() {
             self.prepare_step(index, inputs, &input_bufs, &mut values, host_values, &status, old, &mut steps)?;
         }
@@ -226,6 +228,8 @@ impl Executable {
         };
         prepared.in_place_plan = self.in_place_plan(&prepared);
         prepared.interim = self.interim_steps(&prepared);
+        prepared.promote_waited_for();
+        drop(defer);
         Ok(prepared)
     }
 

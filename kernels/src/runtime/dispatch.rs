@@ -50,6 +50,12 @@ impl Dispatch {
         self.tensor_cores && !self.is_ready()
     }
 
+    /// Lets its pipeline's compile start as soon as a core is free, if it was deferred
+    /// (`compile_order.rs`).
+    pub fn promote(&self) {
+        self.pipeline.promote();
+    }
+
     /// Whether it runs `other`'s pipeline.
     pub fn same_pipeline(&self, other: &Dispatch) -> bool {
         std::sync::Arc::ptr_eq(&self.pipeline, &other.pipeline)

@@ -6,6 +6,7 @@
 
 mod adapter;
 mod buffers;
+mod compile_order;
 mod conv;
 pub mod devcopy;
 mod dispatch;
@@ -29,11 +30,13 @@ use parking_lot::Mutex;
 
 pub use adapter::{adapter_caps, list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback, Staged, STORAGE_OFFSET_ALIGN};
+pub use compile_order::{defer_tensor_cores, DeferScope};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
 pub use pipelines::{
-    join_compile_workers, log_compiles, panic_message, set_wgsl_override, Access, BindingLayout, PendingPipeline,
+    join_compile_workers, keep_worker, log_compiles, panic_message, set_wgsl_override, Access, BindingLayout,
+    PendingPipeline,
 };
 pub use timing::GpuTimer;
 pub use wait::{parse_spin, DEFAULT_SPIN};
@@ -162,23 +165,38 @@ fn disk_cache(
     Some((disk, data))
 }
 
+/// The adapter `options` select and the capabilities a device opened on it with them plans
+/// with, without opening it (the adapters are enumerated once per process, so this is quick):
+/// what a session plans its partitions with while its device opens (`provider/src/opening.rs`).
+pub fn planned_caps(options: &GpuOptions) -> Result<(AdapterSummary, DeviceCaps), GpuError> {
+    plan(options).map(|(_, summary, caps)| (summary, caps))
+}
+
+fn plan(options: &GpuOptions) -> Result<(wgpu::Adapter, AdapterSummary, DeviceCaps), GpuError> {
+    let (adapter, summary) = adapter::select(options.debug_validation, &options.adapter)?;
+    let mut caps = DeviceCaps::from_adapter(&adapter);
+    if let Some(n) = options.max_storage_buffers {
+        caps.max_storage_buffers_per_stage = caps.max_storage_buffers_per_stage.min(n);
+    }
+    if options.emulate_tensor_cores && !caps.coop_matrix.is_empty() {
+        return Err(GpuError::Invalid(format!(
+            "option 'emulate_tensor_cores': '{}' has tensor cores; the emulated kernels are for testing their plans \
+             on adapters without them",
+            summary.name
+        )));
+    }
+    caps.coop_emulated = options.emulate_tensor_cores;
+    if !options.experimental.is_enabled() {
+        caps.coop_matrix.clear();
+    }
+    Ok((adapter, summary, caps))
+}
+
 impl Gpu {
     /// Opens a device on the selected adapter, asking for the adapter's own limits (wgpu's
     /// defaults would cap workgroup storage at 16 KB) and the features the kernels use.
     pub fn new(options: &GpuOptions) -> Result<Arc<Gpu>, GpuError> {
-        let (adapter, summary) = adapter::select(options.debug_validation, &options.adapter)?;
-        let mut caps = DeviceCaps::from_adapter(&adapter);
-        if let Some(n) = options.max_storage_buffers {
-            caps.max_storage_buffers_per_stage = caps.max_storage_buffers_per_stage.min(n);
-        }
-        if options.emulate_tensor_cores && !caps.coop_matrix.is_empty() {
-            return Err(GpuError::Invalid(format!(
-                "option 'emulate_tensor_cores': '{}' has tensor cores; the emulated kernels are for testing their plans \
-                 on adapters without them",
-                summary.name
-            )));
-        }
-        caps.coop_emulated = options.emulate_tensor_cores;
+        let (adapter, summary, caps) = plan(options)?;
         let wanted = wgpu::Features::SHADER_F16
             | wgpu::Features::SUBGROUP
             | wgpu::Features::SUBGROUP_BARRIER
@@ -190,8 +208,6 @@ impl Gpu {
         }
         if options.experimental.is_enabled() {
             features |= adapter.features() & wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
-        } else {
-            caps.coop_matrix.clear();
         }
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("onnxruntime-ep-wgpu"),

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::compile_order::{self, Priority};
 use super::pipeline_cache::DiskCache;
 use super::startup::{self, Phase};
 use super::Gpu;
@@ -179,6 +180,8 @@ impl PipelineCache {
 pub struct PendingPipeline {
     state: Mutex<Option<Result<Arc<wgpu::ComputePipeline>, String>>>,
     ready: Condvar,
+    /// When its compile may start (`compile_order.rs`).
+    priority: Priority,
 }
 
 impl std::fmt::Debug for PendingPipeline {
@@ -188,8 +191,8 @@ impl std::fmt::Debug for PendingPipeline {
 }
 
 impl PendingPipeline {
-    fn new() -> Self {
-        PendingPipeline { state: Mutex::new(None), ready: Condvar::new() }
+    fn new(deferred: bool) -> Self {
+        PendingPipeline { state: Mutex::new(None), ready: Condvar::new(), priority: Priority::new(deferred) }
     }
 
     fn set(&self, result: Result<Arc<wgpu::ComputePipeline>, String>) {
@@ -202,8 +205,20 @@ impl PendingPipeline {
         self.state.lock().is_some()
     }
 
-    /// The pipeline, blocking until its compile finished; the compile's error message otherwise.
+    /// Whether its compile waits for all other work (`compile_order.rs`).
+    pub fn is_deferred(&self) -> bool {
+        self.priority.is_deferred()
+    }
+
+    /// Lets a deferred compile start as soon as a core is free (`compile_order.rs`).
+    pub fn promote(&self) {
+        self.priority.promote();
+    }
+
+    /// The pipeline, blocking until its compile finished (a deferred one is promoted first);
+    /// the compile's error message otherwise.
     pub fn wait(&self) -> Result<Arc<wgpu::ComputePipeline>, String> {
+        self.promote();
         let mut state = self.state.lock();
         loop {
             if let Some(result) = &*state {
@@ -260,7 +275,9 @@ fn exp_checks(name: &str) -> Option<super::KeptChecks> {
     Some(super::KeptChecks { bounds: has("bounds"), loop_bounding: has("loop"), int_div: has("div") })
 }
 
-fn keep_worker(handle: std::thread::JoinHandle<()>) {
+/// Keeps a worker thread of ours (a compile, a device opening) to be joined by
+/// [`join_compile_workers`].
+pub fn keep_worker(handle: std::thread::JoinHandle<()>) {
     let mut workers = WORKERS.lock();
     let (done, running): (Vec<_>, Vec<_>) = workers.drain(..).partition(|h| h.is_finished());
     *workers = running;
@@ -283,25 +300,6 @@ pub fn join_compile_workers() {
             let _ = h.join();
         }
     }
-}
-
-/// Bounds the compiles running at once to the machine's cores.
-fn compile_permit() -> impl Drop {
-    static SLOTS: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
-    struct Permit;
-    impl Drop for Permit {
-        fn drop(&mut self) {
-            *SLOTS.0.lock() -= 1;
-            SLOTS.1.notify_one();
-        }
-    }
-    let cores = crate::hostcopy::cores();
-    let mut used = SLOTS.0.lock();
-    while *used >= cores {
-        SLOTS.1.wait(&mut used);
-    }
-    *used += 1;
-    Permit
 }
 
 fn entry(binding: u32, access: Access) -> wgpu::BindGroupLayoutEntry {
@@ -355,14 +353,17 @@ impl Gpu {
     }
 
     /// The pipeline of `variant`, compiled once per device: the first request starts its
-    /// compile on a worker thread (at most one per core run at once) and returns at once.
+    /// compile on a worker thread (at most one per core run at once, tensor-core ones asked for
+    /// inside a [`DeferScope`](super::DeferScope) after the rest: `compile_order.rs`) and
+    /// returns at once.
     pub fn pipeline_async(&self, variant: &ShaderVariant, layout: BindingLayout) -> Arc<PendingPipeline> {
         let pending = {
             let mut pipelines = self.pipelines.pipelines.lock();
             if let Some(p) = pipelines.get(variant) {
                 return p;
             }
-            let p = Arc::new(PendingPipeline::new());
+            let deferred = compile_order::deferred_here(variant.uses_tensor_cores());
+            let p = Arc::new(PendingPipeline::new(deferred));
             pipelines.insert(variant.clone(), p.clone(), self.pipelines.limit.load(Ordering::Relaxed));
             p
         };
@@ -375,7 +376,7 @@ impl Gpu {
                     if let Some(delay) = test_compile_delay(&variant.name()) {
                         std::thread::sleep(delay);
                     }
-                    let _permit = compile_permit();
+                    let _permit = pending.priority.permit();
                     gpu.compile(&variant, layout)
                 }))
                 .unwrap_or_else(|panic| {
