@@ -49,6 +49,20 @@ expect_error(lambda: session({MODEL}), "internal error in {entry}", "test fault"
     )
 
 
+def test_panic_while_the_device_opens_fails_the_session_with_a_message(lib_path):
+    # The device opens on a worker thread while ORT prepares the session (provider/src/opening.rs): Compile waits for
+    # it and reports the worker's panic as an internal error; the next session opens the device again and fails
+    # the same way, and the process lives on.
+    survives(
+        lib_path,
+        f"""
+for attempt in range(2):
+    expect_error(lambda: session({MODEL}), "internal error: opening the device panicked", "test fault")
+""",
+        {FAULT_ENV: "panic:open_device"},
+    )
+
+
 def test_panic_in_get_capability_leaves_the_nodes_to_cpu(lib_path):
     # ORT logs a failed GetCapability and gives the nodes to other EPs: with fallback the model runs on the CPU EP.
     r = survives(

@@ -243,6 +243,31 @@ print("OK")
 
 
 
+def test_the_device_opens_while_ort_prepares_the_session(lib_path, model_path):
+    """CreateEp plans with the capabilities the device will have and opens it on a worker thread (provider/src/
+    opening.rs): ORT's graph work and our GetCapability go on meanwhile, and Compile waits for the device. Opening
+    is made 1.5 s slow here (test-only `ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN`): GetCapability (its info line, stamped
+    by ORT's logger in UTC) still runs well before the session is ready, the wait is recorded as `device_wait`, and
+    the results are those of the CPU EP."""
+    delay_ms = 1500
+    code = SCRIPT.format(python=str(REPO / "python"), setting=None, model=model_path, out=os.devnull) + """
+print("CREATED_AT", CREATED_AT, flush=True)
+"""
+    code = code.replace("sess = ort.InferenceSession(", "import datetime\nsess = ort.InferenceSession(", 1)
+    code = code.replace("x = np.random.default_rng(7)", "CREATED_AT = datetime.datetime.now(datetime.timezone.utc)"
+                        ".timestamp()\nx = np.random.default_rng(7)", 1)
+    r = run_script(lib_path, code, env={"ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN": str(delay_ms)})
+    assert r.returncode == 0, describe(r)
+    s = stats(r)
+    assert s["device_wait"]["count"] == 1 and s["device_wait"]["ms"] >= delay_ms * 0.5, s["device_wait"]
+    created = float(next(ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("CREATED_AT ")))
+    stamp = next(ln[:26] for ln in r.stderr.splitlines() if "GetCapability: claimed" in ln)
+    import datetime
+
+    claimed = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
+    assert created - claimed.timestamp() >= delay_ms * 0.5 / 1e3, (stamp, created, describe(r))
+
+
 def test_unregistering_right_after_session_creation(lib_path, model_path):
     """Compile starts the pipeline compiles on worker threads; releasing the session and unregistering the library
     at once must neither hang (ReleaseEpFactory joins the workers) nor crash. On this machine glibc keeps the library

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ep_kernels::graph::{build_program_with, place, Constant, DeclineKind, Executable, PlacementOptions};
-use ep_kernels::runtime::memory::{DeviceAllocator, DEFAULT_CACHE_LIMIT};
+use ep_kernels::runtime::memory::{DeviceAllocator, GpuSource, DEFAULT_CACHE_LIMIT};
 use ep_kernels::runtime::startup::{self, Phase};
 use ep_kernels::runtime::transfer::{thread_copy_stats, CopyStats};
-use ep_kernels::runtime::Gpu;
-use ep_kernels::ElemType;
+use ep_kernels::{ElemType, GpuError};
 use ort_sys::{OrtAllocator, OrtGraph, OrtLoggingLevel, OrtMemoryInfo, OrtNode, OrtRunOptions, OrtValue, OrtValueInfo};
 
 use crate::abi::{
@@ -22,6 +21,7 @@ use crate::factory::EP_NAME;
 use crate::fault::{self, Site};
 use crate::graph_reader::{read_graph, tensor_bytes};
 use crate::memory::Allocator;
+use crate::opening::OpeningGpu;
 use crate::options::EpOptions;
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
@@ -30,7 +30,8 @@ pub struct Ep {
     /// Must stay the first field: ORT hands this pointer back to every callback.
     base: OrtEp,
     name: CString,
-    gpu: Arc<Gpu>,
+    /// The session's device, opening on a worker thread until Compile needs it (`opening.rs`).
+    gpu: Arc<OpeningGpu>,
     options: EpOptions,
     /// The session logger, valid for the EP's lifetime.
     logger: Logger,
@@ -38,7 +39,7 @@ pub struct Ep {
 
 impl Ep {
     /// Boxes a new EP and returns the pointer ORT keeps.
-    pub fn create(gpu: Arc<Gpu>, options: EpOptions, logger: Logger) -> *mut OrtEp {
+    pub fn create(gpu: Arc<OpeningGpu>, options: EpOptions, logger: Logger) -> *mut OrtEp {
         let ep = Box::new(Ep {
             base: OrtEp {
                 ort_version_supported: ABI_VERSION,
@@ -108,7 +109,13 @@ unsafe extern "system" fn create_allocator(
         }
         // SAFETY: ORT passes back our EP.
         let ep = unsafe { Ep::from_ptr(this) };
-        let inner = DeviceAllocator::for_gpu(ep.gpu.clone(), DEFAULT_CACHE_LIMIT);
+        let opening = ep.gpu.clone();
+        let source: GpuSource = Box::new(move || {
+            opening
+                .get()
+                .map_err(|e| GpuError::DeviceCreation { adapter: opening.adapter().name.clone(), reason: e.message })
+        });
+        let inner = DeviceAllocator::new(source, DEFAULT_CACHE_LIMIT);
         // SAFETY: ORT passes a valid out-pointer; the memory info is the one we registered,
         // which the factory keeps alive.
         unsafe { *out = Allocator::create(info, inner, ep.logger) };
@@ -304,9 +311,9 @@ unsafe extern "system" fn compile(
                     let mut name = null();
                     check((o.api.Node_GetName)(fused, &mut name))?;
                     startup::record(Phase::Program, started.elapsed(), 1);
-                    let exec = startup::time(Phase::Upload, || {
-                        Executable::new(ep.gpu.clone(), program, ep.options.exec_options())
-                    })?;
+                    let gpu = ep.gpu.get()?;
+                    let exec =
+                        startup::time(Phase::Upload, || Executable::new(gpu, program, ep.options.exec_options()))?;
                     let name = cstr(name);
                     let plans = match static_shapes(&read.graph, &inputs) {
                         Some(shapes) => warm_up(ep, &exec, &name, &shapes),

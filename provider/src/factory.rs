@@ -7,7 +7,9 @@ use std::ptr::{null, null_mut};
 use std::sync::Arc;
 
 use ep_kernels::runtime::memory::{DeviceAllocator, GpuSource, DEFAULT_CACHE_LIMIT};
-use ep_kernels::runtime::{list_adapters, AdapterSelector, AdapterSummary, CacheLogLevel, Gpu, GpuOptions};
+use ep_kernels::runtime::{
+    list_adapters, planned_caps, AdapterSelector, AdapterSummary, CacheLogLevel, Gpu, GpuOptions,
+};
 use ep_kernels::GpuError;
 use ort_sys::{
     OrtAllocator, OrtEpDevice, OrtErrorCode, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtLoggingLevel,
@@ -20,6 +22,7 @@ use crate::devices::{pair, HwDevice, SoftwareAdapter, SOFTWARE_ADAPTER_ENV};
 use crate::ep::Ep;
 use crate::fault::{self, Site};
 use crate::memory::{Allocator, DataTransfer, MemoryInfo};
+use crate::opening::OpeningGpu;
 use crate::options::{CoopMode, EpOptions, Validation};
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
@@ -102,10 +105,6 @@ impl Factory {
         unsafe { &*(this as *const Factory) }
     }
 
-    fn gpu(&self, adapter: usize, options: &EpOptions) -> Result<Arc<Gpu>, EpError> {
-        self.devices.gpu(adapter, options)
-    }
-
     /// The DEFAULT memory info of an adapter, made once.
     fn memory_info(&self, adapter: usize) -> Result<*const OrtMemoryInfo, EpError> {
         let mut memory = self.memory.lock();
@@ -185,41 +184,12 @@ impl Factory {
 impl Devices {
     /// The device for an adapter, opened on first use.
     fn gpu(&self, adapter: usize, options: &EpOptions) -> Result<Arc<Gpu>, EpError> {
-        let debug = options.validation == Validation::Debug;
-        let coop = options.cooperative_matrix != CoopMode::Off;
+        let key = gpu_key(adapter, options);
         let mut gpus = self.gpus.lock();
-        let key = (adapter, debug, coop, options.max_storage_buffers, options.emulate_tensor_cores);
-        // A lost device never comes back: sessions still holding it fail their runs with the
-        // reason, and new sessions get a freshly opened device.
-        if let Some(g) = gpus.get(&key) {
-            match g.check_alive() {
-                Ok(()) => return Ok(g.clone()),
-                Err(reason) => {
-                    self.logger.log(
-                        OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
-                        &format!("adapter {adapter}: reopening the device ({reason})"),
-                    );
-                    gpus.remove(&key);
-                }
-            }
+        if let Some(g) = self.alive(&mut gpus, &key) {
+            return Ok(g);
         }
-        let experimental = if coop {
-            crate::experimental::cooperative_matrix_opt_in()
-        } else {
-            wgpu::ExperimentalFeatures::disabled()
-        };
-        let gpu = Gpu::new(&GpuOptions {
-            adapter: AdapterSelector::Index(adapter),
-            debug_validation: debug,
-            experimental,
-            // Debug validation keeps every runtime check wgpu can inject.
-            trusted_shaders: if debug { None } else { Some(Arc::new(crate::experimental::UncheckedShaders)) },
-            pipeline_cache: options.pipeline_cache.clone(),
-            pipeline_caches: Some(Arc::new(crate::experimental::SavedPipelineCaches)),
-            log: Some(cache_log(self.logger)),
-            max_storage_buffers: options.max_storage_buffers,
-            emulate_tensor_cores: options.emulate_tensor_cores,
-        })?;
+        let gpu = Gpu::new(&self.gpu_options(adapter, options))?;
         join_compiles_at_exit();
         if let Some(path) = gpu.pipeline_cache_path() {
             self.logger.log(
@@ -230,6 +200,65 @@ impl Devices {
         gpus.insert(key, gpu.clone());
         Ok(gpu)
     }
+
+    /// The device [`Devices::gpu`] gives, opening on a worker thread if it is not open yet: its
+    /// capabilities are known at once (`opening.rs`).
+    fn open(self: &Arc<Self>, adapter: usize, options: &EpOptions) -> Result<Arc<OpeningGpu>, EpError> {
+        if let Some(g) = self.alive(&mut self.gpus.lock(), &gpu_key(adapter, options)) {
+            return Ok(OpeningGpu::open(g));
+        }
+        let (summary, caps) = planned_caps(&self.gpu_options(adapter, options))?;
+        let (devices, options) = (self.clone(), options.clone());
+        Ok(OpeningGpu::spawn(summary, caps, move || {
+            fault::panic_point(Site::OpenDevice);
+            if let Some(delay) = fault::open_delay() {
+                std::thread::sleep(delay);
+            }
+            devices.gpu(adapter, &options)
+        }))
+    }
+
+    /// The open device of `key`, unless it was lost: a lost device never comes back, sessions
+    /// still holding it fail their runs with the reason, and new sessions get a freshly opened one.
+    fn alive(&self, gpus: &mut HashMap<GpuKey, Arc<Gpu>>, key: &GpuKey) -> Option<Arc<Gpu>> {
+        let reason = match gpus.get(key)?.check_alive() {
+            Ok(()) => return gpus.get(key).cloned(),
+            Err(reason) => reason,
+        };
+        self.logger.log(
+            OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
+            &format!("adapter {}: reopening the device ({reason})", key.0),
+        );
+        gpus.remove(key);
+        None
+    }
+
+    fn gpu_options(&self, adapter: usize, options: &EpOptions) -> GpuOptions {
+        let (_, debug, coop, ..) = gpu_key(adapter, options);
+        let experimental = if coop {
+            crate::experimental::cooperative_matrix_opt_in()
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
+        GpuOptions {
+            adapter: AdapterSelector::Index(adapter),
+            debug_validation: debug,
+            experimental,
+            // Debug validation keeps every runtime check wgpu can inject.
+            trusted_shaders: if debug { None } else { Some(Arc::new(crate::experimental::UncheckedShaders)) },
+            pipeline_cache: options.pipeline_cache.clone(),
+            pipeline_caches: Some(Arc::new(crate::experimental::SavedPipelineCaches)),
+            log: Some(cache_log(self.logger)),
+            max_storage_buffers: options.max_storage_buffers,
+            emulate_tensor_cores: options.emulate_tensor_cores,
+        }
+    }
+}
+
+fn gpu_key(adapter: usize, options: &EpOptions) -> GpuKey {
+    let debug = options.validation == Validation::Debug;
+    let coop = options.cooperative_matrix != CoopMode::Off;
+    (adapter, debug, coop, options.max_storage_buffers, options.emulate_tensor_cores)
 }
 
 /// Makes the process's exit wait for the pipeline compiles still running. A session starts its
@@ -468,7 +497,7 @@ unsafe extern "system" fn create_ep(
                     None => factory.resolve_adapter(&AdapterSelector::Auto)?,
                 },
             };
-            let gpu = factory.gpu(adapter, &options)?;
+            let gpu = factory.devices.open(adapter, &options)?;
             // The session logger lives as long as the EP, which ORT releases before the session.
             let logger = Logger::new(logger);
             logger.log(

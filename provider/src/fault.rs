@@ -21,6 +21,8 @@ pub enum Site {
     ReleaseEp,
     /// Our device allocator's `Alloc`, for allocations of at least [`ALLOC_FAULT_MIN_BYTES`].
     Alloc,
+    /// Opening a session's device, on its worker thread (`opening.rs`).
+    OpenDevice,
 }
 
 /// `oom:alloc` fails only allocations this large, so a test picks which one fails.
@@ -33,6 +35,7 @@ const SITES: &[(&str, Site)] = &[
     ("compute", Site::Compute),
     ("release_ep", Site::ReleaseEp),
     ("alloc", Site::Alloc),
+    ("open_device", Site::OpenDevice),
 ];
 
 impl std::fmt::Display for Site {
@@ -105,6 +108,16 @@ pub fn panic_point(site: Site) {
     if fires(Fault::Panic, site) {
         panic!("test fault {ENV}=panic:{site}");
     }
+}
+
+/// `ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN=<ms>`: each device opening on a session's worker thread
+/// waits so long first (`opening.rs`), as a slow driver would, so tests can see a session wait for it.
+pub fn open_delay() -> Option<std::time::Duration> {
+    static DELAY: OnceLock<Option<std::time::Duration>> = OnceLock::new();
+    *DELAY.get_or_init(|| {
+        let ms = std::env::var("ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN").ok()?.trim().parse().ok()?;
+        Some(std::time::Duration::from_millis(ms))
+    })
 }
 
 #[cfg(test)]

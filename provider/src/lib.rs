@@ -11,6 +11,7 @@ mod factory;
 pub mod fault;
 mod graph_reader;
 pub mod memory;
+mod opening;
 pub mod options;
 pub mod ort;
 mod profile;

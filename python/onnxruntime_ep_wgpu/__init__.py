@@ -76,6 +76,7 @@ STARTUP_PHASES = (
     "copy_out_wait",
     "copy_out",
     "interim",
+    "device_wait",
 )
 
 _EP_NAME = "WgpuExecutionProvider"

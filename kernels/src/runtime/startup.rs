@@ -60,11 +60,15 @@ pub enum Phase {
     /// Runs that took interim plans without tensor cores while their own pipelines compiled
     /// (`graph/interim.rs`; count: steps run so).
     Interim,
+    /// Wall time Compile (or a first allocation) waited for a device still opening on its worker
+    /// thread (`provider/src/opening.rs`): what of [`Phase::Device`] the session's preparation
+    /// did not hide.
+    DeviceWait,
 }
 
 impl Phase {
     /// Every phase, in the order of the exported values.
-    pub const ALL: [Phase; 21] = [
+    pub const ALL: [Phase; 22] = [
         Phase::Enumerate,
         Phase::Device,
         Phase::Placement,
@@ -86,6 +90,7 @@ impl Phase {
         Phase::CopyOutWait,
         Phase::CopyOut,
         Phase::Interim,
+        Phase::DeviceWait,
     ];
 
     /// The phase's name in logs, the locator's dict and the bench's JSON.
@@ -112,6 +117,7 @@ impl Phase {
             Phase::CopyOutWait => "copy_out_wait",
             Phase::CopyOut => "copy_out",
             Phase::Interim => "interim",
+            Phase::DeviceWait => "device_wait",
         }
     }
 }
