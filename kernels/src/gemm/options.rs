@@ -50,11 +50,6 @@ pub struct GemmOptions {
     /// Keep products with K below 1024 unsplit (the convs' products: the short-K split-K rule
     /// was measured on plain products only).
     pub unsplit_short_k: bool,
-    /// Plans whose kernels the driver compiles fastest: 64×64 SIMT tiles even where the thin
-    /// 32×64 ones (an unrolled 4×4 register tile) would fill the device better. Interim plans
-    /// (`graph/interim.rs`) run for a cold process's first half second only, and its first run
-    /// waits for their compiles.
-    pub quick_compile: bool,
 }
 
 impl GemmOptions {

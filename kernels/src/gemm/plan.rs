@@ -114,7 +114,7 @@ impl GemmPlan {
 
 /// Plans `problem` on `caps` with the tuned shapes for that device.
 pub fn plan_gemm(problem: &GemmProblem, caps: &DeviceCaps, options: &GemmOptions) -> Result<GemmPlan, PlanError> {
-    plan_gemm_tuned(problem, caps, options, &Tuning::for_caps(caps).for_options(options))
+    plan_gemm_tuned(problem, caps, options, &Tuning::for_caps(caps))
 }
 
 /// Plans with an explicit shape table: the coop path first where it is eligible, then the SIMT
@@ -188,7 +188,7 @@ pub fn plan_gemm_implicit(
         return Err(PlanError::F16Unsupported);
     }
     check_operand_bindings(problem, caps, false)?;
-    let tuning = Tuning::for_caps(caps).for_options(options);
+    let tuning = Tuning::for_caps(caps);
     let mut tilings: Vec<Tiling> = Vec::new();
     for t in simt_candidates(problem, caps, options) {
         let t = if t == Tiling::Gemv { Tiling::Tile64 } else { t };

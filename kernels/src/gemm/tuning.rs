@@ -103,15 +103,6 @@ impl Tuning {
         self
     }
 
-    /// The table as `options` narrow it: with `quick_compile`, no thin shapes (see
-    /// [`GemmOptions::quick_compile`](super::GemmOptions::quick_compile)).
-    pub fn for_options(mut self, options: &super::GemmOptions) -> Tuning {
-        if options.quick_compile {
-            self.simt_thin = self.simt_64.clone();
-        }
-        self
-    }
-
     /// A table with exactly one shape per tiling (kernel sweeps).
     pub fn single(coop_128: CoopShape, coop_64: CoopShape, simt_128: TileShape, simt_64: TileShape) -> Tuning {
         Tuning {

@@ -31,11 +31,7 @@ impl Executable {
         let simt = self.gpu.caps().without_tensor_cores();
         // 64×64 tiles: on the H100 the 128×128 SIMT kernel with GELU's epilogue took the driver 853 ms
         // cold, as long as a tensor-core one; the 64×64 ones 141–243 ms.
-        let gemm = crate::gemm::GemmOptions {
-            tiling: crate::gemm::TilingChoice::Tile64,
-            quick_compile: true,
-            ..self.options.gemm
-        };
+        let gemm = crate::gemm::GemmOptions { tiling: crate::gemm::TilingChoice::Tile64, ..self.options.gemm };
         let options = super::ExecOptions { gemm, ..self.options };
         let mut interim = Vec::new();
         for index in 0..prepared.steps.len() {

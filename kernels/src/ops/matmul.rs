@@ -343,7 +343,6 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
             f32_split,
             f32_split_fused,
             unsplit_short_k: false,
-            quick_compile: false,
         })
     });
     for options in options {
