@@ -2,7 +2,8 @@
 # Forty-seventh session, in parts (PARTS, default "ab timeline stats itest"):
 #  ab       bench/startup.py, Whisper-tiny fp16, cold: our staged library (new) beside BASE_LIB (the build before the
 #           compile order, default .carry/base/) and PRIO_LIB (the compile order alone, default .carry/prio/), ROUNDS
-#           rounds (default 3) of 2 processes each, alternating, then the peer (3 processes); then WARM=1: the same warm.
+#           rounds (default 3) of 2 processes each, alternating, then the peer (3 processes); then WARM=1: the same warm
+#           (WROUNDS rounds, default 2). QUICK_LIB (default .carry/quick/): new plus interim plans on 64x64 tiles only.
 #  timeline bench/experiments/interim/timeline.py: one cold process of each library (default options).
 #  stats    pipeline_stats on .carry/wgsl_s47/ (Whisper-tiny fp16's cold pipelines and two alternatives), the driver's
 #           cache off, one thread and then all at once (16 threads): what compiling at once costs each compile.
@@ -15,14 +16,16 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 PARTS=" ${PARTS:-ab timeline stats itest} "
 BASE_LIB=${BASE_LIB:-.carry/base/libonnxruntime_ep_wgpu.so}
 PRIO_LIB=${PRIO_LIB:-.carry/prio/libonnxruntime_ep_wgpu.so}
-lib_of() { case $1 in base) echo "$BASE_LIB" ;; prio) echo "$PRIO_LIB" ;; *) echo "$LIB" ;; esac; }
+QUICK_LIB=${QUICK_LIB:-.carry/quick/libonnxruntime_ep_wgpu.so}
+lib_of() { case $1 in base) echo "$BASE_LIB" ;; prio) echo "$PRIO_LIB" ;; quick) echo "$QUICK_LIB" ;; *) echo "$LIB" ;; esac; }
 M=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import startup; from pathlib import Path; \
 print(startup.default_model(Path('bench/out/startup'), 'fp16')[0])" 2>/dev/null | tail -1)
 
 if [[ $PARTS == *" ab "* ]]; then
   for mode in cold ${WARM:+warm}; do
-    for r in $(seq 1 "${ROUNDS:-3}"); do
-      for who in base prio new; do
+    rounds=${ROUNDS:-3}; [[ $mode == warm ]] && rounds=${WROUNDS:-2}
+    for r in $(seq 1 "$rounds"); do
+      for who in base prio new quick; do
         [[ -f $(lib_of $who) ]] || continue
         timeout 200 python3 bench/startup.py --lib "$(lib_of $who)" --dtype fp16 --configs ours-nocache --modes $mode \
           --repeat 2 --json "$OUT/ab_${mode}_${who}_$r.json" >"$OUT/ab_${mode}_${who}_$r.txt" 2>&1
@@ -33,7 +36,7 @@ if [[ $PARTS == *" ab "* ]]; then
   done
 fi
 if [[ $PARTS == *" timeline "* ]]; then
-  for who in new prio base; do
+  for who in quick new prio base; do
     dir=$(mktemp -d)
     __GL_SHADER_DISK_CACHE_PATH=$dir timeout 120 python3 bench/experiments/interim/timeline.py "$PWD/$(lib_of $who)" "$M" \
       >"$OUT/tl_$who.txt" 2>&1
