@@ -244,6 +244,7 @@ impl EpOptions {
             conv_algo: self.conv_algorithm,
             fold_decode_attention: self.decode_attention_fold,
             interim: self.interim_kernels,
+            interim_plan: false,
         }
     }
 

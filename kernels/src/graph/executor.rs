@@ -132,6 +132,9 @@ pub struct ExecOptions {
     /// `interim_kernels`: while a set's tensor-core pipelines compile, its runs take plans
     /// without tensor cores (`interim.rs`; on by default).
     pub interim: bool,
+    /// Set while `interim.rs` plans a step again for an interim plan: an attention step takes
+    /// its unfused form (`ops/attention/unfused.rs`) or none.
+    pub interim_plan: bool,
 }
 
 impl Default for ExecOptions {
@@ -142,6 +145,7 @@ impl Default for ExecOptions {
             conv_algo: ConvAlgo::Auto,
             fold_decode_attention: false,
             interim: false,
+            interim_plan: false,
         }
     }
 }

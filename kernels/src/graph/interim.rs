@@ -11,13 +11,14 @@
 //! fp16's cold import-to-first-result fell from 1.70 s to 0.84 s, medians of three and six
 //! processes, and warm processes did not change; `docs/performance/startup.md`). While a set runs interim
 //! plans, nothing is bound in place (`direct.rs`): steps planned again for ORT's ranges take the
-//! device's own pipelines and would wait for them. Tensor-core attention steps get no interim
-//! plan: the SIMT flash kernel they would take is slower than waiting for their compile. A set
+//! device's own pipelines and would wait for them. A tensor-core attention step takes its unfused
+//! form (`ops/attention/unfused.rs`: two SIMT products and a softmax through Sq×Skv scratch)
+//! where that form can express it, else none: the SIMT flash kernel ran Whisper-tiny's attentions
+//! 45 times slower than the tensor cores, longer than waiting for their compile. A set
 //! made with interim plans possible defers its tensor-core compiles until the others are done
 //! (`runtime/compile_order.rs`), then promotes those of the steps left without an interim plan.
 
 use super::{Executable, Prepared};
-use crate::ops::attention::coop::COOP_FLASH_PREFIX;
 use crate::runtime::Dispatch;
 
 impl Executable {
@@ -32,22 +33,13 @@ impl Executable {
         // 64×64 tiles: on the H100 the 128×128 SIMT kernel with GELU's epilogue took the driver 853 ms
         // cold, as long as a tensor-core one; the 64×64 ones 141–243 ms.
         let gemm = crate::gemm::GemmOptions { tiling: crate::gemm::TilingChoice::Tile64, ..self.options.gemm };
-        let options = super::ExecOptions { gemm, ..self.options };
+        let options = super::ExecOptions { gemm, interim_plan: true, ..self.options };
         let mut interim = Vec::new();
         for index in 0..prepared.steps.len() {
             let own = prepared.step_dispatches(index);
             if !own.iter().any(Dispatch::compiling_on_tensor_cores) {
                 if crate::runtime::log_compiles() && !own.is_empty() {
                     eprintln!("ep-wgpu step {index} ({}) needs no interim plan", labels(own));
-                }
-                continue;
-            }
-            if own.iter().any(|d| d.label.starts_with(COOP_FLASH_PREFIX)) {
-                // Without tensor cores the step would run the SIMT flash kernel: on an H100 it took
-                // Whisper-tiny's four attentions 93 ms against 2, longer than is left of their
-                // compile (0.19–0.32 s cold) by the first run (forty-sixth session).
-                if crate::runtime::log_compiles() {
-                    eprintln!("ep-wgpu no interim plan for step {index} ({}): an attention", labels(own));
                 }
                 continue;
             }

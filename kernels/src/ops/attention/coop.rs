@@ -33,9 +33,8 @@ pub const MAX_HEAD_SIZE: u64 = 128;
 /// share alone).
 const TILINGS: [(u32, u32); 4] = [(8, 32), (4, 64), (4, 32), (2, 32)];
 const EMULATED_TILINGS: [(u32, u32); 2] = [(2, 32), (2, 16)];
-/// The names of the tensor-core attention kernels start so (`graph/interim.rs` leaves their steps
-/// without interim plans).
-pub const COOP_FLASH_PREFIX: &str = "attn_coop_";
+/// The names of the tensor-core attention kernels start so.
+const COOP_FLASH_PREFIX: &str = "attn_coop_";
 
 /// The split f32 form stages two parts of K, V and P: 32-key tiles fit 48 KB at head size 64.
 const X3_TILINGS: [(u32, u32); 1] = [(4, 32)];

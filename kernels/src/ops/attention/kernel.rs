@@ -239,7 +239,7 @@ impl FlashKernel {
     }
 
     /// The stored output shape and its (batch, head, seq, dim) strides.
-    fn output(&self, g: &Geometry) -> Result<(Vec<u64>, [u64; 4]), String> {
+    pub(super) fn output(&self, g: &Geometry) -> Result<(Vec<u64>, [u64; 4]), String> {
         let (b, h, s, d) = (g.batch, g.heads, g.sq, g.d);
         Ok(match self.out {
             OutLayout::Packed => (vec![b, s, h * d], [s * h * d, d, h * d, 1]),
@@ -355,6 +355,9 @@ impl Kernel for FlashKernel {
     }
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        if cx.options.interim_plan {
+            return self.prepare_unfused(cx, io);
+        }
         let (q, k, v, o) = (io.input(0)?, io.input(1)?, io.input(2)?, io.output(0)?);
         let mut bound = vec![q, k, v, o];
         // Operands packed into one tensor are bound from their first column.

@@ -22,6 +22,7 @@ pub mod gqa;
 pub mod kernel;
 pub mod mha;
 pub mod onnx;
+mod unfused;
 
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;

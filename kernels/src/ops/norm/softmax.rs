@@ -107,6 +107,18 @@ impl SoftmaxKernel {
         })
     }
 
+    /// Softmax along the last axis (the unfused attention's rows).
+    pub fn rows(name: &str, ty: ElemType) -> SoftmaxKernel {
+        SoftmaxKernel {
+            name: name.to_string(),
+            log: false,
+            ty,
+            axis: -1,
+            coerce_2d: false,
+            tuning: RowTuning::new(ROW_THREADS),
+        }
+    }
+
     fn op(&self) -> &'static str {
         if self.log {
             "LogSoftmax"
@@ -153,7 +165,7 @@ impl Kernel for SoftmaxKernel {
 impl SoftmaxKernel {
     /// The kernel for X of `shape` and whether it runs a workgroup per row: what `prepare`
     /// binds and `plan` reports.
-    fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
+    pub(crate) fn dispatch(&self, shape: &[u64], caps: &DeviceCaps) -> Result<(OpDispatch, bool), GpuError> {
         let [outer, n, inner] = self.geometry(shape).map_err(GpuError::Invalid)?;
         to_u32("Softmax elements", shape.iter().product())?;
         // Contiguous rows, or long strided ones where they are few (a workgroup per row); else
