@@ -233,6 +233,7 @@ impl EpOptions {
             f32_split: self.f32_split,
             f32_split_fused: self.f32_split_fused,
             unsplit_short_k: false,
+            quick_compile: false,
         }
     }
 

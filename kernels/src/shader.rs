@@ -269,8 +269,9 @@ pub fn dtype_context(dtype: DType) -> Value {
 
 fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
     match v {
-        GemmVariant::TiledVec { dtype, shape, split_k, a, b, implicit_b, a_scalar } => {
-            ("gemm_simt_vec.wgsl.j2", simt_vec_context(dtype, shape, split_k, a, b, implicit_b, a_scalar))
+        GemmVariant::TiledVec { dtype, shape, split_k, a, b, implicit_b, a_scalar, quick } => {
+            let ctx = simt_vec_context(dtype, shape, split_k, a, b, implicit_b, a_scalar);
+            ("gemm_simt_vec.wgsl.j2", context! { quick, ..ctx })
         }
         GemmVariant::Coop(c) => ("gemm_coop.wgsl.j2", coop_context(c)),
         GemmVariant::Tiled { dtype, shape, split_k } => {

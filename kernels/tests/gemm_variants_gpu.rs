@@ -81,6 +81,29 @@ fn simt_vec4_matches_reference() {
     }
 }
 
+#[test]
+fn simt_vec4_with_stores_in_one_loop_matches_reference() {
+    // `quick_compile` (the interim plans' kernels): the same products, the stores in a loop.
+    let gpu = gpu();
+    let mut rng = rng("simt_vec4_quick");
+    let dtypes: &[DType] = if gpu.caps().shader_f16 { &[DType::F32, DType::F16] } else { &[DType::F32] };
+    let options = GemmOptions { quick_compile: true, ..GemmOptions::tiling(TilingChoice::Tile64) };
+    for &dtype in dtypes {
+        for (i, &(m, n, k)) in ALIGNED.iter().enumerate() {
+            for (j, &(ta, tb)) in TRANSPOSES.iter().enumerate() {
+                let mut p = with_bias(GemmProblem::simple(dtype, m, n, k, ta, tb));
+                if (i + j) % 2 == 0 {
+                    p.epilogue.activation = Activation::Gelu;
+                }
+                let plan = plan_gemm(&p, gpu.caps(), &options).unwrap();
+                let name = plan.steps[0].shader().name();
+                assert!(name.contains("_q"), "{m}x{n}x{k} planned {name}");
+                check_plan(&p, &plan, &mut rng, &format!("{dtype} {m}x{n}x{k} tA={ta} tB={tb}"));
+            }
+        }
+    }
+}
+
 /// The H200's caps with the test adapter's workgroup storage, so plans carry coop variants
 /// that fit the test adapter once emulated.
 fn coop_caps() -> DeviceCaps {

@@ -50,6 +50,10 @@ pub struct GemmOptions {
     /// Keep products with K below 1024 unsplit (the convs' products: the short-K split-K rule
     /// was measured on plain products only).
     pub unsplit_short_k: bool,
+    /// The SIMT vec4 kernels with their stores in one loop (`_q`): the epilogue is compiled once
+    /// instead of once per register block, which the NVIDIA driver compiles 1.5–2× faster cold.
+    /// The interim plans of a cold start take them (`graph/interim.rs`).
+    pub quick_compile: bool,
 }
 
 impl GemmOptions {

@@ -146,12 +146,26 @@ pub fn plan_gemm_tuned(
         Err(reason) => fallbacks.push(format!("coop: {reason}")),
     }
     tilings.extend(simt_candidates(&problem, caps, options));
-    first_fit(tilings, fallbacks, |t| build(&problem, caps, t, tuning, simt_step)).map_err(|mut fallbacks| {
+    let planned = first_fit(tilings, fallbacks, |t| build(&problem, caps, t, tuning, simt_step));
+    planned.map(|plan| quicken(plan, options)).map_err(|mut fallbacks| {
         fallbacks
             .pop()
             .map(|last| PlanError::Invalid(format!("no GEMM kernel fits this device ({last})")))
             .unwrap_or_else(|| PlanError::Invalid("no GEMM kernel fits this device".into()))
     })
+}
+
+/// With `options.quick_compile`, the plan's SIMT vec4 products (not split-K partials) take the
+/// variant whose stores are one loop.
+fn quicken(mut plan: GemmPlan, options: &GemmOptions) -> GemmPlan {
+    if options.quick_compile {
+        for step in &mut plan.steps {
+            if let GemmVariant::TiledVec { split_k: false, quick, .. } = &mut step.variant {
+                *quick = true;
+            }
+        }
+    }
+    plan
 }
 
 /// The plan of the first tiling that builds, carrying the reasons the earlier ones (and
@@ -201,7 +215,8 @@ pub fn plan_gemm_implicit(
         fallbacks.push("coop: only the SIMT kernel gathers an implicit B operand".to_string());
     }
     let implicit: SimtStep = |p, caps, shapes, _, splits| implicit_step(p, caps, shapes, splits);
-    first_fit(tilings, fallbacks, |t| build(problem, caps, t, &tuning, implicit)).map_err(|fallbacks| {
+    let planned = first_fit(tilings, fallbacks, |t| build(problem, caps, t, &tuning, implicit));
+    planned.map(|plan| quicken(plan, options)).map_err(|fallbacks| {
         PlanError::Invalid(format!("no implicit-GEMM kernel fits this device ({})", fallbacks.join("; ")))
     })
 }
@@ -228,6 +243,7 @@ fn implicit_step(
             b: Contig::Mn,
             implicit_b: true,
             a_scalar,
+            quick: false,
         };
         match variant.fits(caps) {
             Ok(()) => return tiled_step(p, caps, variant, [shape.bm, shape.bn, shape.bk], splits),
@@ -382,6 +398,7 @@ fn simt_step(
                 b: b_contig(p),
                 implicit_b: false,
                 a_scalar: false,
+                quick: false,
             };
             if variant.fits(caps).is_ok() {
                 return tiled_step(p, caps, variant, [shape.bm, shape.bn, shape.bk], splits);

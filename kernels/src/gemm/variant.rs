@@ -167,6 +167,9 @@ pub enum GemmVariant {
         /// A is loaded as 4 scalars per chunk, each bounds-checked along K (rows whose length
         /// is not a multiple of 4); only with `implicit_b`, whose conv weights are not padded.
         a_scalar: bool,
+        /// The stores in one loop whose trip count the driver cannot see (`_q`,
+        /// `GemmOptions::quick_compile`); never with `split_k`.
+        quick: bool,
     },
     /// Cooperative-matrix GEMM.
     Coop(CoopVariant),
@@ -232,8 +235,9 @@ impl GemmVariant {
                 let suffix = if split_k { "_splitk" } else { "" };
                 format!("gemm_{dtype}_{}x{}{suffix}", shape.bm, shape.bn)
             }
-            GemmVariant::TiledVec { dtype, shape, split_k, a, b, implicit_b, a_scalar } => {
+            GemmVariant::TiledVec { dtype, shape, split_k, a, b, implicit_b, a_scalar, quick } => {
                 let split = if split_k { "_splitk" } else { "" };
+                let quick = if quick { "_q" } else { "" };
                 let tuned = [SIMT_VEC_128, SIMT_VEC_64].contains(&shape);
                 let params = if tuned { String::new() } else { format!("_k{}_r{}x{}", shape.bk, shape.tm, shape.tn) };
                 let implicit = match (implicit_b, a_scalar) {
@@ -242,7 +246,12 @@ impl GemmVariant {
                     (true, true) => "_implicit_a1",
                     (false, true) => "_a1",
                 };
-                format!("gemm_{dtype}_{}x{}_v4{}{implicit}{split}{params}", shape.bm, shape.bn, layout_suffix(a, b))
+                format!(
+                    "gemm_{dtype}_{}x{}_v4{}{implicit}{split}{params}{quick}",
+                    shape.bm,
+                    shape.bn,
+                    layout_suffix(a, b)
+                )
             }
             GemmVariant::Coop(c) => {
                 let s = c.shape;

@@ -2,8 +2,9 @@
 //! compile cold (`docs/performance/sessions-39-42.md`), and a run cannot record a dispatch
 //! before its pipeline exists, so a cold process's first result waited for the slowest of them
 //! (issue 15). When a set is made while some of a step's pipelines are still compiling, the step
-//! is also planned for the same device without tensor cores, in 64×64 tiles (SIMT kernels the
-//! driver compiles in 0.1–0.25 s, forty-fifth session), over the same buffers: its runs take those dispatches until the step's own
+//! is also planned for the same device without tensor cores, in 64×64 tiles whose stores run in
+//! one loop (`GemmOptions::quick_compile`: SIMT kernels the driver compiles in 0.05–0.15 s alone on
+//! an H100, forty-eighth session), over the same buffers: its runs take those dispatches until the step's own
 //! pipelines are ready, then drop them. The results are those of the SIMT plans: the same
 //! operation at the same or better precision (f16 products accumulate in f32 either way; f32 ones
 //! are exact f32 instead of split in three f16 products), not bit for bit the tensor cores'.
@@ -32,7 +33,11 @@ impl Executable {
         let simt = self.gpu.caps().without_tensor_cores();
         // 64×64 tiles: on the H100 the 128×128 SIMT kernel with GELU's epilogue took the driver 853 ms
         // cold, as long as a tensor-core one; the 64×64 ones 141–243 ms.
-        let gemm = crate::gemm::GemmOptions { tiling: crate::gemm::TilingChoice::Tile64, ..self.options.gemm };
+        let gemm = crate::gemm::GemmOptions {
+            tiling: crate::gemm::TilingChoice::Tile64,
+            quick_compile: true,
+            ..self.options.gemm
+        };
         let options = super::ExecOptions { gemm, interim_plan: true, ..self.options };
         let mut interim = Vec::new();
         for index in 0..prepared.steps.len() {

@@ -7,6 +7,7 @@ use crate::caps::DeviceCaps;
 use crate::conv::{plan_conv_with, resolve, AutoPad, ConvAlgo, ConvAttrs, ConvInputs, ConvSchedule, Residual};
 use crate::dtype::DType;
 use crate::error::GpuError;
+use crate::gemm::TilingChoice;
 use crate::gemm::{Activation, CoopMode, GemmOptions};
 use crate::graph::model::{Node, ValueInfo};
 use crate::graph::support::{common_dtype, required, PlacementOptions};
@@ -232,7 +233,12 @@ fn conv_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
                         // fused or (`f32_split_fused=0`) serial.
                         let split = GemmOptions { f32_split: CoopMode::On, ..GemmOptions::tiling(choice) };
                         let serial = GemmOptions { f32_split_fused: CoopMode::Off, ..split };
-                        for options in [GemmOptions::tiling(choice), split, serial] {
+                        let mut all = vec![GemmOptions::tiling(choice), split, serial];
+                        if choice == TilingChoice::Tile64 {
+                            // The interim plans' (`graph/interim.rs`): stores in one loop.
+                            all.push(GemmOptions { cooperative_matrix: CoopMode::Off, quick_compile: true, ..all[0] });
+                        }
+                        for options in all {
                             if let Ok(plan) = plan_conv_with(&problem, caps, &options, algo) {
                                 out.extend(plan.variants().into_iter().map(|v| (v.name(), v)));
                             }

@@ -343,8 +343,15 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
             f32_split,
             f32_split_fused,
             unsplit_short_k: false,
+            quick_compile: false,
         })
     });
+    // The interim plans' (`graph/interim.rs`): 64×64 SIMT tiles whose stores are one loop.
+    let options = options.chain([GemmOptions {
+        cooperative_matrix: CoopMode::Off,
+        quick_compile: true,
+        ..GemmOptions::tiling(TilingChoice::Tile64)
+    }]);
     for options in options {
         for dtype in [DType::F32, DType::F16] {
             for &(ta, tb) in TRANSPOSES {
