@@ -294,6 +294,9 @@ unsafe extern "system" fn compile(
         // array of `count` slots that we fill (each slot owned by us until ReleaseNodeComputeInfos).
         unsafe {
             let ep = Ep::from_ptr(this);
+            // The tensor-core compiles deferred by one partition's set wait for every partition's
+            // interim pipelines (`runtime/compile_order.rs`).
+            let _hold = ep_kernels::runtime::hold_deferred();
             let mut created: Vec<*mut OrtNodeComputeInfo> = Vec::with_capacity(count);
             let mut build = || -> Result<(), EpError> {
                 for i in 0..count {

@@ -35,17 +35,34 @@ static SLOTS: (Mutex<Slots>, Condvar) = (Mutex::new(Slots { running: 0, foregrou
 /// deferred, and no deferred compile starts (see the module's documentation).
 pub struct DeferScope {
     previous: bool,
+    _hold: HoldDeferred,
 }
 
 /// Opens a [`DeferScope`] on this thread.
 pub fn defer_tensor_cores() -> DeferScope {
-    SLOTS.0.lock().foreground += 1;
-    DeferScope { previous: DEFER.with(|d| d.replace(true)) }
+    let hold = hold_deferred();
+    DeferScope { previous: DEFER.with(|d| d.replace(true)), _hold: hold }
 }
 
 impl Drop for DeferScope {
     fn drop(&mut self) {
         DEFER.with(|d| d.set(self.previous));
+    }
+}
+
+/// While alive, no deferred compile starts; nothing requested meanwhile is deferred by it. A
+/// session's Compile holds one over all its partitions, so the interim pipelines of its later
+/// sets start before the tensor-core ones of its earlier sets.
+pub struct HoldDeferred(());
+
+/// Opens a [`HoldDeferred`].
+pub fn hold_deferred() -> HoldDeferred {
+    SLOTS.0.lock().foreground += 1;
+    HoldDeferred(())
+}
+
+impl Drop for HoldDeferred {
+    fn drop(&mut self) {
         SLOTS.0.lock().foreground -= 1;
         SLOTS.1.notify_all();
     }
@@ -150,6 +167,16 @@ mod tests {
         drop(scope);
         assert!(!deferred_here(true));
         // Other tests of this process may compile meanwhile: it starts once they are done.
+        started.recv_timeout(Duration::from_secs(120)).expect("a deferred compile never started");
+    }
+
+    #[test]
+    fn a_hold_keeps_deferred_compiles_back_and_defers_nothing() {
+        let hold = hold_deferred();
+        assert!(!deferred_here(true), "a hold alone defers nothing");
+        let started = start(leaked(true));
+        assert!(started.recv_timeout(Duration::from_millis(300)).is_err(), "started while held");
+        drop(hold);
         started.recv_timeout(Duration::from_secs(120)).expect("a deferred compile never started");
     }
 

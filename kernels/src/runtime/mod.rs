@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 
 pub use adapter::{adapter_caps, list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback, Staged, STORAGE_OFFSET_ALIGN};
-pub use compile_order::{defer_tensor_cores, DeferScope};
+pub use compile_order::{defer_tensor_cores, hold_deferred, DeferScope, HoldDeferred};
 pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
