@@ -289,24 +289,14 @@ impl GqaKernel {
     /// device) hold every `past_b + S` within the present cache, so `past_b ≤ T − S`, the
     /// bottom-right offset, and no key the mask lets in is cut.
     fn flash(&self) -> FlashKernel {
+        let layouts = [Layout::packed(self.heads), Layout::BHSD, Layout::BHSD];
         FlashKernel {
-            name: self.name.clone(),
-            op: "GroupQueryAttention",
-            ty: self.ty,
             scale: self.scale,
             softcap: self.softcap,
             causal: Causal::BottomRight,
             mask: self.mask_kind(),
-            q: Layout::packed(self.heads),
-            k: Layout::BHSD,
-            v: Layout::BHSD,
-            out: OutLayout::Packed,
-            tiles: None,
             engine: self.engine,
-            splits: None,
-            lanes: None,
-            kv_bound: None,
-            prep: None,
+            ..FlashKernel::new(&self.name, "GroupQueryAttention", self.ty, layouts, OutLayout::Packed)
         }
     }
 }

@@ -206,6 +206,31 @@ pub struct Geometry {
 }
 
 impl FlashKernel {
+    /// A kernel of `op` over Q, K and V stored as `layouts` (in that order), writing `out`: scale
+    /// 1/√D, no cap, mask or causal masking, tiling, engine and splits planned from the device.
+    pub fn new(name: &str, op: &'static str, ty: ElemType, layouts: [Layout; 3], out: OutLayout) -> FlashKernel {
+        let [q, k, v] = layouts;
+        FlashKernel {
+            name: name.to_string(),
+            op,
+            ty,
+            scale: None,
+            softcap: 0.0,
+            causal: Causal::None,
+            mask: MaskKind::None,
+            q,
+            k,
+            v,
+            out,
+            tiles: None,
+            engine: Engine::Auto,
+            splits: None,
+            lanes: None,
+            kv_bound: None,
+            prep: None,
+        }
+    }
+
     fn err(&self, m: String) -> String {
         format!("{} '{}': {m}", self.op, self.name)
     }

@@ -3,7 +3,7 @@
 //! `[B, N, S, L]`), `num_heads`, `scale`, `unidirectional` (causal, bottom-right). Declined with
 //! a reason: packed QKV/KV, `bias`, `key_padding_mask`, past/present key and value, extra outputs.
 
-use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
+use super::kernel::{Causal, FlashKernel, Layout, MaskKind, OutLayout};
 use super::unsupported;
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -53,24 +53,12 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
             other => Err(format!("MultiHeadAttention input {i} of rank {other:?} is not supported")),
         }
     };
+    let layouts = [layout(0)?, layout(1)?, layout(2)?];
     Ok(FlashKernel {
-        name: node.name.clone(),
-        op: "MultiHeadAttention",
-        ty,
         scale: node.float("scale").filter(|&s| s != 0.0),
-        softcap: 0.0,
         causal: if node.int("unidirectional").unwrap_or(0) != 0 { Causal::BottomRight } else { Causal::None },
         mask,
-        q: layout(0)?,
-        k: layout(1)?,
-        v: layout(2)?,
-        out: OutLayout::Packed,
-        tiles: None,
-        engine: Engine::Auto,
-        splits: None,
-        lanes: None,
-        kv_bound: None,
-        prep: None,
+        ..FlashKernel::new(&node.name, "MultiHeadAttention", ty, layouts, OutLayout::Packed)
     })
 }
 

@@ -3,7 +3,7 @@
 //! sees keys 0..=i), `scale`. Declined with a reason: past key/value inputs, the present and
 //! QK outputs, `softcap`, a V head size unlike Q's, head sizes the kernel lacks.
 
-use super::kernel::{Causal, Engine, FlashKernel, Layout, MaskKind, OutLayout};
+use super::kernel::{Causal, FlashKernel, Layout, MaskKind, OutLayout};
 use super::unsupported;
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -60,24 +60,13 @@ pub fn kernel(node: &Node) -> Result<FlashKernel, String> {
         }
     };
     let q = layout(0, "q_num_heads")?;
+    let out = if q.packed_heads.is_some() { OutLayout::Packed } else { OutLayout::Plain(4) };
+    let layouts = [q, layout(1, "kv_num_heads")?, layout(2, "kv_num_heads")?];
     Ok(FlashKernel {
-        name: node.name.clone(),
-        op: "Attention",
-        ty,
         scale: node.float("scale"),
-        softcap: 0.0,
         causal: if node.int("is_causal").unwrap_or(0) != 0 { Causal::TopLeft } else { Causal::None },
         mask,
-        q,
-        k: layout(1, "kv_num_heads")?,
-        v: layout(2, "kv_num_heads")?,
-        out: if q.packed_heads.is_some() { OutLayout::Packed } else { OutLayout::Plain(4) },
-        tiles: None,
-        engine: Engine::Auto,
-        splits: None,
-        lanes: None,
-        kv_bound: None,
-        prep: None,
+        ..FlashKernel::new(&node.name, "Attention", ty, layouts, out)
     })
 }
 

@@ -182,28 +182,11 @@ fn one_product(plan: GemmPlan, problem: &GemmProblem) -> Result<GemmPlan, GpuErr
 mod tests {
     use super::*;
     use crate::dtype::ElemType;
-    use crate::ops::attention::kernel::{Engine, Layout, OutLayout};
+    use crate::ops::attention::kernel::{Layout, OutLayout};
 
     fn packed(ty: ElemType, heads: u64, kv_heads: u64, mask: MaskKind, causal: Causal) -> FlashKernel {
-        FlashKernel {
-            name: "a".into(),
-            op: "MultiHeadAttention",
-            ty,
-            scale: None,
-            softcap: 0.0,
-            causal,
-            mask,
-            q: Layout::packed(heads),
-            k: Layout::packed(kv_heads),
-            v: Layout::packed(kv_heads),
-            out: OutLayout::Packed,
-            tiles: None,
-            engine: Engine::Auto,
-            splits: None,
-            lanes: None,
-            kv_bound: None,
-            prep: None,
-        }
+        let layouts = [Layout::packed(heads), Layout::packed(kv_heads), Layout::packed(kv_heads)];
+        FlashKernel { causal, mask, ..FlashKernel::new("a", "MultiHeadAttention", ty, layouts, OutLayout::Packed) }
     }
 
     fn caps() -> DeviceCaps {
