@@ -39,6 +39,8 @@ impl Executable {
             ..self.options.gemm
         };
         let options = super::ExecOptions { gemm, interim_plan: true, ..self.options };
+        // The unfused attentions' scores, shared by its steps.
+        let scratch = crate::ops::Scratch::default();
         let mut interim = Vec::new();
         for index in 0..prepared.steps.len() {
             let own = prepared.step_dispatches(index);
@@ -48,7 +50,7 @@ impl Executable {
                 }
                 continue;
             }
-            let why = match self.prepare_again(prepared, index, &[], &simt, &options) {
+            let why = match self.prepare_again(prepared, index, &[], &simt, &options, Some(&scratch)) {
                 Ok(plan) if avoids_waiting(own, &plan) => {
                     if crate::runtime::log_compiles() {
                         eprintln!("ep-wgpu step {index} ({}) runs {} until compiled", labels(own), labels(&plan));

@@ -249,7 +249,14 @@ impl Executable {
     ) -> Result<(), GpuError> {
         let gpu = &self.gpu;
         let step = &self.program.steps[index];
-        let cx = PrepareCx { gpu, caps: gpu.caps(), options: &self.options, status, status_code: index as u32 + 1 };
+        let cx = PrepareCx {
+            gpu,
+            caps: gpu.caps(),
+            options: &self.options,
+            status,
+            status_code: index as u32 + 1,
+            scratch: None,
+        };
         let bound = step
             .inputs
             .iter()
@@ -344,7 +351,7 @@ impl Executable {
         index: usize,
         rebinds: &[Rebind],
     ) -> Result<Vec<Dispatch>, GpuError> {
-        self.prepare_again(prepared, index, rebinds, self.gpu.caps(), &self.options)
+        self.prepare_again(prepared, index, rebinds, self.gpu.caps(), &self.options, None)
     }
 
     /// Step `index` of `prepared` planned and bound again for a device of `caps` with `options`,
@@ -356,6 +363,7 @@ impl Executable {
         rebinds: &[Rebind],
         caps: &crate::caps::DeviceCaps,
         options: &super::ExecOptions,
+        scratch: Option<&crate::ops::Scratch>,
     ) -> Result<Vec<Dispatch>, GpuError> {
         let missing = || GpuError::Internal(format!("step {index} of a prepared set is missing"));
         let (step, slot) =
@@ -382,7 +390,8 @@ impl Executable {
                 .map(|((buf, (_, shape)), &(_, ty))| Tensor { buf, shape, ty, constant: false })
                 .collect(),
         };
-        let cx = PrepareCx { gpu: &self.gpu, caps, options, status: &prepared.status, status_code: index as u32 + 1 };
+        let status = &prepared.status;
+        let cx = PrepareCx { gpu: &self.gpu, caps, options, status, status_code: index as u32 + 1, scratch };
         Ok(step.kernel.prepare(&cx, &io)?.dispatches)
     }
 

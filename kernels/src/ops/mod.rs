@@ -107,11 +107,42 @@ pub struct PrepareCx<'a> {
     /// it to fail the run with this step's name.
     pub status: &'a GpuBuffer,
     pub status_code: u32,
+    /// Buffers the steps of one set share (an interim plan's: `graph/interim.rs`); `None`: each
+    /// step allocates its own.
+    pub scratch: Option<&'a Scratch>,
 }
 
 impl PrepareCx<'_> {
     pub fn caps(&self) -> &DeviceCaps {
         self.caps
+    }
+
+    /// A buffer of at least `bytes` that holds nothing past this step's dispatches: shared with
+    /// the other steps of the set under `label` where the set keeps [`Scratch`], else new.
+    pub fn scratch_buffer(&self, bytes: u64, label: &'static str) -> Result<GpuBuffer, GpuError> {
+        match self.scratch {
+            Some(s) => s.buffer(self.gpu, bytes, label),
+            None => self.gpu.storage_buffer(bytes, label),
+        }
+    }
+}
+
+/// Scratch buffers shared by the steps of one set, by label: a set's dispatches run in order, so
+/// buffers that hold nothing past a step's own dispatches (the unfused interim attention's
+/// scores) serve every step; each label keeps the largest asked for.
+#[derive(Default, Debug)]
+pub struct Scratch(std::cell::RefCell<Vec<(&'static str, GpuBuffer)>>);
+
+impl Scratch {
+    fn buffer(&self, gpu: &Gpu, bytes: u64, label: &'static str) -> Result<GpuBuffer, GpuError> {
+        let mut held = self.0.borrow_mut();
+        if let Some((_, b)) = held.iter().find(|(l, b)| *l == label && b.len >= bytes) {
+            return Ok(b.clone());
+        }
+        let buffer = gpu.storage_buffer(bytes, label)?;
+        held.retain(|(l, _)| *l != label);
+        held.push((label, buffer.clone()));
+        Ok(buffer)
     }
 }
 

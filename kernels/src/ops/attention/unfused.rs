@@ -147,8 +147,9 @@ impl FlashKernel {
         };
         let (q_buf, k_buf, v_buf) =
             (view(q.buf, self.q.offset())?, view(k.buf, self.k.offset())?, view(v.buf, self.v.offset())?);
-        let scores = cx.gpu.storage_buffer(plan.scratch_bytes, "interim attention scores")?;
-        let probabilities = cx.gpu.storage_buffer(plan.scratch_bytes, "interim attention probabilities")?;
+        // Shared by the set's interim attentions (`PrepareCx::scratch_buffer`).
+        let scores = cx.scratch_buffer(plan.scratch_bytes, "interim attention scores")?;
+        let probabilities = cx.scratch_buffer(plan.scratch_bytes, "interim attention probabilities")?;
         let bias = mask.map(|m| m.buf);
         let mut dispatches =
             cx.gpu.prepare_gemm(&plan.scores, GemmBindings { a: &q_buf, b: &k_buf, bias, out: &scores })?;
