@@ -1,5 +1,6 @@
 //! The attention as two SIMT products and a softmax: `S = scale · Q·Kᵀ (+ mask)`, `P = softmax(S)`,
-//! `O = P·V`, through two Sq×Skv scratch buffers. It is the interim plan of a tensor-core attention
+//! `O = P·V`, through two Sq×Skv scratch buffers (shared by the set's interim attentions,
+//! `PrepareCx::scratch_buffer`). It is the interim plan of a tensor-core attention
 //! step while that pipeline compiles (`graph/interim.rs`): the driver compiles the SIMT products
 //! and the softmax faster than the tensor-core attention (about 0.2 s cold on an H100), and they
 //! run Whisper-tiny's attention at GEMM speed, where the SIMT flash kernel took 45 times the tensor
