@@ -562,14 +562,7 @@ fn every_tiling_against_f64() {
             outputs: vec![Tensor { buf: &out, shape: &oshape, ty, constant: false }],
         };
         let (options, status) = (ExecOptions::default(), gpu.storage_buffer(4, "status").unwrap());
-        let cx = PrepareCx {
-            gpu: &gpu,
-            caps: gpu.caps(),
-            options: &options,
-            status: &status,
-            status_code: 1,
-            scratch: None,
-        };
+        let cx = PrepareCx::on(&gpu, &options, &status);
         let fits = attention::storage_bytes(tiles.0, tiles.1, d as u32) <= gpu.caps().max_workgroup_storage_bytes;
         let step = match ep_kernels::ops::Kernel::prepare(&kernel, &cx, &io) {
             Ok(step) => step,

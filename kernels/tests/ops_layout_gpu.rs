@@ -476,8 +476,7 @@ fn strided_kernels_agree_under_every_tuning() {
     let gpu = common::gpu();
     let options = ExecOptions::default();
     let status = gpu.storage_buffer(4, "status").unwrap();
-    let cx =
-        PrepareCx { gpu: &gpu, caps: gpu.caps(), options: &options, status: &status, status_code: 1, scratch: None };
+    let cx = PrepareCx::on(&gpu, &options, &status);
     let views = [
         (vec![3, 40, 37], transposed(&[3, 40, 37], &[0, 2, 1])),
         (vec![1, 64, 6, 10], transposed(&[1, 64, 6, 10], &[0, 2, 3, 1])),
@@ -519,8 +518,7 @@ fn transpose_timing() {
     let gpu = common::gpu();
     let options = ExecOptions::default();
     let status = gpu.storage_buffer(4, "status").unwrap();
-    let cx =
-        PrepareCx { gpu: &gpu, caps: gpu.caps(), options: &options, status: &status, status_code: 1, scratch: None };
+    let cx = PrepareCx::on(&gpu, &options, &status);
     let shape = [1u64, 1500, 6, 64];
     let timer = ep_kernels::runtime::GpuTimer::new(&gpu);
     for size in [4u64, 2] {

@@ -276,19 +276,7 @@ fn bind(kernel: &dyn Kernel, inputs: &[&T], out_types: &[ElemType]) -> Bound {
     };
     let options = ExecOptions::default();
     let status = gpu.storage_buffer(4, "status").unwrap();
-    let step = kernel
-        .prepare(
-            &PrepareCx {
-                gpu: &gpu,
-                caps: gpu.caps(),
-                options: &options,
-                status: &status,
-                status_code: 1,
-                scratch: None,
-            },
-            &io,
-        )
-        .unwrap();
+    let step = kernel.prepare(&PrepareCx::on(&gpu, &options, &status), &io).unwrap();
     Bound { outs, step, _ins: ins }
 }
 

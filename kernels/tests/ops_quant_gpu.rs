@@ -204,8 +204,7 @@ fn run_kernel(kernel: &dyn Kernel, inputs: &[Option<&T>], ty: ElemType) -> T {
     };
     let options = ExecOptions::default();
     let status = gpu.storage_buffer(4, "status").unwrap();
-    let cx =
-        PrepareCx { gpu: &gpu, caps: gpu.caps(), options: &options, status: &status, status_code: 1, scratch: None };
+    let cx = PrepareCx::on(&gpu, &options, &status);
     let step = kernel.prepare(&cx, &io).unwrap();
     gpu.run(&step.dispatches.iter().collect::<Vec<_>>()).unwrap();
     let mut data = gpu.read_buffer(&out).unwrap();

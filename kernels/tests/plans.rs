@@ -467,8 +467,7 @@ fn assert_binds_plan(kernel: &dyn Kernel, node: &Node, shapes: &[Option<Vec<u64>
         outputs: outputs.map(|((buf, shape), &ty)| Tensor { buf, shape, ty, constant: false }).collect(),
     };
     let status = gpu.storage_buffer(4, "status").unwrap();
-    let cx =
-        PrepareCx { gpu: &gpu, caps: gpu.caps(), options: &options, status: &status, status_code: 1, scratch: None };
+    let cx = PrepareCx::on(&gpu, &options, &status);
     let step = kernel.prepare(&cx, &io).unwrap_or_else(|e| panic!("{what}: {e}"));
     let bound: Vec<(String, [u32; 3])> = step.dispatches.iter().map(|d| (d.label.clone(), d.grid())).collect();
     let plan = kernel.plan(&refs, &caps, &options).unwrap().unwrap();

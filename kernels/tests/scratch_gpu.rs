@@ -15,8 +15,7 @@ fn a_sets_scratch_buffers_are_shared_by_label() {
     let status = gpu.storage_buffer(4, "status").unwrap();
     let scratch = Scratch::default();
     let shared = Some(&scratch);
-    let cx =
-        PrepareCx { gpu: &gpu, caps: gpu.caps(), options: &options, status: &status, status_code: 1, scratch: shared };
+    let cx = PrepareCx { scratch: shared, ..PrepareCx::on(&gpu, &options, &status) };
     let a = cx.scratch_buffer(1000, "s").unwrap();
     assert_eq!(cx.scratch_buffer(800, "s").unwrap().buffer, a.buffer);
     assert_ne!(cx.scratch_buffer(800, "p").unwrap().buffer, a.buffer);

@@ -112,7 +112,13 @@ pub struct PrepareCx<'a> {
     pub scratch: Option<&'a Scratch>,
 }
 
-impl PrepareCx<'_> {
+impl<'a> PrepareCx<'a> {
+    /// A step prepared on its own (tests, tools): the device's capabilities, status code 1, no
+    /// shared scratch.
+    pub fn on(gpu: &'a Gpu, options: &'a crate::graph::ExecOptions, status: &'a GpuBuffer) -> Self {
+        PrepareCx { gpu, caps: gpu.caps(), options, status, status_code: 1, scratch: None }
+    }
+
     pub fn caps(&self) -> &DeviceCaps {
         self.caps
     }

@@ -113,14 +113,7 @@ impl Direct<'_> {
             outputs: vec![Tensor { buf: &out, shape: &oshape, ty, constant: false }],
         };
         let (options, status) = (ExecOptions::default(), gpu.storage_buffer(4, "status").unwrap());
-        let cx = PrepareCx {
-            gpu: &gpu,
-            caps: gpu.caps(),
-            options: &options,
-            status: &status,
-            status_code: 1,
-            scratch: None,
-        };
+        let cx = PrepareCx::on(&gpu, &options, &status);
         let step = kernel.prepare(&cx, &io).unwrap();
         let plan = step.plan.clone().unwrap_or_default();
         check_plan(&plan);
