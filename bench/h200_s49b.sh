@@ -12,18 +12,18 @@ for dt in fp16 fp32; do
   M=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import startup; from pathlib import Path; \
 print(startup.default_model(Path('bench/out/startup'), '$dt')[0])" 2>/dev/null | tail -1)
   dir=$(mktemp -d)
-  __GL_SHADER_DISK_CACHE_PATH=$dir timeout 120 python3 bench/experiments/second_run/phases.py "$LIB" "$M" \
+  __GL_SHADER_DISK_CACHE_PATH=$dir timeout 120 python3 bench/experiments/second_run/phases.py "$PWD/$LIB" "$M" \
     >"$OUT/more/prime_$dt.txt" 2>&1
   for i in 1 2; do
     nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw --format=csv,noheader -lms 5 \
       >"$OUT/more/clk_${dt}_$i.txt" 2>&1 &
     clk=$!
-    __GL_SHADER_DISK_CACHE_PATH=$dir timeout 120 python3 bench/experiments/second_run/phases.py "$LIB" "$M" \
+    __GL_SHADER_DISK_CACHE_PATH=$dir timeout 120 python3 bench/experiments/second_run/phases.py "$PWD/$LIB" "$M" \
       >"$OUT/more/phases_${dt}_$i.txt" 2>&1
     kill $clk 2>/dev/null; wait $clk 2>/dev/null
   done
 done
-timeout 150 python3 bench/run.py --full --lib "$LIB" --io-binding --no-plots --no-torch --only whisper_encoder \
+[[ ${MODELS:-1} == 1 ]] && timeout 150 python3 bench/run.py --full --lib "$LIB" --io-binding --no-plots --no-torch --only whisper_encoder \
   --out "$OUT/more/models" >"$OUT/more/models.txt" 2>&1
 tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
 cat "$OUT/gpu.txt"
