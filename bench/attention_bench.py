@@ -159,10 +159,7 @@ def main():
     ap.add_argument("--warm", type=float, default=0.0,
                     help="seconds of PyTorch products right before each timing (0: none; 0.5 made both slower on the H200)")
     args = ap.parse_args()
-    ort.register_execution_provider_library("bench_wgpu", str(Path(args.lib).resolve()))
-    devices = [d for d in ort.get_ep_devices() if d.ep_name == prov.OUR_EP]
-    hardware = [d for d in devices if dict(d.ep_metadata).get("wgpu.software") == "0"]
-    devices = [(hardware or devices)[0]]
+    devices = prov.register_ours(args.lib)
     print("adapter:", dict(devices[0].ep_metadata).get("wgpu.adapter"), flush=True)
     rows = []
     for name, b, hq, hkv, sq, skv, d, causal in SHAPES:

@@ -104,6 +104,17 @@ def _register(name: str, lib: str, ep_name: str) -> list:
     return [d for d in ort.get_ep_devices() if d.ep_name == ep_name]
 
 
+def first_hardware_device(devices: list) -> list:
+    """The first of our EP's devices on a hardware adapter (else the first of all), as a one-element list."""
+    hardware = [d for d in devices if dict(d.ep_metadata).get("wgpu.software") == "0"]
+    return [(hardware or devices)[0]]
+
+
+def register_ours(lib: str, name: str = "bench_wgpu") -> list:
+    """Registers our library and returns `first_hardware_device` of its devices."""
+    return first_hardware_device(_register(name, str(Path(lib).resolve()), OUR_EP))
+
+
 def _device_info(dev) -> dict:
     hw = dev.device
     info = {"ep_vendor": dev.ep_vendor, "hardware_type": hw.type.name, "hardware_vendor": hw.vendor,
@@ -136,8 +147,7 @@ def our_provider(lib: str | None, origin: str, options: dict, error: str | None 
         p.available, p.reason = False, "registered, but no device (no Vulkan adapter?)"
         return p
     # One adapter: the first hardware one unless an `adapter` option picks another.
-    hardware = [d for d in devices if dict(d.ep_metadata).get("wgpu.software") == "0"]
-    p.devices = [(hardware or devices)[0]]
+    p.devices = first_hardware_device(devices)
     p.info.update(_device_info(p.devices[0]))
     meta = dict(p.devices[0].ep_metadata)
     p.info["adapter"] = meta.get("wgpu.adapter", "?")

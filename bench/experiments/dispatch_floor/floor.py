@@ -91,10 +91,7 @@ def main() -> None:
     ap.add_argument("--lib", required=True)
     ap.add_argument("--no-torch", action="store_true")
     args = ap.parse_args()
-    ort.register_execution_provider_library("floor_wgpu", str(Path(args.lib).resolve()))
-    devices = [d for d in ort.get_ep_devices() if d.ep_name == prov.OUR_EP]
-    hardware = [d for d in devices if dict(d.ep_metadata).get("wgpu.software") == "0"]
-    devices = [(hardware or devices)[0]]
+    devices = prov.register_ours(args.lib, "floor_wgpu")
     print("adapter:", dict(devices[0].ep_metadata).get("wgpu.adapter"), flush=True)
     rows = []
     for name, op, shape, nbytes in CASES:
