@@ -49,15 +49,17 @@ def act_id(case):
     return op + ("_bounds" if extra else "")
 
 
+@pytest.mark.parametrize("shape", [(3, 37), (3, 40)], ids=["scalar_form", "vector_form"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 @pytest.mark.parametrize("case", ACTIVATIONS, ids=[act_id(c) for c in ACTIVATIONS])
-def test_activation_alone_keeps_special_values_like_cpu(make_session, run_cpu, case, dtype):
+def test_activation_alone_keeps_special_values_like_cpu(make_session, run_cpu, case, dtype, shape):
+    """Alone, in the elementwise kernel's scalar form (111 elements) and its vector form (120: whole groups)."""
     op, attrs, extra = case
     names = ["X"] + [n for n, _ in extra]
     inits = [numpy_helper.from_array(np.array(v, dtype), n) for n, v in extra]
     node = helper.make_node(op, names, ["Y"], **attrs)
-    model = models.finish([node], [models.tensor("X", dtype, [3, 37])], [models.tensor("Y", dtype, None)], inits)
-    feeds = {"X": special_input((3, 37), dtype)}
+    model = models.finish([node], [models.tensor("X", dtype, list(shape))], [models.tensor("Y", dtype, None)], inits)
+    feeds = {"X": special_input(shape, dtype)}
     assert_same(make_session(model, ALL).run(None, feeds)[0], run_cpu(model, feeds)[0], dtype)
 
 

@@ -173,7 +173,7 @@ impl Kernel for ElemKernel {
             return Err(GpuError::Internal(format!("{}: tensors bound with other element types", self.label())));
         }
         let shapes: Vec<&[u64]> = inputs.iter().map(|t| t.shape).collect();
-        let Some((variant, params, grid)) = self.dispatch(&shapes, out.shape, cx.caps())? else {
+        let Some((variant, params, grid, _)) = self.dispatch(&shapes, out.shape, cx.caps())? else {
             return Ok(PreparedStep::default());
         };
         let buffers: Vec<&GpuBuffer> = inputs.iter().map(|t| t.buf).collect();
@@ -185,16 +185,19 @@ impl Kernel for ElemKernel {
         let out = self.infer(inputs)?.remove(0);
         let shapes: Vec<&[u64]> = inputs.iter().take(self.inputs.len()).flatten().copied().collect();
         let planned = self.dispatch(&shapes, &out, caps).map_err(|e| format!("{}: {e}", self.label()))?;
-        Ok(planned.map(|(variant, _, grid)| StepPlan {
+        Ok(planned.map(|(variant, _, grid, width)| StepPlan {
             line: format!("{}: output {out:?}", self.label()),
-            tiling: "one invocation per element".into(),
+            tiling: match width {
+                1 => "one invocation per element".into(),
+                w => format!("one invocation per {w} elements"),
+            },
             dispatches: vec![(variant.name(), grid)],
         }))
     }
 }
 
-/// A generated kernel, its uniform bytes and its grid.
-type Planned = (ShaderVariant, Vec<u8>, [u32; 3]);
+/// A generated kernel, its uniform bytes, its grid and its elements per invocation.
+type Planned = (ShaderVariant, Vec<u8>, [u32; 3], u32);
 
 impl ElemKernel {
     /// The kernel, its uniform and its grid for these shapes (`None` for an empty output): what
@@ -211,14 +214,27 @@ impl ElemKernel {
         for (shape, ty) in operands {
             check_binding("an elementwise operand", elements(shape).saturating_mul(ty.size()), caps)?;
         }
-        // A bool output is written a word (four elements) per invocation.
-        let count = if out_ty == ElemType::Bool { total.div_ceil(4) } else { total };
-        let total = to_u32("elementwise output elements", total)?;
-        let source = ElemSource {
+        let mut source = ElemSource {
             inputs: self.inputs.iter().copied().zip(layout.modes.iter().copied()).collect(),
             nodes: self.nodes.clone(),
+            width: 1,
         };
+        source.width = vector_width(&source, &layout, total);
+        // A bool output is written a word (four elements) per invocation.
+        let count = if out_ty == ElemType::Bool { total.div_ceil(4) } else { total / u64::from(source.width) };
+        let total = to_u32("elementwise output elements", total)?;
         let params = shape::params(&layout, count as u32, total, &source.floats());
-        Ok(Some((ShaderVariant::Op(OpShader::new(source)), params, grid_for(count, caps)?)))
+        let width = source.width;
+        Ok(Some((ShaderVariant::Op(OpShader::new(source)), params, grid_for(count, caps)?, width)))
+    }
+}
+
+/// The elements per invocation for these shapes: the source's vector width where the output
+/// and the innermost walked dimension (which broadcast inputs index alone within a group) are
+/// whole multiples of it, else 1.
+fn vector_width(source: &ElemSource, layout: &Layout, total: u64) -> u32 {
+    match source.vector_width() {
+        Some(w) if total % u64::from(w) == 0 && layout.dims.first().is_none_or(|&d| d % u64::from(w) == 0) => w,
+        _ => 1,
     }
 }

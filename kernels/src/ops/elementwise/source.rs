@@ -20,6 +20,9 @@ const MAX_NAME: usize = 100;
 pub struct ElemSource {
     pub inputs: Vec<(ElemType, Mode)>,
     pub nodes: Vec<ElemNode>,
+    /// Elements per invocation: 1, or [`ElemSource::vector_width`]'s 4 or 8 (whole vec4s of the
+    /// output and of each input of its shape).
+    pub width: u32,
 }
 
 /// FNV-1a, 64-bit: a stable hash for long variant names.
@@ -46,7 +49,22 @@ impl ElemSource {
                 format!("{}{}{args}", n.op.tag(), n.ty)
             })
             .collect();
-        format!("{}__{}", inputs.join("_"), nodes.join("__"))
+        let width = if self.width > 1 { format!("__w{}", self.width) } else { String::new() };
+        format!("{}__{}{width}", inputs.join("_"), nodes.join("__"))
+    }
+
+    /// The elements per invocation of the vector form, or `None` where it does not apply: inputs
+    /// and output of float or i32 elements (not bools, not i64). Eight where the output and every
+    /// input of its shape are f16 (16-byte loads and stores), else four. The caller checks that
+    /// the output and the innermost broadcast dimension are whole multiples of it.
+    pub fn vector_width(&self) -> Option<u32> {
+        let vectorable = |t: ElemType| matches!(t, ElemType::F32 | ElemType::F16 | ElemType::I32);
+        if !self.inputs.iter().all(|i| vectorable(i.0)) || !vectorable(self.out_type()) {
+            return None;
+        }
+        let wide = self.out_type() == ElemType::F16
+            && self.inputs.iter().filter(|i| i.1 == Mode::Same).all(|i| i.0 == ElemType::F16);
+        Some(if wide { 8 } else { 4 })
     }
 
     pub fn out_type(&self) -> ElemType {
@@ -82,9 +100,64 @@ impl ElemSource {
                     ElemType::Bool => format!("ew_bool(in{k}[{idx} >> 2u], {idx})"),
                     _ => format!("in{k}[{idx}]"),
                 };
-                context! { st => storage_type(ty), load }
+                let vector = self.width > 1 && mode == Mode::Same;
+                let st = if vector { format!("vec4<{}>", storage_type(ty)) } else { storage_type(ty).to_string() };
+                context! { st, load, ct => compute_type(ty) }
             })
             .collect()
+    }
+
+    /// The vector form's body after the broadcast indices: each input's loads, then the output's
+    /// vec4 stores of [`ElemSource::width`] values, each from `value` over that element's inputs.
+    fn vector_body(&self) -> Vec<String> {
+        let quads = self.width / 4;
+        let at = |h: u32| if quads == 1 { "i".to_string() } else { format!("i * {quads}u + {h}u") };
+        let mut lines = Vec::new();
+        let mut broadcast = 0;
+        let mut args: Vec<Vec<String>> = vec![Vec::new(); self.width as usize];
+        for (k, &(ty, mode)) in self.inputs.iter().enumerate() {
+            let wrap = |e: String| if ty == ElemType::F16 { format!("f32({e})") } else { e };
+            match mode {
+                Mode::Same => {
+                    for h in 0..quads {
+                        lines.push(format!("let a{k}_{h} = in{k}[{}];", at(h)));
+                    }
+                    for (c, a) in args.iter_mut().enumerate() {
+                        a.push(wrap(format!("a{k}_{}[{}]", c / 4, c % 4)));
+                    }
+                }
+                Mode::Scalar => {
+                    lines.push(format!("let a{k} = {};", wrap(format!("in{k}[0u]"))));
+                    args.iter_mut().for_each(|a| a.push(format!("a{k}")));
+                }
+                Mode::Broadcast => {
+                    // The innermost dimension holds whole groups, so one group's elements differ
+                    // only there: the input's innermost stride apart.
+                    let b = broadcast;
+                    broadcast += 1;
+                    lines.push(format!("let s{b} = P.strides[{}u].x;", b * 2));
+                    for (c, a) in args.iter_mut().enumerate() {
+                        a.push(wrap(format!("in{k}[j{b} + {c}u * s{b}]")));
+                    }
+                }
+            }
+        }
+        let out = self.out_type();
+        for h in 0..quads as usize {
+            let values: Vec<String> = args[h * 4..h * 4 + 4]
+                .iter()
+                .map(|a| {
+                    let v = format!("value({})", a.join(", "));
+                    if out == ElemType::F16 {
+                        format!("ew_f16({v})")
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            lines.push(format!("out[{}] = vec4<{}>({});", at(h as u32), storage_type(out), values.join(", ")));
+        }
+        lines
     }
 
     /// One `let` per node, and the helper functions they call (with their dependencies).
@@ -143,6 +216,7 @@ impl OpSource for ElemSource {
     fn emit(&self) -> Result<String, String> {
         let (lines, helpers) = self.lines();
         let out = self.out_type();
+        let vw = self.width.max(1);
         let out_kind = match out {
             ElemType::Bool => "bool",
             ElemType::F16 => "f16",
@@ -157,7 +231,9 @@ impl OpSource for ElemSource {
                 inputs => self.loads(),
                 nb => self.inputs.iter().filter(|i| i.1 == Mode::Broadcast).count(),
                 nf4 => nf.div_ceil(4),
-                out_st => storage_type(out),
+                out_st => if vw > 1 { format!("vec4<{}>", storage_type(out)) } else { storage_type(out).to_string() },
+                vw,
+                vbody => if vw > 1 { self.vector_body() } else { Vec::new() },
                 out_ct => compute_type(out),
                 out_kind,
                 lines,
@@ -186,7 +262,7 @@ mod tests {
         for k in 2..inputs {
             nodes.push(ElemNode { op: ElemOp::Add, args: vec![Arg::Node(k - 2), Arg::Input(k)], ty: ElemType::F32 });
         }
-        ElemSource { inputs: vec![(ElemType::F32, Mode::Same); inputs], nodes }
+        ElemSource { inputs: vec![(ElemType::F32, Mode::Same); inputs], nodes, width: 1 }
     }
 
     #[test]

@@ -34,7 +34,10 @@ impl Set<'_> {
     fn add(&mut self, inputs: &[(ElemType, Mode)], nodes: Vec<ElemNode>) {
         let f16 = inputs.iter().any(|x| x.0 == F16) || nodes.iter().any(|x| x.ty == F16);
         if !f16 || self.caps.shader_f16 {
-            self.out.push(ShaderVariant::Op(OpShader::new(ElemSource { inputs: inputs.to_vec(), nodes })));
+            let scalar = ElemSource { inputs: inputs.to_vec(), nodes, width: 1 };
+            // The vector form too, where a run can take it.
+            let vector = scalar.vector_width().map(|width| ElemSource { width, ..scalar.clone() });
+            self.out.extend([Some(scalar), vector].into_iter().flatten().map(|s| ShaderVariant::Op(OpShader::new(s))));
         }
     }
 

@@ -1,0 +1,97 @@
+enable f16;
+
+// f16l__geluf16_i0__w8
+struct Params {
+    count: u32,
+    total: u32,
+    rank: u32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> in0: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<f16>>;
+@group(0) @binding(2) var<uniform> P: Params;
+
+
+fn ew_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn ew_inf(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+// Infinity with the sign of s (built at run time: a non-finite constant is invalid WGSL).
+fn ew_infinity(s: f32) -> f32 {
+    return bitcast<f32>(select(0x7f800000u, 0xff800000u, s < 0.0));
+}
+
+// A quiet NaN (built from x so it is not a constant).
+fn ew_nan_of(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) | 0x7fc00000u);
+}
+
+// f32 to f16 as IEEE rounds: |x| >= 65520 becomes infinity (WGSL leaves out-of-range
+// conversions undefined), NaN stays NaN.
+fn ew_f16(x: f32) -> f16 {
+    if (abs(x) < 65520.0) {
+        return f16(x);
+    }
+    let bits = select(0x7f800000u, 0xff800000u, x < 0.0) | select(0u, 0x00400000u, ew_nan(x));
+    return f16(bitcast<f32>(bits));
+}
+
+// An f16 value held in f32: rounded as ONNX Runtime rounds after each f16 op.
+fn ew_r16(x: f32) -> f32 {
+    return f32(ew_f16(x));
+}
+
+// erf with about 1 ulp of error (N. Juffa's erff): a polynomial in x below 0.9277, else
+// 1 - exp(polynomial).
+fn ew_erf(a: f32) -> f32 {
+    let t = min(abs(a), 4.0);
+    let s = t * t;
+    var r: f32;
+    if (t > 0.927734375) {
+        r = -1.72853470e-5 * t + 3.83197126e-4;
+        let u = -3.88396438e-3 * t + 2.42546219e-2;
+        r = r * s + u;
+        r = r * t - 1.06777877e-1;
+        r = r * t - 6.34846687e-1;
+        r = r * t - 1.28717512e-1;
+        r = r * t - t;
+        r = 1.0 - exp(r);
+    } else {
+        r = -5.96761703e-4;
+        r = r * s + 4.99119423e-3;
+        r = r * s - 2.67681349e-2;
+        r = r * s + 1.12819925e-1;
+        r = r * s - 3.76125336e-1;
+        r = r * s + 1.28379166e-1;
+        r = r * t + t;
+    }
+    return select(select(r, -r, a < 0.0), a, ew_nan(a));
+}
+
+// Each invocation computes 8 consecutive elements: whole vec4s of the output and of each
+// input of its shape, loaded and stored as such.
+fn value(x0: f32) -> f32 {
+    let v0: f32 = 0.5 * x0 * (1.0 + ew_erf(x0 * 0.70710678118654752));
+    return v0;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    if (i >= P.count) {
+        return;
+    }
+    let a0_0 = in0[i * 2u + 0u];
+    let a0_1 = in0[i * 2u + 1u];
+    out[i * 2u + 0u] = vec4<f16>(ew_f16(value(f32(a0_0[0]))), ew_f16(value(f32(a0_0[1]))), ew_f16(value(f32(a0_0[2]))), ew_f16(value(f32(a0_0[3]))));
+    out[i * 2u + 1u] = vec4<f16>(ew_f16(value(f32(a0_1[0]))), ew_f16(value(f32(a0_1[1]))), ew_f16(value(f32(a0_1[2]))), ew_f16(value(f32(a0_1[3]))));
+}

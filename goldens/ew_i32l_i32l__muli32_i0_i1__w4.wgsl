@@ -1,0 +1,35 @@
+// i32l_i32l__muli32_i0_i1__w4
+struct Params {
+    count: u32,
+    total: u32,
+    rank: u32,
+    pad: u32,
+}
+
+@group(0) @binding(0) var<storage, read> in0: array<vec4<i32>>;
+@group(0) @binding(1) var<storage, read> in1: array<vec4<i32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec4<i32>>;
+@group(0) @binding(3) var<uniform> P: Params;
+
+
+// Each invocation computes 4 consecutive elements: whole vec4s of the output and of each
+// input of its shape, loaded and stored as such.
+fn value(x0: i32, x1: i32) -> i32 {
+    let v0: i32 = x0 * x1;
+    return v0;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = (wid.x + wid.y * nwg.x + wid.z * nwg.x * nwg.y) * 256u + lid;
+    if (i >= P.count) {
+        return;
+    }
+    let a0_0 = in0[i];
+    let a1_0 = in1[i];
+    out[i] = vec4<i32>(value(a0_0[0], a1_0[0]), value(a0_0[1], a1_0[1]), value(a0_0[2], a1_0[2]), value(a0_0[3], a1_0[3]));
+}
