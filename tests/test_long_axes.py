@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from dispatch_profile import run_dispatches
 from test_llm_ops import OURS, new_seed
 
 ELEMS = {np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16}
@@ -59,7 +60,7 @@ def reference(op, x, axis):
 
 
 @pytest.mark.parametrize("op", REDUCTIONS)
-@pytest.mark.parametrize("shape,axis", [((100_000, 3), 0), ((3, 200_000), 1), ((70_000, 2, 3), 0)])
+@pytest.mark.parametrize("shape,axis", [((100_000, 3), 0), ((3, 200_000), 1), ((3, 200_002), 1), ((70_000, 2, 3), 0)])
 def test_long_reductions_match_float64(make_session, op, shape, axis):
     seed = new_seed()
     x = data(op, np.float32, shape, axis, np.random.default_rng(seed))
@@ -68,6 +69,22 @@ def test_long_reductions_match_float64(make_session, op, shape, axis):
     # A product of n values rounds by up to n · 2^-24 of itself (llvmpipe's is 9e-4 off at 200000, the CPU EP's 1e-4).
     rtol = shape[axis] * 2.0**-24 if op == "ReduceProd" else 2e-6
     np.testing.assert_allclose(got, reference(op, x, axis), rtol=rtol, err_msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape,vector", [((32, 262_400), True), ((5, 70_002), False)])
+def test_few_long_rows_spread_over_the_device(make_session, tmp_path, dtype, shape, vector):
+    """Few contiguous rows split into chunks of about 8192 (32 rows of 262 400: 32 chunks each, loaded as vec4s),
+    then a last pass; a row that is not whole vec4s walks its chunks element by element."""
+    seed = new_seed()
+    x = (data("ReduceSum", np.float32, shape, 1, np.random.default_rng(seed)) * 0.1).astype(dtype)  # f16 sums < 65504
+    m = model("ReduceSum", dtype, shape, axes=[1], keepdims=0)
+    got, ops = run_dispatches(make_session(m, OURS), {"x": x}, tmp_path)
+    rtol = 2e-6 if dtype == np.float32 else 1e-3
+    np.testing.assert_allclose(got[0].astype(np.float64), reference("ReduceSum", x, 1), rtol=rtol, err_msg=f"seed {seed}")
+    wide = [o for o in ops if "_wide_part" in o]
+    assert len(wide) == 1 and ("_wide_part_v4" in wide[0]) == vector, ops
+    assert any("_final" in o for o in ops), ops
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])

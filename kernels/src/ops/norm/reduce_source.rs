@@ -55,7 +55,8 @@ pub struct ReduceSource {
     pub op: ReduceOp,
     pub ty: ElemType,
     pub form: ReduceForm,
-    /// Runs are whole vec4s, loaded as such (row variant).
+    /// Runs are whole vec4s, loaded as such (row variant; wide variant over contiguous runs with
+    /// chunks of whole vec4s).
     pub v4: bool,
     /// The workgroup kernels reduce through subgroup operations.
     pub sg: bool,
@@ -73,7 +74,8 @@ impl OpSource for ReduceSource {
             ReduceForm::General => format!("reduce_{op}_{ty}_general"),
             ReduceForm::Wide { threads, partial } => {
                 let part = if partial { "_part" } else { "" };
-                format!("reduce_{op}_{ty}_wide{part}{sg}_t{threads}")
+                let v4 = if self.v4 { "_v4" } else { "" };
+                format!("reduce_{op}_{ty}_wide{part}{v4}{sg}_t{threads}")
             }
             ReduceForm::Final(t) => format!("reduce_{op}_{ty}_final{sg}_t{t}"),
         }
