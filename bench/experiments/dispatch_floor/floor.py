@@ -7,6 +7,9 @@ the one before to drain). This script times, the same way, single-node models on
 offload=all):
   relu_64        Relu over 64 f16 elements: the floor of a dependent dispatch (launch, one wave, drain);
   relu_16.8MB    Relu over 8 396 800 f16 elements: 16.8 MB read and 16.8 MB written;
+  relu_f32_33.6MB  the same elements in f32;
+  add_16.8MB     x + x in f16 (two inputs of the output's shape);
+  add_bias_16.8MB  [8200, 1024] f16 plus a bias row of 1024 (a broadcast input);
   sum_16.8MB     ReduceSum over the last axis of [32, 262400] f16: 16.8 MB read, 64 bytes written (a decode step's
                  byte pattern);
 and, when torch has CUDA, the same three with CUDA events around 20 back-to-back launches (kernels only). If the
@@ -30,50 +33,61 @@ from onnx import TensorProto, helper
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import providers as prov  # noqa: E402
 
-CASES = [  # name, op, input shape, bytes moved (read + written)
-    ("relu_64", "Relu", [64], 2 * 64 * 2),
-    ("relu_16.8MB", "Relu", [8_396_800], 2 * 8_396_800 * 2),
-    ("sum_16.8MB", "ReduceSum", [32, 262_400], 32 * 262_400 * 2 + 32 * 2),
+CASES = [  # name, op, input shape, bytes moved (read + written), element type
+    ("relu_64", "Relu", [64], 2 * 64 * 2, "f16"),
+    ("relu_16.8MB", "Relu", [8_396_800], 2 * 8_396_800 * 2, "f16"),
+    ("relu_f32_33.6MB", "Relu", [8_396_800], 2 * 8_396_800 * 4, "f32"),
+    ("add_16.8MB", "Add", [8_396_800], 3 * 8_396_800 * 2, "f16"),
+    ("add_bias_16.8MB", "AddBias", [8200, 1024], 2 * 8200 * 1024 * 2, "f16"),
+    ("sum_16.8MB", "ReduceSum", [32, 262_400], 32 * 262_400 * 2 + 32 * 2, "f16"),
 ]
+TYPES = {"f16": (TensorProto.FLOAT16, np.float16), "f32": (TensorProto.FLOAT, np.float32)}
 
 
-def model(op: str, shape: list[int]) -> bytes:
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, shape)
+def model(op: str, shape: list[int], ty: str = "f16") -> bytes:
+    et = TYPES[ty][0]
+    x = helper.make_tensor_value_info("x", et, shape)
+    out, inits = shape, []
     if op == "ReduceSum":
         axes = helper.make_tensor("axes", TensorProto.INT64, [1], [len(shape) - 1])
         node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)
         out, inits = shape[:-1], [axes]
+    elif op == "Add":  # x + x: two inputs of the output's shape
+        node = helper.make_node(op, ["x", "x"], ["y"])
+    elif op == "AddBias":  # a bias row broadcast over the rows
+        bias = helper.make_tensor("b", et, [shape[-1]], np.ones(shape[-1], TYPES[ty][1]).tobytes(), raw=True)
+        node = helper.make_node("Add", ["x", "b"], ["y"])
+        inits = [bias]
     else:
         node = helper.make_node(op, ["x"], ["y"])
-        out, inits = shape, []
-    graph = helper.make_graph([node], "floor", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT16, out)],
-                              inits)
+    graph = helper.make_graph([node], "floor", [x], [helper.make_tensor_value_info("y", et, out)], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     m.ir_version = 9
     return m.SerializeToString()
 
 
-def ours(devices, op: str, shape: list[int]) -> float | None:
+def ours(devices, op: str, shape: list[int], ty: str) -> float | None:
     so = ort.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     so.add_provider_for_devices(devices, {"offload": "all"})
-    sess = ort.InferenceSession(model(op, shape), sess_options=so)
-    feeds = {"x": np.random.default_rng(0).standard_normal(shape, dtype=np.float32).astype(np.float16)}
+    sess = ort.InferenceSession(model(op, shape, ty), sess_options=so)
+    feeds = {"x": np.random.default_rng(0).standard_normal(shape, dtype=np.float32).astype(TYPES[ty][1])}
     for _ in range(3):
         sess.run(None, feeds)
     steps = [x["gpu_ms"] for x in prov.profiled_steps(sess, feeds, runs=3)]
     return min(steps) * 1e3 if steps else None
 
 
-def torch_us(op: str, shape: list[int]) -> float | None:
+def torch_us(op: str, shape: list[int], ty: str) -> float | None:
     try:
         import torch
     except ImportError:
         return None
     if not torch.cuda.is_available():
         return None
-    x = torch.randn(shape, device="cuda", dtype=torch.float16)
-    f = (lambda: torch.relu(x)) if op == "Relu" else (lambda: x.sum(-1))
+    x = torch.randn(shape, device="cuda", dtype=torch.float16 if ty == "f16" else torch.float32)
+    b = torch.ones(shape[-1], device="cuda", dtype=x.dtype)
+    f = {"Relu": lambda: torch.relu(x), "Add": lambda: x + x, "AddBias": lambda: x + b, "ReduceSum": lambda: x.sum(-1)}[op]
     for _ in range(5):
         f()
     torch.cuda.synchronize()
@@ -94,10 +108,10 @@ def main() -> None:
     devices = prov.register_ours(args.lib, "floor_wgpu")
     print("adapter:", dict(devices[0].ep_metadata).get("wgpu.adapter"), flush=True)
     rows = []
-    for name, op, shape, nbytes in CASES:
-        row = {"case": name, "bytes": nbytes, "ours_us": ours(devices, op, shape)}
+    for name, op, shape, nbytes, ty in CASES:
+        row = {"case": name, "bytes": nbytes, "ours_us": ours(devices, op, shape, ty)}
         if not args.no_torch:
-            row["torch_us"] = torch_us(op, shape)
+            row["torch_us"] = torch_us(op, shape, ty)
         print(json.dumps(row), flush=True)
         rows.append(row)
     print("\n| case | bytes | ours µs | ours TB/s | torch µs | torch TB/s |\n|---|---:|---:|---:|---:|---:|")

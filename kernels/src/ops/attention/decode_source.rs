@@ -42,9 +42,15 @@ impl DecodeKvSource {
         let (rows, d) = (u64::from(self.rows), u64::from(self.d));
         let per_invocation = (rows * d / 4).div_ceil(u64::from(KV_THREADS));
         rows * splits <= u64::from(msg * rp) * d
-            && per_invocation * splits.div_ceil(4) <= LAST_MAX_ROUNDS
+            && per_invocation * splits.div_ceil(4) <= last_max_rounds()
             && !crate::fold_off("last")
     }
+}
+
+/// [`LAST_MAX_ROUNDS`], or an experiment build's `EXP_LAST_MAX_ROUNDS=N`.
+fn last_max_rounds() -> u64 {
+    let forced = || std::env::var("EXP_LAST_MAX_ROUNDS").ok()?.trim().parse().ok();
+    cfg!(feature = "wgsl-override").then(forced).flatten().unwrap_or(LAST_MAX_ROUNDS)
 }
 
 impl OpSource for DecodeKvSource {
