@@ -19,8 +19,11 @@ use crate::shader::{render, OpShader, OpSource, ShaderVariant};
 /// The definitions of this family.
 pub static OPS: &[&dyn OpDef] = &[&GroupNormDef];
 
-/// Invocations per row.
+/// Invocations per row, and per row or chunk of whole vec4s (a spatial size that is a multiple of
+/// 4): 64 one-element loads each had left an H100 streaming the UNet case's norms at a fraction of
+/// its bandwidth.
 pub const THREADS: u32 = 64;
+pub const THREADS_V4: u32 = 256;
 
 struct GroupNormDef;
 
@@ -53,9 +56,11 @@ impl OpDef for GroupNormDef {
     fn variants(&self, caps: &DeviceCaps) -> Vec<ShaderVariant> {
         let mut out = Vec::new();
         for ty in float_types(caps) {
-            out.push(ShaderVariant::Op(OpShader::new(GroupNormSource { ty, threads: THREADS })));
-            for apply in [false, true] {
-                out.push(ShaderVariant::Op(OpShader::new(GroupNormSplitSource { ty, threads: THREADS, apply })));
+            for (v4, threads) in [(false, THREADS), (true, THREADS_V4)] {
+                out.push(ShaderVariant::Op(OpShader::new(GroupNormSource { ty, threads, v4 })));
+                for apply in [false, true] {
+                    out.push(ShaderVariant::Op(OpShader::new(GroupNormSplitSource { ty, threads, apply, v4 })));
+                }
             }
         }
         out
@@ -200,12 +205,15 @@ impl GroupNormKernel {
             pad: 0,
         };
         let (rows, len) = (n * groups, c / groups * spatial);
+        let v4 = spatial % 4 == 0;
+        let threads = if v4 { THREADS_V4 } else { THREADS };
         let wanted = chunks_for(rows, len);
         if wanted <= 1 {
-            let variant = ShaderVariant::Op(OpShader::new(GroupNormSource { ty: self.ty, threads: THREADS }));
+            let variant = ShaderVariant::Op(OpShader::new(GroupNormSource { ty: self.ty, threads, v4 }));
             return Ok(Some(Planned::Whole(OpDispatch::new(variant, &params, grid(rows, caps)?))));
         }
-        let chunk = len.div_ceil(wanted);
+        // Chunks of whole vec4s where X is read as such.
+        let chunk = len.div_ceil(wanted).next_multiple_of(if v4 { 4 } else { 1 });
         let chunks = len.div_ceil(chunk);
         let split = SplitParams {
             base: params,
@@ -213,8 +221,7 @@ impl GroupNormKernel {
             chunk: to_u32("group chunk", chunk)?,
             pad: [0; 2],
         };
-        let source =
-            |apply| ShaderVariant::Op(OpShader::new(GroupNormSplitSource { ty: self.ty, threads: THREADS, apply }));
+        let source = |apply| ShaderVariant::Op(OpShader::new(GroupNormSplitSource { ty: self.ty, threads, apply, v4 }));
         let g = grid(rows * chunks, caps)?;
         Ok(Some(Planned::Split {
             stats: OpDispatch::new(source(false), &split, g),
@@ -253,6 +260,8 @@ struct GroupNormParams {
 pub struct GroupNormSource {
     pub ty: ElemType,
     pub threads: u32,
+    /// X and Y as whole vec4s (a spatial size that is a multiple of 4).
+    pub v4: bool,
 }
 
 /// A stage of the split group-normalization kernel of one element type.
@@ -262,19 +271,24 @@ pub struct GroupNormSplitSource {
     pub threads: u32,
     /// `false`: chunk statistics; `true`: combine and normalise.
     pub apply: bool,
+    /// X and Y as whole vec4s (spatial size and chunk multiples of 4).
+    pub v4: bool,
 }
 
 impl OpSource for GroupNormSplitSource {
     fn name(&self) -> String {
         let stage = if self.apply { "apply" } else { "stats" };
-        format!("norm_group_{stage}_{}_t{}", self.ty.name(), self.threads)
+        let v4 = if self.v4 { "_v4" } else { "" };
+        format!("norm_group_{stage}_{}{v4}_t{}", self.ty.name(), self.threads)
     }
 
     fn emit(&self) -> Result<String, String> {
         let stage = if self.apply { "apply" } else { "stats" };
         render(
             "norm_group_split.wgsl.j2",
-            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16, threads => self.threads, stage },
+            minijinja::context! {
+                t => self.ty.name(), f16 => self.ty == ElemType::F16, threads => self.threads, stage, v4 => self.v4
+            },
         )
     }
 
@@ -285,13 +299,14 @@ impl OpSource for GroupNormSplitSource {
 
 impl OpSource for GroupNormSource {
     fn name(&self) -> String {
-        format!("norm_group_{}_t{}", self.ty.name(), self.threads)
+        let v4 = if self.v4 { "_v4" } else { "" };
+        format!("norm_group_{}{v4}_t{}", self.ty.name(), self.threads)
     }
 
     fn emit(&self) -> Result<String, String> {
         render(
             "norm_group.wgsl.j2",
-            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16, threads => self.threads },
+            minijinja::context! { t => self.ty.name(), f16 => self.ty == ElemType::F16, threads => self.threads, v4 => self.v4 },
         )
     }
 
