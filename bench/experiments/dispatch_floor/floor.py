@@ -12,6 +12,7 @@ offload=all):
   add_bias_16.8MB  [8200, 1024] f16 plus a bias row of 1024 (a broadcast input);
   sum_16.8MB     ReduceSum over the last axis of [32, 262400] f16: 16.8 MB read, 64 bytes written (a decode step's
                  byte pattern);
+  groupnorm_16.8MB  GroupNormalization of [2, 64, 256, 256] f16 in 32 groups (bytes: X in and Y out once);
 and, when torch has CUDA, the same three with CUDA events around 20 back-to-back launches (kernels only). If the
 floor is f us and a stream reaches r TB/s, the decode step cannot beat f + 16.8 MB / r; 7.0 us needs f <= 7.0 -
 16.8 MB / r (2.8 us at r = 4 TB/s). Prints one JSON line per case, then a table.
@@ -40,6 +41,7 @@ CASES = [  # name, op, input shape, bytes moved (read + written), element type
     ("add_16.8MB", "Add", [8_396_800], 3 * 8_396_800 * 2, "f16"),
     ("add_bias_16.8MB", "AddBias", [8200, 1024], 2 * 8200 * 1024 * 2, "f16"),
     ("sum_16.8MB", "ReduceSum", [32, 262_400], 32 * 262_400 * 2 + 32 * 2, "f16"),
+    ("groupnorm_16.8MB", "GroupNorm", [2, 64, 256, 256], 2 * 2 * 64 * 256 * 256 * 2, "f16"),
 ]
 TYPES = {"f16": (TensorProto.FLOAT16, np.float16), "f32": (TensorProto.FLOAT, np.float32)}
 
@@ -54,6 +56,11 @@ def model(op: str, shape: list[int], ty: str = "f16") -> bytes:
         out, inits = shape[:-1], [axes]
     elif op == "Add":  # x + x: two inputs of the output's shape
         node = helper.make_node(op, ["x", "x"], ["y"])
+    elif op == "GroupNorm":  # 32 groups (UNet's), scale and bias per group (opset 18)
+        ones = [helper.make_tensor(n, et, [32], np.full(32, v, TYPES[ty][1]).tobytes(), raw=True)
+                for n, v in (("s", 1.0), ("b", 0.0))]
+        node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=32, epsilon=1e-5)
+        inits = ones
     elif op == "AddBias":  # a bias row broadcast over the rows
         bias = helper.make_tensor("b", et, [shape[-1]], np.ones(shape[-1], TYPES[ty][1]).tobytes(), raw=True)
         node = helper.make_node("Add", ["x", "b"], ["y"])
@@ -87,7 +94,8 @@ def torch_us(op: str, shape: list[int], ty: str) -> float | None:
         return None
     x = torch.randn(shape, device="cuda", dtype=torch.float16 if ty == "f16" else torch.float32)
     b = torch.ones(shape[-1], device="cuda", dtype=x.dtype)
-    f = {"Relu": lambda: torch.relu(x), "Add": lambda: x + x, "AddBias": lambda: x + b, "ReduceSum": lambda: x.sum(-1)}[op]
+    f = {"Relu": lambda: torch.relu(x), "Add": lambda: x + x, "AddBias": lambda: x + b, "ReduceSum": lambda: x.sum(-1),
+         "GroupNorm": lambda: torch.nn.functional.group_norm(x, 32)}[op]
     for _ in range(5):
         f()
     torch.cuda.synchronize()
