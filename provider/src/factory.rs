@@ -7,9 +7,7 @@ use std::ptr::{null, null_mut};
 use std::sync::Arc;
 
 use ep_kernels::runtime::memory::{DeviceAllocator, GpuSource, DEFAULT_CACHE_LIMIT};
-use ep_kernels::runtime::{
-    list_adapters, planned_caps, AdapterSelector, AdapterSummary, CacheLogLevel, Gpu, GpuOptions,
-};
+use ep_kernels::runtime::{list_adapters, AdapterSelector, AdapterSummary, Gpu};
 use ep_kernels::GpuError;
 use ort_sys::{
     OrtAllocator, OrtEpDevice, OrtErrorCode, OrtHardwareDevice, OrtKeyValuePairs, OrtLogger, OrtLoggingLevel,
@@ -21,9 +19,9 @@ use crate::abi::{OrtDataTransferImpl, OrtEp, OrtEpFactory, ABI_VERSION};
 use crate::devices::{pair, HwDevice, SoftwareAdapter, SOFTWARE_ADAPTER_ENV};
 use crate::ep::Ep;
 use crate::fault::{self, Site};
+use crate::gpus::Devices;
 use crate::memory::{Allocator, DataTransfer, MemoryInfo};
-use crate::opening::OpeningGpu;
-use crate::options::{CoopMode, EpOptions, Validation};
+use crate::options::EpOptions;
 use crate::ort::{c_string, check, cstr, guard, guard_value, ort, EpError, Logger, Status};
 
 pub const EP_NAME: &str = "WgpuExecutionProvider";
@@ -43,18 +41,6 @@ pub struct Factory {
     devices: Arc<Devices>,
     /// The DEFAULT memory info of each adapter we offer, registered on its `OrtEpDevice`s.
     memory: Mutex<HashMap<usize, MemoryInfo>>,
-    logger: Logger,
-}
-
-/// An opened device: (adapter, debug validation, tensor cores, `max_storage_buffers`,
-/// `emulate_tensor_cores`).
-type GpuKey = (usize, bool, bool, Option<u32>, bool);
-
-/// The open devices, shared with the allocators ORT creates at registration (which open their
-/// device on first use).
-pub struct Devices {
-    /// Open devices by [`GpuKey`].
-    gpus: Mutex<HashMap<GpuKey, Arc<Gpu>>>,
     logger: Logger,
 }
 
@@ -92,7 +78,7 @@ impl Factory {
             vendor: c_string(VENDOR),
             version: c_string(env!("CARGO_PKG_VERSION")),
             adapters,
-            devices: Arc::new(Devices { gpus: Mutex::new(HashMap::new()), logger }),
+            devices: Devices::new(logger),
             memory: Mutex::new(HashMap::new()),
             logger,
         })
@@ -125,7 +111,7 @@ impl Factory {
     /// Logs the GPU memory our open devices hold (wgpu's allocator report), so tests and users
     /// can watch for leaks across sessions.
     fn log_memory(&self, event: &str) {
-        let gpus: Vec<Arc<Gpu>> = self.devices.gpus.lock().values().cloned().collect();
+        let gpus: Vec<Arc<Gpu>> = self.devices.open_gpus();
         let bytes: u64 = gpus.iter().filter_map(|g| g.allocated_bytes()).sum();
         self.logger.log(
             OrtLoggingLevel::ORT_LOGGING_LEVEL_VERBOSE,
@@ -179,119 +165,6 @@ impl Factory {
             EpError::invalid(format!("option 'adapter': no adapter matches {selector} (found: {})", names.join(", ")))
         })
     }
-}
-
-impl Devices {
-    /// The device for an adapter, opened on first use.
-    fn gpu(&self, adapter: usize, options: &EpOptions) -> Result<Arc<Gpu>, EpError> {
-        let key = gpu_key(adapter, options);
-        let mut gpus = self.gpus.lock();
-        if let Some(g) = self.alive(&mut gpus, &key) {
-            return Ok(g);
-        }
-        let gpu = Gpu::new(&self.gpu_options(adapter, options))?;
-        join_compiles_at_exit();
-        if let Some(path) = gpu.pipeline_cache_path() {
-            self.logger.log(
-                OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
-                &format!("adapter {adapter}: pipeline cache {}", path.display()),
-            );
-        }
-        gpus.insert(key, gpu.clone());
-        Ok(gpu)
-    }
-
-    /// The device [`Devices::gpu`] gives, opening on a worker thread if it is not open yet: its
-    /// capabilities are known at once (`opening.rs`).
-    fn open(self: &Arc<Self>, adapter: usize, options: &EpOptions) -> Result<Arc<OpeningGpu>, EpError> {
-        if let Some(g) = self.alive(&mut self.gpus.lock(), &gpu_key(adapter, options)) {
-            return Ok(OpeningGpu::open(g));
-        }
-        let (summary, caps) = planned_caps(&self.gpu_options(adapter, options))?;
-        let (devices, options) = (self.clone(), options.clone());
-        Ok(OpeningGpu::spawn(summary, caps, move || {
-            fault::panic_point(Site::OpenDevice);
-            if let Some(delay) = fault::open_delay() {
-                std::thread::sleep(delay);
-            }
-            devices.gpu(adapter, &options)
-        }))
-    }
-
-    /// The open device of `key`, unless it was lost: a lost device never comes back, sessions
-    /// still holding it fail their runs with the reason, and new sessions get a freshly opened one.
-    fn alive(&self, gpus: &mut HashMap<GpuKey, Arc<Gpu>>, key: &GpuKey) -> Option<Arc<Gpu>> {
-        let reason = match gpus.get(key)?.check_alive() {
-            Ok(()) => return gpus.get(key).cloned(),
-            Err(reason) => reason,
-        };
-        self.logger.log(
-            OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
-            &format!("adapter {}: reopening the device ({reason})", key.0),
-        );
-        gpus.remove(key);
-        None
-    }
-
-    fn gpu_options(&self, adapter: usize, options: &EpOptions) -> GpuOptions {
-        let (_, debug, coop, ..) = gpu_key(adapter, options);
-        let experimental = if coop {
-            crate::experimental::cooperative_matrix_opt_in()
-        } else {
-            wgpu::ExperimentalFeatures::disabled()
-        };
-        GpuOptions {
-            adapter: AdapterSelector::Index(adapter),
-            debug_validation: debug,
-            experimental,
-            // Debug validation keeps every runtime check wgpu can inject.
-            trusted_shaders: if debug { None } else { Some(Arc::new(crate::experimental::UncheckedShaders)) },
-            pipeline_cache: options.pipeline_cache.clone(),
-            pipeline_caches: Some(Arc::new(crate::experimental::SavedPipelineCaches)),
-            log: Some(cache_log(self.logger)),
-            max_storage_buffers: options.max_storage_buffers,
-            emulate_tensor_cores: options.emulate_tensor_cores,
-        }
-    }
-}
-
-fn gpu_key(adapter: usize, options: &EpOptions) -> GpuKey {
-    let debug = options.validation == Validation::Debug;
-    let coop = options.cooperative_matrix != CoopMode::Off;
-    (adapter, debug, coop, options.max_storage_buffers, options.emulate_tensor_cores)
-}
-
-/// Makes the process's exit wait for the pipeline compiles still running. A session starts its
-/// compiles when it is created (`Executable::warm_up`); a process that exits before its first run
-/// ends (an H100 crashed at exit so, forty-fifth session: `docs/RELIABILITY.md` §8) would tear
-/// the driver down under a worker still inside its compiler. Registered once, after a device is
-/// open, so that it runs before the driver's own exit handlers (they run in reverse order).
-fn join_compiles_at_exit() {
-    extern "C" {
-        fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
-    }
-    extern "C" fn join() {
-        ep_kernels::runtime::join_compile_workers();
-    }
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: `atexit` takes a function with no arguments, which it calls once at exit (or when
-        // this library is unloaded); `join` only joins the compile threads listed in a static.
-        if unsafe { atexit(join) } != 0 {
-            tracing::debug!(target: "ep_wgpu", "atexit refused the compile join");
-        }
-    });
-}
-
-/// Sends the persistent pipeline cache's messages to ORT's log.
-fn cache_log(logger: Logger) -> ep_kernels::runtime::CacheLog {
-    Arc::new(move |level, message: &str| {
-        let level = match level {
-            CacheLogLevel::Info => OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO,
-            CacheLogLevel::Warning => OrtLoggingLevel::ORT_LOGGING_LEVEL_WARNING,
-        };
-        logger.log(level, message);
-    })
 }
 
 unsafe extern "system" fn get_name(this: *const OrtEpFactory) -> *const c_char {
@@ -435,6 +308,12 @@ unsafe extern "system" fn get_supported_devices(
             let setting = factory.software_adapter();
             let pairs = pair(&factory.adapters, &hw, setting);
             factory.log_software_left_out(&pairs, setting);
+            // The device a session most likely asks for (a hardware one before a software one):
+            // opening it now overlaps what the process does before its session's Compile (`gpus.rs`).
+            let listed = &pairs[..pairs.len().min(max_ep_devices)];
+            if let Some(&(_, ai)) = listed.iter().min_by_key(|&&(_, ai)| factory.adapters[ai].is_software()) {
+                factory.devices.open_early(factory.adapters[ai].index);
+            }
             for (di, ai) in pairs.into_iter().take(max_ep_devices) {
                 let a = &factory.adapters[ai];
                 let mut meta = null_mut();

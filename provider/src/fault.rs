@@ -110,8 +110,9 @@ pub fn panic_point(site: Site) {
     }
 }
 
-/// `ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN=<ms>`: each device opening on a session's worker thread
-/// waits so long first (`opening.rs`), as a slow driver would, so tests can see a session wait for it.
+/// `ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN=<ms>`: each device opening on a worker thread (a
+/// session's, `opening.rs`, or registration's, `gpus.rs`) waits so long first, as a slow driver
+/// would, so tests can see a session wait for it.
 pub fn open_delay() -> Option<std::time::Duration> {
     static DELAY: OnceLock<Option<std::time::Duration>> = OnceLock::new();
     *DELAY.get_or_init(|| {

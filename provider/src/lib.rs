@@ -9,6 +9,7 @@ mod ep;
 pub mod experimental;
 mod factory;
 pub mod fault;
+mod gpus;
 mod graph_reader;
 pub mod memory;
 mod opening;

@@ -90,15 +90,27 @@ impl OpeningGpu {
         &self.summary
     }
 
-    /// The device, waiting for it to open; the error that opening it gave otherwise.
+    /// The device, waiting for it to open; the error that opening it gave otherwise. A wait
+    /// is recorded as the `device_wait` start-up phase.
     pub fn get(&self) -> Result<Arc<Gpu>, EpError> {
+        self.result(true)
+    }
+
+    /// [`OpeningGpu::get`] without recording the wait (another opening's, which records its own).
+    pub fn wait(&self) -> Result<Arc<Gpu>, EpError> {
+        self.result(false)
+    }
+
+    fn result(&self, record: bool) -> Result<Arc<Gpu>, EpError> {
         let mut state = self.state.lock();
         if state.is_none() {
             let start = Instant::now();
             while state.is_none() {
                 self.ready.wait(&mut state);
             }
-            startup::record(Phase::DeviceWait, start.elapsed(), 1);
+            if record {
+                startup::record(Phase::DeviceWait, start.elapsed(), 1);
+            }
         }
         match state.as_ref() {
             Some(result) => result.clone(),
