@@ -7,6 +7,7 @@ Each case runs in a fresh process (`subproc.run_script`) and counts device openi
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,11 @@ print("DEFAULT", check(), flush=True)
 def test_leaving_while_registration_still_opens_the_device(lib_path, then):
     # Opening made 1.5 s slow (test-only ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN): the process exits, or unregisters the
     # library, while registration's opening is still under way; either must end cleanly (ReleaseEpFactory joins it).
+    # Both wait for the opening (the exit through an exit handler registered before it started), so the process
+    # lives past the delay.
     code = 'ort.unregister_execution_provider_library("wgpu_sub")\n' if then == "unregister" else ""
+    start = time.monotonic()
     r = run_script(lib_path, code + 'print("LEFT", 1, flush=True)\n',
                    env={"ONNXRUNTIME_EP_WGPU_TEST_SLOW_OPEN": "1500"})
     assert counts(r) == {"LEFT": 1}, describe(r)
+    assert time.monotonic() - start >= 1.5, "the process ended before registration's opening did"

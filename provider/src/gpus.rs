@@ -91,6 +91,7 @@ impl Devices {
             "adapter {adapter}: opening {} now, before a session needs it ({EARLY_OPEN_ENV}=0: on first use)",
             summary.name
         ));
+        join_early_open_at_exit();
         let opening = OpeningGpu::spawn(summary, caps, move || {
             if let Some(delay) = fault::open_delay() {
                 std::thread::sleep(delay);
@@ -225,6 +226,27 @@ fn join_compiles_at_exit() {
         // this library is unloaded); `join` only joins the compile threads listed in a static.
         if unsafe { atexit(join) } != 0 {
             tracing::debug!(target: "ep_wgpu", "atexit refused the compile join");
+        }
+    });
+}
+
+/// Makes the process's exit wait for registration's opening (a worker thread, like the compile
+/// workers): a process that exits right after registering the library must not tear the driver
+/// down under a thread inside its device creation. Registered before that thread starts; once a
+/// device is open, [`join_compiles_at_exit`] is registered too.
+fn join_early_open_at_exit() {
+    extern "C" {
+        fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+    }
+    extern "C" fn join() {
+        ep_kernels::runtime::join_compile_workers();
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: as in `join_compiles_at_exit`: a function without arguments that joins the
+        // worker threads listed in a static.
+        if unsafe { atexit(join) } != 0 {
+            tracing::debug!(target: "ep_wgpu", "atexit refused the early-open join");
         }
     });
 }
