@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Fifty-first session, call 1: the device opened at registration (provider/src/gpus.rs) against opening it at
+# CreateEp (the same library with ONNXRUNTIME_EP_WGPU_EARLY_OPEN=0), issue 15's case (Whisper-tiny encoder fp16,
+# bench/startup.py, fresh processes), cold and warm, beside the peer in the same call. ROUNDS rounds (default 3),
+# each: ours cold early ×2, ours cold at-CreateEp ×2, the peer cold, then the same warm. Then: PROBES processes
+# (default 12) that register the library and exit at once (the early opening still under way: exit codes), the
+# second-run phase probe (bench/experiments/second_run/phases.py, warm), and TESTS with pytest.
+#   bash bench/h200_stage.sh; (move goldens/ and docs/data/ out); device run with carry [".carry/bench", ".whl", ".gl"]
+# Writes $OUT/all.tgz and prints a table last.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+mkdir -p "$OUT/more"
+one() { # config mode round repeat early
+  ONNXRUNTIME_EP_WGPU_EARLY_OPEN=$5 timeout 200 python3 bench/startup.py --lib "$LIB" --dtype fp16 --configs "$1" \
+    --modes "$2" --repeat "$4" --json "$OUT/more/$1-e$5_$2_$3.json" >"$OUT/more/$1-e$5_$2_$3.txt" 2>&1
+}
+for r in $(seq 1 "${ROUNDS:-3}"); do
+  for mode in cold warm; do
+    one ours-nocache "$mode" "$r" 2 1; one ours-nocache "$mode" "$r" 2 0; one peer "$mode" "$r" 1 1
+  done
+done
+codes=""
+for i in $(seq 1 "${PROBES:-12}"); do
+  python3 -c "import onnxruntime as o; o.register_execution_provider_library('x', '$PWD/$LIB')" \
+    >>"$OUT/more/exit_probe.txt" 2>&1
+  codes="$codes $?"
+done
+echo "exit codes:$codes" | tee -a "$OUT/more/exit_probe.txt"
+model=$(ls bench/out/startup/*fp16*.onnx 2>/dev/null | head -1)
+if [[ -n $model ]]; then
+  for p in 1 2; do
+    timeout 120 python3 bench/experiments/second_run/phases.py "$PWD/$LIB" "$model" >"$OUT/more/second_run_$p.txt" 2>&1
+  done
+fi
+TESTS=${TESTS:-tests/test_early_open.py tests/test_startup.py tests/test_faults.py}
+# shellcheck disable=SC2086 # a list of test files
+ONNXRUNTIME_EP_WGPU_LIB=$PWD/$LIB timeout 240 python3 -m pytest -q -p no:cacheprovider $TESTS >"$OUT/more/tests.txt" 2>&1
+tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
+cat "$OUT/gpu.txt"
+tar xzf "$OUT/all.tgz" -O more/tests.txt | tail -2
+tar xzf "$OUT/all.tgz" -O more/exit_probe.txt | tail -1
+python3 - "$OUT/all.tgz" <<'PY'
+import json, sys, tarfile, statistics as st, collections
+t = tarfile.open(sys.argv[1]); rows = collections.defaultdict(list)
+for m in t.getmembers():
+    if not m.name.endswith(".json"): continue
+    cfg, mode = m.name.split("/")[-1].split("_")[:2]
+    for r in json.load(t.extractfile(m))["rows"]: rows[(cfg, mode)].append(r)
+keys = ["import", "register", "session", "first_run", "second_run", "steady"]
+print("| ms | n | " + " | ".join(keys) + " | device_wait | import → first | without import | 2nd/steady |")
+for k in sorted(rows, key=lambda k: (k[1], k[0])):
+    rs = [r for r in rows[k] if all(x in r for x in keys)]
+    if not rs: continue
+    med = [1000 * st.median([r[x] for r in rs]) for x in keys]
+    tot = 1000 * st.median([sum(r[x] for x in keys[:4]) for r in rs])
+    wo = 1000 * st.median([sum(r[x] for x in keys[1:4]) for r in rs])
+    dw = st.median([r["phases"]["device_wait"]["ms"] for r in rs]) if "phases" in rs[0] else float("nan")
+    ratio = st.median([r["second_run"] / r["steady"] - 1 for r in rs]) * 100
+    print(f"| {' '.join(k)} | {len(rs)} | " + " | ".join(f"{v:.1f}" for v in med)
+          + f" | {dw:.1f} | {tot:.0f} | {wo:.0f} | {ratio:+.1f}% |")
+PY
