@@ -1,8 +1,8 @@
 //! The devices the factory has open, shared by every session on the same adapter and options,
 //! and with the allocators ORT creates at registration.
 //!
-//! **A device opened at registration.** Opening a Vulkan device takes 70–90 ms on an H100 or
-//! H200, and a session needs it at Compile (`opening.rs`). When the library is registered
+//! **A device opened at registration.** Opening a Vulkan device takes 80–140 ms on the H200 (70–90 on an
+//! H100), and a session needs it at Compile (`opening.rs`). When the library is registered
 //! (`GetSupportedDevices`), the first adapter we list starts opening with the default options
 //! on a worker thread ([`Devices::open_early`]), so the opening overlaps what the process does
 //! before its session reaches Compile (reading the model, ORT's graph work) instead of starting
