@@ -147,7 +147,7 @@ impl DeviceCaps {
     /// Reads the limits, features and cooperative-matrix shapes of a wgpu adapter.
     pub fn from_adapter(adapter: &wgpu::Adapter) -> Self {
         let info = adapter.get_info();
-        let limits = adapter.limits();
+        let limits = crate::runtime::adapter_limits(adapter);
         let features = adapter.features();
         let kind = match info.device_type {
             wgpu::DeviceType::DiscreteGpu => DeviceKind::DiscreteGpu,

@@ -76,11 +76,28 @@ fn instance(debug_validation: bool) -> wgpu::Instance {
     } else {
         flags.remove(wgpu::InstanceFlags::VALIDATION);
     }
+    // We never dispatch indirectly. With this flag (release builds' default) wgpu compiles two
+    // validation pipelines into every device it opens, which a cold driver cache makes dear.
+    // Its cap on buffer sizes is kept (`limits`), so the limits we plan with do not change.
+    flags.remove(wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL);
     wgpu::Instance::new(wgpu::InstanceDescriptor {
         backends: backends(),
         flags,
         ..wgpu::InstanceDescriptor::new_without_display_handle()
     })
+}
+
+/// The adapter's limits as we plan with and ask for them: buffers and bindings capped to what a
+/// 32-bit offset reaches, as wgpu caps them when it validates indirect calls (which we turn off:
+/// `instance`), so that turning that validation off changes no plan.
+pub(crate) fn limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
+    let mut limits = adapter.limits();
+    limits.max_buffer_size = limits.max_buffer_size.min(u64::from(u32::MAX));
+    limits.max_uniform_buffer_binding_size = limits.max_uniform_buffer_binding_size.min(u64::from(u32::MAX));
+    // wgpu-types' STORAGE_BINDING_SIZE_ALIGNMENT (4), which wgpu does not re-export.
+    let aligned = u64::from(u32::MAX) & !3;
+    limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(aligned);
+    limits
 }
 
 fn summarize(index: usize, adapter: &wgpu::Adapter) -> AdapterSummary {

@@ -28,6 +28,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
+pub(crate) use adapter::limits as adapter_limits;
 pub use adapter::{adapter_caps, list_adapters, AdapterSelector, AdapterSummary};
 pub use buffers::{GpuBuffer, Readback, Staged, STORAGE_OFFSET_ALIGN};
 pub use compile_order::{defer_tensor_cores, hold_deferred, DeferScope, HoldDeferred};
@@ -212,7 +213,7 @@ impl Gpu {
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("onnxruntime-ep-wgpu"),
             required_features: features,
-            required_limits: adapter.limits(),
+            required_limits: adapter::limits(&adapter),
             experimental_features: options.experimental,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
