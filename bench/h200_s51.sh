@@ -40,23 +40,4 @@ tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
 cat "$OUT/gpu.txt"
 tar xzf "$OUT/all.tgz" -O more/tests.txt | tail -2
 tar xzf "$OUT/all.tgz" -O more/exit_probe.txt | tail -1
-python3 - "$OUT/all.tgz" <<'PY'
-import json, sys, tarfile, statistics as st, collections
-t = tarfile.open(sys.argv[1]); rows = collections.defaultdict(list)
-for m in t.getmembers():
-    if not m.name.endswith(".json"): continue
-    cfg, mode = m.name.split("/")[-1].split("_")[:2]
-    for r in json.load(t.extractfile(m))["rows"]: rows[(cfg, mode)].append(r)
-keys = ["import", "register", "session", "first_run", "second_run", "steady"]
-print("| ms | n | " + " | ".join(keys) + " | device_wait | import → first | without import | 2nd/steady |")
-for k in sorted(rows, key=lambda k: (k[1], k[0])):
-    rs = [r for r in rows[k] if all(x in r for x in keys)]
-    if not rs: continue
-    med = [1000 * st.median([r[x] for r in rs]) for x in keys]
-    tot = 1000 * st.median([sum(r[x] for x in keys[:4]) for r in rs])
-    wo = 1000 * st.median([sum(r[x] for x in keys[1:4]) for r in rs])
-    dw = st.median([r["phases"]["device_wait"]["ms"] for r in rs]) if "phases" in rs[0] else float("nan")
-    ratio = st.median([r["second_run"] / r["steady"] - 1 for r in rs]) * 100
-    print(f"| {' '.join(k)} | {len(rs)} | " + " | ".join(f"{v:.1f}" for v in med)
-          + f" | {dw:.1f} | {tot:.0f} | {wo:.0f} | {ratio:+.1f}% |")
-PY
+python3 bench/startup_table.py "$OUT/all.tgz"

@@ -214,20 +214,8 @@ fn gpu_key(adapter: usize, options: &EpOptions) -> GpuKey {
 /// the driver down under a worker still inside its compiler. Registered once, after a device is
 /// open, so that it runs before the driver's own exit handlers (they run in reverse order).
 fn join_compiles_at_exit() {
-    extern "C" {
-        fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
-    }
-    extern "C" fn join() {
-        ep_kernels::runtime::join_compile_workers();
-    }
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: `atexit` takes a function with no arguments, which it calls once at exit (or when
-        // this library is unloaded); `join` only joins the compile threads listed in a static.
-        if unsafe { atexit(join) } != 0 {
-            tracing::debug!(target: "ep_wgpu", "atexit refused the compile join");
-        }
-    });
+    join_workers_at_exit(&ONCE, "compile");
 }
 
 /// Makes the process's exit wait for registration's opening (a worker thread, like the compile
@@ -235,18 +223,24 @@ fn join_compiles_at_exit() {
 /// down under a thread inside its device creation. Registered before that thread starts; once a
 /// device is open, [`join_compiles_at_exit`] is registered too.
 fn join_early_open_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    join_workers_at_exit(&ONCE, "early-open");
+}
+
+/// Registers, once per `once`, an exit handler that joins every worker thread
+/// (`ep_kernels::runtime::join_compile_workers`).
+fn join_workers_at_exit(once: &'static std::sync::Once, what: &str) {
     extern "C" {
         fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
     }
     extern "C" fn join() {
         ep_kernels::runtime::join_compile_workers();
     }
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: as in `join_compiles_at_exit`: a function without arguments that joins the
-        // worker threads listed in a static.
+    once.call_once(|| {
+        // SAFETY: `atexit` takes a function with no arguments, which it calls once at exit (or when
+        // this library is unloaded); `join` only joins the worker threads listed in a static.
         if unsafe { atexit(join) } != 0 {
-            tracing::debug!(target: "ep_wgpu", "atexit refused the early-open join");
+            tracing::debug!(target: "ep_wgpu", "atexit refused the {what} join");
         }
     });
 }
