@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Tables, JSON, plots and docs/PERFORMANCE.md from the benchmark's results (bench/run.py writes results.json).
+"""Tables, JSON, plots and docs/performance/benchmark-tables.md from the benchmark's results (bench/run.py writes results.json).
 
     python bench/report.py bench/out/results.json                          # print the tables
-    python bench/report.py bench/out/results.json --write-docs docs/PERFORMANCE.md [--plots DIR]
+    python bench/report.py bench/out/results.json --write-docs docs/performance/benchmark-tables.md [--plots DIR]
 
 In an existing docs file only the part between `<!-- bench:begin -->` and `<!-- bench:end -->` is replaced.
 """

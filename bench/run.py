@@ -6,7 +6,7 @@ where torch sees a CUDA GPU.
     python bench/run.py --quick                  # small cases, few runs (CI, software adapter)
     python bench/run.py --full                   # every case of shared/docs/targets.md (a GPU machine)
     python bench/run.py --full --only 'mlp|whisper' --option tiling=64x64
-    python bench/run.py --full --write-docs docs/PERFORMANCE.md
+    python bench/run.py --full --write-docs docs/performance/benchmark-tables.md
     python bench/run.py --full --only 'whisper_encoder|bert|vit'   # the models, GPU profile included
 
 Per case and provider: median/p10/p90 of `session.run` (numpy in and out, so copies count), TFLOP/s, speed-up
