@@ -17,3 +17,12 @@ ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 LIB=.carry/bench/libonnxruntime_ep_wgpu.so
 [[ -f $LIB ]] || LIB=target/release/libonnxruntime_ep_wgpu.so
+# tests_and_pack "FILES" SECONDS: pytest on FILES with our library into $OUT/more/tests.txt, then $OUT/more and
+# gpu.txt into $OUT/all.tgz (and $OUT/more removed); prints the GPU and the tests' last two lines.
+tests_and_pack() {
+  # shellcheck disable=SC2086 # a list of test files
+  ONNXRUNTIME_EP_WGPU_LIB=$PWD/$LIB timeout "$2" python3 -m pytest -q -p no:cacheprovider $1 >"$OUT/more/tests.txt" 2>&1
+  tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
+  cat "$OUT/gpu.txt"
+  tar xzf "$OUT/all.tgz" -O more/tests.txt | tail -2
+}

@@ -33,11 +33,6 @@ if [[ -n $model ]]; then
     timeout 120 python3 bench/experiments/second_run/phases.py "$PWD/$LIB" "$model" >"$OUT/more/second_run_$p.txt" 2>&1
   done
 fi
-TESTS=${TESTS:-tests/test_early_open.py tests/test_startup.py tests/test_faults.py}
-# shellcheck disable=SC2086 # a list of test files
-ONNXRUNTIME_EP_WGPU_LIB=$PWD/$LIB timeout 240 python3 -m pytest -q -p no:cacheprovider $TESTS >"$OUT/more/tests.txt" 2>&1
-tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
-cat "$OUT/gpu.txt"
-tar xzf "$OUT/all.tgz" -O more/tests.txt | tail -2
+tests_and_pack "${TESTS:-tests/test_early_open.py tests/test_startup.py tests/test_faults.py}" 240
 tar xzf "$OUT/all.tgz" -O more/exit_probe.txt | tail -1
 python3 bench/startup_table.py "$OUT/all.tgz"

@@ -19,10 +19,5 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
     one peer "$mode" "$r" 1 "$LIB" x
   done
 done
-TESTS=${TESTS:-tests/test_early_open.py tests/test_startup.py tests/test_ep.py}
-# shellcheck disable=SC2086 # a list of test files
-ONNXRUNTIME_EP_WGPU_LIB=$PWD/$LIB timeout 200 python3 -m pytest -q -p no:cacheprovider $TESTS >"$OUT/more/tests.txt" 2>&1
-tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
-cat "$OUT/gpu.txt"
-tar xzf "$OUT/all.tgz" -O more/tests.txt | tail -2
+tests_and_pack "${TESTS:-tests/test_early_open.py tests/test_startup.py tests/test_ep.py}" 200
 python3 bench/startup_table.py "$OUT/all.tgz"
