@@ -178,19 +178,25 @@ def child(spec: dict) -> dict:
 
     # Buffers our allocators created by the end of each step: a second run that still creates some is lazy work.
     created = {}
+    first_done = 0.0
     for col in ("first_run", "second_run"):
         t = time.perf_counter()
         result = sess.run(None, feeds)
         out[col] = time.perf_counter() - t
+        first_done = first_done if col == "second_run" else time.perf_counter()
         if locator:
             created[col] = locator.memory_stats(lib)["buffers_created"]
     steady = []
+    timeline = [(0.0, out["second_run"])]  # (seconds from the first result to the run, its seconds)
     for _ in range(spec["steady"]):
         t = time.perf_counter()
         sess.run(None, feeds)
         steady.append(time.perf_counter() - t)
+        timeline.append((t - first_done, steady[-1]))
     out["steady"] = statistics.median(steady)
     out["runs_ms"] = [out["first_run"] * 1e3, out["second_run"] * 1e3] + [x * 1e3 for x in steady]  # how it settles
+    if spec.get("settle", 0) > 0:
+        settle(sess, feeds, first_done, spec["settle"], out, timeline)
     if locator:
         created["steady"] = locator.memory_stats(lib)["buffers_created"]
         out["buffers_created"] = created
@@ -199,6 +205,25 @@ def child(spec: dict) -> dict:
     if locator:
         out["phases"] = locator.startup_stats(lib)
     return out
+
+
+def settle(sess, feeds: dict, start: float, seconds: float, out: dict, timeline: list) -> None:
+    """Runs on until `seconds` after the first result (in a cold process our tensor-core pipelines still compile
+    then, and the runs take the interim plans), then 10 more: "settled" is their median, "settled_after" the time
+    from the first result to the start of the first run within 10% of it. `timeline` holds the runs so far as
+    (seconds from the first result to the run's start, its seconds)."""
+    while time.perf_counter() - start < seconds:
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        timeline.append((t - start, time.perf_counter() - t))
+    last = []
+    for _ in range(10):
+        t = time.perf_counter()
+        sess.run(None, feeds)
+        last.append(time.perf_counter() - t)
+    out["settled"] = statistics.median(last)
+    out["settled_after"] = next((at for at, dt in timeline if dt <= 1.1 * out["settled"]), seconds)
+    out["settle_runs"] = len(timeline)
 
 
 # ------------------------------------------------------------------------------------------------ parent
@@ -270,7 +295,7 @@ def measure(args, model: str, lib: str) -> list[dict]:
                                pipeline_cache="off" if config == "ours-nocache" else str(warm_cache)),
                           str(warm_driver), args.timeout)
                 spec = dict(config=config, lib=lib, model=model, steady=args.steady, options=args.options, instrumented=full,
-                            pipeline_cache="off" if config == "ours-nocache" else str(cache))
+                            pipeline_cache="off" if config == "ours-nocache" else str(cache), settle=args.settle)
                 driver.mkdir(parents=True, exist_ok=True)
                 r = spawn(spec, str(driver), args.timeout)
                 r.update(config=config, mode=mode, repeat=rep)
@@ -296,6 +321,8 @@ def summarize(rows: list[dict]) -> list[dict]:
             continue
         cell = {c: statistics.median(r[c] for r in ok) for c in (*COLUMNS, "total_to_first_result")}
         cell.update(config=config, mode=mode, n=len(ok), output_checksum=ok[0]["output_checksum"])
+        if all("settled" in r for r in ok):
+            cell.update({c: statistics.median(r[c] for r in ok) for c in ("settled", "settled_after")})
         if "phases" in ok[0]:
             cell["phases"] = {p: statistics.median(r["phases"][p]["ms"] for r in ok) for p in ok[0]["phases"]}
         out.append(cell)
@@ -312,6 +339,13 @@ def table(summary: list[dict]) -> str:
             continue
         cells = " | ".join(f"{s[c] * 1e3:.1f}" for c in COLUMNS)
         lines.append(f"| {name} | {cells} | {s['total_to_first_result'] * 1e3:.0f} |")
+    settled = [s for s in summary if "settled" in s]
+    if settled:
+        lines += ["", "| after the compiles, ms | settled run | second run against it | first within 10% of it, s after the first result |",
+                  "|---|---|---|---|"]
+        for s in settled:
+            lines.append(f"| {s['config']}, {s['mode']} | {s['settled'] * 1e3:.2f} | "
+                         f"{(s['second_run'] / s['settled'] - 1) * 100:+.1f}% | {s['settled_after']:.2f} |")
     phases = [s for s in summary if "phases" in s]
     if phases:
         names = list(phases[0]["phases"])
@@ -335,6 +369,8 @@ def main(argv=None) -> int:
     p.add_argument("--modes", default="cold,warm", help=f"comma-separated, of {MODES} (default cold,warm)")
     p.add_argument("--repeat", type=int, default=3, help="processes per (config, mode); cells are medians")
     p.add_argument("--steady", type=int, default=20, help="runs whose median is the steady state (default 20)")
+    p.add_argument("--settle", type=float, default=0,
+                   help="then run on for this many seconds after the first result and report the settled run (default 0: no)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE", help="our EP option")
     p.add_argument("--cache-dir", default=str(REPO / "bench" / "out" / "startup"), help="where models are cached")
     p.add_argument("--timeout", type=float, default=600, help="seconds per process")

@@ -120,6 +120,10 @@ def test_phases_are_reported(lib_path, model_path, tmp_path):
     for phase in ("copy_in", "copy_out_wait", "copy_out"):
         assert s[phase]["count"] >= 2 and s[phase]["ms"] > 0, (phase, s)
     assert s["cache_load"]["count"] == 0 and s["cache_save"]["count"] == 0, "pipeline_cache=off reads and writes nothing"
+    # The driver calls inside the set's preparation are timed too, and take part of it.
+    for phase in ("buffers", "bind_groups"):
+        assert s[phase]["count"] >= 2 and 0 < s[phase]["ms"], (phase, s)
+    assert s["bind_groups"]["ms"] <= s["prepare"]["ms"], s
 
 
 def test_off_by_default_and_on_uses_the_xdg_cache_dir(lib_path, model_path, tmp_path, cache_supported):

@@ -77,6 +77,8 @@ STARTUP_PHASES = (
     "copy_out",
     "interim",
     "device_wait",
+    "buffers",
+    "bind_groups",
 )
 
 _EP_NAME = "WgpuExecutionProvider"
@@ -150,8 +152,10 @@ def startup_stats(library_path: str | None = None) -> dict[str, dict[str, float]
     ONNX Runtime's copies through our data transfer add to ``copy_in`` (host bytes into staging memory),
     ``copy_out_wait`` (waiting for the GPU and the mapping) and ``copy_out`` (mapped bytes into host memory); count =
     copies. ``interim`` counts the steps runs took on interim plans without tensor cores while their own pipelines
-    were still compiling (option ``interim_kernels``). ``render``, ``module`` and ``pipeline`` run on parallel
-    workers: their totals add the threads' times.
+    were still compiling (option ``interim_kernels``); ``device_wait`` is what of opening the device the session
+    waited for. ``buffers`` (count = storage buffers) and ``bind_groups`` (count = bind groups) are the driver calls
+    inside ``prepare`` (and later allocations). ``render``, ``module`` and ``pipeline`` run on parallel workers: their
+    totals add the threads' times.
     """
     flat = _stats("onnxruntime_ep_wgpu_startup_stats", tuple(f"{p}.{k}" for p in STARTUP_PHASES for k in ("ns", "n")),
                   library_path)

@@ -148,14 +148,14 @@ impl Gpu {
                 }))
             })
         };
-        let buffer = match make() {
+        let buffer = super::startup::time(super::startup::Phase::Buffers, || match make() {
             // Freed tensors cached by the device allocators go back to the driver first.
             Err(GpuError::OutOfMemory(_)) if super::memory::trim_all() > 0 => {
                 let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
-                make()?
+                make()
             }
-            other => other?,
-        };
+            other => other,
+        })?;
         Ok(GpuBuffer::new(buffer, len))
     }
 

@@ -118,12 +118,14 @@ impl Gpu {
         let mut entries: Vec<wgpu::BindGroupEntry> =
             buffers.iter().map(|&(binding, buf)| wgpu::BindGroupEntry { binding, resource: buf.binding() }).collect();
         entries.push(wgpu::BindGroupEntry { binding: uniform_binding, resource: uniforms.binding() });
-        let bind_group = self.scoped(&label, || {
-            Ok(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(&label),
-                layout: &layouts.0,
-                entries: &entries,
-            }))
+        let bind_group = super::startup::time(super::startup::Phase::BindGroups, || {
+            self.scoped(&label, || {
+                Ok(self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(&label),
+                    layout: &layouts.0,
+                    entries: &entries,
+                }))
+            })
         })?;
         let tensor_cores = variant.uses_tensor_cores();
         Ok(Dispatch { label, pipeline, bind_group, grid, tensor_cores, _uniforms: uniforms })

@@ -64,11 +64,15 @@ pub enum Phase {
     /// thread (`provider/src/opening.rs`): what of [`Phase::Device`] the session's preparation
     /// did not hide.
     DeviceWait,
+    /// Creating storage buffers (count: buffers), most of them while a set is prepared.
+    Buffers,
+    /// Creating a dispatch's bind group while a set is prepared (count: bind groups).
+    BindGroups,
 }
 
 impl Phase {
     /// Every phase, in the order of the exported values.
-    pub const ALL: [Phase; 22] = [
+    pub const ALL: [Phase; 24] = [
         Phase::Enumerate,
         Phase::Device,
         Phase::Placement,
@@ -91,6 +95,8 @@ impl Phase {
         Phase::CopyOut,
         Phase::Interim,
         Phase::DeviceWait,
+        Phase::Buffers,
+        Phase::BindGroups,
     ];
 
     /// The phase's name in logs, the locator's dict and the bench's JSON.
@@ -118,6 +124,8 @@ impl Phase {
             Phase::CopyOut => "copy_out",
             Phase::Interim => "interim",
             Phase::DeviceWait => "device_wait",
+            Phase::Buffers => "buffers",
+            Phase::BindGroups => "bind_groups",
         }
     }
 }
