@@ -14,18 +14,11 @@ import resource
 import sys
 import time
 
-import numpy as np
-import onnxruntime as ort
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).parent))
+from session import open_session  # noqa: E402
 
 lib, model = sys.argv[1], sys.argv[2]
-ort.register_execution_provider_library("x", lib)
-so = ort.SessionOptions()
-so.log_severity_level = 3
-so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == "WgpuExecutionProvider"][:1], {})
-sess = ort.InferenceSession(model, sess_options=so)
-inp = sess.get_inputs()[0]
-shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
-feeds = {inp.name: np.random.default_rng(1).standard_normal(shape).astype(np.float16 if "16" in inp.type else np.float32)}
+sess, feeds = open_session(lib, model)
 
 
 def work() -> float:

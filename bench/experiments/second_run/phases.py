@@ -14,22 +14,15 @@ import resource
 import sys
 import time
 
-import numpy as np
-import onnxruntime as ort
-
 sys.path.insert(0, "python")
 import onnxruntime_ep_wgpu as loc  # noqa: E402
 
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).parent))
+from session import open_session  # noqa: E402
+
 lib, model = sys.argv[1], sys.argv[2]
 PHASES = ("run_record", "run_wait", "copy_in", "copy_out_wait", "copy_out", "run")
-ort.register_execution_provider_library("x", lib)
-so = ort.SessionOptions()
-so.log_severity_level = 3
-so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == "WgpuExecutionProvider"][:1], {})
-sess = ort.InferenceSession(model, sess_options=so)
-inp = sess.get_inputs()[0]
-shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
-feeds = {inp.name: np.random.default_rng(1).standard_normal(shape).astype(np.float16 if "16" in inp.type else np.float32)}
+sess, feeds = open_session(lib, model)
 
 
 def snap() -> dict:
