@@ -22,8 +22,11 @@ def main(path: str) -> None:
     with tarfile.open(path) as t:
         for m in t.getmembers():
             if m.name.endswith(".json"):
+                data = json.load(t.extractfile(m))
+                if not isinstance(data, dict) or "rows" not in data:
+                    continue  # another script's file in the same tarball
                 cfg, mode = m.name.split("/")[-1].split("_")[:2]
-                rows[(cfg, mode)].extend(json.load(t.extractfile(m))["rows"])
+                rows[(cfg, mode)].extend(data["rows"])
     print("| ms | n | " + " | ".join(KEYS) + " | device | device_wait | prepare (buffers, bind groups) | import → first | without import | 2nd/steady"
           " | settled | 2nd/settled | within 10% after, s |")
     for k in sorted(rows, key=lambda k: (k[1], k[0])):

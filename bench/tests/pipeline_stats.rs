@@ -54,3 +54,23 @@ fn a_shader_that_cannot_compile_is_an_error_record() {
     assert!(run.status.success(), "{stdout}");
     assert!(stdout.contains("error: \"no_main\" \"unchecked\""), "{stdout}");
 }
+
+/// `rolled` (unchecked, `DontUnroll` on the loops that carry tensor-core products) compiles a
+/// kernel without such products unchanged, and says how many loops it marked.
+#[test]
+fn the_rolled_mode_compiles_and_reports_its_marks() {
+    let out = std::env::temp_dir().join(format!("pipeline_stats_rolled_{}.json", std::process::id()));
+    let run = Command::new(env!("CARGO_BIN_EXE_pipeline_stats"))
+        .args(["--dir", goldens().to_str().unwrap(), "--only", "gemm_f32_64x64_v4.wgsl", "--modes", "rolled"])
+        .args(["--threads", "1", "--json", out.to_str().unwrap()])
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("rolled: 0 loop(s) marked"), "{stderr}");
+    let records: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["mode"], "rolled");
+    assert!(records[0]["compile_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{}", records[0]);
+}

@@ -35,6 +35,24 @@ impl ep_kernels::runtime::TrustedShaders for UncheckedShaders {
         // sets (`EXP_COOP_CHECKS`).
         unsafe { device.create_shader_module_trusted(desc, checks) }
     }
+
+    fn create_spirv(&self, device: &wgpu::Device, label: &str, words: &[u32]) -> Option<wgpu::ShaderModule> {
+        if !device.features().contains(wgpu::Features::PASSTHROUGH_SHADERS) {
+            return None;
+        }
+        let entry = [wgpu::PassthroughShaderEntryPoint { name: "main".into(), workgroup_size: (1, 1, 1) }];
+        let desc = wgpu::ShaderModuleDescriptorPassthrough {
+            label: Some(label),
+            entry_points: entry[..].into(),
+            spirv: Some(words.into()),
+            ..Default::default()
+        };
+        // SAFETY: only an experiment build passes SPIR-V here (`EXP_ROLLED=1`,
+        // `ep_kernels::runtime::rolled`): naga's own output for a module it validated, written
+        // with the options wgpu-hal's Vulkan backend uses for the same checks, whose only change
+        // is the loop-control word of the loops that carry cooperative-matrix products.
+        Some(unsafe { device.create_shader_module_passthrough(desc) })
+    }
 }
 
 /// Makes the driver's pipeline cache, from a blob the runtime read back from its cache file.

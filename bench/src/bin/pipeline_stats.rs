@@ -4,7 +4,8 @@
 //! Each WGSL file is translated by naga with the options wgpu 30 uses on Vulkan, in two modes:
 //! `checked` (wgpu's default runtime checks: clamped indices, bounded loops, checked integer
 //! division) and `unchecked` (what `create_shader_module_trusted` gives the self-guarding
-//! kernels), or with one check alone (`bounded`, `clamped`, `divchecked`), then compiled with the statistics capture flags on a device of its own.
+//! kernels), or with one check alone (`bounded`, `clamped`, `divchecked`), or `rolled` (unchecked,
+//! with `DontUnroll` on the loops that carry tensor-core products), then compiled with the statistics capture flags on a device of its own.
 //!
 //! Usage: `pipeline_stats [--dir goldens] [--only a,b] [--modes checked,unchecked]
 //! [--no-robust] [--threads N] [--json FILE] [--ir DIR] [--blob DIR]` (`--blob`: each pipeline's
@@ -62,7 +63,8 @@ fn parse_args() -> Result<Args, String> {
 
 /// The SPIR-V wgpu-hal 30 would hand the driver for this module, and its bindings. `mode` is
 /// `checked` (all of wgpu's runtime checks), `unchecked` (none), or one check alone: `bounded`
-/// (loop bounding), `clamped` (clamped indices), `divchecked` (checked integer division).
+/// (loop bounding), `clamped` (clamped indices), `divchecked` (checked integer division); `rolled`
+/// is unchecked with `DontUnroll` on the loops that carry tensor-core products (`spv_loops`).
 fn translate(source: &str, mode: &str) -> Result<(Vec<u32>, Vec<Binding>), String> {
     let checked = mode == "checked";
     let mut module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
@@ -93,7 +95,12 @@ fn translate(source: &str, mode: &str) -> Result<(Vec<u32>, Vec<Binding>), Strin
         ..spv::Options::default()
     };
     let stage = spv::PipelineOptions { entry_point: "main".into(), shader_stage: naga::ShaderStage::Compute };
-    let words = spv::write_vec(&module, &info, &options, Some(&stage)).map_err(|e| e.to_string())?;
+    let mut words = spv::write_vec(&module, &info, &options, Some(&stage)).map_err(|e| e.to_string())?;
+    if mode == "rolled" {
+        // Unchecked, with DontUnroll on the loops that carry the tensor-core products.
+        let marked = ep_kernels::runtime::spv_loops::keep_product_loops_rolled(&mut words)?;
+        eprintln!("rolled: {marked} loop(s) marked");
+    }
     let bindings = module
         .global_variables
         .iter()
@@ -186,7 +193,7 @@ fn summary(records: &[Value]) {
     let keys: Vec<String> =
         ok.first().and_then(|r| r["stats"].as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
     println!("statistics the driver reports: {}", keys.join(", "));
-    for mode in ["checked", "unchecked", "bounded", "clamped", "divchecked"] {
+    for mode in ["checked", "unchecked", "bounded", "clamped", "divchecked", "rolled"] {
         if !ok.iter().any(|r| r["mode"] == mode) {
             continue;
         }

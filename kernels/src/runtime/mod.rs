@@ -15,7 +15,9 @@ pub mod memory;
 pub mod pipeline_cache;
 mod pipelines;
 pub mod readback;
+pub mod rolled;
 pub mod shadow;
+pub mod spv_loops;
 pub mod startup;
 pub mod subgroup_sync;
 mod timing;
@@ -58,6 +60,12 @@ pub trait TrustedShaders: Send + Sync {
         desc: wgpu::ShaderModuleDescriptor<'_>,
         keep: KeptChecks,
     ) -> wgpu::ShaderModule;
+
+    /// A module from SPIR-V the runtime wrote itself ([`rolled`]), handed to the driver as is;
+    /// `None` where the device cannot take it.
+    fn create_spirv(&self, _device: &wgpu::Device, _label: &str, _words: &[u32]) -> Option<wgpu::ShaderModule> {
+        None
+    }
 }
 
 /// Which of wgpu's runtime checks a module made through [`TrustedShaders`] keeps.
@@ -209,6 +217,9 @@ impl Gpu {
         }
         if options.experimental.is_enabled() {
             features |= adapter.features() & wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        }
+        if rolled::enabled() && options.trusted_shaders.is_some() {
+            features |= adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
         }
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("onnxruntime-ep-wgpu"),

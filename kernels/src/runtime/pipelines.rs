@@ -427,19 +427,33 @@ impl Gpu {
             // Before the driver sees it, so that a crash inside the driver names its shader.
             eprintln!("ep-wgpu compiling {name}: wgsl {wgsl_bytes} B");
         }
+        let kept = exp_checks(&name).or_else(|| variant.kept_checks());
+        let rolled = match super::rolled::wanted(&name) {
+            true => Some(
+                super::rolled::spirv(&source, kept, !no_zero_init())
+                    .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?,
+            ),
+            false => None,
+        };
+        if let (true, Some((_, marked))) = (log_compiles(), &rolled) {
+            eprintln!("ep-wgpu compiling {name} rolled: {marked} loop(s) marked");
+        }
         let source = super::subgroup_sync::shader_source(&source)
             .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?;
         let layouts = self.layout(layout);
-        let kept = exp_checks(&name).or_else(|| variant.kept_checks());
         let trusted = self.pipelines.trusted.as_ref().filter(|_| kept.is_some());
         let cache = self.pipelines.disk.as_ref().map(|(c, _)| c);
         let started = Instant::now();
         let mut module_done = started;
         let compile = || {
             let desc = wgpu::ShaderModuleDescriptor { label: Some(&name), source };
-            let module = startup::time(Phase::Module, || match trusted {
-                Some(t) => t.create(&self.device, desc, kept.unwrap_or_default()),
-                None => self.device.create_shader_module(desc),
+            let module = startup::time(Phase::Module, || {
+                let spirv = rolled.as_ref().map(|(words, _)| &words[..]).zip(self.pipelines.trusted.as_ref());
+                match (spirv.and_then(|(words, t)| t.create_spirv(&self.device, &name, words)), trusted) {
+                    (Some(module), _) => module,
+                    (None, Some(t)) => t.create(&self.device, desc, kept.unwrap_or_default()),
+                    (None, None) => self.device.create_shader_module(desc),
+                }
             });
             module_done = Instant::now();
             startup::time(Phase::Pipeline, || {
