@@ -23,6 +23,7 @@ if has probe; then
     __GL_SHADER_DISK_CACHE=0 timeout 150 .carry/bench/pipeline_stats --dir .carry/probe --modes unchecked,rolled \
       --threads 1 --json "$OUT/more/stats_$r.json" >"$OUT/more/stats_$r.txt" 2>&1
   done
+  tar czf "$OUT/probe.tgz" -C "$OUT" more && python3 bench/h200_s53_table.py "$OUT/probe.tgz" | head -24
 fi
 if has cold; then
   for r in $(seq 1 "${ROUNDS:-2}"); do
