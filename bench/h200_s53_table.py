@@ -32,16 +32,29 @@ def probe(t: tarfile.TarFile) -> None:
 
 def speed(t: tarfile.TarFile) -> None:
     for m in sorted(t.getmembers(), key=lambda m: m.name):
-        if re.search(r"speed\d_\d+\.txt$", m.name):
+        if re.search(r"speed(\d|ab)_\d+\.txt$", m.name):
             text = t.extractfile(m).read().decode(errors="replace")
             for line in text.splitlines():
                 if re.search(r"wgpu EP \(ours\)|wgpu EP profile|max rel|error|Error", line):
                     print(m.name.split("/")[-1], line.strip()[:220])
-        if re.search(r"speed\d_\d+/.*iobinding\.md$", m.name):
+        if re.search(r"speed(\d|ab)_\d+/.*results\.json$", m.name):
+            gpu_lines(re.search(r"speed\w+?_\d+", m.name).group(0), json.load(t.extractfile(m)))
+        if re.search(r"speed(\d|ab)_\d+/.*iobinding\.md$", m.name):
             text = t.extractfile(m).read().decode(errors="replace")
             for line in text.splitlines():
                 if line.startswith("| whisper"):
-                    print(m.name.split("/")[-3], line)
+                    print(re.search(r"speed\w+?_\d+", m.name).group(0), line)
+
+
+def gpu_lines(arm: str, results: dict) -> None:
+    """Ours per case: numpy median, bound, back to back, GPU ms and the attention's share of it."""
+    for case in results.get("cases", []):
+        o = case.get("results", {}).get("ours", {})
+        prof, bound = o.get("gpu_profile") or {}, o.get("bound") or {}
+        attn = (prof.get("by_ops") or {}).get("FlashAttention(fused)", {}).get("gpu_ms")
+        print(f"{arm} {case.get('name')}: median {o.get('median_ms')}, bound {bound.get('median_ms')}, "
+              f"b2b {bound.get('back_to_back_ms')}, GPU {prof.get('gpu_ms')}, attention {attn}, "
+              f"diff {(o.get('diff') or {}).get('max_rel')}")
 
 
 def main(path: str) -> None:
