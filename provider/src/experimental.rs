@@ -1,5 +1,6 @@
 //! The `unsafe` wgpu calls: the opt-in token for experimental features (cooperative matrices),
-//! shader modules without runtime checks, and the driver's pipeline cache from a saved blob.
+//! shader modules without runtime checks or from our own SPIR-V, and the driver's pipeline cache
+//! from a saved blob.
 
 /// Lets a device use `EXPERIMENTAL_*` features: the f16 tensor-core GEMM needs
 /// `EXPERIMENTAL_COOPERATIVE_MATRIX`.
@@ -36,21 +37,28 @@ impl ep_kernels::runtime::TrustedShaders for UncheckedShaders {
         unsafe { device.create_shader_module_trusted(desc, checks) }
     }
 
-    fn create_spirv(&self, device: &wgpu::Device, label: &str, words: &[u32]) -> Option<wgpu::ShaderModule> {
+    fn create_spirv(
+        &self,
+        device: &wgpu::Device,
+        spirv: ep_kernels::runtime::rolled::Spirv<'_>,
+    ) -> Option<wgpu::ShaderModule> {
         if !device.features().contains(wgpu::Features::PASSTHROUGH_SHADERS) {
             return None;
         }
-        let entry = [wgpu::PassthroughShaderEntryPoint { name: "main".into(), workgroup_size: (1, 1, 1) }];
+        let [x, y, z] = spirv.workgroup_size;
+        let entry = [wgpu::PassthroughShaderEntryPoint { name: "main".into(), workgroup_size: (x, y, z) }];
         let desc = wgpu::ShaderModuleDescriptorPassthrough {
-            label: Some(label),
+            label: Some(spirv.label),
             entry_points: entry[..].into(),
-            spirv: Some(words.into()),
+            spirv: Some(spirv.words.into()),
             ..Default::default()
         };
-        // SAFETY: only an experiment build passes SPIR-V here (`EXP_ROLLED=1`,
-        // `ep_kernels::runtime::rolled`): naga's own output for a module it validated, written
-        // with the options wgpu-hal's Vulkan backend uses for the same checks, whose only change
-        // is the loop-control word of the loops that carry cooperative-matrix products.
+        // SAFETY: wgpu does not validate a passthrough module. The runtime passes only naga's own
+        // output for a WGSL module naga validated (`ep_kernels::runtime::rolled::spirv`), written
+        // with the options wgpu-hal's Vulkan backend uses for the checks the variant keeps (the
+        // same as `create` above) and with the binding numbers wgpu-hal gives the pipeline's
+        // layout; its only change is the loop-control word of the loops that carry
+        // cooperative-matrix products. The entry point and workgroup size are the module's own.
         Some(unsafe { device.create_shader_module_passthrough(desc) })
     }
 }

@@ -27,8 +27,8 @@ use crate::ort::{EpError, Logger};
 pub const EARLY_OPEN_ENV: &str = "ONNXRUNTIME_EP_WGPU_EARLY_OPEN";
 
 /// An opened device: (adapter, debug validation, tensor cores, `max_storage_buffers`,
-/// `emulate_tensor_cores`).
-type GpuKey = (usize, bool, bool, Option<u32>, bool);
+/// `emulate_tensor_cores`, `rolled_loops`).
+type GpuKey = (usize, bool, bool, Option<u32>, bool, bool);
 
 /// The open devices, shared with the allocators ORT creates at registration (which open their
 /// device on first use).
@@ -194,6 +194,7 @@ impl Devices {
             log: Some(cache_log(self.logger)),
             max_storage_buffers: options.max_storage_buffers,
             emulate_tensor_cores: options.emulate_tensor_cores,
+            rolled_loops: options.rolled_loops,
         }
     }
 
@@ -205,7 +206,7 @@ impl Devices {
 fn gpu_key(adapter: usize, options: &EpOptions) -> GpuKey {
     let debug = options.validation == Validation::Debug;
     let coop = options.cooperative_matrix != CoopMode::Off;
-    (adapter, debug, coop, options.max_storage_buffers, options.emulate_tensor_cores)
+    (adapter, debug, coop, options.max_storage_buffers, options.emulate_tensor_cores, options.rolled_loops)
 }
 
 /// Makes the process's exit wait for the pipeline compiles still running. A session starts its

@@ -61,9 +61,10 @@ pub trait TrustedShaders: Send + Sync {
         keep: KeptChecks,
     ) -> wgpu::ShaderModule;
 
-    /// A module from SPIR-V the runtime wrote itself ([`rolled`]), handed to the driver as is;
-    /// `None` where the device cannot take it.
-    fn create_spirv(&self, _device: &wgpu::Device, _label: &str, _words: &[u32]) -> Option<wgpu::ShaderModule> {
+    /// A module from SPIR-V the runtime wrote itself ([`rolled`]) for one compute entry point
+    /// `main` of `workgroup_size`, handed to the driver as is; `None` where the device cannot
+    /// take it.
+    fn create_spirv(&self, _device: &wgpu::Device, _spirv: rolled::Spirv<'_>) -> Option<wgpu::ShaderModule> {
         None
     }
 }
@@ -107,6 +108,9 @@ pub struct GpuOptions {
     pub max_storage_buffers: Option<u32>,
     /// Plans the tensor-core kernels in their emulated form ([`DeviceCaps::coop_emulated`]).
     pub emulate_tensor_cores: bool,
+    /// Compiles the tensor-core kernels with their product loop kept rolled ([`rolled`]), where
+    /// `trusted_shaders` is set and the adapter takes SPIR-V as is (Vulkan).
+    pub rolled_loops: bool,
 }
 
 impl std::fmt::Debug for GpuOptions {
@@ -120,6 +124,7 @@ impl std::fmt::Debug for GpuOptions {
             .field("pipeline_caches", &self.pipeline_caches.is_some())
             .field("max_storage_buffers", &self.max_storage_buffers)
             .field("emulate_tensor_cores", &self.emulate_tensor_cores)
+            .field("rolled_loops", &self.rolled_loops)
             .finish()
     }
 }
@@ -218,7 +223,10 @@ impl Gpu {
         if options.experimental.is_enabled() {
             features |= adapter.features() & wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
         }
-        if rolled::enabled() && options.trusted_shaders.is_some() {
+        let passthrough = (options.rolled_loops || rolled::enabled())
+            && options.trusted_shaders.is_some()
+            && adapter.get_info().backend == wgpu::Backend::Vulkan;
+        if passthrough {
             features |= adapter.features() & wgpu::Features::PASSTHROUGH_SHADERS;
         }
         let descriptor = wgpu::DeviceDescriptor {
@@ -253,7 +261,8 @@ impl Gpu {
             let caches = options.pipeline_caches.as_ref()?;
             Some((caches.create(&device, data.as_deref()), disk))
         });
-        let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone(), disk);
+        let rolls = passthrough && device.features().contains(wgpu::Features::PASSTHROUGH_SHADERS);
+        let pipelines = pipelines::PipelineCache::new(options.trusted_shaders.clone(), disk, rolls);
         tracing::info!(target: "ep_wgpu", "opened {} ({:?}, {})", summary.name, summary.kind, summary.driver);
         let spin_us = wait::initial_spin(caps.kind).into();
         Ok(Arc::new_cyclic(|me| Gpu {

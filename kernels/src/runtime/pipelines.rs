@@ -47,6 +47,11 @@ impl BindingLayout {
         }
     }
 
+    /// The binding numbers of the layout, in its order.
+    pub fn bindings(self) -> Vec<u32> {
+        self.entries().into_iter().map(|(b, _)| b).collect()
+    }
+
     /// `a, b, bias → out`: GEMM products (the split-K partial kernel leaves bias unused).
     pub const PRODUCT: BindingLayout = BindingLayout::Fixed(&PRODUCT_ENTRIES);
     /// `a, b, bias → out` plus the conv geometry: implicit-GEMM conv products.
@@ -151,12 +156,16 @@ pub(super) struct PipelineCache {
     disk: Option<(wgpu::PipelineCache, DiskCache)>,
     /// Compiles started and not finished (the disk cache is saved when it drops to 0).
     in_flight: AtomicUsize,
+    /// Whether the tensor-core variants compile rolled ([`super::rolled`]): the device takes
+    /// SPIR-V as is and the option `rolled_loops` is on.
+    rolls: bool,
 }
 
 impl PipelineCache {
     pub(super) fn new(
         trusted: Option<Arc<dyn super::TrustedShaders>>,
         disk: Option<(wgpu::PipelineCache, DiskCache)>,
+        rolls: bool,
     ) -> Self {
         PipelineCache {
             layouts: Mutex::new(HashMap::new()),
@@ -165,6 +174,7 @@ impl PipelineCache {
             trusted,
             disk,
             in_flight: AtomicUsize::new(0),
+            rolls,
         }
     }
 
@@ -428,14 +438,14 @@ impl Gpu {
             eprintln!("ep-wgpu compiling {name}: wgsl {wgsl_bytes} B");
         }
         let kept = exp_checks(&name).or_else(|| variant.kept_checks());
-        let rolled = match super::rolled::wanted(&name) {
+        let rolled = match super::rolled::wanted(&name, self.pipelines.rolls) {
             true => Some(
-                super::rolled::spirv(&source, kept, !no_zero_init())
+                super::rolled::spirv(&source, kept, !no_zero_init(), &layout.bindings())
                     .map_err(|message| GpuError::ShaderCompile { variant: name.clone(), message })?,
             ),
             false => None,
         };
-        if let (true, Some((_, marked))) = (log_compiles(), &rolled) {
+        if let (true, Some((_, _, marked))) = (log_compiles(), &rolled) {
             eprintln!("ep-wgpu compiling {name} rolled: {marked} loop(s) marked");
         }
         let source = super::subgroup_sync::shader_source(&source)
@@ -448,8 +458,13 @@ impl Gpu {
         let compile = || {
             let desc = wgpu::ShaderModuleDescriptor { label: Some(&name), source };
             let module = startup::time(Phase::Module, || {
-                let spirv = rolled.as_ref().map(|(words, _)| &words[..]).zip(self.pipelines.trusted.as_ref());
-                match (spirv.and_then(|(words, t)| t.create_spirv(&self.device, &name, words)), trusted) {
+                let spirv = rolled.as_ref().map(|(words, size, _)| super::rolled::Spirv {
+                    label: &name,
+                    words,
+                    workgroup_size: *size,
+                });
+                let module = spirv.zip(self.pipelines.trusted.as_ref());
+                match (module.and_then(|(spirv, t)| t.create_spirv(&self.device, spirv)), trusted) {
                     (Some(module), _) => module,
                     (None, Some(t)) => t.create(&self.device, desc, kept.unwrap_or_default()),
                     (None, None) => self.device.create_shader_module(desc),
