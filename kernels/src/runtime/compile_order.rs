@@ -71,7 +71,13 @@ impl Drop for HoldDeferred {
 /// Whether a pipeline first requested now on this thread, running on tensor cores or not
 /// (`tensor_cores`), is deferred.
 pub(super) fn deferred_here(tensor_cores: bool) -> bool {
-    tensor_cores && DEFER.with(Cell::get)
+    tensor_cores && DEFER.with(Cell::get) && !no_defer()
+}
+
+/// An experiment build's `EXP_NO_DEFER=1`: nothing is deferred (the tensor-core compiles start
+/// beside those of the interim plans). Release builds never read the variable.
+fn no_defer() -> bool {
+    cfg!(feature = "wgsl-override") && std::env::var("EXP_NO_DEFER").is_ok_and(|v| v.trim() == "1")
 }
 
 /// A compile's place in the order, kept by its pending pipeline.
