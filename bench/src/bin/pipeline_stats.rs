@@ -5,7 +5,7 @@
 //! `checked` (wgpu's default runtime checks: clamped indices, bounded loops, checked integer
 //! division) and `unchecked` (what `create_shader_module_trusted` gives the self-guarding
 //! kernels), or with one check alone (`bounded`, `clamped`, `divchecked`), or `rolled` (unchecked,
-//! with `DontUnroll` on the loops that carry tensor-core products), then compiled with the statistics capture flags on a device of its own.
+//! with `DontUnroll` on the loops that carry tensor-core products), or `rolledall` (on every loop), then compiled with the statistics capture flags on a device of its own.
 //!
 //! Usage: `pipeline_stats [--dir goldens] [--only a,b] [--modes checked,unchecked]
 //! [--no-robust] [--threads N] [--json FILE] [--ir DIR] [--blob DIR]` (`--blob`: each pipeline's
@@ -101,6 +101,11 @@ fn translate(source: &str, mode: &str) -> Result<(Vec<u32>, Vec<Binding>), Strin
         let marked = ep_kernels::runtime::spv_loops::keep_product_loops_rolled(&mut words)?;
         eprintln!("rolled: {marked} loop(s) marked");
     }
+    if mode == "rolledall" {
+        // Unchecked, with DontUnroll on every loop (a probe; the runtime never does this).
+        let marked = ep_kernels::runtime::spv_loops::keep_all_loops_rolled(&mut words)?;
+        eprintln!("rolledall: {marked} loop(s) marked");
+    }
     let bindings = module
         .global_variables
         .iter()
@@ -193,7 +198,7 @@ fn summary(records: &[Value]) {
     let keys: Vec<String> =
         ok.first().and_then(|r| r["stats"].as_object()).map(|m| m.keys().cloned().collect()).unwrap_or_default();
     println!("statistics the driver reports: {}", keys.join(", "));
-    for mode in ["checked", "unchecked", "bounded", "clamped", "divchecked", "rolled"] {
+    for mode in ["checked", "unchecked", "bounded", "clamped", "divchecked", "rolled", "rolledall"] {
         if !ok.iter().any(|r| r["mode"] == mode) {
             continue;
         }

@@ -38,6 +38,24 @@ pub fn keep_product_loops_rolled(words: &mut [u32]) -> Result<usize, String> {
     Ok(marks.len())
 }
 
+/// Sets `DontUnroll` on every loop (a probe of what the driver's unrolling costs elsewhere:
+/// `pipeline_stats --modes rolledall`; the runtime never does this, since the loops over
+/// fragments keep their matrices in registers only unrolled). Returns how many it marked.
+pub fn keep_all_loops_rolled(words: &mut [u32]) -> Result<usize, String> {
+    product_loops(words)?; // the same checks of the module's layout
+    let mut marked = 0;
+    let mut i = HEADER_WORDS;
+    while i < words.len() {
+        let count = (words[i] >> 16) as usize;
+        if words[i] & 0xffff == OP_LOOP_MERGE && count >= 4 {
+            words[i + 3] = (words[i + 3] & !LOOP_CONTROL_UNROLL) | LOOP_CONTROL_DONT_UNROLL;
+            marked += 1;
+        }
+        i += count.max(1);
+    }
+    Ok(marked)
+}
+
 /// The loop-control word of each outermost loop that contains a cooperative-matrix product.
 fn product_loops(words: &[u32]) -> Result<Vec<usize>, String> {
     if words.len() < HEADER_WORDS || words[0] != MAGIC {
@@ -130,6 +148,20 @@ mod tests {
         ]);
         assert_eq!(keep_product_loops_rolled(&mut w), Ok(2));
         assert_eq!(loop_controls(&w), vec![LOOP_CONTROL_DONT_UNROLL, 0, LOOP_CONTROL_UNROLL, LOOP_CONTROL_DONT_UNROLL]);
+    }
+
+    #[test]
+    fn every_loop_is_marked_by_the_probe() {
+        let mut w = module(&[
+            inst(OP_LOOP_MERGE, &[10, 20, 0]),
+            inst(OP_LOOP_MERGE, &[11, 21, LOOP_CONTROL_UNROLL]),
+            inst(OP_LABEL, &[11]),
+            inst(OP_LABEL, &[10]),
+        ]);
+        assert_eq!(keep_all_loops_rolled(&mut w), Ok(2));
+        assert_eq!(loop_controls(&w), vec![LOOP_CONTROL_DONT_UNROLL, LOOP_CONTROL_DONT_UNROLL]);
+        let mut open = module(&[inst(OP_LOOP_MERGE, &[10, 20, 0])]);
+        assert!(keep_all_loops_rolled(&mut open).is_err());
     }
 
     #[test]
