@@ -29,6 +29,10 @@ fn check_capped(rng: &mut impl Rng, c: &Case, mask: &str, splits: Option<u64>, k
             assert!(plan.contains("tensor cores (emulated)"), "{plan}");
             let want_splits = splits.unwrap_or(1);
             assert!(plan.contains(&format!("{want_splits} key split(s)")), "{plan}");
+            // The plain kernel exactly where the problem is never causal (seqlens are causal
+            // offsets), K/V rows come in whole chunks (not transposed) and scores are not capped.
+            let plain = c.causal.is_none() && mask != "seqlens" && !kt && softcap == 0.0;
+            assert_eq!(plan.contains(", plain ("), plain, "{plan}");
         },
     );
 }
@@ -62,6 +66,10 @@ fn emulated_tensor_core_kernel_against_f64() {
         // Scores of ±30: a row's max moves past its reference (the rescale threshold) between tiles.
         (Case { b: 1, hq: 2, hkv: 1, sq: 40, skv: 150, d: 64, scale: 4.0, causal: None }, "none", None),
         (Case { b: 1, hq: 1, hkv: 1, sq: 20, skv: 99, d: 128, scale: 3.0, causal: None }, "bool", Some(2)),
+        // Never causal with each mask and K/V in whole chunks (even cases): the plain kernels.
+        (Case { b: 1, hq: 2, hkv: 1, sq: 29, skv: 53, d: 64, scale: 0.125, causal: None }, "add", None),
+        (Case { b: 2, hq: 2, hkv: 1, sq: 17, skv: 66, d: 96, scale: 0.125, causal: None }, "bool", Some(2)),
+        (Case { b: 1, hq: 2, hkv: 2, sq: 33, skv: 71, d: 64, scale: 0.125, causal: None }, "bool", None),
     ];
     for (i, (c, mask, splits)) in cases.iter().enumerate() {
         // Every other case with K stored transposed.

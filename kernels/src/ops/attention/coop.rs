@@ -192,6 +192,16 @@ pub struct CoopSource {
     pub softcap: bool,
     /// f32 at split precision: three f16 products per fragment pair (never capped).
     pub x3: bool,
+    /// Never causal, K/V rows in whole 8-half chunks, never capped, f16 (not x3), not seqlens
+    /// ([`plain_fits`]): the kernel leaves out the element-wise staging and the causal paths.
+    /// On an H100 the Whisper-tiny kernel then compiled in 113 instead of 170 ms (rolled, one
+    /// thread, the driver's cache off; docs/PERFORMANCE.md).
+    pub plain: bool,
+}
+
+/// Whether a problem may take the plain kernel ([`CoopSource::plain`]).
+fn plain_fits(mask: MaskKind, softcap: bool, x3: bool, causal: bool, whole_chunks: bool) -> bool {
+    !x3 && !softcap && !causal && whole_chunks && mask != MaskKind::SeqLens
 }
 
 impl OpSource for CoopSource {
@@ -199,9 +209,10 @@ impl OpSource for CoopSource {
         let split = if self.split { "_split" } else { "" };
         let emu = if self.emulate { "_emu" } else { "" };
         let cap = if self.softcap { "_cap" } else { "" };
+        let plain = if self.plain { "_plain" } else { "" };
         let ty = if self.x3 { "f32x3" } else { "f16" };
         let (d, rows, bc, mask) = (self.d, self.nsg * 16, self.bc, self.mask.name());
-        format!("{COOP_FLASH_PREFIX}{ty}_d{d}_{rows}x{bc}_mask_{mask}{cap}{split}{emu}")
+        format!("{COOP_FLASH_PREFIX}{ty}_d{d}_{rows}x{bc}_mask_{mask}{cap}{plain}{split}{emu}")
     }
 
     fn emit(&self) -> Result<String, String> {
@@ -218,6 +229,7 @@ impl OpSource for CoopSource {
                 split => self.split,
                 softcap => self.softcap,
                 x3 => self.x3,
+                plain => self.plain,
                 prefetch => prefetches(self.nsg, self.bc, self.d, self.emulate, self.x3),
             },
         )
@@ -258,16 +270,13 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             let softcaps: &[bool] = if gqa { &[false, true] } else { &[false] };
             for split in [false, true] {
                 for &softcap in softcaps {
-                    out.push(ShaderVariant::Op(OpShader::new(CoopSource {
-                        d,
-                        nsg,
-                        bc,
-                        mask,
-                        emulate,
-                        split,
-                        softcap,
-                        x3: false,
-                    })));
+                    for plain in [false, true] {
+                        if plain && !plain_fits(mask, softcap, false, false, true) {
+                            continue;
+                        }
+                        let source = CoopSource { d, nsg, bc, mask, emulate, split, softcap, x3: false, plain };
+                        out.push(ShaderVariant::Op(OpShader::new(source)));
+                    }
                 }
             }
         }
@@ -284,7 +293,8 @@ fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
         let Some(&(nsg, bc)) = candidates(d, caps, emulate, true).first() else { continue };
         for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
             for split in [false, true] {
-                let source = CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true };
+                let source =
+                    CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true, plain: false };
                 out.push(ShaderVariant::Op(OpShader::new(source)));
             }
         }
@@ -441,7 +451,9 @@ pub(super) fn plan_dispatches(
         },
     };
     let split = splits > 1;
-    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap: k.softcap > 0.0, x3 };
+    let softcap = k.softcap > 0.0;
+    let plain = plain_fits(k.mask, softcap, x3, params.shared.causal != 0, params.vec_kv != 0);
+    let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap, x3, plain };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
     let reduce = if split {
         let work = g.batch * g.heads * g.sq * splits * (g.d + 2) * 4;
@@ -456,7 +468,8 @@ pub(super) fn plan_dispatches(
         (true, true) => "flash attention on tensor cores, f32 split in three f16 products (emulated)",
     };
     let bounds = if matches!(pre, Some(Maxima::Bound(_))) { ", K/V scales from their bounds" } else { "" };
-    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}{bounds}");
+    let plain_note = if plain { ", plain (never causal, K/V in whole chunks)" } else { "" };
+    let tiling = format!("tiles {br}x{bc}, {splits} key split(s) of {chunk}{bounds}{plain_note}");
     let tail = reduce.map_or(Tail::None, |(d, bytes)| Tail::Reduce(d, bytes));
     Ok(AttnPlan { line: k.describe(g, kernel, &tiling), tiling, pre, main, tail })
 }

@@ -19,6 +19,7 @@ fn only_capped_variants_carry_the_capping_code() {
         split: false,
         softcap,
         x3: false,
+        plain: false,
     };
     let (plain, capped) = (source(false).emit().unwrap(), source(true).emit().unwrap());
     assert!(!plain.contains("capped(sr["), "an uncapped kernel compiles the capping block");
@@ -58,7 +59,7 @@ fn prefetched_tiles_render_and_validate() {
         (64, 2, 16, true, true, false),
     ] {
         for mask in [MaskKind::None, MaskKind::Add] {
-            let source = CoopSource { d, nsg, bc, mask, emulate, split: true, softcap: false, x3 };
+            let source = CoopSource { d, nsg, bc, mask, emulate, split: true, softcap: false, x3, plain: false };
             let text = source.emit().unwrap();
             let (module, info) =
                 crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));
@@ -69,12 +70,55 @@ fn prefetched_tiles_render_and_validate() {
 }
 
 #[test]
+fn plain_kernels_leave_out_the_element_wise_staging_and_the_causal_paths() {
+    // Whisper's kernel, both prefetching and not, on tensor cores and emulated.
+    for (nsg, bc, emulate) in [(8, 32, false), (4, 64, false), (2, 32, true)] {
+        for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
+            let source =
+                |plain| CoopSource { d: 64, nsg, bc, mask, emulate, split: true, softcap: false, x3: false, plain };
+            let (full, plain) = (source(false), source(true));
+            let text = plain.emit().unwrap();
+            let (module, info) =
+                crate::shader::validate_with_info(&text, plain.capabilities()).unwrap_or_else(|e| panic!("{e}"));
+            naga::back::spv::write_vec(&module, &info, &Default::default(), None).unwrap();
+            assert!(!text.contains("p.causal") && !text.contains("p.vec_kv"), "{}", plain.name());
+            assert!(!text.contains("k_at(k_base"), "{}: element-wise staging left in", plain.name());
+            let full_text = full.emit().unwrap();
+            assert!(full_text.contains("p.causal != 0u") && full_text.contains("p.vec_kv != 0u"), "{}", full.name());
+            assert_eq!(plain.name(), format!("{}", full.name().replace("_split", "_plain_split")));
+        }
+    }
+    // Only f16 problems that are never causal, with whole-chunk K/V, unmasked by seqlens and uncapped.
+    assert!(plain_fits(MaskKind::None, false, false, false, true));
+    assert!(!plain_fits(MaskKind::None, false, false, true, true), "causal");
+    assert!(!plain_fits(MaskKind::None, false, false, false, false), "strided K/V rows");
+    assert!(!plain_fits(MaskKind::None, false, true, false, true), "split f32");
+    assert!(!plain_fits(MaskKind::Bool, true, false, false, true), "capped");
+    assert!(!plain_fits(MaskKind::SeqLens, false, false, false, true), "seqlens");
+    // Every plain tiling has its variant (goldens).
+    let h200 = profiles::get("h200").unwrap();
+    let names: Vec<String> = variants(&h200).iter().map(|v| v.name()).collect();
+    assert!(names.iter().any(|n| n == "attn_coop_f16_d64_128x32_mask_none_plain_split"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("_cap_plain") || n.contains("seqlens_plain")), "{names:?}");
+}
+
+#[test]
 fn q_staged_in_rounds_renders_and_validates() {
     // 128 query rows over 32-key tiles: Q passes through the K/V area (64 rows) in two rounds,
     // with a 32-column scratch (46 KB at head size 128).
     for d in [64, 96, 128] {
         for mask in [MaskKind::None, MaskKind::SeqLens] {
-            let source = CoopSource { d, nsg: 8, bc: 32, mask, emulate: false, split: true, softcap: false, x3: false };
+            let source = CoopSource {
+                d,
+                nsg: 8,
+                bc: 32,
+                mask,
+                emulate: false,
+                split: true,
+                softcap: false,
+                x3: false,
+                plain: false,
+            };
             let text = source.emit().unwrap();
             let (module, info) =
                 crate::shader::validate_with_info(&text, source.capabilities()).unwrap_or_else(|e| panic!("{e}"));

@@ -1,0 +1,788 @@
+enable f16;
+enable wgpu_cooperative_matrix;
+// The output fragments are rescaled under a subgroup-uniform condition (`subgroupAny`), which
+// cooperative operations allow; naga's analysis asks for workgroup uniformity.
+diagnostic(off, derivative_uniformity);
+
+struct Params {
+    sq: u32,
+    skv: u32,
+    heads: u32,
+    // Query heads per K/V head.
+    group: u32,
+    q_stride: vec4<u32>,
+    k_stride: vec4<u32>,
+    v_stride: vec4<u32>,
+    o_stride: vec4<u32>,
+    // Mask strides over (batch, head, query, key); 0 where it broadcasts.
+    m_stride: vec4<u32>,
+    scale: f32,
+    causal: u32,
+    causal_offset: i32,
+    // Scaled scores become softcap · tanh(s / softcap) where this is positive.
+    softcap: f32,
+    q_tiles: u32,
+    // Workgroups with work: (batch · heads) · q_tiles · splits.
+    count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    // Key chunks per query tile and keys per chunk (a multiple of BC).
+    splits: u32,
+    chunk: u32,
+    // K and V rows are contiguous and every row starts on an 8-half boundary.
+    vec_kv: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> q: array<f16>;
+// K and V as 8-half chunks (one 16-byte vec4<u32> each, f16x8.wgsl.j2): whole chunks when their
+// rows are contiguous and 8-aligned (`vec_kv`), else element by element.
+@group(0) @binding(1) var<storage, read> k: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read> v: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> m: array<u32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f16>;
+@group(0) @binding(5) var<uniform> p: Params;
+
+const BR: u32 = 128u;
+const BC: u32 = 32u;
+const D: u32 = 128u;
+// f16 elements between staged rows of Q/K/V and of P; f32 words between rows of the score and
+// output scratch.
+const KS: u32 = 136u;
+const PS: u32 = 40u;
+const RW: u32 = 36u;
+// Where V is staged, after K.
+const V0: u32 = 4352u;
+const LOG2E: f32 = 1.4426950408889634;
+const LN2: f32 = 0.6931471805599453;
+// How far (log2 units) a row's max may pass its reference before the output is rescaled.
+const TAU: f32 = 8.0;
+
+// K then V (32 rows each), in 8-half chunks; Q is staged here once at the start.
+var<workgroup> kv: array<array<f16, 8>, 1088>;
+// Per subgroup 16 rows: the scores of a tile, then a chunk of P·V.
+var<workgroup> sr: array<f32, 4608>;
+// Per subgroup 16 rows of P (f16).
+var<workgroup> pt: array<f16, 5120>;
+
+fn neg_inf() -> f32 {
+    return bitcast<f32>(0xff800000u);
+}
+
+// softcap · tanh(x / softcap) where p.softcap > 0 (GroupQueryAttention's softcap, on the scaled
+// score before the mask, as ONNX Runtime's CPU EP applies it), else x. tanh's argument is clamped
+// where tanh is ±1 in f32, so no driver's exp-based tanh overflows.
+fn capped(x: f32) -> f32 {
+    if (p.softcap > 0.0) {
+        return p.softcap * tanh(clamp(x / p.softcap, -9.0, 9.0));
+    }
+    return x;
+}
+
+
+// Eight f16 loaded as one vec4<u32> (a single 16-byte load: as mat2x4<f16>, the NVIDIA driver
+// split each into two 8-byte loads and repacked them, and COOP_WIDE ran 20% slower). naga 30 types
+// bitcast<vec2<f16>>(u32) as f32, so the halves go through unpack2x16float, exact for every f16
+// (NaN stays NaN), which the driver folds into a plain register move.
+fn f16x8(r: vec4<u32>) -> array<f16, 8> {
+    let h0 = vec2<f16>(unpack2x16float(r.x));
+    let h1 = vec2<f16>(unpack2x16float(r.y));
+    let h2 = vec2<f16>(unpack2x16float(r.z));
+    let h3 = vec2<f16>(unpack2x16float(r.w));
+    return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
+}
+
+// Element j of eight f16 held as a vec4<u32>.
+fn f16_of(r: vec4<u32>, j: u32) -> f16 {
+    return f16(unpack2x16float(r[j / 2u])[j % 2u]);
+}
+
+
+fn k_at(e: u32) -> f16 {
+    return f16_of(k[e / 8u], e % 8u);
+}
+
+fn v_at(e: u32) -> f16 {
+    return f16_of(v[e / 8u], e % 8u);
+}
+
+fn kv_at(e: u32) -> f16 {
+    return kv[e / 8u][e % 8u];
+}
+
+// Byte `i` of the boolean mask.
+fn mask_byte(i: u32) -> u32 {
+    return (m[i / 4u] >> (8u * (i % 4u))) & 0xffu;
+}
+
+
+// Stages `BC` rows of K and of V from key k0 (rows past the end are zeros). All loads are
+// issued before the first store.
+fn stage_kv(k_base: u32, v_base: u32, k0: u32, tid: u32) {
+        let i0 = tid + 0u;
+        let c0 = i0 / 16u;
+        let d0 = i0 % 16u;
+        var kx0 = vec4<u32>();
+        var vx0 = vec4<u32>();
+        if (k0 + c0 < p.skv) {
+            kx0 = k[(k_base + (k0 + c0) * p.k_stride.z) / 8u + d0];
+            vx0 = v[(v_base + (k0 + c0) * p.v_stride.z) / 8u + d0];
+        }
+        let i1 = tid + 256u;
+        let c1 = i1 / 16u;
+        let d1 = i1 % 16u;
+        var kx1 = vec4<u32>();
+        var vx1 = vec4<u32>();
+        if (k0 + c1 < p.skv) {
+            kx1 = k[(k_base + (k0 + c1) * p.k_stride.z) / 8u + d1];
+            vx1 = v[(v_base + (k0 + c1) * p.v_stride.z) / 8u + d1];
+        }
+        kv[c0 * 17u + d0] = f16x8(kx0);
+        kv[544u + c0 * 17u + d0] = f16x8(vx0);
+        kv[c1 * 17u + d1] = f16x8(kx1);
+        kv[544u + c1 * 17u + d1] = f16x8(vx1);
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    // Grid padding past the last tile recomputes tile 0 and writes nothing: an early return
+    // would leave the cooperative operations in non-uniform control flow.
+    let linear = wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+    let live = linear < p.count;
+    let lin = select(0u, linear, live);
+    let split = lin % p.splits;
+    let tile = lin / p.splits;
+    var bh = tile / p.q_tiles;
+    var qt = tile % p.q_tiles;
+    let q0 = qt * BR;
+    let b = bh / p.heads;
+    let h = bh % p.heads;
+    let kvh = h / p.group;
+    let q_base = b * p.q_stride.x + h * p.q_stride.y;
+    let k_base = b * p.k_stride.x + kvh * p.k_stride.y;
+    let v_base = b * p.v_stride.x + kvh * p.v_stride.y;
+    let o_base = b * p.o_stride.x + h * p.o_stride.y;
+    let m_base = b * p.m_stride.x + h * p.m_stride.y;
+    let sg = tid / 32u;
+    let lane = tid % 32u;
+    // This invocation's row of the subgroup's 16, its half of the row, and where its columns start.
+    let r = lane / 2u;
+    let half = lane % 2u;
+    let off0 = (r / 8u) + 2u * half;
+    let off1 = (1u - r / 8u) + 2u * half;
+    let qi = q0 + sg * 16u + r;
+    let s_row = sg * 16u * RW + r * RW;
+    let p_row = sg * 16u * PS + r * PS;
+    let s_sg = sg * 16u * RW;
+    let p_sg = sg * 16u * PS;
+
+    // Q rows (zeros past the end) staged 64 at a time (what the K/V area holds), 2
+    // rounds; each subgroup takes its fragments in the round that staged its rows.
+    var qf0 = coop_mat16x16<f16, A>();
+    var qf1 = coop_mat16x16<f16, A>();
+    var qf2 = coop_mat16x16<f16, A>();
+    var qf3 = coop_mat16x16<f16, A>();
+    var qf4 = coop_mat16x16<f16, A>();
+    var qf5 = coop_mat16x16<f16, A>();
+    var qf6 = coop_mat16x16<f16, A>();
+    var qf7 = coop_mat16x16<f16, A>();
+    for (var i = tid; i < 64u * D; i = i + 256u) {
+        let row = i / D;
+        let dd = i % D;
+        let qr = q0 + 0u + row;
+        var x = f16(0.0);
+        if (qr < p.sq) {
+            x = q[q_base + qr * p.q_stride.z + dd * p.q_stride.w];
+        }
+        kv[(row * KS + dd) / 8u][dd % 8u] = x;
+    }
+    workgroupBarrier();
+    if (sg / 4u == 0u) {
+        let q_sg = (sg % 4u) * 16u * KS;
+        let eq0 = q_sg + 0u;
+        let eq0c = eq0 / 8u;
+        qf0 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq0c][0], KS);
+        let eq1 = q_sg + 16u;
+        let eq1c = eq1 / 8u;
+        qf1 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq1c][0], KS);
+        let eq2 = q_sg + 32u;
+        let eq2c = eq2 / 8u;
+        qf2 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq2c][0], KS);
+        let eq3 = q_sg + 48u;
+        let eq3c = eq3 / 8u;
+        qf3 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq3c][0], KS);
+        let eq4 = q_sg + 64u;
+        let eq4c = eq4 / 8u;
+        qf4 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq4c][0], KS);
+        let eq5 = q_sg + 80u;
+        let eq5c = eq5 / 8u;
+        qf5 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq5c][0], KS);
+        let eq6 = q_sg + 96u;
+        let eq6c = eq6 / 8u;
+        qf6 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq6c][0], KS);
+        let eq7 = q_sg + 112u;
+        let eq7c = eq7 / 8u;
+        qf7 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq7c][0], KS);
+    }
+    workgroupBarrier();
+    for (var i = tid; i < 64u * D; i = i + 256u) {
+        let row = i / D;
+        let dd = i % D;
+        let qr = q0 + 64u + row;
+        var x = f16(0.0);
+        if (qr < p.sq) {
+            x = q[q_base + qr * p.q_stride.z + dd * p.q_stride.w];
+        }
+        kv[(row * KS + dd) / 8u][dd % 8u] = x;
+    }
+    workgroupBarrier();
+    if (sg / 4u == 1u) {
+        let q_sg = (sg % 4u) * 16u * KS;
+        let eq0 = q_sg + 0u;
+        let eq0c = eq0 / 8u;
+        qf0 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq0c][0], KS);
+        let eq1 = q_sg + 16u;
+        let eq1c = eq1 / 8u;
+        qf1 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq1c][0], KS);
+        let eq2 = q_sg + 32u;
+        let eq2c = eq2 / 8u;
+        qf2 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq2c][0], KS);
+        let eq3 = q_sg + 48u;
+        let eq3c = eq3 / 8u;
+        qf3 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq3c][0], KS);
+        let eq4 = q_sg + 64u;
+        let eq4c = eq4 / 8u;
+        qf4 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq4c][0], KS);
+        let eq5 = q_sg + 80u;
+        let eq5c = eq5 / 8u;
+        qf5 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq5c][0], KS);
+        let eq6 = q_sg + 96u;
+        let eq6c = eq6 / 8u;
+        qf6 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq6c][0], KS);
+        let eq7 = q_sg + 112u;
+        let eq7c = eq7 / 8u;
+        qf7 = coopLoadT<coop_mat16x16<f16, A>>(&kv[eq7c][0], KS);
+    }
+
+    // The row's reference max (log2 units: P is exp2 of the scores less it), this invocation's
+    // share of its sum, and the output rows as f32 fragments.
+    let scale2 = p.scale * LOG2E;
+    var m_run = neg_inf();
+    var l_run = 0.0;
+    var oacc0 = coop_mat16x16<f32, C>();
+    var oacc1 = coop_mat16x16<f32, C>();
+    var oacc2 = coop_mat16x16<f32, C>();
+    var oacc3 = coop_mat16x16<f32, C>();
+    var oacc4 = coop_mat16x16<f32, C>();
+    var oacc5 = coop_mat16x16<f32, C>();
+    var oacc6 = coop_mat16x16<f32, C>();
+    var oacc7 = coop_mat16x16<f32, C>();
+    // Keys past the last one a causal tile can see are never loaded.
+    var k_end = p.skv;
+    let k_begin = split * p.chunk;
+    k_end = min(k_end, k_begin + p.chunk);
+    for (var k0 = k_begin; k0 < k_end; k0 = k0 + BC) {
+        workgroupBarrier();
+        stage_kv(k_base, v_base, k0, tid);
+        workgroupBarrier();
+        // Scores: 16 rows × BC keys per subgroup.
+        var sacc0 = coop_mat16x16<f32, C>();
+        let ek0_0 = 0u * KS + 0u;
+        let kf0_0c = ek0_0 / 8u;
+        let kf0_0 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_0c][0], KS);
+        sacc0 = coopMultiplyAdd(qf0, kf0_0, sacc0);
+        let ek0_1 = 0u * KS + 16u;
+        let kf0_1c = ek0_1 / 8u;
+        let kf0_1 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_1c][0], KS);
+        sacc0 = coopMultiplyAdd(qf1, kf0_1, sacc0);
+        let ek0_2 = 0u * KS + 32u;
+        let kf0_2c = ek0_2 / 8u;
+        let kf0_2 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_2c][0], KS);
+        sacc0 = coopMultiplyAdd(qf2, kf0_2, sacc0);
+        let ek0_3 = 0u * KS + 48u;
+        let kf0_3c = ek0_3 / 8u;
+        let kf0_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_3c][0], KS);
+        sacc0 = coopMultiplyAdd(qf3, kf0_3, sacc0);
+        let ek0_4 = 0u * KS + 64u;
+        let kf0_4c = ek0_4 / 8u;
+        let kf0_4 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_4c][0], KS);
+        sacc0 = coopMultiplyAdd(qf4, kf0_4, sacc0);
+        let ek0_5 = 0u * KS + 80u;
+        let kf0_5c = ek0_5 / 8u;
+        let kf0_5 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_5c][0], KS);
+        sacc0 = coopMultiplyAdd(qf5, kf0_5, sacc0);
+        let ek0_6 = 0u * KS + 96u;
+        let kf0_6c = ek0_6 / 8u;
+        let kf0_6 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_6c][0], KS);
+        sacc0 = coopMultiplyAdd(qf6, kf0_6, sacc0);
+        let ek0_7 = 0u * KS + 112u;
+        let kf0_7c = ek0_7 / 8u;
+        let kf0_7 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf0_7c][0], KS);
+        sacc0 = coopMultiplyAdd(qf7, kf0_7, sacc0);
+        let es0 = s_sg + 0u;
+        coopStoreT(sacc0, &sr[es0], RW);
+        var sacc1 = coop_mat16x16<f32, C>();
+        let ek1_0 = 16u * KS + 0u;
+        let kf1_0c = ek1_0 / 8u;
+        let kf1_0 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_0c][0], KS);
+        sacc1 = coopMultiplyAdd(qf0, kf1_0, sacc1);
+        let ek1_1 = 16u * KS + 16u;
+        let kf1_1c = ek1_1 / 8u;
+        let kf1_1 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_1c][0], KS);
+        sacc1 = coopMultiplyAdd(qf1, kf1_1, sacc1);
+        let ek1_2 = 16u * KS + 32u;
+        let kf1_2c = ek1_2 / 8u;
+        let kf1_2 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_2c][0], KS);
+        sacc1 = coopMultiplyAdd(qf2, kf1_2, sacc1);
+        let ek1_3 = 16u * KS + 48u;
+        let kf1_3c = ek1_3 / 8u;
+        let kf1_3 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_3c][0], KS);
+        sacc1 = coopMultiplyAdd(qf3, kf1_3, sacc1);
+        let ek1_4 = 16u * KS + 64u;
+        let kf1_4c = ek1_4 / 8u;
+        let kf1_4 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_4c][0], KS);
+        sacc1 = coopMultiplyAdd(qf4, kf1_4, sacc1);
+        let ek1_5 = 16u * KS + 80u;
+        let kf1_5c = ek1_5 / 8u;
+        let kf1_5 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_5c][0], KS);
+        sacc1 = coopMultiplyAdd(qf5, kf1_5, sacc1);
+        let ek1_6 = 16u * KS + 96u;
+        let kf1_6c = ek1_6 / 8u;
+        let kf1_6 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_6c][0], KS);
+        sacc1 = coopMultiplyAdd(qf6, kf1_6, sacc1);
+        let ek1_7 = 16u * KS + 112u;
+        let kf1_7c = ek1_7 / 8u;
+        let kf1_7 = coopLoad<coop_mat16x16<f16, B>>(&kv[kf1_7c][0], KS);
+        sacc1 = coopMultiplyAdd(qf7, kf1_7, sacc1);
+        let es1 = s_sg + 16u;
+        coopStoreT(sacc1, &sr[es1], RW);
+        subgroupBarrier();
+        // Scale (in log2 units: exp2 below), softcap, mask, the tile's max over the row (both halves), then P.
+        // Keys past the end and causal masking need checks only on edge tiles (a uniform test).
+        let edge = k0 + BC > p.skv;
+        let c0 = off0 + 0u;
+        var x0 = sr[s_row + c0] * scale2;
+        let c1 = off1 + 0u;
+        var x1 = sr[s_row + c1] * scale2;
+        let c2 = off0 + 4u;
+        var x2 = sr[s_row + c2] * scale2;
+        let c3 = off1 + 4u;
+        var x3 = sr[s_row + c3] * scale2;
+        let c4 = off0 + 8u;
+        var x4 = sr[s_row + c4] * scale2;
+        let c5 = off1 + 8u;
+        var x5 = sr[s_row + c5] * scale2;
+        let c6 = off0 + 12u;
+        var x6 = sr[s_row + c6] * scale2;
+        let c7 = off1 + 12u;
+        var x7 = sr[s_row + c7] * scale2;
+        let c8 = off0 + 16u;
+        var x8 = sr[s_row + c8] * scale2;
+        let c9 = off1 + 16u;
+        var x9 = sr[s_row + c9] * scale2;
+        let c10 = off0 + 20u;
+        var x10 = sr[s_row + c10] * scale2;
+        let c11 = off1 + 20u;
+        var x11 = sr[s_row + c11] * scale2;
+        let c12 = off0 + 24u;
+        var x12 = sr[s_row + c12] * scale2;
+        let c13 = off1 + 24u;
+        var x13 = sr[s_row + c13] * scale2;
+        let c14 = off0 + 28u;
+        var x14 = sr[s_row + c14] * scale2;
+        let c15 = off1 + 28u;
+        var x15 = sr[s_row + c15] * scale2;
+        x0 = select(neg_inf(), x0, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c0, p.skv - 1u) * p.m_stride.w) != 0u);
+        x1 = select(neg_inf(), x1, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c1, p.skv - 1u) * p.m_stride.w) != 0u);
+        x2 = select(neg_inf(), x2, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c2, p.skv - 1u) * p.m_stride.w) != 0u);
+        x3 = select(neg_inf(), x3, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c3, p.skv - 1u) * p.m_stride.w) != 0u);
+        x4 = select(neg_inf(), x4, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c4, p.skv - 1u) * p.m_stride.w) != 0u);
+        x5 = select(neg_inf(), x5, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c5, p.skv - 1u) * p.m_stride.w) != 0u);
+        x6 = select(neg_inf(), x6, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c6, p.skv - 1u) * p.m_stride.w) != 0u);
+        x7 = select(neg_inf(), x7, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c7, p.skv - 1u) * p.m_stride.w) != 0u);
+        x8 = select(neg_inf(), x8, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c8, p.skv - 1u) * p.m_stride.w) != 0u);
+        x9 = select(neg_inf(), x9, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c9, p.skv - 1u) * p.m_stride.w) != 0u);
+        x10 = select(neg_inf(), x10, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c10, p.skv - 1u) * p.m_stride.w) != 0u);
+        x11 = select(neg_inf(), x11, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c11, p.skv - 1u) * p.m_stride.w) != 0u);
+        x12 = select(neg_inf(), x12, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c12, p.skv - 1u) * p.m_stride.w) != 0u);
+        x13 = select(neg_inf(), x13, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c13, p.skv - 1u) * p.m_stride.w) != 0u);
+        x14 = select(neg_inf(), x14, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c14, p.skv - 1u) * p.m_stride.w) != 0u);
+        x15 = select(neg_inf(), x15, mask_byte(m_base + min(qi, p.sq - 1u) * p.m_stride.z + min(k0 + c15, p.skv - 1u) * p.m_stride.w) != 0u);
+        if (edge) {
+            x0 = select(neg_inf(), x0, k0 + c0 < p.skv);
+            x1 = select(neg_inf(), x1, k0 + c1 < p.skv);
+            x2 = select(neg_inf(), x2, k0 + c2 < p.skv);
+            x3 = select(neg_inf(), x3, k0 + c3 < p.skv);
+            x4 = select(neg_inf(), x4, k0 + c4 < p.skv);
+            x5 = select(neg_inf(), x5, k0 + c5 < p.skv);
+            x6 = select(neg_inf(), x6, k0 + c6 < p.skv);
+            x7 = select(neg_inf(), x7, k0 + c7 < p.skv);
+            x8 = select(neg_inf(), x8, k0 + c8 < p.skv);
+            x9 = select(neg_inf(), x9, k0 + c9 < p.skv);
+            x10 = select(neg_inf(), x10, k0 + c10 < p.skv);
+            x11 = select(neg_inf(), x11, k0 + c11 < p.skv);
+            x12 = select(neg_inf(), x12, k0 + c12 < p.skv);
+            x13 = select(neg_inf(), x13, k0 + c13 < p.skv);
+            x14 = select(neg_inf(), x14, k0 + c14 < p.skv);
+            x15 = select(neg_inf(), x15, k0 + c15 < p.skv);
+        }
+        var t_max = x0;
+        t_max = max(t_max, x1);
+        t_max = max(t_max, x2);
+        t_max = max(t_max, x3);
+        t_max = max(t_max, x4);
+        t_max = max(t_max, x5);
+        t_max = max(t_max, x6);
+        t_max = max(t_max, x7);
+        t_max = max(t_max, x8);
+        t_max = max(t_max, x9);
+        t_max = max(t_max, x10);
+        t_max = max(t_max, x11);
+        t_max = max(t_max, x12);
+        t_max = max(t_max, x13);
+        t_max = max(t_max, x14);
+        t_max = max(t_max, x15);
+        t_max = max(t_max, subgroupShuffleXor(t_max, 1u));
+        // The reference moves only when the tile's max passes it by more than TAU (or on the first
+        // keys a row sees), so P stays below 2^TAU and the output fragments are rarely rescaled.
+        var m_ref = m_run;
+        if (t_max > m_run + TAU) {
+            m_ref = t_max;
+        }
+        // A row that has seen no key yet keeps zeros (never exp(-inf - -inf)).
+        let m_safe = select(m_ref, 0.0, m_ref == neg_inf());
+        let alpha = exp2(m_run - m_safe);
+        // Rows whose fragments hold something to rescale (alpha is 0 where they hold nothing yet).
+        let rescale = alpha != 1.0 && m_run != neg_inf();
+        m_run = m_ref;
+        var t_sum = 0.0;
+        let e0 = exp2(x0 - m_safe);
+        t_sum = t_sum + e0;
+        pt[p_row + c0] = f16(e0);
+        let e1 = exp2(x1 - m_safe);
+        t_sum = t_sum + e1;
+        pt[p_row + c1] = f16(e1);
+        let e2 = exp2(x2 - m_safe);
+        t_sum = t_sum + e2;
+        pt[p_row + c2] = f16(e2);
+        let e3 = exp2(x3 - m_safe);
+        t_sum = t_sum + e3;
+        pt[p_row + c3] = f16(e3);
+        let e4 = exp2(x4 - m_safe);
+        t_sum = t_sum + e4;
+        pt[p_row + c4] = f16(e4);
+        let e5 = exp2(x5 - m_safe);
+        t_sum = t_sum + e5;
+        pt[p_row + c5] = f16(e5);
+        let e6 = exp2(x6 - m_safe);
+        t_sum = t_sum + e6;
+        pt[p_row + c6] = f16(e6);
+        let e7 = exp2(x7 - m_safe);
+        t_sum = t_sum + e7;
+        pt[p_row + c7] = f16(e7);
+        let e8 = exp2(x8 - m_safe);
+        t_sum = t_sum + e8;
+        pt[p_row + c8] = f16(e8);
+        let e9 = exp2(x9 - m_safe);
+        t_sum = t_sum + e9;
+        pt[p_row + c9] = f16(e9);
+        let e10 = exp2(x10 - m_safe);
+        t_sum = t_sum + e10;
+        pt[p_row + c10] = f16(e10);
+        let e11 = exp2(x11 - m_safe);
+        t_sum = t_sum + e11;
+        pt[p_row + c11] = f16(e11);
+        let e12 = exp2(x12 - m_safe);
+        t_sum = t_sum + e12;
+        pt[p_row + c12] = f16(e12);
+        let e13 = exp2(x13 - m_safe);
+        t_sum = t_sum + e13;
+        pt[p_row + c13] = f16(e13);
+        let e14 = exp2(x14 - m_safe);
+        t_sum = t_sum + e14;
+        pt[p_row + c14] = f16(e14);
+        let e15 = exp2(x15 - m_safe);
+        t_sum = t_sum + e15;
+        pt[p_row + c15] = f16(e15);
+        l_run = l_run * alpha + t_sum;
+        // Rescaling goes through the scratch: the fragments are stored, each pair scales its row,
+        // and they are loaded back. The subgroup skips it when none of its rows moved.
+        subgroupBarrier();
+        if (subgroupAny(rescale)) {
+            let er0 = s_sg + 0u;
+            coopStoreT(oacc0, &sr[er0], RW);
+            let er1 = s_sg + 16u;
+            coopStoreT(oacc1, &sr[er1], RW);
+            subgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            subgroupBarrier();
+            oacc0 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er0], RW);
+            oacc1 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er1], RW);
+            subgroupBarrier();
+            let er2 = s_sg + 0u;
+            coopStoreT(oacc2, &sr[er2], RW);
+            let er3 = s_sg + 16u;
+            coopStoreT(oacc3, &sr[er3], RW);
+            subgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            subgroupBarrier();
+            oacc2 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er2], RW);
+            oacc3 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er3], RW);
+            subgroupBarrier();
+            let er4 = s_sg + 0u;
+            coopStoreT(oacc4, &sr[er4], RW);
+            let er5 = s_sg + 16u;
+            coopStoreT(oacc5, &sr[er5], RW);
+            subgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            subgroupBarrier();
+            oacc4 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er4], RW);
+            oacc5 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er5], RW);
+            subgroupBarrier();
+            let er6 = s_sg + 0u;
+            coopStoreT(oacc6, &sr[er6], RW);
+            let er7 = s_sg + 16u;
+            coopStoreT(oacc7, &sr[er7], RW);
+            subgroupBarrier();
+            sr[s_row + off0 + 0u] *= alpha;
+            sr[s_row + off1 + 0u] *= alpha;
+            sr[s_row + off0 + 4u] *= alpha;
+            sr[s_row + off1 + 4u] *= alpha;
+            sr[s_row + off0 + 8u] *= alpha;
+            sr[s_row + off1 + 8u] *= alpha;
+            sr[s_row + off0 + 12u] *= alpha;
+            sr[s_row + off1 + 12u] *= alpha;
+            sr[s_row + off0 + 16u] *= alpha;
+            sr[s_row + off1 + 16u] *= alpha;
+            sr[s_row + off0 + 20u] *= alpha;
+            sr[s_row + off1 + 20u] *= alpha;
+            sr[s_row + off0 + 24u] *= alpha;
+            sr[s_row + off1 + 24u] *= alpha;
+            sr[s_row + off0 + 28u] *= alpha;
+            sr[s_row + off1 + 28u] *= alpha;
+            subgroupBarrier();
+            oacc6 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er6], RW);
+            oacc7 = coopLoadT<coop_mat16x16<f32, C>>(&sr[er7], RW);
+        }
+        subgroupBarrier();
+        // P·V into the output fragments.
+        let ep0 = p_sg + 0u;
+        let pf0 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep0], PS);
+        let ep1 = p_sg + 16u;
+        let pf1 = coopLoadT<coop_mat16x16<f16, A>>(&pt[ep1], PS);
+        let ev0_0 = V0 + 0u * KS + 0u;
+        let vf0_0c = ev0_0 / 8u;
+        let vf0_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_0c][0], KS);
+        oacc0 = coopMultiplyAdd(pf0, vf0_0, oacc0);
+        let ev0_1 = V0 + 16u * KS + 0u;
+        let vf0_1c = ev0_1 / 8u;
+        let vf0_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf0_1c][0], KS);
+        oacc0 = coopMultiplyAdd(pf1, vf0_1, oacc0);
+        let ev1_0 = V0 + 0u * KS + 16u;
+        let vf1_0c = ev1_0 / 8u;
+        let vf1_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_0c][0], KS);
+        oacc1 = coopMultiplyAdd(pf0, vf1_0, oacc1);
+        let ev1_1 = V0 + 16u * KS + 16u;
+        let vf1_1c = ev1_1 / 8u;
+        let vf1_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf1_1c][0], KS);
+        oacc1 = coopMultiplyAdd(pf1, vf1_1, oacc1);
+        let ev2_0 = V0 + 0u * KS + 32u;
+        let vf2_0c = ev2_0 / 8u;
+        let vf2_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_0c][0], KS);
+        oacc2 = coopMultiplyAdd(pf0, vf2_0, oacc2);
+        let ev2_1 = V0 + 16u * KS + 32u;
+        let vf2_1c = ev2_1 / 8u;
+        let vf2_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf2_1c][0], KS);
+        oacc2 = coopMultiplyAdd(pf1, vf2_1, oacc2);
+        let ev3_0 = V0 + 0u * KS + 48u;
+        let vf3_0c = ev3_0 / 8u;
+        let vf3_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_0c][0], KS);
+        oacc3 = coopMultiplyAdd(pf0, vf3_0, oacc3);
+        let ev3_1 = V0 + 16u * KS + 48u;
+        let vf3_1c = ev3_1 / 8u;
+        let vf3_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf3_1c][0], KS);
+        oacc3 = coopMultiplyAdd(pf1, vf3_1, oacc3);
+        let ev4_0 = V0 + 0u * KS + 64u;
+        let vf4_0c = ev4_0 / 8u;
+        let vf4_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf4_0c][0], KS);
+        oacc4 = coopMultiplyAdd(pf0, vf4_0, oacc4);
+        let ev4_1 = V0 + 16u * KS + 64u;
+        let vf4_1c = ev4_1 / 8u;
+        let vf4_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf4_1c][0], KS);
+        oacc4 = coopMultiplyAdd(pf1, vf4_1, oacc4);
+        let ev5_0 = V0 + 0u * KS + 80u;
+        let vf5_0c = ev5_0 / 8u;
+        let vf5_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf5_0c][0], KS);
+        oacc5 = coopMultiplyAdd(pf0, vf5_0, oacc5);
+        let ev5_1 = V0 + 16u * KS + 80u;
+        let vf5_1c = ev5_1 / 8u;
+        let vf5_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf5_1c][0], KS);
+        oacc5 = coopMultiplyAdd(pf1, vf5_1, oacc5);
+        let ev6_0 = V0 + 0u * KS + 96u;
+        let vf6_0c = ev6_0 / 8u;
+        let vf6_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf6_0c][0], KS);
+        oacc6 = coopMultiplyAdd(pf0, vf6_0, oacc6);
+        let ev6_1 = V0 + 16u * KS + 96u;
+        let vf6_1c = ev6_1 / 8u;
+        let vf6_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf6_1c][0], KS);
+        oacc6 = coopMultiplyAdd(pf1, vf6_1, oacc6);
+        let ev7_0 = V0 + 0u * KS + 112u;
+        let vf7_0c = ev7_0 / 8u;
+        let vf7_0 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf7_0c][0], KS);
+        oacc7 = coopMultiplyAdd(pf0, vf7_0, oacc7);
+        let ev7_1 = V0 + 16u * KS + 112u;
+        let vf7_1c = ev7_1 / 8u;
+        let vf7_1 = coopLoadT<coop_mat16x16<f16, B>>(&kv[vf7_1c][0], KS);
+        oacc7 = coopMultiplyAdd(pf1, vf7_1, oacc7);
+    }
+    // Both halves' sums.
+    let l_row = l_run + subgroupShuffleXor(l_run, 1u);
+    // A row that sees no key is softmax over nothing: NaN, as Softmax of -inf scores.
+    let inv = 1.0 / l_row;
+    // The output fragments leave through the scratch, 32 columns at a time.
+    subgroupBarrier();
+    let ef0 = s_sg + 0u;
+    coopStoreT(oacc0, &sr[ef0], RW);
+    let ef1 = s_sg + 16u;
+    coopStoreT(oacc1, &sr[ef1], RW);
+    subgroupBarrier();
+    if (live && qi < p.sq) {
+        let at = o_base + qi * p.o_stride.z;
+        o[at + (0u + off0 + 0u) * p.o_stride.w] = f16(sr[s_row + off0 + 0u] * inv);
+        o[at + (0u + off1 + 0u) * p.o_stride.w] = f16(sr[s_row + off1 + 0u] * inv);
+        o[at + (0u + off0 + 4u) * p.o_stride.w] = f16(sr[s_row + off0 + 4u] * inv);
+        o[at + (0u + off1 + 4u) * p.o_stride.w] = f16(sr[s_row + off1 + 4u] * inv);
+        o[at + (0u + off0 + 8u) * p.o_stride.w] = f16(sr[s_row + off0 + 8u] * inv);
+        o[at + (0u + off1 + 8u) * p.o_stride.w] = f16(sr[s_row + off1 + 8u] * inv);
+        o[at + (0u + off0 + 12u) * p.o_stride.w] = f16(sr[s_row + off0 + 12u] * inv);
+        o[at + (0u + off1 + 12u) * p.o_stride.w] = f16(sr[s_row + off1 + 12u] * inv);
+        o[at + (0u + off0 + 16u) * p.o_stride.w] = f16(sr[s_row + off0 + 16u] * inv);
+        o[at + (0u + off1 + 16u) * p.o_stride.w] = f16(sr[s_row + off1 + 16u] * inv);
+        o[at + (0u + off0 + 20u) * p.o_stride.w] = f16(sr[s_row + off0 + 20u] * inv);
+        o[at + (0u + off1 + 20u) * p.o_stride.w] = f16(sr[s_row + off1 + 20u] * inv);
+        o[at + (0u + off0 + 24u) * p.o_stride.w] = f16(sr[s_row + off0 + 24u] * inv);
+        o[at + (0u + off1 + 24u) * p.o_stride.w] = f16(sr[s_row + off1 + 24u] * inv);
+        o[at + (0u + off0 + 28u) * p.o_stride.w] = f16(sr[s_row + off0 + 28u] * inv);
+        o[at + (0u + off1 + 28u) * p.o_stride.w] = f16(sr[s_row + off1 + 28u] * inv);
+    }
+    subgroupBarrier();
+    let ef2 = s_sg + 0u;
+    coopStoreT(oacc2, &sr[ef2], RW);
+    let ef3 = s_sg + 16u;
+    coopStoreT(oacc3, &sr[ef3], RW);
+    subgroupBarrier();
+    if (live && qi < p.sq) {
+        let at = o_base + qi * p.o_stride.z;
+        o[at + (32u + off0 + 0u) * p.o_stride.w] = f16(sr[s_row + off0 + 0u] * inv);
+        o[at + (32u + off1 + 0u) * p.o_stride.w] = f16(sr[s_row + off1 + 0u] * inv);
+        o[at + (32u + off0 + 4u) * p.o_stride.w] = f16(sr[s_row + off0 + 4u] * inv);
+        o[at + (32u + off1 + 4u) * p.o_stride.w] = f16(sr[s_row + off1 + 4u] * inv);
+        o[at + (32u + off0 + 8u) * p.o_stride.w] = f16(sr[s_row + off0 + 8u] * inv);
+        o[at + (32u + off1 + 8u) * p.o_stride.w] = f16(sr[s_row + off1 + 8u] * inv);
+        o[at + (32u + off0 + 12u) * p.o_stride.w] = f16(sr[s_row + off0 + 12u] * inv);
+        o[at + (32u + off1 + 12u) * p.o_stride.w] = f16(sr[s_row + off1 + 12u] * inv);
+        o[at + (32u + off0 + 16u) * p.o_stride.w] = f16(sr[s_row + off0 + 16u] * inv);
+        o[at + (32u + off1 + 16u) * p.o_stride.w] = f16(sr[s_row + off1 + 16u] * inv);
+        o[at + (32u + off0 + 20u) * p.o_stride.w] = f16(sr[s_row + off0 + 20u] * inv);
+        o[at + (32u + off1 + 20u) * p.o_stride.w] = f16(sr[s_row + off1 + 20u] * inv);
+        o[at + (32u + off0 + 24u) * p.o_stride.w] = f16(sr[s_row + off0 + 24u] * inv);
+        o[at + (32u + off1 + 24u) * p.o_stride.w] = f16(sr[s_row + off1 + 24u] * inv);
+        o[at + (32u + off0 + 28u) * p.o_stride.w] = f16(sr[s_row + off0 + 28u] * inv);
+        o[at + (32u + off1 + 28u) * p.o_stride.w] = f16(sr[s_row + off1 + 28u] * inv);
+    }
+    subgroupBarrier();
+    let ef4 = s_sg + 0u;
+    coopStoreT(oacc4, &sr[ef4], RW);
+    let ef5 = s_sg + 16u;
+    coopStoreT(oacc5, &sr[ef5], RW);
+    subgroupBarrier();
+    if (live && qi < p.sq) {
+        let at = o_base + qi * p.o_stride.z;
+        o[at + (64u + off0 + 0u) * p.o_stride.w] = f16(sr[s_row + off0 + 0u] * inv);
+        o[at + (64u + off1 + 0u) * p.o_stride.w] = f16(sr[s_row + off1 + 0u] * inv);
+        o[at + (64u + off0 + 4u) * p.o_stride.w] = f16(sr[s_row + off0 + 4u] * inv);
+        o[at + (64u + off1 + 4u) * p.o_stride.w] = f16(sr[s_row + off1 + 4u] * inv);
+        o[at + (64u + off0 + 8u) * p.o_stride.w] = f16(sr[s_row + off0 + 8u] * inv);
+        o[at + (64u + off1 + 8u) * p.o_stride.w] = f16(sr[s_row + off1 + 8u] * inv);
+        o[at + (64u + off0 + 12u) * p.o_stride.w] = f16(sr[s_row + off0 + 12u] * inv);
+        o[at + (64u + off1 + 12u) * p.o_stride.w] = f16(sr[s_row + off1 + 12u] * inv);
+        o[at + (64u + off0 + 16u) * p.o_stride.w] = f16(sr[s_row + off0 + 16u] * inv);
+        o[at + (64u + off1 + 16u) * p.o_stride.w] = f16(sr[s_row + off1 + 16u] * inv);
+        o[at + (64u + off0 + 20u) * p.o_stride.w] = f16(sr[s_row + off0 + 20u] * inv);
+        o[at + (64u + off1 + 20u) * p.o_stride.w] = f16(sr[s_row + off1 + 20u] * inv);
+        o[at + (64u + off0 + 24u) * p.o_stride.w] = f16(sr[s_row + off0 + 24u] * inv);
+        o[at + (64u + off1 + 24u) * p.o_stride.w] = f16(sr[s_row + off1 + 24u] * inv);
+        o[at + (64u + off0 + 28u) * p.o_stride.w] = f16(sr[s_row + off0 + 28u] * inv);
+        o[at + (64u + off1 + 28u) * p.o_stride.w] = f16(sr[s_row + off1 + 28u] * inv);
+    }
+    subgroupBarrier();
+    let ef6 = s_sg + 0u;
+    coopStoreT(oacc6, &sr[ef6], RW);
+    let ef7 = s_sg + 16u;
+    coopStoreT(oacc7, &sr[ef7], RW);
+    subgroupBarrier();
+    if (live && qi < p.sq) {
+        let at = o_base + qi * p.o_stride.z;
+        o[at + (96u + off0 + 0u) * p.o_stride.w] = f16(sr[s_row + off0 + 0u] * inv);
+        o[at + (96u + off1 + 0u) * p.o_stride.w] = f16(sr[s_row + off1 + 0u] * inv);
+        o[at + (96u + off0 + 4u) * p.o_stride.w] = f16(sr[s_row + off0 + 4u] * inv);
+        o[at + (96u + off1 + 4u) * p.o_stride.w] = f16(sr[s_row + off1 + 4u] * inv);
+        o[at + (96u + off0 + 8u) * p.o_stride.w] = f16(sr[s_row + off0 + 8u] * inv);
+        o[at + (96u + off1 + 8u) * p.o_stride.w] = f16(sr[s_row + off1 + 8u] * inv);
+        o[at + (96u + off0 + 12u) * p.o_stride.w] = f16(sr[s_row + off0 + 12u] * inv);
+        o[at + (96u + off1 + 12u) * p.o_stride.w] = f16(sr[s_row + off1 + 12u] * inv);
+        o[at + (96u + off0 + 16u) * p.o_stride.w] = f16(sr[s_row + off0 + 16u] * inv);
+        o[at + (96u + off1 + 16u) * p.o_stride.w] = f16(sr[s_row + off1 + 16u] * inv);
+        o[at + (96u + off0 + 20u) * p.o_stride.w] = f16(sr[s_row + off0 + 20u] * inv);
+        o[at + (96u + off1 + 20u) * p.o_stride.w] = f16(sr[s_row + off1 + 20u] * inv);
+        o[at + (96u + off0 + 24u) * p.o_stride.w] = f16(sr[s_row + off0 + 24u] * inv);
+        o[at + (96u + off1 + 24u) * p.o_stride.w] = f16(sr[s_row + off1 + 24u] * inv);
+        o[at + (96u + off0 + 28u) * p.o_stride.w] = f16(sr[s_row + off0 + 28u] * inv);
+        o[at + (96u + off1 + 28u) * p.o_stride.w] = f16(sr[s_row + off1 + 28u] * inv);
+    }
+}
