@@ -42,6 +42,7 @@ software = dict(DEVS[0].ep_metadata).get("wgpu.software") == "1"
 options = {{"cooperative_matrix": "1", "f32_split": "1"}}
 if {interim!r} is not None:
     options["interim_kernels"] = {interim!r}
+options.update({extra!r})
 if software:
     options["emulate_tensor_cores"] = "1"
 print("SOFTWARE", int(software))
@@ -74,10 +75,10 @@ print("COUNTS", json.dumps(counts))
 """
 
 
-def run_two_products(lib_path, interim, wait_s, env):
+def run_two_products(lib_path, interim, wait_s, env, extra=None):
     seed = int(np.random.default_rng().integers(2**31))  # fresh data, replayable with the test seed
     python = str(Path(__file__).resolve().parents[1] / "python")
-    code = SCRIPT.format(python=python, interim=interim, wait_s=wait_s, seed=seed)
+    code = SCRIPT.format(python=python, interim=interim, wait_s=wait_s, seed=seed, extra=extra or {})
     r = run_script(lib_path, code, env=env, timeout=300)
     assert r.returncode == 0, describe(r)
     return r
@@ -116,10 +117,11 @@ def test_interim_plans_are_on_by_default(lib_path):
     assert first_wait_ms < DELAY_MS / 2, first_wait_ms
 
 
-def test_tensor_core_compiles_start_after_those_of_the_interim_plans(lib_path):
-    # Cold compiles at once slow each other (1.1-2.6x each on an H100): the tensor-core products that interim plans
-    # stand in for are deferred until the pipelines of the interim plans have compiled (runtime/compile_order.rs).
-    r = run_two_products(lib_path, "1", wait_s=0, env={"ONNXRUNTIME_EP_WGPU_LOG_COMPILES": "1"})
+def compile_log(lib_path, extra, env=None):
+    """(where the last of the interim plans' compiles ended, where the first tensor-core compile started, as line
+    numbers of the compile log; the log's lines; the process) of one process."""
+    env = {"ONNXRUNTIME_EP_WGPU_LOG_COMPILES": "1", **(env or {})}
+    r = run_two_products(lib_path, "1", wait_s=0, env=env, extra=extra)
     lines = r.stderr.splitlines()
     interim = set()
     for ln in lines:
@@ -130,7 +132,23 @@ def test_tensor_core_compiles_start_after_those_of_the_interim_plans(lib_path):
     done = {ln.split()[2].rstrip(":"): i for i, ln in enumerate(lines) if ln.startswith("ep-wgpu compile ")}
     coop = [i for i, ln in enumerate(lines) if ln.startswith("ep-wgpu compiling ") and "_coop" in ln]
     assert coop and all(name in done for name in interim), describe(r)
-    assert max(done[name] for name in interim) < min(coop), describe(r)
+    return max(done[name] for name in interim), min(coop), lines, r
+
+
+def test_unrolled_tensor_core_compiles_start_after_those_of_the_interim_plans(lib_path):
+    # Cold compiles at once slow each other (1.1-2.6x each on an H100): the unrolled tensor-core products that interim
+    # plans stand in for are deferred until the pipelines of the interim plans have compiled (runtime/compile_order.rs).
+    last_interim, first_coop, _, r = compile_log(lib_path, {"rolled_loops": "0"})
+    assert last_interim < first_coop, describe(r)
+
+
+def test_rolled_tensor_core_compiles_start_beside_those_of_the_interim_plans(lib_path):
+    # Rolled ones (80-150 ms on an H100) are not deferred: they start with the interim plans' compiles, so the runs
+    # after the first leave the interim plans sooner. NVIDIA rolls the tensor-core kernels by default; the test hook
+    # rolls the emulated ones on the software adapter.
+    last_interim, first_coop, lines, r = compile_log(lib_path, {}, {"ONNXRUNTIME_EP_WGPU_TEST_PASSTHROUGH": "_coop_"})
+    assert any(ln.startswith("ep-wgpu compiling ") and "_coop" in ln and " rolled: " in ln for ln in lines), describe(r)
+    assert first_coop < last_interim, describe(r)
 
 
 ATTENTION = """

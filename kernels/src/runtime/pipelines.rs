@@ -363,16 +363,17 @@ impl Gpu {
     }
 
     /// The pipeline of `variant`, compiled once per device: the first request starts its
-    /// compile on a worker thread (at most one per core run at once, tensor-core ones asked for
-    /// inside a [`DeferScope`](super::DeferScope) after the rest: `compile_order.rs`) and
-    /// returns at once.
+    /// compile on a worker thread (at most one per core run at once, unrolled tensor-core ones
+    /// asked for inside a [`DeferScope`](super::DeferScope) after the rest: `compile_order.rs`)
+    /// and returns at once.
     pub fn pipeline_async(&self, variant: &ShaderVariant, layout: BindingLayout) -> Arc<PendingPipeline> {
         let pending = {
             let mut pipelines = self.pipelines.pipelines.lock();
             if let Some(p) = pipelines.get(variant) {
                 return p;
             }
-            let deferred = compile_order::deferred_here(variant.uses_tensor_cores());
+            let rolled = super::rolled::wanted(&variant.name(), self.pipelines.rolls);
+            let deferred = compile_order::deferred_here(variant.uses_tensor_cores(), rolled);
             let p = Arc::new(PendingPipeline::new(deferred));
             pipelines.insert(variant.clone(), p.clone(), self.pipelines.limit.load(Ordering::Relaxed));
             p

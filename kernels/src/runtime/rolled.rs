@@ -40,16 +40,24 @@ pub fn by_default(name: &str) -> bool {
     name.contains("_coop_") && !name.contains("_emu") && !name.contains("f32x3")
 }
 
-/// Whether `name` compiles rolled, on a device that `rolls` (see [`super::pipelines`]).
+/// Whether `name` compiles rolled, on a device that `rolls` (see [`super::pipelines`]). The
+/// test hook may name emulated tensor-core kernels too, so that the software adapter takes the
+/// rolled kernels' compile order (`compile_order.rs`).
 pub(super) fn wanted(name: &str, rolls: bool) -> bool {
-    if !rolls || name.contains("_emu") {
+    if !rolls {
+        return false;
+    }
+    if test_passthrough().is_some_and(|part| name.contains(part)) {
+        return true;
+    }
+    if name.contains("_emu") {
         return false;
     }
     if enabled() {
         let on = std::env::var("EXP_ROLLED_ON").unwrap_or_else(|_| "_coop_".into());
         return name.contains(on.as_str());
     }
-    by_default(name) || test_passthrough().is_some_and(|part| name.contains(part))
+    by_default(name)
 }
 
 /// Test-only `ONNXRUNTIME_EP_WGPU_TEST_PASSTHROUGH=<part of a variant's name>`. Read once; never
