@@ -86,6 +86,15 @@ fn no_defer() -> bool {
     cfg!(feature = "wgsl-override") && std::env::var("EXP_NO_DEFER").is_ok_and(|v| v.trim() == "1")
 }
 
+/// An experiment build's `EXP_COMPILE_THREADS=<n>`: at most n compiles at once instead of one per
+/// core. Release builds never read the variable.
+fn exp_compile_threads() -> Option<usize> {
+    if !cfg!(feature = "wgsl-override") {
+        return None;
+    }
+    std::env::var("EXP_COMPILE_THREADS").ok()?.trim().parse().ok().filter(|&n: &usize| n > 0)
+}
+
 /// A compile's place in the order, kept by its pending pipeline.
 pub(super) struct Priority {
     deferred: AtomicBool,
@@ -120,7 +129,7 @@ impl Priority {
     /// Waits for a core (and, for a deferred compile, for the end of all foreground work); the
     /// permit ends the compile's share of either when dropped.
     pub(super) fn permit(&self) -> Permit<'_> {
-        let cores = crate::hostcopy::cores();
+        let cores = exp_compile_threads().unwrap_or_else(crate::hostcopy::cores);
         let mut slots = SLOTS.0.lock();
         while slots.running >= cores || (self.is_deferred() && slots.foreground > 0) {
             SLOTS.1.wait(&mut slots);
