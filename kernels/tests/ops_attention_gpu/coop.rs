@@ -162,11 +162,13 @@ fn emulated_split_f32_kernel_against_f64() {
             kernel.engine = Engine::CoopEmulated;
             kernel.splits = splits;
         };
+        let plain = c.causal.is_none() && !kt;
         run.check(&mut rng, &c, configure, |plan| {
             assert!(plan.contains("f32 split in three f16 products (emulated)"), "{plan}");
             if let Some(s) = splits {
                 assert!(plan.contains(&format!("{s} key split(s)")), "{plan}");
             }
+            assert_eq!(plan.contains(", plain ("), plain, "{plan}");
         });
     }
 }

@@ -192,16 +192,16 @@ pub struct CoopSource {
     pub softcap: bool,
     /// f32 at split precision: three f16 products per fragment pair (never capped).
     pub x3: bool,
-    /// Never causal, K/V rows in whole 8-half chunks, never capped, f16 (not x3), not seqlens
-    /// ([`plain_fits`]): the kernel leaves out the element-wise staging and the causal paths.
-    /// On an H100 the Whisper-tiny kernel then compiled in 113 instead of 170 ms (rolled, one
-    /// thread, the driver's cache off; docs/PERFORMANCE.md).
+    /// Never causal, K/V rows in whole chunks (8 halves, or 4 floats in the split f32 form), never
+    /// capped, not seqlens ([`plain_fits`]): the kernel leaves out the element-wise staging and
+    /// the causal paths. On an H100 the Whisper-tiny f16 kernel then compiled in 113 instead of
+    /// 170 ms (rolled, one thread, the driver's cache off; docs/PERFORMANCE.md).
     pub plain: bool,
 }
 
 /// Whether a problem may take the plain kernel ([`CoopSource::plain`]).
-fn plain_fits(mask: MaskKind, softcap: bool, x3: bool, causal: bool, whole_chunks: bool) -> bool {
-    !x3 && !softcap && !causal && whole_chunks && mask != MaskKind::SeqLens
+fn plain_fits(mask: MaskKind, softcap: bool, causal: bool, whole_chunks: bool) -> bool {
+    !softcap && !causal && whole_chunks && mask != MaskKind::SeqLens
 }
 
 impl OpSource for CoopSource {
@@ -271,7 +271,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             for split in [false, true] {
                 for &softcap in softcaps {
                     for plain in [false, true] {
-                        if plain && !plain_fits(mask, softcap, false, false, true) {
+                        if plain && !plain_fits(mask, softcap, false, true) {
                             continue;
                         }
                         let source = CoopSource { d, nsg, bc, mask, emulate, split, softcap, x3: false, plain };
@@ -293,9 +293,11 @@ fn x3_variants(caps: &DeviceCaps, emulate: bool) -> Vec<ShaderVariant> {
         let Some(&(nsg, bc)) = candidates(d, caps, emulate, true).first() else { continue };
         for mask in MaskKind::ALL.into_iter().filter(|&m| m != MaskKind::SeqLens) {
             for split in [false, true] {
-                let source =
-                    CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true, plain: false };
-                out.push(ShaderVariant::Op(OpShader::new(source)));
+                for plain in [false, true] {
+                    let source =
+                        CoopSource { d: d as u32, nsg, bc, mask, emulate, split, softcap: false, x3: true, plain };
+                    out.push(ShaderVariant::Op(OpShader::new(source)));
+                }
             }
         }
     }
@@ -452,7 +454,7 @@ pub(super) fn plan_dispatches(
     };
     let split = splits > 1;
     let softcap = k.softcap > 0.0;
-    let plain = plain_fits(k.mask, softcap, x3, params.shared.causal != 0, params.vec_kv != 0);
+    let plain = plain_fits(k.mask, softcap, params.shared.causal != 0, params.vec_kv != 0);
     let source = CoopSource { d: g.d as u32, nsg, bc, mask: k.mask, emulate, split, softcap, x3, plain };
     let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, dims);
     let reduce = if split {

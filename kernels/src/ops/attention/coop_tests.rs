@@ -71,11 +71,12 @@ fn prefetched_tiles_render_and_validate() {
 
 #[test]
 fn plain_kernels_leave_out_the_element_wise_staging_and_the_causal_paths() {
-    // Whisper's kernel, both prefetching and not, on tensor cores and emulated.
-    for (nsg, bc, emulate) in [(8, 32, false), (4, 64, false), (2, 32, true)] {
+    // Whisper's kernels, f16 both prefetching and not and split f32, on tensor cores and emulated.
+    for (nsg, bc, emulate, x3) in
+        [(8, 32, false, false), (4, 64, false, false), (2, 32, true, false), (4, 32, false, true), (2, 16, true, true)]
+    {
         for mask in [MaskKind::None, MaskKind::Add, MaskKind::Bool] {
-            let source =
-                |plain| CoopSource { d: 64, nsg, bc, mask, emulate, split: true, softcap: false, x3: false, plain };
+            let source = |plain| CoopSource { d: 64, nsg, bc, mask, emulate, split: true, softcap: false, x3, plain };
             let (full, plain) = (source(false), source(true));
             let text = plain.emit().unwrap();
             let (module, info) =
@@ -88,17 +89,17 @@ fn plain_kernels_leave_out_the_element_wise_staging_and_the_causal_paths() {
             assert_eq!(plain.name(), format!("{}", full.name().replace("_split", "_plain_split")));
         }
     }
-    // Only f16 problems that are never causal, with whole-chunk K/V, unmasked by seqlens and uncapped.
-    assert!(plain_fits(MaskKind::None, false, false, false, true));
-    assert!(!plain_fits(MaskKind::None, false, false, true, true), "causal");
-    assert!(!plain_fits(MaskKind::None, false, false, false, false), "strided K/V rows");
-    assert!(!plain_fits(MaskKind::None, false, true, false, true), "split f32");
-    assert!(!plain_fits(MaskKind::Bool, true, false, false, true), "capped");
-    assert!(!plain_fits(MaskKind::SeqLens, false, false, false, true), "seqlens");
+    // Only problems that are never causal, with whole-chunk K/V, unmasked by seqlens and uncapped.
+    assert!(plain_fits(MaskKind::None, false, false, true));
+    assert!(!plain_fits(MaskKind::None, false, true, true), "causal");
+    assert!(!plain_fits(MaskKind::None, false, false, false), "strided K/V rows");
+    assert!(!plain_fits(MaskKind::Bool, true, false, true), "capped");
+    assert!(!plain_fits(MaskKind::SeqLens, false, false, true), "seqlens");
     // Every plain tiling has its variant (goldens).
     let h200 = profiles::get("h200").unwrap();
     let names: Vec<String> = variants(&h200).iter().map(|v| v.name()).collect();
     assert!(names.iter().any(|n| n == "attn_coop_f16_d64_128x32_mask_none_plain_split"), "{names:?}");
+    assert!(names.iter().any(|n| n == "attn_coop_f32x3_d64_64x32_mask_none_plain_split"), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("_cap_plain") || n.contains("seqlens_plain")), "{names:?}");
 }
 
