@@ -26,3 +26,31 @@ tests_and_pack() {
   cat "$OUT/gpu.txt"
   tar xzf "$OUT/all.tgz" -O more/tests.txt | tail -2
 }
+# startup LIB NAME CONFIG MODE DTYPE ROUND REPEAT [VAR=VALUE] [OPTION]: bench/startup.py (settled for 4 s) into
+# $OUT/more/NAME_MODE_ROUND.{json,txt}; VAR=VALUE goes into its environment, OPTION is one EP option of ours.
+startup() {
+  local opt=(); [[ -n ${9:-} ]] && opt=(--option "$9")
+  env "${8:-X_=0}" timeout 150 python3 bench/startup.py --lib "$1" --dtype "$5" --configs "$3" --modes "$4" \
+    --repeat "$7" --settle 4 "${opt[@]}" --json "$OUT/more/$2_$4_$6.json" >"$OUT/more/$2_$4_$6.txt" 2>&1
+}
+# whisper_speed NAME [ARGS...]: bench/run.py --full --io-binding on Whisper-tiny (fp32, fp16) with $LIB beside the
+# peer and the CPU EP into $OUT/more/NAME{.txt,/}; whisper_lines NAME prints its Whisper rows from $OUT/all.tgz.
+whisper_speed() {
+  local name=$1
+  shift
+  timeout 200 python3 bench/run.py --full --lib "$LIB" --no-torch --io-binding --only whisper_encoder "$@" \
+    --out "$OUT/more/$name" >"$OUT/more/$name.txt" 2>&1
+}
+whisper_lines() {
+  tar xzf "$OUT/all.tgz" -O "more/$1.txt" | grep -E "^\| whisper" | tail -6
+}
+# beside_peer ROUNDS: per round, our $LIB cold (2 processes) and the peer cold, then each warm, Whisper-tiny fp16.
+beside_peer() {
+  local r
+  for r in $(seq 1 "$1"); do
+    startup "$LIB" ours-nocache ours-nocache cold fp16 "$r" 2
+    startup "$LIB" peer peer cold fp16 "$r" 1
+    startup "$LIB" ours-nocache ours-nocache warm fp16 "$r" 1
+    startup "$LIB" peer peer warm fp16 "$r" 1
+  done
+}

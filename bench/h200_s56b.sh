@@ -16,24 +16,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
 EXP=.carry/exp/libonnxruntime_ep_wgpu.so
 mkdir -p "$OUT/more"
-start() { # name config round repeat [VAR=VALUE] [option]
-  local opt=(); [[ -n ${6:-} ]] && opt=(--option "$6")
-  env ${5:-X_=0} timeout 150 python3 bench/startup.py --lib "$EXP" --dtype fp16 --configs "$2" --modes cold \
-    --repeat "$4" --settle 4 "${opt[@]}" --json "$OUT/more/$1_cold_$3.json" >"$OUT/more/$1_cold_$3.txt" 2>&1
-}
 for r in $(seq 1 "${ROUNDS:-2}"); do
-  start base ours-nocache "$r" 2
-  start nodefer ours-nocache "$r" 2 EXP_NO_DEFER=1
-  start peer peer "$r" 1
+  startup "$EXP" base ours-nocache cold fp16 "$r" 2
+  startup "$EXP" nodefer ours-nocache cold fp16 "$r" 2 EXP_NO_DEFER=1
+  startup "$EXP" peer peer cold fp16 "$r" 1
 done
 for t in 1 9; do
   __GL_SHADER_DISK_CACHE=0 timeout 100 .carry/bench/pipeline_stats --dir .carry/probe2 --modes rolled --threads "$t" \
     --json "$OUT/more/p_rolled_$t.json" >"$OUT/more/p_rolled_$t.txt" 2>&1
 done
-timeout 200 python3 bench/run.py --full --lib "$LIB" --no-torch --io-binding --only whisper_encoder \
-  --out "$OUT/more/speed1_1" >"$OUT/more/speed1_1.txt" 2>&1
+whisper_speed speed1_1
 tests_and_pack "${TESTS:-tests/test_attention.py tests/test_transformers.py tests/test_rolled_loops.py tests/test_interim_kernels.py}" 150
-tar xzf "$OUT/all.tgz" -O more/speed1_1.txt | grep -E "^\| whisper.*\| (ok|error)" | head -8
-tar xzf "$OUT/all.tgz" -O more/speed1_1.txt | grep -A4 "^### GPU profile" | tail -2
+whisper_lines speed1_1
 for t in 1 9; do tar xzf "$OUT/all.tgz" -O more/p_rolled_$t.txt | grep -E "total|^\| [ag]"; done
 python3 bench/startup_table.py "$OUT/all.tgz"

@@ -12,11 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
 EXP=.carry/exp/libonnxruntime_ep_wgpu.so
 mkdir -p "$OUT/more"
-start() { # name config mode dtype round repeat [VAR=VALUE] [option]
-  local opt=(); [[ -n ${8:-} ]] && opt=(--option "$8")
-  env ${7:-X_=0} timeout 150 python3 bench/startup.py --lib "$EXP" --dtype "$4" --configs "$2" --modes "$3" \
-    --repeat "$6" --settle 4 "${opt[@]}" --json "$OUT/more/$1_$3_$5.json" >"$OUT/more/$1_$3_$5.txt" 2>&1
-}
+start() { startup "$EXP" "$@"; } # name config mode dtype round repeat [VAR=VALUE] [option]
 for r in $(seq 1 "${ROUNDS:-2}"); do
   start base ours-nocache cold fp16 "$r" 2
   start nodefer ours-nocache cold fp16 "$r" 2 EXP_NO_DEFER=1

@@ -16,25 +16,20 @@ lscpu >"$OUT/lscpu.txt" 2>&1
 EXP=.carry/exp/libonnxruntime_ep_wgpu.so
 mkdir -p "$OUT/more"
 cp "$OUT/lscpu.txt" "$OUT/more/"
-start() { # name config round repeat [VAR=VALUE]
-  env ${5:-X_=0} timeout 150 python3 bench/startup.py --lib "$EXP" --dtype fp16 --configs "$2" --modes cold \
-    --repeat "$4" --settle 4 --json "$OUT/more/$1_cold_$3.json" >"$OUT/more/$1_cold_$3.txt" 2>&1
-}
 for r in $(seq 1 "${ROUNDS:-2}"); do
-  start t16 ours-nocache "$r" 2
-  start t8 ours-nocache "$r" 2 EXP_COMPILE_THREADS=8
-  start t4 ours-nocache "$r" 2 EXP_COMPILE_THREADS=4
-  start peer peer "$r" 1
+  startup "$EXP" t16 ours-nocache cold fp16 "$r" 2
+  startup "$EXP" t8 ours-nocache cold fp16 "$r" 2 EXP_COMPILE_THREADS=8
+  startup "$EXP" t4 ours-nocache cold fp16 "$r" 2 EXP_COMPILE_THREADS=4
+  startup "$EXP" peer peer cold fp16 "$r" 1
 done
 for r in 1 2; do
   __GL_SHADER_DISK_CACHE=0 timeout 100 .carry/bench/pipeline_stats --dir .carry/probe3 --modes unchecked,rolled \
     --threads 1 --json "$OUT/more/stats_$r.json" >"$OUT/more/stats_$r.txt" 2>&1
 done
-timeout 200 python3 bench/run.py --full --lib "$LIB" --no-torch --io-binding --only whisper_encoder \
-  --out "$OUT/more/speed1_1" >"$OUT/more/speed1_1.txt" 2>&1
+whisper_speed speed1_1
 tar czf "$OUT/all.tgz" -C "$OUT" more gpu.txt && rm -rf "$OUT/more"
 cat "$OUT/gpu.txt"
 grep -E "^(Thread|Core|Socket|Model name|CPU\(s\))" "$OUT/lscpu.txt"
 python3 bench/startup_table.py "$OUT/all.tgz"
 python3 bench/h200_s53_table.py "$OUT/all.tgz" | grep -E "attn_coop"
-tar xzf "$OUT/all.tgz" -O more/speed1_1.txt | grep -E "^\| whisper" | tail -6
+whisper_lines speed1_1

@@ -9,18 +9,8 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
 mkdir -p "$OUT/more"
-timeout 200 python3 bench/run.py --full --lib "$LIB" --no-torch --io-binding --only whisper_encoder \
-  --out "$OUT/more/speed1_1" >"$OUT/more/speed1_1.txt" 2>&1
-start() { # name config mode round repeat
-  timeout 150 python3 bench/startup.py --lib "$LIB" --dtype fp16 --configs "$2" --modes "$3" --repeat "$5" \
-    --settle 4 --json "$OUT/more/$1_$3_$4.json" >"$OUT/more/$1_$3_$4.txt" 2>&1
-}
-for r in $(seq 1 "${ROUNDS:-1}"); do
-  start ours-nocache ours-nocache cold "$r" 2
-  start peer peer cold "$r" 1
-  start ours-nocache ours-nocache warm "$r" 1
-  start peer peer warm "$r" 1
-done
+whisper_speed speed1_1
+beside_peer "${ROUNDS:-1}"
 tests_and_pack "${TESTS:-tests/test_attention.py tests/test_transformers.py tests/test_interim_kernels.py tests/test_rolled_loops.py tests/test_tensor_core_infinities.py}" 150
-tar xzf "$OUT/all.tgz" -O more/speed1_1.txt | grep -E "^\| whisper" | tail -6
+whisper_lines speed1_1
 python3 bench/startup_table.py "$OUT/all.tgz"
