@@ -80,6 +80,23 @@ def test_whisper_encoder_on_emulated_tensor_cores(make_session, run_cpu, dtype, 
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_whisper_frontend_stores_channels_last_from_emulated_tensor_cores(make_session, run_cpu, dtype, tmp_path):
+    """Whisper's second conv with its GELU, the Transpose moving channels last and the positional embedding's Add,
+    as one coop product (f32: split, `f32_split=1`) of the weights and im2col's buffer stored through transposed
+    strides, the residual read through them too. 44 output frames (16-byte rows for the coop loads, not a tile
+    multiple), 72 channels (not a multiple of 64 or 16)."""
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = models.whisper_encoder(models.Params(rng), dtype, batch=1, frames=88, d=72, heads=2, ffn=96, layers=1)
+    feeds = {"input_features": rng.uniform(-1, 1, (1, 80, 88)).astype(dtype)}
+    options = {"f32_split": "1"} if dtype == np.float32 else None
+    ops = check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path, options)
+    conv2 = kernels(ops, "Conv+Div+Erf+Add+Mul+Mul+Transpose+Add")
+    assert any("_coop_" in k and k.endswith("_emu_xact_res") for k in conv2), ops
+    assert not any("_at" in k or "_bt" in k for k in conv2), ops  # neither operand read transposed
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_bert_encoder_with_its_mask_on_emulated_tensor_cores(make_session, run_cpu, dtype, tmp_path):
     """BERT's additive mask (a padded row and a shorter one) on the emulated tensor-core flash kernel; head size 64."""
     seed = new_seed()

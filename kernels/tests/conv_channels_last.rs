@@ -1,7 +1,7 @@
 //! A Conv followed by the Transpose that moves its channels last (Whisper's frontend: Conv →
 //! GELU → Transpose(0, 2, 1) → Add of the positional embedding) runs as one step: the conv's
-//! GEMM computes the transposed product and its store applies the activation and the residual
-//! (`graph/fusion.rs`, `conv::plan::channels_last_problem`). Against float64, f32 and f16, 1-D
+//! GEMM stores `W · col` through transposed strides, applying the activation and the residual
+//! (`graph/fusion.rs`, `GemmPlan::set_output_strides`). Against float64, f32 and f16, 1-D
 //! and 2-D, im2col and pointwise, batch 2; other permutations and grouped convs stay apart.
 
 mod common;
@@ -25,7 +25,7 @@ struct Case {
 const CASES: &[Case] = &[
     // Whisper's second conv, smaller: stride 2, GELU, then the positional embedding [L, M].
     Case { x: &[1, 12, 37], w: &[10, 12, 3], stride: 2, pad: 1, gelu: true, residual: Some(&[19, 10]) },
-    // 2-D, batch 2 (the image stride of the transposed product), no activation or residual.
+    // 2-D, batch 2 (the image stride of the channels-last store), no activation or residual.
     Case { x: &[2, 5, 9, 7], w: &[8, 5, 3, 3], stride: 1, pad: 1, gelu: false, residual: None },
     // Pointwise (X itself is the product's A), a residual of the whole output's shape.
     Case { x: &[2, 6, 5, 4], w: &[9, 6, 1, 1], stride: 1, pad: 0, gelu: false, residual: Some(&[2, 5, 4, 9]) },

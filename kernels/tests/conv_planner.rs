@@ -103,6 +103,40 @@ fn whisper_gemms_on_h200() {
     }
 }
 
+/// Channels last (a Transpose absorbed), the GEMM stays the conv's own `W · col`, both operands
+/// in their layouts, and only the stores (with the residual's reads) go through transposed
+/// strides: on f16 tensor cores, Whisper's conv2 took a kernel with both operands transposed,
+/// which compiled 1.4× slower cold. Batch 2 and a pointwise conv, every recorded profile.
+#[test]
+fn channels_last_stores_the_conv_product_through_transposed_strides() {
+    let cases = [
+        conv(&[1, 384, 3000], &[384, 384, 3], &[1, 1], &[2], 1, DType::F16),
+        conv(&[2, 64, 9, 7], &[40, 64, 3, 3], &[1, 1, 1, 1], &[], 1, DType::F32),
+        conv(&[2, 64, 9, 7], &[40, 64, 1, 1], &[], &[], 1, DType::F32),
+    ];
+    for (profile, caps) in profiles::all() {
+        for mut p in cases.clone() {
+            p.set_channels_last(false);
+            if p.dtype == DType::F16 && !caps.shader_f16 {
+                continue;
+            }
+            let plan = plan_conv(&p, &caps, &GemmOptions::default()).unwrap();
+            let gemm = plan.gemm().unwrap();
+            let name = |s: &ep_kernels::gemm::GemmStep| format!("{profile} {}", s.variant.name());
+            let (pix, k) = (p.pixels() as u32, p.k_per_group() as u32);
+            for step in gemm.steps.iter().filter(|s| s.variant != ep_kernels::gemm::GemmVariant::AbsMax) {
+                let q = &step.params;
+                let name = name(step);
+                assert!(!name.contains("_at") && !name.contains("_bt"), "{name}");
+                assert_eq!((q.m, q.n, q.k), (p.m, pix, k), "{name}");
+                assert_eq!((q.a_rs, q.a_cs, q.b_rs, q.b_cs), (k, 1, pix, 1), "{name}");
+                assert_eq!((q.c_rs, q.c_cs, q.c_bs[2]), (1, p.m, if p.n > 1 { p.m * pix } else { 0 }), "{name}");
+                assert_eq!((q.bias_rs, q.bias_cs), (1, 0), "{name}");
+            }
+        }
+    }
+}
+
 #[test]
 fn groups_become_gemm_batches() {
     let p = conv(&[3, 64, 28, 28], &[64, 16, 3, 3], &[1, 1, 1, 1], &[], 4, DType::F32);

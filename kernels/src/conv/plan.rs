@@ -9,6 +9,9 @@
 //! stride and no padding reads X itself as `col`. When a group has so few output channels that
 //! its GEMM would be degenerate (depthwise), a direct kernel runs instead.
 //!
+//! A conv that absorbed the Transpose moving its channels last computes the same product and
+//! stores it through transposed strides (`[N, OH·OW, M]`), reading a residual the same way.
+//!
 //! The implicit GEMM computes the same product without the im2col buffer: the vec4 SIMT GEMM
 //! kernel gathers its B tiles from X on load (`implicit_b`), the conv geometry in a second
 //! uniform. [`prefer_implicit`] is the one place `Auto` chooses between the two.
@@ -91,6 +94,16 @@ impl ConvSchedule {
             ConvSchedule::Pointwise { gemm }
             | ConvSchedule::Im2colGemm { gemm, .. }
             | ConvSchedule::Implicit { gemm, .. } => gemm.add_output_flags(flags),
+        }
+    }
+
+    /// Stores each image's `[M, pixels]` product channels last (`[pixels, M]`): both operands
+    /// keep their layouts (a transposed-operand product compiled 1.4× slower cold on an H100,
+    /// issue 15) and the output, with the residual, goes through transposed strides.
+    fn store_channels_last(&mut self, m: u32) {
+        match self {
+            ConvSchedule::Pointwise { gemm } | ConvSchedule::Im2colGemm { gemm, .. } => gemm.set_output_strides(1, m),
+            ConvSchedule::Implicit { .. } | ConvSchedule::Direct { .. } => {}
         }
     }
 }
@@ -197,7 +210,7 @@ pub fn plan_conv_with(
     let gemm = &GemmOptions { unsplit_short_k: true, ..*gemm };
     let mut fallbacks = Vec::new();
     if problem.channels_last {
-        // Only the explicit GEMMs read col (or X) as the transposed product's A.
+        // Only the explicit GEMMs (im2col or pointwise) store through transposed strides.
         if problem.group != 1 {
             return Err(PlanError::Invalid("a channels-last output needs group 1".into()));
         }
@@ -205,6 +218,7 @@ pub fn plan_conv_with(
             fallbacks.push(format!("{algo:?}: a channels-last output runs im2col + GEMM"));
         }
         let (mut schedule, col_bytes) = gemm_path(problem, caps, gemm)?;
+        schedule.store_channels_last(problem.m);
         schedule.add_residual(problem.residual);
         return Ok(ConvPlan { problem: problem.clone(), schedule, col_bytes, fallbacks });
     }
@@ -327,9 +341,6 @@ fn gemm_problem(p: &ConvProblem, image_elems: u64) -> Result<GemmProblem, PlanEr
     let (mg, kg, pix) = (p.m_per_group() as u64, p.k_per_group(), p.pixels());
     let group_stride = |s: u64| if p.group > 1 { to_u32("group stride", s) } else { Ok(0) };
     let image_stride = |s: u64| if p.n > 1 { to_u32("image stride", s) } else { Ok(0) };
-    if p.channels_last {
-        return channels_last_problem(p, image_stride(image_elems)?);
-    }
     let batch = [1, 1, p.n, p.group];
     let a = MatrixLayout { batch_strides: [0, 0, 0, group_stride(mg * kg)?], ..MatrixLayout::row_major(kg as u32) };
     let b = MatrixLayout {
@@ -344,26 +355,6 @@ fn gemm_problem(p: &ConvProblem, image_elems: u64) -> Result<GemmProblem, PlanEr
         n: pix as u32,
         k: to_u32("reduction length", kg)?,
         batch,
-        a,
-        b,
-        epilogue: Epilogue { alpha: 1.0, beta: 1.0, bias: p.has_bias.then_some(bias), activation: p.activation },
-    })
-}
-
-/// The transposed product `[pixels, M] = colᵀ · Wᵀ` per image (group 1): A is col (or X) `[K,
-/// pixels]` read transposed, B the OIHW weights `[M, K]` read transposed, the bias along the
-/// columns; the output `[N, pixels, M]` is channels last.
-fn channels_last_problem(p: &ConvProblem, image_stride: u32) -> Result<GemmProblem, PlanError> {
-    let (m, k, pix) = (p.m, to_u32("reduction length", p.k_per_group())?, to_u32("output pixels", p.pixels())?);
-    let a = MatrixLayout { batch_strides: [0, 0, image_stride, 0], ..MatrixLayout::row_major(pix).transposed() };
-    let b = MatrixLayout::row_major(k).transposed();
-    let bias = MatrixLayout { row_stride: 0, col_stride: 1, batch_strides: [0; 4] };
-    Ok(GemmProblem {
-        dtype: p.dtype,
-        m: pix,
-        n: m,
-        k,
-        batch: [1, 1, p.n, 1],
         a,
         b,
         epilogue: Epilogue { alpha: 1.0, beta: 1.0, bias: p.has_bias.then_some(bias), activation: p.activation },

@@ -132,7 +132,7 @@ pub struct ConvProblem {
     /// last with `channels_last`).
     pub output_shape: Vec<u64>,
     /// The output is stored channels last (`[N, L, M]`, `[N, OH, OW, M]`): the conv absorbed the
-    /// Transpose that moves its channels there, and its GEMM computes the transposed product.
+    /// Transpose that moves its channels there, and its GEMM stores through transposed strides.
     pub channels_last: bool,
 }
 

@@ -81,6 +81,18 @@ impl GemmPlan {
         }
     }
 
+    /// Stores the output through `row_stride` and `col_stride` instead of the contiguous
+    /// `[M, N]` (a conv writing its `[M, pixels]` product channels last): the steps that store
+    /// the result, as [`GemmPlan::add_output_flags`]; a residual is read through them too. A
+    /// swapped GEMV computes the transposed product, so its strides swap as well.
+    pub fn set_output_strides(&mut self, row_stride: u32, col_stride: u32) {
+        let (rs, cs) = if self.swap_operands { (col_stride, row_stride) } else { (row_stride, col_stride) };
+        for step in self.steps.iter_mut().filter(|s| s.io.writes_output()) {
+            step.params.c_rs = rs;
+            step.params.c_cs = cs;
+        }
+    }
+
     /// Pipelines this plan needs.
     pub fn variants(&self) -> impl Iterator<Item = GemmVariant> + '_ {
         self.steps.iter().map(|s| s.variant)

@@ -58,7 +58,7 @@ pub struct Epilogue {
     /// reader is the gating Mul): the step reads its weights instead of its result.
     pub up: Option<usize>,
     /// A Transpose moving a Conv's channels last, whose layout the conv stores (`[N, L, M]`,
-    /// `[N, H, W, M]`): its GEMM computes the transposed product. With `true`, a Reshape that
+    /// `[N, H, W, M]`): its GEMM stores through transposed strides. With `true`, a Reshape that
     /// merged a 2-D conv's pixels came before it: the output is `[N, H·W, M]`.
     pub channels_last: Option<(usize, bool)>,
     /// A SkipSimplifiedLayerNormalization whose output 0 only this MatMulNBits step reads (its

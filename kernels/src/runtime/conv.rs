@@ -29,7 +29,7 @@ impl Gpu {
         check_sizes(plan, &io)?;
         match &plan.schedule {
             ConvSchedule::Pointwise { gemm } => {
-                self.prepare_gemm_with(gemm, operands(plan, io.x, &io), None, io.residual, Default::default())
+                self.prepare_gemm_with(gemm, operands(io.x, &io), None, io.residual, Default::default())
             }
             ConvSchedule::Im2colGemm { im2col, gemm } => {
                 let col = self.storage_buffer(plan.col_bytes, "im2col")?;
@@ -40,13 +40,13 @@ impl Gpu {
                     &[(0, io.x), (3, &col)],
                     im2col.grid,
                 )?];
-                let bindings = operands(plan, &col, &io);
+                let bindings = operands(&col, &io);
                 dispatches.extend(self.prepare_gemm_with(gemm, bindings, None, io.residual, Default::default())?);
                 Ok(dispatches)
             }
             ConvSchedule::Implicit { gemm, geometry } => self.prepare_gemm_with(
                 gemm,
-                GemmBindings { a: io.w, b: io.x, bias: io.bias, out: io.out },
+                operands(io.x, &io),
                 Some(bytes_of(geometry)),
                 io.residual,
                 Default::default(),
@@ -73,11 +73,11 @@ impl Gpu {
 
 /// A buffer shorter than its tensor would be read out of bounds (zeros under robust access,
 /// garbage without): refuse it with a message instead.
-/// The GEMM's operands: the weights times `col` (im2col's buffer, or X for a pointwise conv),
-/// or for a channels-last output `col` transposed times the weights transposed.
-fn operands<'a>(plan: &ConvPlan, col: &'a GpuBuffer, io: &ConvBindings<'a>) -> GemmBindings<'a> {
-    let (a, b) = if plan.problem.channels_last { (col, io.w) } else { (io.w, col) };
-    GemmBindings { a, b, bias: io.bias, out: io.out }
+/// The GEMM's operands: the weights times `col` (im2col's buffer, or X for a pointwise conv or
+/// an implicit GEMM's gather);
+/// a channels-last output differs only in the plan's output strides.
+fn operands<'a>(col: &'a GpuBuffer, io: &ConvBindings<'a>) -> GemmBindings<'a> {
+    GemmBindings { a: io.w, b: col, bias: io.bias, out: io.out }
 }
 
 fn check_sizes(plan: &ConvPlan, io: &ConvBindings<'_>) -> Result<(), GpuError> {
