@@ -260,9 +260,10 @@ def spawn(spec: dict, driver_dir: str, timeout: float) -> dict:
         env["XDG_CACHE_HOME"] = spec["pipeline_cache"]
     cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    # ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1: the library's line per compiled pipeline, passed on.
+    # ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1: the library's lines (each compiled pipeline, each wait for one, each run on
+    # interim plans, with times since its first pipeline request), passed on.
     for ln in (p.stderr or "").splitlines():
-        if ln.startswith("ep-wgpu compile "):
+        if ln.startswith("ep-wgpu "):
             print(f"  [{spec.get('config', '?')}] {ln}", file=sys.stderr)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:

@@ -206,6 +206,10 @@ impl Executable {
             let recording = std::time::Instant::now();
             if !prepared.interim.is_empty() {
                 startup::record(Phase::Interim, std::time::Duration::ZERO, prepared.interim.len() as u64);
+                if crate::runtime::log_compiles() {
+                    let at = crate::runtime::log_clock_ms();
+                    eprintln!("ep-wgpu run on {} interim step(s) at {at:.1} ms", prepared.interim.len());
+                }
             }
             let dispatches: Vec<&Dispatch> = match &remade {
                 Some(r) => prepared.dispatch_list(r),

@@ -291,7 +291,7 @@ impl Gpu {
     pub fn encode(&self, encoder: &mut wgpu::CommandEncoder, dispatches: &[&Dispatch]) {
         if super::pipelines::log_compiles() {
             for d in dispatches.iter().filter(|d| !d.is_ready()) {
-                eprintln!("ep-wgpu waiting for {}", d.label);
+                eprintln!("ep-wgpu waiting for {} at {:.1} ms", d.label, super::log_clock_ms());
             }
         }
         self.await_pipelines(dispatches.iter().map(|d| &*d.pipeline));

@@ -38,8 +38,8 @@ pub use conv::ConvBindings;
 pub use dispatch::{Dispatch, GemmBindings};
 pub use pipeline_cache::{CacheLog, CacheLogLevel, PipelineCacheSetting};
 pub use pipelines::{
-    join_compile_workers, keep_worker, log_compiles, panic_message, set_wgsl_override, Access, BindingLayout,
-    PendingPipeline,
+    join_compile_workers, keep_worker, log_clock_ms, log_compiles, panic_message, set_wgsl_override, Access,
+    BindingLayout, PendingPipeline,
 };
 pub use timing::GpuTimer;
 pub use wait::{parse_spin, DEFAULT_SPIN};

@@ -354,7 +354,7 @@ impl Gpu {
     ) -> Result<Arc<wgpu::ComputePipeline>, GpuError> {
         let pending = self.pipeline_async(variant, layout);
         if log_compiles() && !pending.is_ready() {
-            eprintln!("ep-wgpu waiting for {}", variant.name());
+            eprintln!("ep-wgpu waiting for {} at {:.1} ms", variant.name(), log_clock_ms());
         }
         let waited = Instant::now();
         let result = pending.wait();
@@ -500,10 +500,12 @@ impl Gpu {
         tracing::debug!(target: "ep_wgpu", "compiled pipeline {name}");
         if log_compiles() {
             let (module, total) = (module_done - started, started.elapsed());
+            let end = log_clock_ms();
             eprintln!(
-                "ep-wgpu compile {name}: wgsl {wgsl_bytes} B, module {:.1} ms, pipeline {:.1} ms",
+                "ep-wgpu compile {name}: wgsl {wgsl_bytes} B, module {:.1} ms, pipeline {:.1} ms, at {:.1}-{end:.1} ms",
                 module.as_secs_f64() * 1e3,
-                (total - module).as_secs_f64() * 1e3
+                (total - module).as_secs_f64() * 1e3,
+                end - total.as_secs_f64() * 1e3
             );
         }
         Ok(pipeline)
@@ -553,7 +555,17 @@ impl Gpu {
 /// each compile starts, and one for each dispatch (or pipeline) a run finds still compiling.
 pub fn log_compiles() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("ONNXRUNTIME_EP_WGPU_LOG_COMPILES").is_ok_and(|v| v == "1"))
+    *ON.get_or_init(|| {
+        log_clock_ms();
+        std::env::var("ONNXRUNTIME_EP_WGPU_LOG_COMPILES").is_ok_and(|v| v == "1")
+    })
+}
+
+/// Milliseconds since the process first asked [`log_compiles`] (its first pipeline request):
+/// the clock of the compile log's timeline.
+pub fn log_clock_ms() -> f64 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
 }
 
 /// Test-only `ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE=<part of a variant's name>:<ms>`: each
