@@ -5,7 +5,8 @@
 #           six tensor-core kernels: .carry/probe_new (this build's conv2 kernel) and .carry/probe_old (the last
 #           release's, from git)
 #   speed   bench/run.py --full --io-binding on Whisper-tiny fp32/fp16 beside the peer and the CPU EP
-#   start   cold and warm start-up beside the peer (STARTS rounds, default 2)
+#   start   one cold process with ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1 (every compile, wait and interim run on one
+#           clock), then cold and warm start-up beside the peer (STARTS rounds, default 2)
 #   tests   pytest on the conv, attention, transformer and interim-plan suites
 # Stage: STATS=1 KERNEL_BENCH=0 bash bench/h200_stage.sh; bash bench/h200_s57_probe.sh; goldens/ and docs/data/
 # moved out; carry [".carry", ".whl", ".gl"]. Writes $OUT/all.tgz; the tables last.
@@ -22,10 +23,13 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
   done
 done
 whisper_speed speed1_1
+startup "$LIB" logc ours-nocache cold fp16 1 1 ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1
 beside_peer "${STARTS:-2}"
 tests_and_pack "${TESTS:-tests/test_conv.py tests/test_attention.py tests/test_transformers.py tests/test_interim_kernels.py tests/test_rolled_loops.py}" 200
 whisper_lines speed1_1
 for f in p_new_1_2 p_old_1_2 p_new_9_2 p_old_9_2; do
   echo "$f"; tar xzf "$OUT/all.tgz" -O "more/$f.txt" | grep -E "total|^\| [ag]"
 done
+tar xzf "$OUT/all.tgz" -O more/logc_cold_1.txt | grep -E "ep-wgpu compile gemm_f16_coop|ep-wgpu compile attn|interim" | \
+  sed -E 's/.*compile ([a-z0-9_]+):.*pipeline ([0-9.]+) ms, at (.*)/\1 \2 ms \3/' | sed -n '1,12p;$p'
 python3 bench/startup_table.py "$OUT/all.tgz"
