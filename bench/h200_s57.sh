@@ -6,8 +6,9 @@
 #           release's, from git)
 #   speed   bench/run.py --full --io-binding on Whisper-tiny fp32/fp16 beside the peer and the CPU EP
 #   start   one cold process with ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1 (every compile, wait and interim run on one
-#           clock), then cold and warm start-up beside the peer (STARTS rounds, default 2)
-#   tests   pytest on the conv, attention, transformer and interim-plan suites
+#           clock); cold with interim_grace_ms of each of GRACES (default "60 120"), two processes each; then cold
+#           and warm start-up beside the peer (STARTS rounds, default 2)
+#   tests   pytest on the transformer, interim-plan and conv-epilogue suites
 # Stage: STATS=1 KERNEL_BENCH=0 bash bench/h200_stage.sh; bash bench/h200_s57_probe.sh; goldens/ and docs/data/
 # moved out; carry [".carry", ".whl", ".gl"]. Writes $OUT/all.tgz; the tables last.
 set -uo pipefail
@@ -24,8 +25,11 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
 done
 whisper_speed speed1_1
 startup "$LIB" logc ours-nocache cold fp16 1 1 ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1
+for g in ${GRACES:-60 120}; do
+  startup "$LIB" "grace$g" ours-nocache cold fp16 1 2 X_=0 "interim_grace_ms=$g"
+done
 beside_peer "${STARTS:-2}"
-tests_and_pack "${TESTS:-tests/test_conv.py tests/test_attention.py tests/test_transformers.py tests/test_interim_kernels.py tests/test_rolled_loops.py}" 200
+tests_and_pack "${TESTS:-tests/test_transformers.py tests/test_interim_kernels.py tests/test_conv_epilogue.py}" 200
 whisper_lines speed1_1
 for f in p_new_1_2 p_old_1_2 p_new_9_2 p_old_9_2; do
   echo "$f"; tar xzf "$OUT/all.tgz" -O "more/$f.txt" | grep -E "total|^\| [ag]"

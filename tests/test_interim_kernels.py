@@ -84,8 +84,9 @@ def run_two_products(lib_path, interim, wait_s, env, extra=None):
     return r
 
 
-def counts_of(lib_path, interim, wait_s):
-    r = run_two_products(lib_path, interim, wait_s, {"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": f"_coop_:{DELAY_MS}"})
+def counts_of(lib_path, interim, wait_s, extra=None):
+    env = {"ONNXRUNTIME_EP_WGPU_TEST_SLOW_COMPILE": f"_coop_:{DELAY_MS}"}
+    r = run_two_products(lib_path, interim, wait_s, env, extra)
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("COUNTS ")]
     wait = [ln for ln in r.stdout.splitlines() if ln.startswith("FIRST_WAIT_MS ")]
     assert line and wait, describe(r)
@@ -109,6 +110,22 @@ def test_without_interim_plans_the_first_run_waits_for_its_own(lib_path):
     counts, first_wait_ms = counts_of(lib_path, "0", wait_s=0)
     assert counts[0] == 0, counts
     assert first_wait_ms >= DELAY_MS * 0.9, first_wait_ms
+
+
+def test_a_first_run_given_grace_waits_for_its_own_pipelines(lib_path):
+    """`interim_grace_ms` past the compiles: the first run waits for the tensor-core pipelines and takes no interim
+    plan."""
+    counts, first_wait_ms = counts_of(lib_path, "1", wait_s=0, extra={"interim_grace_ms": "10000"})
+    assert counts[0] == 0, counts
+    assert first_wait_ms >= DELAY_MS * 0.9, first_wait_ms
+
+
+def test_a_grace_shorter_than_the_compiles_ends_on_interim_plans(lib_path):
+    """A grace that ends before the compiles: the first run waits until it ends, then takes both interim plans. The
+    window counts from Compile, so the two products' partitions (made one after the other) wait about once."""
+    counts, first_wait_ms = counts_of(lib_path, "1", wait_s=0, extra={"interim_grace_ms": "1500"})
+    assert counts[0] == 2, counts
+    assert 1000 <= first_wait_ms < DELAY_MS / 2, first_wait_ms
 
 
 def test_interim_plans_are_on_by_default(lib_path):

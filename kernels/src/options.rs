@@ -60,6 +60,9 @@ pub struct EpOptions {
     /// `interim_kernels`: runs take plans without tensor cores until the tensor-core pipelines
     /// have compiled (a cold start's first runs). On unless the session sets it to 0.
     pub interim_kernels: bool,
+    /// `interim_grace_ms`: until how long after a set is made its runs wait for the pipelines
+    /// its interim plans stand in for, before they take those plans (0: not at all).
+    pub interim_grace_ms: u32,
     /// `emulate_tensor_cores`: plan and run the tensor-core kernels in their emulated form on any
     /// adapter (tests of the tensor-core plans on CI's llvmpipe; slow).
     pub emulate_tensor_cores: bool,
@@ -140,6 +143,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "1 (default) | 0: while tensor-core pipelines compile, runs take plans without tensor cores (a cold start's first runs)",
     ),
     (
+        "interim_grace_ms",
+        "0 (default) ..= 10000: until how long after Compile runs wait for tensor-core pipelines before taking interim plans",
+    ),
+    (
         "emulate_tensor_cores",
         "0 | 1: the tensor-core kernels in plain WGSL on any adapter, for testing their plans without tensor cores (slow)",
     ),
@@ -155,6 +162,18 @@ fn parse_storage_buffers(v: &str) -> Result<u32, String> {
         _ => Err(format!("option 'max_storage_buffers': '{v}' is not a number of at least 8 (WebGPU's minimum)")),
     }
 }
+
+fn parse_grace(v: &str) -> Result<u32, String> {
+    match v.trim().parse::<u32>() {
+        Ok(ms) if ms <= MAX_INTERIM_GRACE_MS => Ok(ms),
+        _ => Err(format!(
+            "option 'interim_grace_ms': '{v}' is not a whole number of ms from 0 to {MAX_INTERIM_GRACE_MS}"
+        )),
+    }
+}
+
+/// The longest `interim_grace_ms` (a first run that waits longer should not take interim plans).
+const MAX_INTERIM_GRACE_MS: u32 = 10_000;
 
 fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
@@ -198,6 +217,7 @@ impl EpOptions {
                 "conv1d_as_conv2d" => o.conv1d_as_conv2d = parse_bool(key, v)?,
                 "decode_attention_fold" => o.decode_attention_fold = parse_bool(key, v)?,
                 "interim_kernels" => o.interim_kernels = parse_bool(key, v)?,
+                "interim_grace_ms" => o.interim_grace_ms = parse_grace(v)?,
                 "emulate_tensor_cores" => o.emulate_tensor_cores = parse_bool(key, v)?,
                 "rolled_loops" => o.rolled_loops = parse_bool(key, v)?,
                 "conv_algorithm" => {
@@ -259,6 +279,7 @@ impl EpOptions {
             conv_algo: self.conv_algorithm,
             fold_decode_attention: self.decode_attention_fold,
             interim: self.interim_kernels,
+            interim_grace: std::time::Duration::from_millis(self.interim_grace_ms.into()),
             interim_plan: false,
         }
     }
@@ -326,6 +347,14 @@ mod tests {
         assert!(parse(&[]).unwrap().exec_options().interim, "on by default");
         assert!(!parse(&[("interim_kernels", "0")]).unwrap().exec_options().interim);
         assert!(parse(&[("interim_kernels", "sometimes")]).unwrap_err().contains("option 'interim_kernels'"));
+        let grace = |v: &str| parse(&[("interim_grace_ms", v)]).map(|o| o.exec_options().interim_grace.as_millis());
+        assert_eq!(grace("0").unwrap(), 0);
+        assert_eq!(grace(" 80 ").unwrap(), 80);
+        assert_eq!(grace("10000").unwrap(), 10_000);
+        assert!(parse(&[]).unwrap().exec_options().interim_grace.is_zero());
+        for bad in ["-1", "10001", "0.5", "soon"] {
+            assert!(grace(bad).unwrap_err().contains("option 'interim_grace_ms'"), "{bad}");
+        }
         assert!(parse(&[("f32_split", "maybe")]).unwrap_err().contains("f32_split"));
         assert!(!parse(&[]).unwrap().emulate_tensor_cores);
         assert!(parse(&[("emulate_tensor_cores", "1")]).unwrap().emulate_tensor_cores);

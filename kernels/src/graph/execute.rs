@@ -145,7 +145,7 @@ impl Executable {
             targets.push(target);
         }
         let checks = self.device_checks(prepared, inputs)?;
-        prepared.retire_interim();
+        prepared.retire_interim(self.options.interim_grace);
         let in_place = self.in_place(prepared, inputs, &targets);
         let remade = if in_place.rebinds.is_empty() { None } else { Some(self.remade(prepared, &in_place.rebinds)?) };
         let mut staged_any = false;

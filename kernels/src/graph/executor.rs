@@ -132,6 +132,9 @@ pub struct ExecOptions {
     /// `interim_kernels`: while a set's tensor-core pipelines compile, its runs take plans
     /// without tensor cores (`interim.rs`; on by default).
     pub interim: bool,
+    /// `interim_grace_ms`: until how long after a set is made its runs wait for the pipelines
+    /// its interim plans stand in for (`interim.rs`).
+    pub interim_grace: std::time::Duration,
     /// Set while `interim.rs` plans a step again for an interim plan: an attention step takes
     /// its unfused form (`ops/attention/unfused.rs`) or none.
     pub interim_plan: bool,
@@ -145,6 +148,7 @@ impl Default for ExecOptions {
             conv_algo: ConvAlgo::Auto,
             fold_decode_attention: false,
             interim: false,
+            interim_grace: std::time::Duration::ZERO,
             interim_plan: false,
         }
     }
@@ -203,6 +207,9 @@ struct Prepared {
     /// Steps whose pipelines were still compiling when the set was made, each with dispatches
     /// planned without tensor cores that its runs take until its own are ready (`interim.rs`).
     interim: Vec<(usize, Vec<Dispatch>)>,
+    /// When the set was made: until `interim_grace` after it, runs wait for the pipelines its
+    /// interim plans stand in for (`interim.rs`).
+    made: std::time::Instant,
 }
 
 /// How [`Executable::profile`] groups a run's dispatches for timing.

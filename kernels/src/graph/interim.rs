@@ -108,10 +108,22 @@ impl Prepared {
         }
     }
 
-    /// Drops the interim dispatches of the steps whose own pipelines have all compiled.
-    pub(super) fn retire_interim(&mut self) {
+    /// Drops the interim dispatches of the steps whose own pipelines have all compiled. Until
+    /// `grace` (option `interim_grace_ms`) after the set was made, a run first waits for those
+    /// pipelines: the partitions of a session, made one after another, share about one window.
+    pub(super) fn retire_interim(&mut self, grace: std::time::Duration) {
         if self.interim.is_empty() {
             return;
+        }
+        let deadline = self.made + grace;
+        let waited = std::time::Instant::now();
+        if waited < deadline {
+            for (index, _) in &self.interim {
+                for d in self.step_dispatches(*index) {
+                    d.wait_until(deadline);
+                }
+            }
+            crate::runtime::startup::record(crate::runtime::startup::Phase::PipelineWait, waited.elapsed(), 1);
         }
         let mut interim = std::mem::take(&mut self.interim);
         interim.retain(|(index, _)| self.step_dispatches(*index).iter().any(|d| !d.is_ready()));

@@ -225,6 +225,7 @@ impl Executable {
             in_place: Default::default(),
             in_place_plan: Default::default(),
             interim: Vec::new(),
+            made: std::time::Instant::now(),
         };
         prepared.in_place_plan = self.in_place_plan(&prepared);
         prepared.interim = self.interim_steps(&prepared);

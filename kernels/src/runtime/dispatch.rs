@@ -56,6 +56,12 @@ impl Dispatch {
         self.pipeline.promote();
     }
 
+    /// Waits until its pipeline's compile finished or `deadline` passed (a deferred one is
+    /// promoted first); whether it finished.
+    pub fn wait_until(&self, deadline: std::time::Instant) -> bool {
+        self.pipeline.wait_until(deadline)
+    }
+
     /// Whether it runs `other`'s pipeline.
     pub fn same_pipeline(&self, other: &Dispatch) -> bool {
         std::sync::Arc::ptr_eq(&self.pipeline, &other.pipeline)

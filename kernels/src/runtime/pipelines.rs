@@ -225,6 +225,19 @@ impl PendingPipeline {
         self.priority.promote();
     }
 
+    /// Blocks until the compile finished or `deadline` passed (a deferred one is promoted
+    /// first); whether it finished.
+    pub fn wait_until(&self, deadline: Instant) -> bool {
+        self.promote();
+        let mut state = self.state.lock();
+        while state.is_none() {
+            if self.ready.wait_until(&mut state, deadline).timed_out() {
+                break;
+            }
+        }
+        state.is_some()
+    }
+
     /// The pipeline, blocking until its compile finished (a deferred one is promoted first);
     /// the compile's error message otherwise.
     pub fn wait(&self) -> Result<Arc<wgpu::ComputePipeline>, String> {
