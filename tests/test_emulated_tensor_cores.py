@@ -54,6 +54,18 @@ def kernels(ops, step):
     return [o.split(" [", 1)[1].rstrip("]") for o in ops if o.split(" [", 1)[0] == step]
 
 
+def whisper_ops(make_session, run_cpu, dtype, tmp_path, batch, frames, d, ffn):
+    """A one-layer Whisper encoder of two heads on fresh data, checked (f32 products split, `f32_split=1`, as the
+    H200 plans Whisper's); its dispatches."""
+    seed = new_seed()
+    rng = np.random.default_rng(seed)
+    model = models.whisper_encoder(models.Params(rng), dtype, batch=batch, frames=frames, d=d, heads=2, ffn=ffn,
+                                   layers=1)
+    feeds = {"input_features": rng.uniform(-1, 1, (batch, 80, frames)).astype(dtype)}
+    options = {"f32_split": "1"} if dtype == np.float32 else None
+    return check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path, options)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_whisper_encoder_on_emulated_tensor_cores(make_session, run_cpu, dtype, tmp_path):
     """Head size 64: the packed Q/K/V product and the tensor-core flash attention (f32: three f16 products of split
@@ -61,12 +73,7 @@ def test_whisper_encoder_on_emulated_tensor_cores(make_session, run_cpu, dtype, 
     Whisper's): the Q/K/V product reads a LayerNorm's output, whose bound the program computes when it is built
     (`graph/bounds.rs`), so neither it nor the attention takes a max pass; the output projection and fc2 read the
     residual stream, whose bound is unknown, so their split products keep theirs."""
-    seed = new_seed()
-    rng = np.random.default_rng(seed)
-    model = models.whisper_encoder(models.Params(rng), dtype, batch=2, frames=33, d=128, heads=2, ffn=256, layers=1)
-    feeds = {"input_features": rng.uniform(-1, 1, (2, 80, 33)).astype(dtype)}
-    options = {"f32_split": "1"} if dtype == np.float32 else None
-    ops = check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path, options)
+    ops = whisper_ops(make_session, run_cpu, dtype, tmp_path, batch=2, frames=33, d=128, ffn=256)
     attention = kernels(ops, "FlashAttention(fused)")
     qkv = kernels(ops, "MatMul+Add(Q/K/V)")
     products = qkv + kernels(ops, "Gemm+Add") + kernels(ops, "Gemm+Div+Erf+Add+Mul+Mul")
@@ -85,12 +92,7 @@ def test_whisper_frontend_stores_channels_last_from_emulated_tensor_cores(make_s
     as one coop product (f32: split, `f32_split=1`) of the weights and im2col's buffer stored through transposed
     strides, the residual read through them too. 44 output frames (16-byte rows for the coop loads, not a tile
     multiple), 72 channels (not a multiple of 64 or 16)."""
-    seed = new_seed()
-    rng = np.random.default_rng(seed)
-    model = models.whisper_encoder(models.Params(rng), dtype, batch=1, frames=88, d=72, heads=2, ffn=96, layers=1)
-    feeds = {"input_features": rng.uniform(-1, 1, (1, 80, 88)).astype(dtype)}
-    options = {"f32_split": "1"} if dtype == np.float32 else None
-    ops = check(make_session, run_cpu, model, feeds, dtype, seed, tmp_path, options)
+    ops = whisper_ops(make_session, run_cpu, dtype, tmp_path, batch=1, frames=88, d=72, ffn=96)
     conv2 = kernels(ops, "Conv+Div+Erf+Add+Mul+Mul+Transpose+Add")
     assert any("_coop_" in k and k.endswith("_emu_xact_res") for k in conv2), ops
     assert not any("_at" in k or "_bt" in k for k in conv2), ops  # neither operand read transposed
