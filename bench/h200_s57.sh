@@ -26,7 +26,7 @@ done
 whisper_speed speed1_1
 startup "$LIB" logc ours-nocache cold fp16 1 1 ONNXRUNTIME_EP_WGPU_LOG_COMPILES=1
 for g in ${GRACES:-60 120}; do
-  startup "$LIB" "grace$g" ours-nocache cold fp16 1 2 X_=0 "interim_grace_ms=$g"
+  startup "$LIB" "grace$g" ours-nocache cold fp16 1 "${GRACE_REPEAT:-2}" X_=0 "interim_grace_ms=$g"
 done
 beside_peer "${STARTS:-2}"
 tests_and_pack "${TESTS:-tests/test_transformers.py tests/test_interim_kernels.py tests/test_conv_epilogue.py}" 200
