@@ -223,10 +223,11 @@ impl ShaderVariant {
     }
 }
 
-/// The one-row narrow GEMV of `dtype` with a SkipSimplifiedLayerNormalization folded into its A
-/// (`wgsl/gemv_vec.wgsl.j2` with `norm`; `ops/matmul_norm.rs`).
-pub(crate) fn gemv_norm_text(dtype: DType, ext_act: bool, residual: bool) -> Result<String, String> {
-    let base = crate::gemm::GemvVec { dtype, rows: 1, split_k: false, narrow: true };
+/// The one-row narrow GEMV of `dtype` and `columns` column lanes with a
+/// SkipSimplifiedLayerNormalization folded into its A (`wgsl/gemv_vec.wgsl.j2` with `norm`;
+/// `ops/matmul_norm.rs`).
+pub(crate) fn gemv_norm_text(dtype: DType, columns: u32, ext_act: bool, residual: bool) -> Result<String, String> {
+    let base = crate::gemm::GemvVec { dtype, rows: 1, split_k: false, columns };
     let (template, ctx) = gemm_context(GemmVariant::GemvVec(base));
     render(template, context! { ext_act, residual, norm => true, ..ctx })
 }

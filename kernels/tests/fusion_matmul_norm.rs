@@ -15,6 +15,7 @@ use rand::Rng;
 
 /// Long enough rows for the narrow GEMV (at least 512), and not a multiple of its 128 K lanes.
 const K: u64 = 520;
+/// Outputs for the 2-lane form in f16 (on the test adapter).
 const N: u64 = 72;
 const EPS: f32 = 1e-5;
 
@@ -26,25 +27,25 @@ fn t(ty: ElemType, shape: &[u64], v: &[f32]) -> T {
     }
 }
 
-fn matmul(ty: ElemType, m: u64, name: &str, k: u64) -> Node {
-    let mut b = val(&format!("{name}.w"), ty, &[k, N]);
+fn matmul(ty: ElemType, m: u64, name: &str, k: u64, n: u64) -> Node {
+    let mut b = val(&format!("{name}.w"), ty, &[k, n]);
     b.constant = true;
-    node("MatMul", 13, vec![Some(val("h", ty, &[1, m, k])), Some(b)], vec![val(name, ty, &[1, m, N])], vec![])
+    node("MatMul", 13, vec![Some(val("h", ty, &[1, m, k])), Some(b)], vec![val(name, ty, &[1, m, n])], vec![])
 }
 
 /// The norm (`h`, and the sum `res` when `sum`), then one product `y` or SwiGLU's two.
-fn graph(ty: ElemType, m: u64, swiglu: bool, sum: bool, k: u64) -> Vec<Node> {
+fn graph(ty: ElemType, m: u64, swiglu: bool, sum: bool, k: u64, n: u64) -> Vec<Node> {
     let norm = skip_norm_node(ty, m, k, sum, EPS);
     if !swiglu {
-        return vec![norm, matmul(ty, m, "y", k)];
+        return vec![norm, matmul(ty, m, "y", k, n)];
     }
-    let o = [1, m, N];
+    let o = [1, m, n];
     vec![
         norm,
-        matmul(ty, m, "g", k),
+        matmul(ty, m, "g", k, n),
         node("Sigmoid", 13, vec![Some(val("g", ty, &o))], vec![val("sg", ty, &o)], vec![]),
         node("Mul", 14, vec![Some(val("g", ty, &o)), Some(val("sg", ty, &o))], vec![val("silu", ty, &o)], vec![]),
-        matmul(ty, m, "u", k),
+        matmul(ty, m, "u", k, n),
         node("Mul", 14, vec![Some(val("silu", ty, &o)), Some(val("u", ty, &o))], vec![val("y", ty, &o)], vec![]),
     ]
 }
@@ -59,11 +60,16 @@ fn inputs(swiglu: bool) -> &'static [&'static str] {
 
 /// Dispatches of each step at the graph's shapes, on the test adapter.
 fn dispatches(m: u64, swiglu: bool) -> Vec<usize> {
-    let nodes = graph(ElemType::F32, m, swiglu, true, K);
+    programs(ElemType::F32, m, swiglu, N).iter().map(Vec::len).collect()
+}
+
+/// The programs each step dispatches at the graph's shapes, on the test adapter.
+fn programs(ty: ElemType, m: u64, swiglu: bool, n: u64) -> Vec<Vec<String>> {
+    let nodes = graph(ty, m, swiglu, true, K, n);
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let program = build_program(&nodes, &s(inputs(swiglu)), &s(&["y", "res"]), vec![]).unwrap();
     let caps = common::gpu().caps().clone();
-    let (x, w, gamma, o): (&[u64], &[u64], &[u64], &[u64]) = (&[1, m, K], &[K, N], &[K], &[1, m, N]);
+    let (x, w, gamma, o): (&[u64], &[u64], &[u64], &[u64]) = (&[1, m, K], &[K, n], &[K], &[1, m, n]);
     program
         .steps
         .iter()
@@ -71,14 +77,15 @@ fn dispatches(m: u64, swiglu: bool) -> Vec<usize> {
             // A, B, the bias and residual slots (the gated product reads the gate's output), skip, γ.
             let shapes =
                 [Some(x), Some(w), None, step.inputs.get(3).and_then(|i| i.as_ref()).map(|_| o), Some(x), Some(gamma)];
-            step.kernel.plan(&shapes, &caps, &ExecOptions::default()).unwrap().map_or(0, |p| p.dispatches.len())
+            let plan = step.kernel.plan(&shapes, &caps, &ExecOptions::default()).unwrap();
+            plan.map_or(Vec::new(), |p| p.dispatches.into_iter().map(|(name, _)| name).collect())
         })
         .collect()
 }
 
-fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
-    let what = format!("{ty} m={m} swiglu={swiglu} sum={sum}");
-    let nodes = graph(ty, m, swiglu, sum, K);
+fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool, n: u64) {
+    let what = format!("{ty} m={m} n={n} swiglu={swiglu} sum={sum}");
+    let nodes = graph(ty, m, swiglu, sum, K, n);
     let mut outputs = vec!["y"];
     if sum {
         outputs.push("res");
@@ -100,7 +107,7 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
         t(ty, &[1, m, K], &rand(m * K, -2.0, 2.0)),
         t(ty, &[K], &rand(K, 0.5, 1.5)),
     );
-    let (gw, uw) = (t(ty, &[K, N], &rand(K * N, -0.1, 0.1)), t(ty, &[K, N], &rand(K * N, -0.1, 0.1)));
+    let (gw, uw) = (t(ty, &[K, n], &rand(K * n, -0.1, 0.1)), t(ty, &[K, n], &rand(K * n, -0.1, 0.1)));
     let consts: Vec<(&str, &T)> = if swiglu {
         vec![("gamma", &gamma), ("g.w", &gw), ("u.w", &uw)]
     } else {
@@ -109,7 +116,7 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
     let got = run_graph(&nodes, &[("x", &x), ("skip", &skip)], &consts, &outputs).unwrap();
     let (xv, sv, gv, g64, u64_) = (x.values(), skip.values(), gamma.values(), gw.values(), uw.values());
     let tol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
-    let (k, n) = (K as usize, N as usize);
+    let (k, n) = (K as usize, n as usize);
     let (gate, up) = (|i: usize, col: usize| g64[i * n + col], |i: usize, col: usize| u64_[i * n + col]);
     let (y, res) = (got[0].values(), got.get(1).map(T::values));
     for row in 0..m as usize {
@@ -124,11 +131,37 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool) {
 fn one_row_folds_the_norm_into_each_product_and_more_rows_run_it_first() {
     for (swiglu, sum) in [(false, true), (true, true), (false, false)] {
         for m in [1, 3] {
-            check(ElemType::F32, m, swiglu, sum);
+            check(ElemType::F32, m, swiglu, sum, N);
             if common::gpu().caps().shader_f16 {
-                check(ElemType::F16, m, swiglu, sum);
+                check(ElemType::F16, m, swiglu, sum, N);
             }
         }
+    }
+}
+
+/// Wider outputs take the GEMV's 4- and 8-lane forms (64- and 128-byte row segments) with the
+/// norm folded in the same way; N off any band multiple.
+#[test]
+fn wide_outputs_fold_the_norm_into_the_wider_narrow_forms() {
+    let f16 = common::gpu().caps().shader_f16;
+    for (ty, n, form) in [
+        (ElemType::F32, 72, "_c4_skiprms"),
+        (ElemType::F16, 1160, "_c4_skiprms"),
+        (ElemType::F16, 4104, "_c8_skiprms"),
+        (ElemType::F32, 3004, "_c8_skiprms"),
+    ] {
+        if ty == ElemType::F16 && !f16 {
+            continue;
+        }
+        for swiglu in [false, true] {
+            let names = programs(ty, 1, swiglu, n);
+            assert!(names.iter().flatten().all(|p| p.contains(form)), "{ty} n={n}: {names:?}");
+            check(ty, 1, swiglu, true, n);
+        }
+    }
+    if f16 {
+        let names = programs(ElemType::F16, 1, false, N);
+        assert!(names[0][0].ends_with("_narrow_skiprms"), "{names:?}");
     }
 }
 
@@ -142,14 +175,14 @@ fn one_row_is_one_dispatch_per_product_and_more_rows_two() {
 
 #[test]
 fn norms_read_elsewhere_or_before_short_rows_are_not_folded() {
-    let mut nodes = graph(ElemType::F32, 1, false, true, K);
+    let mut nodes = graph(ElemType::F32, 1, false, true, K, N);
     let h = val("h", ElemType::F32, &[1, 1, K]);
     nodes.push(node("Relu", 14, vec![Some(h)], vec![val("r", ElemType::F32, &[1, 1, K])], vec![]));
     let mut ops = step_ops(&nodes, inputs(false), &["y", "res", "r"]);
     ops.sort();
     assert_eq!(ops, ["MatMul", "Relu", "SkipSimplifiedLayerNormalization"]);
     // Rows shorter than the narrow GEMV's 512: the norm stays its own step.
-    let mut ops = step_ops(&graph(ElemType::F32, 1, false, true, 256), inputs(false), &["y", "res"]);
+    let mut ops = step_ops(&graph(ElemType::F32, 1, false, true, 256, N), inputs(false), &["y", "res"]);
     ops.sort();
     assert_eq!(ops, ["MatMul", "SkipSimplifiedLayerNormalization"]);
 }

@@ -93,8 +93,8 @@ fn gemv_matches_reference() {
 }
 
 /// The bandwidth GEMV (B rows contiguous and 16-byte aligned): one and four rows per
-/// workgroup, wide and narrow bands, with and without K split across workgroups, batched B,
-/// bias and activations.
+/// workgroup, wide bands and the narrow ones of 2, 4 and 8 column lanes, with and without K
+/// split across workgroups, batched B, bias and activations.
 #[test]
 fn gemv_vec_matches_reference() {
     use ep_kernels::gemm::GemmVariant;
@@ -114,6 +114,9 @@ fn gemv_vec_matches_reference() {
         (&[1, 700], &[700, 520]),
         (&[1, 2500], &[2500, 520]),
         (&[5, 1200], &[1200, 72]),
+        // One row over K > 4096 keeps 2 column lanes; a wide output takes 8 (a ragged last band).
+        (&[1, 5000], &[5000, 136]),
+        (&[1, 600], &[600, 4104]),
     ];
     for dtype in [DType::F32, DType::F16] {
         if dtype == DType::F16 && !gpu.caps().shader_f16 {
@@ -133,12 +136,15 @@ fn gemv_vec_matches_reference() {
             let GemmVariant::GemvVec(v) = plan.steps[0].variant else {
                 panic!("{a_shape:?}x{b_shape:?} planned {:?}", plan.steps[0].variant);
             };
-            seen.insert((v.rows, v.split_k, v.narrow));
+            seen.insert((v.rows, v.split_k, v.columns));
         }
     }
-    // (rows, split_k, narrow): every wide form, and narrow with one row and four.
+    // (rows, split_k, column lanes): every wide form, each narrow one with one row, and the
+    // 2-lane form with four.
     for form in
-        [(1, false, false), (1, true, false), (4, false, false), (4, true, false), (1, false, true), (4, false, true)]
+        [(1, false, 16), (1, true, 16), (4, false, 16), (4, true, 16), (1, false, 2), (1, false, 4), (1, false, 8)]
+            .into_iter()
+            .chain([(4, false, 2)])
     {
         assert!(seen.contains(&form), "{form:?} did not run: {seen:?}");
     }

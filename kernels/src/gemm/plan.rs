@@ -497,7 +497,7 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
 /// K splits across workgroups (then a reduce) when the bands alone cannot fill the device.
 /// The steps and the bytes of their split-K workspace.
 fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>, u64)>, String> {
-    let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false, narrow: false };
+    let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false, columns: GemvVec::WIDE };
     let aligned = q.b.col_stride == 1 && wide_b_ok(q, probe.vec());
     if !aligned || q.m > 8 || GemmVariant::GemvVec(probe).fits(caps).is_err() {
         return Ok(None);
@@ -510,11 +510,19 @@ fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>,
         (4 * caps.parallelism as u64).div_ceil(bands_of(g).max(1)).min(deep).min(256) as u32
     };
     // Where the wide bands would split K, narrow bands that reach a quarter of the device's
-    // parallelism with every lane UNROLL loads deep run unsplit: one dispatch, no reduce.
-    let narrow = GemvVec { narrow: true, ..probe };
-    let use_narrow = want(probe) > 1
-        && bands_of(narrow) >= u64::from(caps.parallelism / 4).max(1)
-        && q.k >= narrow.k_lanes() * GemvVec::UNROLL;
+    // parallelism with every lane of the 2-lane form UNROLL loads deep run unsplit: one
+    // dispatch, no reduce.
+    // The narrow forms with more column lanes take over where they fill the device too.
+    let two = GemvVec { columns: GemvVec::NARROW, ..probe };
+    let narrow = GemvVec { columns: narrow_columns(q, caps, rows, &bands_of), ..probe };
+    let use_narrow = match crate::gemm::variant::exp_gemv("EXP_GEMV_NARROW") {
+        Some(forced) => forced == 1 && q.k >= narrow.k_lanes() * GemvVec::UNROLL,
+        None => {
+            want(probe) > 1
+                && bands_of(two) >= u64::from(caps.parallelism / 4).max(1)
+                && q.k >= two.k_lanes() * GemvVec::UNROLL
+        }
+    };
     let shape = if use_narrow { narrow } else { probe };
     let mut splits = if use_narrow { 1 } else { want(shape).max(1) };
     let lanes = shape.k_lanes();
@@ -538,6 +546,33 @@ fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>,
     }
     // A workspace too large for one binding leaves the product to the scalar kernel.
     Ok(split_k(q, caps, step).ok().map(|(steps, workspace, _)| (steps, workspace)))
+}
+
+/// The narrow form's column lanes. One row reads longer row segments where they still leave
+/// bands for the device (H100, `kernel_bench`, fp16, against the 2-lane form, one product
+/// repeated, so all but the LM head's weights stayed in L2; the fifty-eighth session in
+/// `docs/performance/sessions-58-61.md`, with a decode token's time):
+/// - 8 lanes (128-byte segments) where that leaves four bands per unit of parallelism: an LM
+///   head's 2048 → 128256 ran 1.64 → 3.07 TB/s (its rows lie 256 KB apart, so a 32-byte segment
+///   is all a DRAM page gives each visit);
+/// - else 4 lanes (64-byte segments) where that leaves a fifth of the parallelism (64 bands on
+///   the H100's 264) and K is at most 4096: 2048 → 8192 ran 2.52 → 3.66 TB/s, 2048 → 3072
+///   1.40 → 1.81, 2048 → 2048 1.23 → 1.36, 1024 → 4096 1.21 → 1.50; with 32 bands (1024
+///   outputs) it lost (0.76 → 0.73), and so did K = 8192, whose workgroups each ran twice as long
+///   (2048 ← 8192: 2.36 → 2.10);
+/// - else 2 (32-byte segments, a whole sector).
+///
+/// Rows of four keep 2 lanes (not measured).
+fn narrow_columns(q: &GemmProblem, caps: &DeviceCaps, rows: u32, bands_of: &dyn Fn(GemvVec) -> u64) -> u32 {
+    let form = |columns| GemvVec { dtype: q.dtype, rows, split_k: false, columns };
+    let parallelism = u64::from(caps.parallelism.max(5));
+    if rows == 1 && bands_of(form(8)) >= 4 * parallelism {
+        8
+    } else if rows == 1 && q.k <= 4096 && 5 * bands_of(form(4)) >= parallelism {
+        4
+    } else {
+        GemvVec::NARROW
+    }
 }
 
 /// Whether B's rows, batch starts and row length are multiples of `width` elements.

@@ -81,28 +81,58 @@ impl CoopVariant {
 /// The bandwidth GEMV: B is `[K, N]` with N contiguous and every row, batch and band start a
 /// multiple of [`GemvVec::vec`] elements, so each invocation loads 16 bytes of a B row at once.
 /// A workgroup covers [`GemvVec::column_lanes`] × `vec` columns with [`GemvVec::k_lanes`] lanes
-/// along K; `rows` output rows share each B load. The narrow form (2 column lanes, 128 along K:
-/// 32-byte row segments, a whole sector) has 8× the workgroups of the wide one (16 × 16), so
-/// products with few column bands fill the device without splitting K.
+/// along K; `rows` output rows share each B load. The narrow forms (2, 4 or 8 column lanes, 128,
+/// 64 or 32 along K: row segments of 32, 64 or 128 bytes) have 8×, 4× or 2× the workgroups of the
+/// wide one (16 × 16), so products with few column bands fill the device without splitting K;
+/// the planner takes the widest segments that still leave enough bands (`plan.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemvVec {
     pub dtype: DType,
     pub rows: u32,
     pub split_k: bool,
-    pub narrow: bool,
+    /// Invocations side by side along N: [`GemvVec::WIDE`], or 2, 4 or 8 (the narrow forms).
+    pub columns: u32,
+}
+
+/// Experiment builds (`wgsl-override`) only: `EXP_GEMV_CT` (the narrow form's column lanes, a
+/// power of two from 1 to 256), `EXP_GEMV_LOADS` (its loads in flight, 1 to 64) and
+/// `EXP_GEMV_NARROW` (1: the narrow form wherever K allows it, 0: never); release builds never
+/// read them.
+pub(crate) fn exp_gemv(name: &str) -> Option<u32> {
+    if !cfg!(feature = "wgsl-override") {
+        return None;
+    }
+    let v: u32 = std::env::var(name).ok()?.trim().parse().ok()?;
+    let ok = match name {
+        "EXP_GEMV_CT" => v.is_power_of_two() && v <= 256,
+        "EXP_GEMV_LOADS" => (1..=64).contains(&v),
+        _ => v <= 1,
+    };
+    ok.then_some(v)
 }
 
 impl GemvVec {
     pub const INVOCATIONS: u32 = 256;
     /// Loads issued back to back before their multiply-adds.
     pub const UNROLL: u32 = 4;
+    /// The wide form's column lanes (each half-subgroup reads 256 contiguous bytes of a row).
+    pub const WIDE: u32 = 16;
+    /// The narrowest form's column lanes (32-byte row segments, a whole sector).
+    pub const NARROW: u32 = 2;
+    /// Every narrow form's column lanes, narrowest first.
+    pub const NARROW_FORMS: [u32; 3] = [2, 4, 8];
+
+    /// Whether this is one of the narrow forms (fewer column lanes than the wide one).
+    pub fn narrow(self) -> bool {
+        self.columns < Self::WIDE
+    }
 
     /// Loads each invocation issues back to back in the kernel's main loop: 16 in the one-row
     /// narrow form (a decode step's products, whose few hundred workgroups keep too few bytes in
     /// flight at 4: 2–4% more bandwidth on the H200's decode shapes), else [`GemvVec::UNROLL`].
     pub fn loads_in_flight(self) -> u32 {
-        if self.narrow && self.rows == 1 {
-            16
+        if self.narrow() && self.rows == 1 {
+            exp_gemv("EXP_GEMV_LOADS").unwrap_or(16)
         } else {
             Self::UNROLL
         }
@@ -110,10 +140,9 @@ impl GemvVec {
 
     /// Invocations side by side along N.
     pub fn column_lanes(self) -> u32 {
-        if self.narrow {
-            2
-        } else {
-            16
+        match exp_gemv("EXP_GEMV_CT") {
+            Some(forced) if self.narrow() => forced,
+            _ => self.columns,
         }
     }
 
@@ -288,8 +317,12 @@ impl GemmVariant {
             }
             GemmVariant::GemvVec(g) => {
                 let split = if g.split_k { "_splitk" } else { "" };
-                let narrow = if g.narrow { "_narrow" } else { "" };
-                format!("gemv_{}_vec_r{}{narrow}{split}", g.dtype, g.rows)
+                let lanes = match g.columns {
+                    GemvVec::NARROW => "_narrow".to_string(),
+                    GemvVec::WIDE => String::new(),
+                    c => format!("_c{c}"),
+                };
+                format!("gemv_{}_vec_r{}{lanes}{split}", g.dtype, g.rows)
             }
             GemmVariant::SplitKReduce { dtype, threads } => {
                 format!("splitk_reduce_{dtype}_t{threads}")

@@ -196,7 +196,12 @@ fn fold_norms_into_matmuls(nodes: &[Node], readers: &dyn Fn(&str) -> Vec<usize>,
 /// Whether weights `[K, N]` have rows long enough for the narrow one-row GEMV, which takes a
 /// folded norm (elsewhere the norm runs first, once per product that reads it).
 fn long_rows(b: &super::model::ValueInfo) -> bool {
-    let narrow = crate::gemm::GemvVec { dtype: crate::dtype::DType::F32, rows: 1, split_k: false, narrow: true };
+    let narrow = crate::gemm::GemvVec {
+        dtype: crate::dtype::DType::F32,
+        rows: 1,
+        split_k: false,
+        columns: crate::gemm::GemvVec::NARROW,
+    };
     matches!(b.fixed_shape().as_deref(), Some(&[k, _]) if k >= u64::from(narrow.k_lanes() * crate::gemm::GemvVec::UNROLL))
 }
 

@@ -322,6 +322,10 @@ fn describe(op: &ProductKernel, problem: &GemmProblem, plan: &GemmPlan) -> Strin
 const SIZES: &[u32] = &[1, 7, 129, 1000, 1500, 4096];
 pub(crate) const CHOICES: &[TilingChoice] =
     &[TilingChoice::Auto, TilingChoice::Tile128, TilingChoice::Tile64, TilingChoice::SplitK, TilingChoice::Gemv];
+/// One-row products of a decoder's shapes (M × N × K), which pick the bandwidth GEMV's narrow
+/// forms by N and K: 2 column lanes for short rows or deep K, 4 for the projections, 8 for an
+/// LM head.
+const DECODE_SHAPES: &[(u32, u32, u32)] = &[(1, 1024, 2048), (1, 2048, 8192), (1, 8192, 2048), (1, 131072, 2048)];
 /// Transposed operands change how slices are staged and how fragments load.
 const TRANSPOSES: &[(bool, bool)] = &[(false, false), (true, false), (false, true), (true, true)];
 
@@ -354,31 +358,40 @@ fn gemm_variants(caps: &DeviceCaps) -> BTreeMap<String, ShaderVariant> {
     }]);
     for options in options {
         for dtype in [DType::F32, DType::F16] {
-            for &(ta, tb) in TRANSPOSES {
-                for &m in SIZES {
-                    for &n in SIZES {
-                        for &k in SIZES {
-                            let mut p = GemmProblem::simple(dtype, m, n, k, ta, tb);
-                            // Relu and Clip are uniforms of the base programs; the others need `_xact`.
-                            for activation in [Activation::None, Activation::Silu] {
-                                p.epilogue.activation = activation;
-                                if let Ok(mut plan) = plan_gemm(&p, caps, &options) {
-                                    out.extend(plan.shaders().map(|v| (v.name(), v)));
-                                    // A fused residual (a SiLU's: SwiGLU's gate times its up projection):
-                                    // untransposed products.
-                                    if !ta && !tb {
-                                        plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT);
-                                        out.extend(plan.shaders().map(|v| (v.name(), v)));
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
+            let grid = TRANSPOSES.iter().flat_map(|&(ta, tb)| {
+                SIZES
+                    .iter()
+                    .flat_map(move |&m| SIZES.iter().flat_map(move |&n| SIZES.iter().map(move |&k| (m, n, k, ta, tb))))
+            });
+            let decode = DECODE_SHAPES.iter().map(|&(m, n, k)| (m, n, k, false, false));
+            for (m, n, k, ta, tb) in grid.chain(decode) {
+                add_plan_shaders(&mut out, GemmProblem::simple(dtype, m, n, k, ta, tb), !ta && !tb, caps, &options);
             }
         }
     }
     out
+}
+
+/// The shaders `options` plan for `p` without an activation and with SiLU (Relu and Clip are
+/// uniforms of the base programs; the others need `_xact`), and with a fused residual (a SiLU's:
+/// SwiGLU's gate times its up projection) where neither operand is transposed.
+fn add_plan_shaders(
+    out: &mut BTreeMap<String, ShaderVariant>,
+    mut p: GemmProblem,
+    untransposed: bool,
+    caps: &DeviceCaps,
+    options: &GemmOptions,
+) {
+    for activation in [Activation::None, Activation::Silu] {
+        p.epilogue.activation = activation;
+        if let Ok(mut plan) = plan_gemm(&p, caps, options) {
+            out.extend(plan.shaders().map(|v| (v.name(), v)));
+            if untransposed {
+                plan.add_output_flags(FLAG_RESIDUAL | FLAG_RESIDUAL_AFTER_ACT);
+                out.extend(plan.shaders().map(|v| (v.name(), v)));
+            }
+        }
+    }
 }
 
 /// Declines a model's node that carries an attribute this EP's rewrites set (their names start

@@ -57,13 +57,15 @@ const NORM_STORAGE: u32 = 9;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemvNormSource {
     pub dtype: DType,
+    /// The narrow form's column lanes (one of [`GemvVec::NARROW_FORMS`]).
+    pub columns: u32,
     pub ext_act: bool,
     pub residual: bool,
 }
 
 impl GemvNormSource {
     fn base(&self) -> GemvVec {
-        GemvVec { dtype: self.dtype, rows: 1, split_k: false, narrow: true }
+        GemvVec { dtype: self.dtype, rows: 1, split_k: false, columns: self.columns }
     }
 }
 
@@ -75,7 +77,7 @@ impl OpSource for GemvNormSource {
     }
 
     fn emit(&self) -> Result<String, String> {
-        crate::shader::gemv_norm_text(self.dtype, self.ext_act, self.residual)
+        crate::shader::gemv_norm_text(self.dtype, self.columns, self.ext_act, self.residual)
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
@@ -93,12 +95,14 @@ impl OpSource for GemvNormSource {
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
     for dtype in [DType::F32, DType::F16] {
-        let source = GemvNormSource { dtype, ext_act: false, residual: false };
-        if GemmVariant::GemvVec(source.base()).fits(caps).is_err() {
-            continue;
-        }
-        for (ext_act, residual) in [(false, false), (true, false), (false, true), (true, true)] {
-            out.push(ShaderVariant::Op(OpShader::new(GemvNormSource { ext_act, residual, ..source })));
+        for columns in GemvVec::NARROW_FORMS {
+            let source = GemvNormSource { dtype, columns, ext_act: false, residual: false };
+            if GemmVariant::GemvVec(source.base()).fits(caps).is_err() {
+                continue;
+            }
+            for (ext_act, residual) in [(false, false), (true, false), (false, true), (true, true)] {
+                out.push(ShaderVariant::Op(OpShader::new(GemvNormSource { ext_act, residual, ..source })));
+            }
         }
     }
     out
@@ -114,7 +118,7 @@ impl ProductKernel {
         self.norm.as_deref().ok_or_else(|| GpuError::Internal("no norm folded into this product".into()))
     }
 
-    /// The plan's step that takes the norm: its only one, the narrow one-row GEMV (operands not
+    /// The plan's step that takes the norm: its only one, a narrow one-row GEMV (operands not
     /// swapped) over one row of K, skip and γ of K elements, on a device that binds the buffers.
     fn fused_step<'p>(
         plan: &'p GemmPlan,
@@ -123,8 +127,7 @@ impl ProductKernel {
         caps: &DeviceCaps,
     ) -> Option<&'p GemmStep> {
         let [step] = plan.steps.as_slice() else { return None };
-        let narrow =
-            matches!(step.variant, GemmVariant::GemvVec(GemvVec { narrow: true, rows: 1, split_k: false, .. }));
+        let narrow = matches!(step.variant, GemmVariant::GemvVec(g) if g.narrow() && g.rows == 1 && !g.split_k);
         let one_row = problem.m == 1 && problem.batch_count() == 1 && sizes == [u64::from(problem.k); 2];
         (narrow && one_row && !plan.swap_operands && caps.max_storage_buffers_per_stage >= NORM_STORAGE).then_some(step)
     }
@@ -132,7 +135,11 @@ impl ProductKernel {
     fn fused_variant(&self, step: &GemmStep) -> ShaderVariant {
         let ext_act = step.params.flags >> EXT_ACT_SHIFT & 15 != 0;
         let residual = step.params.flags & FLAG_RESIDUAL != 0;
-        ShaderVariant::Op(OpShader::new(GemvNormSource { dtype: self.dtype, ext_act, residual }))
+        let columns = match step.variant {
+            GemmVariant::GemvVec(g) => g.columns,
+            _ => GemvVec::NARROW,
+        };
+        ShaderVariant::Op(OpShader::new(GemvNormSource { dtype: self.dtype, columns, ext_act, residual }))
     }
 
     fn elems(inputs: &[Option<&[u64]>], i: usize) -> u64 {
