@@ -179,7 +179,9 @@ def child(spec: dict) -> dict:
     # Buffers our allocators created by the end of each step: a second run that still creates some is lazy work.
     created = {}
     first_done = 0.0
+    starts = []  # wall-clock (epoch) second of each run's start, to line runs up with a clock trace
     for col in ("first_run", "second_run"):
+        starts.append(time.time())
         t = time.perf_counter()
         result = sess.run(None, feeds)
         out[col] = time.perf_counter() - t
@@ -189,12 +191,14 @@ def child(spec: dict) -> dict:
     steady = []
     timeline = [(0.0, out["second_run"])]  # (seconds from the first result to the run, its seconds)
     for _ in range(spec["steady"]):
+        starts.append(time.time())
         t = time.perf_counter()
         sess.run(None, feeds)
         steady.append(time.perf_counter() - t)
         timeline.append((t - first_done, steady[-1]))
     out["steady"] = statistics.median(steady)
     out["runs_ms"] = [out["first_run"] * 1e3, out["second_run"] * 1e3] + [x * 1e3 for x in steady]  # how it settles
+    out["run_starts"] = starts
     if spec.get("settle", 0) > 0:
         settle(sess, feeds, first_done, spec["settle"], out, timeline)
     if locator:
