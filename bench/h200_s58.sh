@@ -5,7 +5,8 @@
 # (EXP_GEMV_CT) and 8 / 32 loads in flight (EXP_GEMV_LOADS), and the wide split form (EXP_GEMV_NARROW=0);
 # (2) issue 15: the SM clock (nvidia-smi every 5 ms) through cold and warm start-up processes of ours (as built, and
 # interim_kernels=0) and of the peer, lined up with each run (bench/clock_trace.py); then the experiment library
-# (.carry/exp/, --features wgsl-override) with EXP_CLOCK_WARMUP (a spin kernel keeps the GPU busy after the device opens).
+# (.carry/exp/, --features wgsl-override) with EXP_CLOCK_WARMUP (a spin kernel keeps the GPU busy after the device opens;
+# the switch was removed after this call, so later experiment builds run those rows as plain cold / warm ones).
 # Stage: KERNEL_BENCH=0 bash bench/h200_stage.sh, then the experiment kernel_bench into .carry/exp/; carry
 # [".carry", ".whl", ".gl"]. Writes $OUT/all.tgz; the tables last.
 set -uo pipefail
