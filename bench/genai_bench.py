@@ -190,7 +190,7 @@ def sm_clock() -> str | None:
 
 
 def run_phases(p) -> dict | None:
-    """Our library's run counters (`startup_stats`: run, run_values, run_record, run_wait), or None for others."""
+    """Our library's run counters (`startup_stats`: compute, run and its parts), or None for others."""
     lib = p.info.get("library") if p.key == "ours" else None
     if not lib:
         return None
@@ -205,7 +205,8 @@ def run_phases(p) -> dict | None:
 def host_split(before: dict, after: dict) -> dict:
     """Per run of our partitions: host ms in each run phase and dispatches recorded."""
     runs = max(after["run"]["count"] - before["run"]["count"], 1)
-    out = {k: round((after[k]["ms"] - before[k]["ms"]) / runs, 3) for k in ("run", "run_values", "run_record", "run_wait")}
+    keys = ("compute", "run", "run_values", "run_setup", "run_record", "run_submit", "run_wait")
+    out = {k: round((after[k]["ms"] - before[k]["ms"]) / runs, 3) for k in keys if k in after}
     out["dispatches"] = round((after["run_record"]["count"] - before["run_record"]["count"]) / runs, 1)
     out["partition_runs"] = runs
     return out

@@ -6,7 +6,7 @@
 # .carry/base/<label>.so, then a device run with carry [".carry", ".whl", ".gl"] and:
 #   OUT=$OUT bash bench/h200_decode_ab.sh
 # Env: MODELS (built there first when missing; PRECISIONS, ONLY as h200_genai.sh), ROUNDS (2), CTX (512),
-# PROFILE (1), BENCH_ONLY (model-directory regex), LIBS ("label=path[,option=value...] ..."; default: every
+# PROFILE (1), PREFIX (0; 1: each dispatch's cost in the run beside its time alone into $OUT/prefix.jsonl), BENCH_ONLY (model-directory regex), LIBS ("label=path[,option=value...] ..."; default: every
 # .carry/base/*.so, then this build as "new"; the options go to our EP, e.g. new13=$LIB,max_storage_buffers=13).
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
@@ -23,6 +23,7 @@ if [[ -z ${LIBS:-} ]]; then
 fi
 extra=()
 [[ ${PROFILE:-1} != 0 ]] && extra+=(--profile)
+[[ ${PREFIX:-0} != 0 ]] && extra+=(--prefix "$OUT/prefix.jsonl")
 for model in "$MODELS"/*/; do
   [[ -f $model/model.onnx && $(basename "$model") =~ ${BENCH_ONLY:-.} ]] || continue
   for round in $(seq "${ROUNDS:-2}"); do
@@ -38,7 +39,7 @@ for model in "$MODELS"/*/; do
 done
 python3 - "$OUT/decode_ab.jsonl" <<'PY'
 import json, sys
-print("| run | back to back ms | dispatches | run / record ms | GPU ms |")
+print("| run | back to back ms (call) | dispatches | compute / run / values / setup / record / submit ms | GPU ms (one pass) |")
 print("|---|---|---|---|---|")
 for line in open(sys.argv[1]):
     try:
@@ -46,6 +47,7 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     h, g = r.get("host") or {}, r.get("gpu") or {}
-    print(f"| {r['label']} | {r.get('b2b_ms') or 0:.3f} | {h.get('dispatches', '')} | "
-          f"{h.get('run', 0):.3f} / {h.get('run_record', 0):.3f} | {g.get('total_ms', 0):.3f} |")
+    parts = " / ".join(f"{h.get(k, 0):.3f}" for k in ("compute", "run", "run_values", "run_setup", "run_record", "run_submit"))
+    print(f"| {r['label']} | {r.get('b2b_ms') or 0:.3f} ({r.get('b2b_call_ms') or 0:.3f}) | {h.get('dispatches', '')} | "
+          f"{parts} | {g.get('total_ms', 0):.3f} ({r.get('gpu_one_pass_ms') or 0:.3f}) |")
 PY

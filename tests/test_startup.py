@@ -124,6 +124,11 @@ def test_phases_are_reported(lib_path, model_path, tmp_path):
     for phase in ("buffers", "bind_groups"):
         assert s[phase]["count"] >= 2 and 0 < s[phase]["ms"], (phase, s)
     assert s["bind_groups"]["ms"] <= s["prepare"]["ms"], s
+    # Each Compute call holds one run, whose setup and submissions are parts of it.
+    runs = s["run"]["count"]
+    assert runs >= 2 and s["compute"]["count"] == runs and s["run_setup"]["count"] == runs, s
+    assert s["run_submit"]["count"] >= runs, s
+    assert s["run_setup"]["ms"] + s["run_record"]["ms"] <= s["run"]["ms"] <= s["compute"]["ms"], s
 
 
 def test_off_by_default_and_on_uses_the_xdg_cache_dir(lib_path, model_path, tmp_path, cache_supported):

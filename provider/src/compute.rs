@@ -80,71 +80,75 @@ unsafe extern "system" fn compute(
     _state: *mut c_void,
     ctx: *mut OrtKernelContext,
 ) -> Status {
-    guard("Compute", || {
-        fault::panic_point(Site::Compute);
-        let o = ort()?;
-        // SAFETY: ORT passes back our compute info and a kernel context live for this call.
-        let info = unsafe { &*(this as *const ComputeInfo) };
-        if fault::fires(Fault::LoseDevice, Site::Compute) {
-            info.exec.gpu().destroy("test fault lose_device:compute");
+    guard("Compute", || startup::time(Phase::Compute, || run_compute(this, ctx)))
+}
+
+/// One `Compute` call (see [`compute`]): `this` is our compute info and `ctx` ORT's kernel
+/// context, both live for the call.
+fn run_compute(this: *mut OrtNodeComputeInfo, ctx: *mut OrtKernelContext) -> Result<(), EpError> {
+    fault::panic_point(Site::Compute);
+    let o = ort()?;
+    // SAFETY: ORT passes back our compute info and a kernel context live for this call.
+    let info = unsafe { &*(this as *const ComputeInfo) };
+    if fault::fires(Fault::LoseDevice, Site::Compute) {
+        info.exec.gpu().destroy("test fault lose_device:compute");
+    }
+    let n = info.exec.program().inputs.len();
+    let mut shapes = Vec::with_capacity(n);
+    let mut places = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut value: *const OrtValue = null();
+        // SAFETY: ctx is live; index < the fused node's input count.
+        check(unsafe { (o.api.KernelContext_GetInput)(ctx, i, &mut value) })?;
+        if value.is_null() {
+            return Err(EpError::invalid(format!("{}: input {i} is missing", info.name)));
         }
-        let n = info.exec.program().inputs.len();
-        let mut shapes = Vec::with_capacity(n);
-        let mut places = Vec::with_capacity(n);
-        for i in 0..n {
-            let mut value: *const OrtValue = null();
-            // SAFETY: ctx is live; index < the fused node's input count.
-            check(unsafe { (o.api.KernelContext_GetInput)(ctx, i, &mut value) })?;
-            if value.is_null() {
-                return Err(EpError::invalid(format!("{}: input {i} is missing", info.name)));
+        // SAFETY: a live input tensor of this Compute call.
+        let (elem, shape) = unsafe { tensor_type_shape(o, value)? };
+        let dtype = ElemType::from_onnx(elem)
+            .ok_or_else(|| EpError::invalid(format!("{}: element type {elem} is not supported", info.name)))?;
+        shapes.push((dtype, shape));
+        // SAFETY: as above; host bytes stay valid for this call.
+        places.push(unsafe { tensor_place(o, value, false)? });
+    }
+    let inputs: Vec<RunInput<'_>> =
+        shapes.iter().zip(places).map(|((dtype, shape), data)| RunInput { dtype: *dtype, shape, data }).collect();
+    let mut outputs = OrtOutputs { o, ctx, values: Vec::new() };
+    let started = Instant::now();
+    let report = info.exec.run_io(&inputs, &mut outputs).map_err(|e| {
+        let mut err = EpError::from(e);
+        err.message = format!("{}: {}", info.name, err.message);
+        err
+    })?;
+    if let Some(path) = crate::profile::target() {
+        if let Err(e) = crate::profile::record(&path, &info.name, &info.exec, &inputs) {
+            tracing::info!(target: "ep_wgpu", "profiling {}: {e}", info.name);
+        }
+    }
+    let mut lines = Vec::new();
+    if let Some(plans) = report {
+        // The last line is the executor's dispatch count of the new set.
+        lines = plans;
+    }
+    if !info.ran.swap(true, Ordering::Relaxed) {
+        startup::record(Phase::FirstRun, started.elapsed(), 1);
+        let prepared = std::mem::take(&mut *info.plans.lock());
+        lines.splice(0..0, prepared);
+        lines.push(format!("start-up so far: {}", startup::summary()));
+    }
+    if !lines.is_empty() {
+        let mut logger = null();
+        // SAFETY: ctx is live; the logger it returns lives as long as ctx.
+        if check(unsafe { (o.api.KernelContext_GetLogger)(ctx, &mut logger) }).is_ok() {
+            // SAFETY: the kernel context's logger outlives this call, and the handle does not
+            // escape it.
+            let logger = unsafe { Logger::new(logger) };
+            for line in lines {
+                logger.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO, &format!("{}: {line}", info.name));
             }
-            // SAFETY: a live input tensor of this Compute call.
-            let (elem, shape) = unsafe { tensor_type_shape(o, value)? };
-            let dtype = ElemType::from_onnx(elem)
-                .ok_or_else(|| EpError::invalid(format!("{}: element type {elem} is not supported", info.name)))?;
-            shapes.push((dtype, shape));
-            // SAFETY: as above; host bytes stay valid for this call.
-            places.push(unsafe { tensor_place(o, value, false)? });
         }
-        let inputs: Vec<RunInput<'_>> =
-            shapes.iter().zip(places).map(|((dtype, shape), data)| RunInput { dtype: *dtype, shape, data }).collect();
-        let mut outputs = OrtOutputs { o, ctx, values: Vec::new() };
-        let started = Instant::now();
-        let report = info.exec.run_io(&inputs, &mut outputs).map_err(|e| {
-            let mut err = EpError::from(e);
-            err.message = format!("{}: {}", info.name, err.message);
-            err
-        })?;
-        if let Some(path) = crate::profile::target() {
-            if let Err(e) = crate::profile::record(&path, &info.name, &info.exec, &inputs) {
-                tracing::info!(target: "ep_wgpu", "profiling {}: {e}", info.name);
-            }
-        }
-        let mut lines = Vec::new();
-        if let Some(plans) = report {
-            // The last line is the executor's dispatch count of the new set.
-            lines = plans;
-        }
-        if !info.ran.swap(true, Ordering::Relaxed) {
-            startup::record(Phase::FirstRun, started.elapsed(), 1);
-            let prepared = std::mem::take(&mut *info.plans.lock());
-            lines.splice(0..0, prepared);
-            lines.push(format!("start-up so far: {}", startup::summary()));
-        }
-        if !lines.is_empty() {
-            let mut logger = null();
-            // SAFETY: ctx is live; the logger it returns lives as long as ctx.
-            if check(unsafe { (o.api.KernelContext_GetLogger)(ctx, &mut logger) }).is_ok() {
-                // SAFETY: the kernel context's logger outlives this call, and the handle does not
-                // escape it.
-                let logger = unsafe { Logger::new(logger) };
-                for line in lines {
-                    logger.log(OrtLoggingLevel::ORT_LOGGING_LEVEL_INFO, &format!("{}: {line}", info.name));
-                }
-            }
-        }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// The fused node's outputs, allocated by ORT in the memory it chose for them (ours, once the

@@ -130,8 +130,8 @@ pub unsafe extern "C" fn onnxruntime_ep_wgpu_memory_stats(out: *mut u64, n: usiz
 /// up to `n` of `[nanoseconds, count]` pairs, one per phase in `Phase::ALL` order (enumerate,
 /// device, placement, program, upload, render, module, pipeline, pipeline_wait, prepare,
 /// first_run, cache_load, cache_save, run, run_values, run_record, run_wait, copy_in, copy_out_wait,
-/// copy_out, interim, device_wait, buffers, bind_groups), and returns how many values there are
-/// (48).
+/// copy_out, interim, device_wait, buffers, bind_groups, compute, run_setup, run_submit), and returns
+/// how many values there are (54).
 ///
 /// # Safety
 /// `out` is NULL or points to `n` writable `u64`s.

@@ -79,6 +79,9 @@ STARTUP_PHASES = (
     "device_wait",
     "buffers",
     "bind_groups",
+    "compute",
+    "run_setup",
+    "run_submit",
 )
 
 _EP_NAME = "WgpuExecutionProvider"

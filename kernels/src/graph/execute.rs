@@ -54,6 +54,13 @@ fn encode_copies(
     Ok(())
 }
 
+/// Finishes and submits one of a run's command buffers (start-up phase `run_submit`).
+fn submit(gpu: &Gpu, encoder: wgpu::CommandEncoder) {
+    let started = std::time::Instant::now();
+    gpu.submit([encoder.finish()]);
+    startup::record(Phase::RunSubmit, started.elapsed(), 1);
+}
+
 /// Host inputs up to this long go through a staging buffer made for the run, not the set's own:
 /// that one is mapped again only once the run is done, so a run with one waited for the GPU (a
 /// decoder's lengths are a few bytes). Not `Queue::write_buffer`, whose out-of-memory loses the
@@ -116,6 +123,7 @@ impl Executable {
         outputs: &mut dyn RunOutputs,
     ) -> Result<bool, GpuError> {
         let gpu = &self.gpu;
+        let setup = std::time::Instant::now();
         // Device inputs that cannot be copied in the encoder come through the host.
         let mut owned: Vec<Option<Vec<u8>>> = Vec::with_capacity(inputs.len());
         for t in inputs {
@@ -150,6 +158,7 @@ impl Executable {
         let remade = if in_place.rebinds.is_empty() { None } else { Some(self.remade(prepared, &in_place.rebinds)?) };
         let mut staged_any = false;
         let mut deferred = Vec::new();
+        startup::record(Phase::RunSetup, setup.elapsed(), 1);
         gpu.scoped("run", || {
             let mut encoder =
                 gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
@@ -229,7 +238,7 @@ impl Executable {
                 }
                 let next =
                     gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("partition") });
-                gpu.submit([std::mem::replace(&mut encoder, next).finish()]);
+                submit(gpu, std::mem::replace(&mut encoder, next));
             }
             startup::record(Phase::RunRecord, recording.elapsed(), dispatches.len() as u64);
             let mut copy_out = Vec::new();
@@ -264,7 +273,7 @@ impl Executable {
                 }
             }
             encode_copies(gpu, &prepared.copies[1], &copy_out, &mut encoder)?;
-            gpu.submit([encoder.finish()]);
+            submit(gpu, encoder);
             Ok(())
         })?;
         let host_outputs = targets.iter().any(|t| matches!(t, OutputTarget::Host));

@@ -68,11 +68,20 @@ pub enum Phase {
     Buffers,
     /// Creating a dispatch's bind group while a set is prepared (count: bind groups).
     BindGroups,
+    /// The provider's `Compute` call, start to end (count: calls): [`Phase::Run`] plus reading
+    /// ORT's inputs; ORT's own time per run is what a caller's wall time adds to it.
+    Compute,
+    /// A run's work before recording: its set from the pool, ORT's outputs, run-time checks on
+    /// the host, in-place bindings.
+    RunSetup,
+    /// Queue submissions of runs (count: submissions); inside [`Phase::RunRecord`] except the last
+    /// of each run.
+    RunSubmit,
 }
 
 impl Phase {
     /// Every phase, in the order of the exported values.
-    pub const ALL: [Phase; 24] = [
+    pub const ALL: [Phase; 27] = [
         Phase::Enumerate,
         Phase::Device,
         Phase::Placement,
@@ -97,6 +106,9 @@ impl Phase {
         Phase::DeviceWait,
         Phase::Buffers,
         Phase::BindGroups,
+        Phase::Compute,
+        Phase::RunSetup,
+        Phase::RunSubmit,
     ];
 
     /// The phase's name in logs, the locator's dict and the bench's JSON.
@@ -126,6 +138,9 @@ impl Phase {
             Phase::DeviceWait => "device_wait",
             Phase::Buffers => "buffers",
             Phase::BindGroups => "bind_groups",
+            Phase::Compute => "compute",
+            Phase::RunSetup => "run_setup",
+            Phase::RunSubmit => "run_submit",
         }
     }
 }
