@@ -104,15 +104,19 @@ def test_int4_decoder_prompt_then_decode_matches_cpu(make_session, ep_devices, r
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_the_mlp_gate_runs_in_the_gate_projection(make_session, run_cpu, dtype, tmp_path):
-    """SwiGLU's `Mul(SiLU(gate), up)` over the decoder's symbolic shapes (batch_size, sequence_length) runs in the
-    gate projection's store beside its SiLU, the up projection plain: a step of MatMul+Sigmoid+Mul+Mul per layer
-    and no Mul of its own, with the CPU EP's values."""
+    """SwiGLU's `Mul(SiLU(gate), up)` over the decoder's symbolic shapes (batch_size, sequence_length) runs as one
+    step with both projections (`ops/matmul_dual.rs`; a prompt runs the up projection first, then the gate
+    projection with its SiLU and the Mul in its store): a step of MatMul+MatMul+Sigmoid+Mul+Mul per layer and no
+    Mul or MatMul of its own, with the CPU EP's values."""
     seed = new_seed()
     rng = np.random.default_rng(seed)
     model = llm_model(dtype, seed=seed)
     feeds = llm_feeds(model, 1, 7, 0, rng, dtype)
     got, ops = profiled_ops(make_session(model, fallback=True), feeds, tmp_path)
-    assert ops.count("MatMul+Sigmoid+Mul+Mul") == 2 and "Mul" not in ops and "MatMul+Mul" not in ops, ops
+    swiglu = "MatMul+MatMul+Sigmoid+Mul+Mul"
+    assert ops.count(swiglu) == 2 and "Mul" not in ops and "MatMul+Mul" not in ops, ops
+    # Each layer's Q, K and V, its output projection and its down projection, and the LM head.
+    assert ops.count("MatMul") == 2 * 5 + 1, ops
     compare(got, run_cpu(model, feeds), dtype, seed, "prompt")
 
 
@@ -120,10 +124,11 @@ def test_the_mlp_gate_runs_in_the_gate_projection(make_session, run_cpu, dtype, 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_decode_products_fold_their_skip_norms(make_session, ep_devices, run_cpu, dtype, limited, tmp_path):
     """One token: every SkipSimplifiedLayerNormalization whose readers are MatMuls over rows of at least 512 (the Q,
-    K and V projections, SwiGLU's gate and up) runs inside those products' GEMVs (`_skiprms` programs; the first
-    also stores the sum the next layer adds), with the CPU EP's values; the final norm before an f16 LM head of 300
-    columns (not whole 16-byte chunks: no narrow GEMV) runs first. A prompt runs each norm before its products, and
-    so does every row on a device that binds WebGPU's minimum of 8 storage buffers (`max_storage_buffers=8`)."""
+    K and V projections, SwiGLU's gate and up) runs inside those products' GEMVs (`_skiprms` programs, SwiGLU's two
+    in one `_dual` dispatch; the first also stores the sum the next layer adds), with the CPU EP's values; the final
+    norm before an f16 LM head of 300 columns (not whole 16-byte chunks: no narrow GEMV) runs first. A prompt runs
+    each norm before its products (once for SwiGLU's two), and so does every row on a device that binds WebGPU's
+    minimum of 8 storage buffers (`max_storage_buffers=8`)."""
     seed = new_seed()
     rng = np.random.default_rng(seed)
     software = dict(ep_devices[0].ep_metadata).get("wgpu.software") == "1"
@@ -136,19 +141,21 @@ def test_decode_products_fold_their_skip_norms(make_session, ep_devices, run_cpu
         folded = [o for o in ops if "_skiprms" in o]
         norms = [o for o in ops if "[norm_rms" in o]
         if tokens == 1 and not limited:
-            # Layer 1's Q, K, V; both layers' gate and up; the LM head where its 300 columns are whole 16-byte
-            # chunks (f32). Layer 0's plain norm, and the final one before an f16 LM head, run first. Only the
-            # narrow one-row GEMV folds: a reader planned otherwise (the H200 splits K for these small products)
-            # runs the norm before it, so folded readers and norms always make 9.
+            # Layer 1's Q, K, V; both layers' gate and up (one dispatch each); the LM head where its 300 columns
+            # are whole 16-byte chunks (f32). Layer 0's plain norm, and the final one before an f16 LM head, run
+            # first. Only the narrow one-row GEMV folds: a reader planned otherwise (the H200 splits K for these
+            # small products) runs the norm before it, so folded readers and norms always make 7.
             lm_head = dtype == np.float32
-            assert len(folded) + len(norms) == 9, ops
+            assert len(folded) + len(norms) == 7, ops
             if software:
-                assert len(folded) == 7 + lm_head and len(norms) == 2 - lm_head, ops
+                assert len(folded) == 5 + lm_head and len(norms) == 2 - lm_head, ops
+                assert sum("_dual" in o for o in folded) == 2, ops
             else:
                 assert all("_narrow" in o for o in folded), ops
         else:
-            # Each reader runs the norm before its product: 3 + 2 + 2 skip norms, the plain one, the final one.
-            assert not folded and len(norms) == 9, ops
+            # The norm before its readers: 3 for the Q, K and V of layer 1, once for each layer's SwiGLU, the
+            # plain one, the final one.
+            assert not folded and len(norms) == 7, ops
 
 
 @pytest.mark.smoke

@@ -24,7 +24,7 @@ pub use error::{GpuError, PlanError};
 pub use shader::ShaderVariant;
 pub mod runtime;
 
-/// Whether an experiment build's `EXP_NO_FOLD` (a comma list of `gqa`, `norm`, `nbits`, `last`) turns
+/// Whether an experiment build's `EXP_NO_FOLD` (a comma list of `gqa`, `norm`, `nbits`, `last`, `dual`) turns
 /// that fold off, so one library times each fold against its absence (`bench/README.md`).
 /// Release builds never read the variable.
 pub(crate) fn fold_off(name: &str) -> bool {

@@ -225,11 +225,19 @@ impl ShaderVariant {
 
 /// The one-row narrow GEMV of `dtype` and `columns` column lanes with a
 /// SkipSimplifiedLayerNormalization folded into its A (`wgsl/gemv_vec.wgsl.j2` with `norm`;
-/// `ops/matmul_norm.rs`).
-pub(crate) fn gemv_norm_text(dtype: DType, columns: u32, ext_act: bool, residual: bool) -> Result<String, String> {
+/// `ops/matmul_norm.rs`); with `dual`, SwiGLU's gate and up projections in one (its loads in
+/// flight split between the two weights).
+pub(crate) fn gemv_norm_text(
+    dtype: DType,
+    columns: u32,
+    ext_act: bool,
+    residual: bool,
+    dual: bool,
+) -> Result<String, String> {
     let base = crate::gemm::GemvVec { dtype, rows: 1, split_k: false, columns };
+    let unroll = if dual { base.loads_in_flight() / 2 } else { base.loads_in_flight() };
     let (template, ctx) = gemm_context(GemmVariant::GemvVec(base));
-    render(template, context! { ext_act, residual, norm => true, ..ctx })
+    render(template, context! { ext_act, residual, dual, unroll, norm => true, ..ctx })
 }
 
 impl ShaderVariant {
@@ -300,6 +308,7 @@ fn gemm_context(v: GemmVariant) -> (&'static str, Value) {
             let ctx = context! {
                 rows => g.rows, ct => g.column_lanes(), kt => g.k_lanes(), vec => g.vec(),
                 groups => g.vec() / 4, unroll => g.loads_in_flight(), split_k => g.split_k, out_t, norm => false,
+                dual => false,
             };
             ("gemv_vec.wgsl.j2", context! { ..dtype_context(g.dtype), ..ctx })
         }

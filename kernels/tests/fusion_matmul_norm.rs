@@ -2,8 +2,10 @@
 //! or fp32 decoder as onnxruntime-genai builds it: the norm before the QKV projection, before
 //! SwiGLU's gate and up projections, before the LM head). One row on the narrow one-row GEMV runs
 //! one dispatch per product, which makes A from the norm's input, skip and γ; the first product
-//! also stores their sum. More rows run the norm into a scratch buffer first. Against float64 on
-//! fresh random data, K and N off any tile multiple, outputs checked beside the sum.
+//! also stores their sum. SwiGLU's gate and up projections are one step (`ops/matmul_dual.rs`):
+//! one row runs one dispatch over both weights. More rows run the norm into a scratch buffer
+//! first (and SwiGLU's up projection before its gate). Against float64 on fresh random data, K
+//! and N off any tile multiple, outputs checked beside the sum.
 
 mod common;
 
@@ -74,9 +76,9 @@ fn programs(ty: ElemType, m: u64, swiglu: bool, n: u64) -> Vec<Vec<String>> {
         .steps
         .iter()
         .map(|step| {
-            // A, B, the bias and residual slots (the gated product reads the gate's output), skip, γ.
-            let shapes =
-                [Some(x), Some(w), None, step.inputs.get(3).and_then(|i| i.as_ref()).map(|_| o), Some(x), Some(gamma)];
+            // A, B, the bias and residual slots, skip, γ, SwiGLU's up projection's weights.
+            let given = |i: usize| step.inputs.get(i).is_some_and(Option::is_some);
+            let shapes = [Some(x), Some(w), None, given(3).then_some(o), Some(x), Some(gamma), given(6).then_some(w)];
             let plan = step.kernel.plan(&shapes, &caps, &ExecOptions::default()).unwrap();
             plan.map_or(Vec::new(), |p| p.dispatches.into_iter().map(|(name, _)| name).collect())
         })
@@ -84,17 +86,22 @@ fn programs(ty: ElemType, m: u64, swiglu: bool, n: u64) -> Vec<Vec<String>> {
 }
 
 fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool, n: u64) {
-    let what = format!("{ty} m={m} n={n} swiglu={swiglu} sum={sum}");
-    let nodes = graph(ty, m, swiglu, sum, K, n);
+    let want_ops: &[&str] = if swiglu {
+        &["SkipSimplifiedLayerNormalization+MatMul+MatMul+Sigmoid+Mul+Mul"]
+    } else {
+        &["SkipSimplifiedLayerNormalization+MatMul"]
+    };
+    check_steps(ty, (m, K, n), swiglu, sum, want_ops);
+}
+
+/// The graph at M × K × N runs as the steps `want_ops` and matches float64.
+fn check_steps(ty: ElemType, (m, k, n): (u64, u64, u64), swiglu: bool, sum: bool, want_ops: &[&str]) {
+    let what = format!("{ty} m={m} k={k} n={n} swiglu={swiglu} sum={sum}");
+    let nodes = graph(ty, m, swiglu, sum, k, n);
     let mut outputs = vec!["y"];
     if sum {
         outputs.push("res");
     }
-    let want_ops: &[&str] = if swiglu {
-        &["SkipSimplifiedLayerNormalization+MatMul+Sigmoid+Mul+Mul", "SkipSimplifiedLayerNormalization+MatMul"]
-    } else {
-        &["SkipSimplifiedLayerNormalization+MatMul"]
-    };
     let mut ops = step_ops(&nodes, inputs(swiglu), &outputs);
     ops.sort();
     let mut want = want_ops.to_vec();
@@ -103,11 +110,11 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool, n: u64) {
     let mut rng = common::rng(&format!("fusion_matmul_norm {what}"));
     let mut rand = |n: u64, lo: f32, hi: f32| (0..n).map(|_| rng.random_range(lo..hi)).collect::<Vec<f32>>();
     let (x, skip, gamma) = (
-        t(ty, &[1, m, K], &rand(m * K, -2.0, 2.0)),
-        t(ty, &[1, m, K], &rand(m * K, -2.0, 2.0)),
-        t(ty, &[K], &rand(K, 0.5, 1.5)),
+        t(ty, &[1, m, k], &rand(m * k, -2.0, 2.0)),
+        t(ty, &[1, m, k], &rand(m * k, -2.0, 2.0)),
+        t(ty, &[k], &rand(k, 0.5, 1.5)),
     );
-    let (gw, uw) = (t(ty, &[K, n], &rand(K * n, -0.1, 0.1)), t(ty, &[K, n], &rand(K * n, -0.1, 0.1)));
+    let (gw, uw) = (t(ty, &[k, n], &rand(k * n, -0.1, 0.1)), t(ty, &[k, n], &rand(k * n, -0.1, 0.1)));
     let consts: Vec<(&str, &T)> = if swiglu {
         vec![("gamma", &gamma), ("g.w", &gw), ("u.w", &uw)]
     } else {
@@ -116,7 +123,7 @@ fn check(ty: ElemType, m: u64, swiglu: bool, sum: bool, n: u64) {
     let got = run_graph(&nodes, &[("x", &x), ("skip", &skip)], &consts, &outputs).unwrap();
     let (xv, sv, gv, g64, u64_) = (x.values(), skip.values(), gamma.values(), gw.values(), uw.values());
     let tol = if ty == ElemType::F16 { 2e-2 } else { 1e-4 };
-    let (k, n) = (K as usize, n as usize);
+    let (k, n) = (k as usize, n as usize);
     let (gate, up) = (|i: usize, col: usize| g64[i * n + col], |i: usize, col: usize| u64_[i * n + col]);
     let (y, res) = (got[0].values(), got.get(1).map(T::values));
     for row in 0..m as usize {
@@ -156,6 +163,7 @@ fn wide_outputs_fold_the_norm_into_the_wider_narrow_forms() {
         for swiglu in [false, true] {
             let names = programs(ty, 1, swiglu, n);
             assert!(names.iter().flatten().all(|p| p.contains(form)), "{ty} n={n}: {names:?}");
+            assert_eq!(names.iter().flatten().all(|p| p.ends_with("_dual")), swiglu, "{ty} n={n}: {names:?}");
             check(ty, 1, swiglu, true, n);
         }
     }
@@ -169,8 +177,22 @@ fn wide_outputs_fold_the_norm_into_the_wider_narrow_forms() {
 fn one_row_is_one_dispatch_per_product_and_more_rows_two() {
     assert_eq!(dispatches(1, false), [1]);
     assert_eq!(dispatches(3, false), [2]);
-    assert_eq!(dispatches(1, true), [1, 1]);
-    assert_eq!(dispatches(3, true), [2, 2]);
+    // SwiGLU: both products in one dispatch; more rows the norm, the up projection, the gate.
+    assert_eq!(dispatches(1, true), [1]);
+    assert_eq!(dispatches(3, true), [3]);
+}
+
+/// Where the norm does not fold (rows too short for the narrow GEMV), SwiGLU's products are
+/// still one step after the norm's: the up projection into a scratch buffer, then the gate.
+#[test]
+fn swiglu_after_an_unfolded_norm_is_one_step_of_two_products() {
+    let want: &[&str] = &["MatMul+MatMul+Sigmoid+Mul+Mul", "SkipSimplifiedLayerNormalization"];
+    for m in [1, 3] {
+        check_steps(ElemType::F32, (m, 256, N), true, true, want);
+        if common::gpu().caps().shader_f16 {
+            check_steps(ElemType::F16, (m, 256, 1000), true, false, want);
+        }
+    }
 }
 
 #[test]

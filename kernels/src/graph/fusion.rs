@@ -167,6 +167,10 @@ pub fn plan(nodes: &[Node], outputs: &[String], flash_attention: super::FlashMod
 /// A SkipSimplifiedLayerNormalization read only by MatMuls of constant weights with long rows (A
 /// their input 0, no absorbed Transposes) folds into each of them; the first also makes its sum.
 fn fold_norms_into_matmuls(nodes: &[Node], readers: &dyn Fn(&str) -> Vec<usize>, fusion: &mut Fusion) {
+    // An up projection joined to its gate's step reads the norm there.
+    let ups: HashSet<usize> = fusion.epilogues.values().filter_map(|e| e.up).collect();
+    let readers = |v: &str| readers(v).into_iter().filter(|u| !ups.contains(u)).collect::<Vec<_>>();
+    let readers: &dyn Fn(&str) -> Vec<usize> = &readers;
     for r in 0..nodes.len() {
         let found = {
             let qualifies = |p: usize| {
@@ -308,7 +312,13 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
             // Recorded by its last node.
             epilogue.activation = members.last().map(|&last| (last, act));
             if act == Activation::Silu && !is_conv {
-                members.extend(gate_after_silu(nodes, p, &members, sole_reader, fusion, &mut epilogue));
+                let mul = gate_after_silu(nodes, p, &members, sole_reader, fusion, &mut epilogue);
+                if let (Some(m), Some((_, k, _))) = (mul, epilogue.residual) {
+                    epilogue.up = super::fusion_match::matmul_up_projection(nodes, p, (m, k), sole_reader)
+                        .filter(|u| !fusion.absorbed.contains(u) && !fusion.rewrites.contains_key(u))
+                        .filter(|_| !fusion.rewrites.contains_key(&p) && !crate::fold_off("dual"));
+                }
+                members.extend(mul);
             }
             for &n in &members {
                 fusion.absorb(nodes, n, &tail);
@@ -443,6 +453,10 @@ fn fuse_epilogue(nodes: &[Node], p: usize, (sole_reader, readers): Readers<'_>, 
         {
             break;
         }
+    }
+    if let Some(u) = epilogue.up {
+        // Its result is never made: the gating Mul, its only reader, joined the step.
+        fusion.absorbed.insert(u);
     }
     if epilogue != Epilogue::default() {
         fusion.epilogues.insert(p, epilogue);

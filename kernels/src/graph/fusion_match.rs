@@ -320,6 +320,27 @@ pub(super) fn nbits_up_projection(
     .then_some(u)
 }
 
+/// SwiGLU's up projection of MatMul `p` (the gate, whose SiLU the gating Mul `mul` reads, the up
+/// projection's result its operand `k`): a MatMul of the same A by constant 2-D weights of the
+/// gate's shape and type, read by that Mul alone. Its step then reads both weights
+/// (`ops/matmul_dual.rs`).
+pub(super) fn matmul_up_projection(
+    nodes: &[Node],
+    p: usize,
+    (mul, k): (usize, usize),
+    sole_reader: &dyn Fn(&str) -> Option<usize>,
+) -> Option<usize> {
+    let up_value = &nodes[mul].input(k)?.name;
+    let u = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == up_value))?;
+    let (gate, up) = (&nodes[p], &nodes[u]);
+    let matmul = |n: &Node| n.is_onnx() && n.op_type == "MatMul" && n.outputs.len() == 1;
+    let weights = |n: &Node| n.input(1).filter(|v| v.constant).and_then(|v| Some((v.fixed_shape()?, v.elem_type)));
+    let same_weights = weights(gate).is_some_and(|(shape, ty)| shape.len() == 2 && weights(up) == Some((shape, ty)));
+    let shared_a = gate.input(0).map(|v| &v.name) == up.input(0).map(|v| &v.name);
+    (u != p && matmul(gate) && matmul(up) && same_weights && shared_a && sole_reader(up_value) == Some(mul))
+        .then_some(u)
+}
+
 /// The SkipSimplifiedLayerNormalization that MatMulNBits `p` (and its fused up projection `up`)
 /// may fold: the producer of A, without a bias or its mean and inv_std_var outputs, whose
 /// output 0 stays inside and is read by nothing else. `p` has no zero points and constant

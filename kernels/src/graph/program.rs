@@ -408,7 +408,8 @@ fn node_step(
                 let names: String = fused.iter().map(|&f| format!("+{}", nodes[f].op_type)).collect();
                 let at = ops.find(node.op_type.as_str()).map_or(0, |p| p + node.op_type.len());
                 ops.insert_str(at, &names);
-                if let Some((add, k, _)) = epilogue.residual {
+                let up = epilogue.up.filter(|_| epilogue.residual.is_some());
+                if let Some((add, k, _)) = epilogue.residual.filter(|_| up.is_none()) {
                     // A, B, the bias (omitted without one), then the residual.
                     product.residual = true;
                     product.residual_mul = epilogue.residual_mul;
@@ -419,6 +420,15 @@ fn node_step(
                 if let Some(r) = epilogue.norm {
                     let at = crate::ops::matmul::NORM_SKIP;
                     product.norm = Some(fold_norm(nodes, (r, epilogue.norm_sum, at), scope, &mut inputs, &mut ops)?);
+                }
+                if let Some(u) = up {
+                    // The up projection's weights after the norm's slots; its gating Mul joined.
+                    product.up = true;
+                    inputs.resize(crate::ops::matmul::UP_B, None);
+                    inputs.push(scope.operand(&nodes[u], 1)?);
+                    let at = ops.find("MatMul").unwrap_or(0);
+                    ops.insert_str(at, "MatMul+");
+                    ops.push_str("+Mul");
                 }
                 Arc::new(product)
             }

@@ -21,8 +21,11 @@ use crate::ops::{Kernel, KernelIo, OpDef, PrepareCx, PreparedStep, StepPlan};
 use crate::runtime::GemmBindings;
 use crate::shader::ShaderVariant;
 
+#[path = "matmul_dual.rs"]
+mod dual;
 #[path = "matmul_norm.rs"]
 mod norm;
+pub use dual::UP_B;
 pub use norm::{GemvNormSource, NORM_GAMMA, NORM_SKIP};
 
 /// The definitions of this family.
@@ -147,6 +150,10 @@ pub struct ProductKernel {
     /// MatMul only: the SkipSimplifiedLayerNormalization whose output is A, folded in (inputs 4
     /// and 5 its skip and γ, A its input; its `outputs[3]`: this step also writes its sum).
     pub norm: Option<Box<SkipNormKernel>>,
+    /// MatMul only: SwiGLU's up projection joined (`ops/matmul_dual.rs`): its weights are input
+    /// [`UP_B`], of B's shape, and the result is this product's epilogue (its SiLU) times the up
+    /// projection's product.
+    pub up: bool,
 }
 
 impl ProductKernel {
@@ -170,6 +177,7 @@ impl ProductKernel {
             perms,
             a_bound: node.float(crate::graph::bounds::A_BOUND),
             norm: None,
+            up: false,
         })
     }
 
@@ -251,6 +259,9 @@ fn shapes<'a>(inputs: &[Option<&'a [u64]>], has_bias: bool) -> Result<ProductSha
 
 impl Kernel for ProductKernel {
     fn infer(&self, inputs: &[Option<&[u64]>]) -> Result<Vec<Vec<u64>>, String> {
+        if self.up {
+            return self.infer_dual(inputs);
+        }
         if self.norm.is_some() {
             return self.infer_norm(inputs);
         }
@@ -260,6 +271,9 @@ impl Kernel for ProductKernel {
     }
 
     fn prepare(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
+        if self.up {
+            return self.prepare_dual(cx, io);
+        }
         if self.norm.is_some() {
             return self.prepare_norm(cx, io);
         }
@@ -283,6 +297,9 @@ impl Kernel for ProductKernel {
         caps: &DeviceCaps,
         options: &ExecOptions,
     ) -> Result<Option<StepPlan>, String> {
+        if self.up {
+            return self.plan_dual(inputs, caps, options);
+        }
         if self.norm.is_some() {
             return self.plan_norm(inputs, caps, options);
         }

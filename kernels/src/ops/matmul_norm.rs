@@ -61,6 +61,9 @@ pub struct GemvNormSource {
     pub columns: u32,
     pub ext_act: bool,
     pub residual: bool,
+    /// SwiGLU's gate and up projections in one (`ops/matmul_dual.rs`): the up projection's
+    /// weights at binding 6, the result the gate's epilogue times the up projection's product.
+    pub dual: bool,
 }
 
 impl GemvNormSource {
@@ -73,11 +76,12 @@ impl OpSource for GemvNormSource {
     fn name(&self) -> String {
         let ext = if self.ext_act { "_xact" } else { "" };
         let res = if self.residual { "_res" } else { "" };
-        format!("{}_skiprms{ext}{res}", GemmVariant::GemvVec(self.base()).name())
+        let dual = if self.dual { "_dual" } else { "" };
+        format!("{}_skiprms{ext}{res}{dual}", GemmVariant::GemvVec(self.base()).name())
     }
 
     fn emit(&self) -> Result<String, String> {
-        crate::shader::gemv_norm_text(self.dtype, self.columns, self.ext_act, self.residual)
+        crate::shader::gemv_norm_text(self.dtype, self.columns, self.ext_act, self.residual, self.dual)
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
@@ -96,13 +100,15 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
     for dtype in [DType::F32, DType::F16] {
         for columns in GemvVec::NARROW_FORMS {
-            let source = GemvNormSource { dtype, columns, ext_act: false, residual: false };
+            let source = GemvNormSource { dtype, columns, ext_act: false, residual: false, dual: false };
             if GemmVariant::GemvVec(source.base()).fits(caps).is_err() {
                 continue;
             }
             for (ext_act, residual) in [(false, false), (true, false), (false, true), (true, true)] {
                 out.push(ShaderVariant::Op(OpShader::new(GemvNormSource { ext_act, residual, ..source })));
             }
+            // SwiGLU's gate (its SiLU) with its up projection.
+            out.push(ShaderVariant::Op(OpShader::new(GemvNormSource { ext_act: true, dual: true, ..source })));
         }
     }
     out
@@ -110,7 +116,7 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
 
 impl ProductKernel {
     /// The product alone (A read as given).
-    fn without_norm(&self) -> ProductKernel {
+    pub(super) fn without_norm(&self) -> ProductKernel {
         ProductKernel { norm: None, ..self.clone() }
     }
 
@@ -120,7 +126,7 @@ impl ProductKernel {
 
     /// The plan's step that takes the norm: its only one, a narrow one-row GEMV (operands not
     /// swapped) over one row of K, skip and γ of K elements, on a device that binds the buffers.
-    fn fused_step<'p>(
+    pub(super) fn fused_step<'p>(
         plan: &'p GemmPlan,
         problem: &GemmProblem,
         sizes: [u64; 2],
@@ -132,14 +138,15 @@ impl ProductKernel {
         (narrow && one_row && !plan.swap_operands && caps.max_storage_buffers_per_stage >= NORM_STORAGE).then_some(step)
     }
 
-    fn fused_variant(&self, step: &GemmStep) -> ShaderVariant {
+    pub(super) fn fused_variant(&self, step: &GemmStep) -> ShaderVariant {
         let ext_act = step.params.flags >> EXT_ACT_SHIFT & 15 != 0;
         let residual = step.params.flags & FLAG_RESIDUAL != 0;
         let columns = match step.variant {
             GemmVariant::GemvVec(g) => g.columns,
             _ => GemvVec::NARROW,
         };
-        ShaderVariant::Op(OpShader::new(GemvNormSource { dtype: self.dtype, columns, ext_act, residual }))
+        let dual = self.up;
+        ShaderVariant::Op(OpShader::new(GemvNormSource { dtype: self.dtype, columns, ext_act, residual, dual }))
     }
 
     fn elems(inputs: &[Option<&[u64]>], i: usize) -> u64 {
@@ -159,34 +166,42 @@ impl ProductKernel {
     pub(super) fn prepare_norm(&self, cx: &PrepareCx<'_>, io: &KernelIo<'_>) -> Result<PreparedStep, GpuError> {
         let norm = self.folded()?;
         let (x, skip, gamma) = (io.input(0)?, io.input(NORM_SKIP)?, io.input(NORM_GAMMA)?);
-        let y = io.output(0)?;
         let scratch = norm.sum_scratch(cx, &x)?;
         let sum = norm.sum_of(io, x, scratch.as_ref())?;
         let shapes: Vec<Option<&[u64]>> = io.inputs.iter().map(|t| t.map(|t| t.shape)).collect();
         let (problem, plan) = self.planned(&shapes, cx.caps(), &cx.options.gemm).map_err(GpuError::Invalid)?;
         if let Some(step) = Self::fused_step(&plan, &problem, [skip.elems(), gamma.elems()], cx.caps()) {
-            let eps = [norm.epsilon, 0.0, 0.0, 0.0];
-            let eps = cx.gpu.upload(bytemuck::cast_slice(&eps), "MatMul norm epsilon")?;
-            let spare = cx.gpu.unused_input()?;
-            let bias = if self.has_bias { io.input(2)?.buf } else { spare };
-            let mut buffers = vec![(0, x.buf), (1, io.input(1)?.buf), (2, bias), (3, y.buf)];
-            if self.residual {
-                buffers.push((6, io.input(3)?.buf));
-            }
-            buffers.extend([(7, skip.buf), (8, gamma.buf), (9, sum.buf), (10, &eps)]);
-            let layout = BindingLayout::Fixed(if self.residual { &ENTRIES_RESIDUAL } else { &ENTRIES });
-            let variant = self.fused_variant(step);
-            let d = cx.gpu.prepare(variant, layout, bytes_of(&step.params), &buffers, step.grid)?;
-            let line = format!(
-                "{} '{}' with its norm '{}' folded: M 1 K {}",
-                self.kind.name(),
-                self.name,
-                norm.name,
-                problem.k
-            );
-            return Ok(PreparedStep { dispatches: vec![d], plan: Some(line) });
+            let sixth = if self.residual { Some(io.input(3)?.buf) } else { None };
+            return self.prepare_fused(cx, io, (step, problem.k), sum.buf, sixth);
         }
         norm.prepare_before(cx, io, NORM_SKIP, sum, &self.without_norm())
+    }
+
+    /// The one-row GEMV of `step` (over K) with the norm folded, writing the norm's sum into
+    /// `sum`; `sixth` its binding 6 (the residual, or the dual form's up weights).
+    pub(super) fn prepare_fused(
+        &self,
+        cx: &PrepareCx<'_>,
+        io: &KernelIo<'_>,
+        (step, k): (&GemmStep, u32),
+        sum: &crate::runtime::GpuBuffer,
+        sixth: Option<&crate::runtime::GpuBuffer>,
+    ) -> Result<PreparedStep, GpuError> {
+        let norm = self.folded()?;
+        let (x, skip, gamma) = (io.input(0)?, io.input(NORM_SKIP)?, io.input(NORM_GAMMA)?);
+        let eps = [norm.epsilon, 0.0, 0.0, 0.0];
+        let eps = cx.gpu.upload(bytemuck::cast_slice(&eps), "MatMul norm epsilon")?;
+        let spare = cx.gpu.unused_input()?;
+        let bias = if self.has_bias { io.input(2)?.buf } else { spare };
+        let mut buffers = vec![(0, x.buf), (1, io.input(1)?.buf), (2, bias), (3, io.output(0)?.buf)];
+        buffers.extend(sixth.map(|b| (6, b)));
+        buffers.extend([(7, skip.buf), (8, gamma.buf), (9, sum), (10, &eps)]);
+        let layout = BindingLayout::Fixed(if sixth.is_some() { &ENTRIES_RESIDUAL } else { &ENTRIES });
+        let variant = self.fused_variant(step);
+        let d = cx.gpu.prepare(variant, layout, bytes_of(&step.params), &buffers, step.grid)?;
+        let up = if self.up { " and its up projection" } else { "" };
+        let line = format!("{} '{}'{up} with its norm '{}' folded: M 1 K {k}", self.kind.name(), self.name, norm.name);
+        Ok(PreparedStep { dispatches: vec![d], plan: Some(line) })
     }
 
     pub(super) fn plan_norm(

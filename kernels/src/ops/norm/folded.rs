@@ -47,21 +47,33 @@ impl SkipNormKernel {
         sum: Tensor<'_>,
         product: &dyn Kernel,
     ) -> Result<PreparedStep, GpuError> {
-        let (x, skip, gamma) = (io.input(0)?, io.input(at)?, io.input(at + 1)?);
-        let normed = cx.gpu.storage_buffer(x.elems() * x.ty.size(), "folded norm output")?;
-        let a = Tensor { buf: &normed, ..x };
-        let mut outputs = vec![a];
-        if self.outputs[3] {
-            outputs.push(sum);
-        }
-        let mut first =
-            self.prepare(cx, &KernelIo { inputs: vec![Some(x), Some(skip), Some(gamma), None], outputs })?;
+        let (mut first, normed) = self.prepare_normed(cx, io, at, sum)?;
+        let a = Tensor { buf: &normed, ..io.input(0)? };
         let mut inputs: Vec<Option<Tensor<'_>>> = io.inputs.iter().take(at).copied().collect();
         inputs[0] = Some(a);
         let second = product.prepare(cx, &KernelIo { inputs, outputs: vec![io.output(0)?] })?;
         first.dispatches.extend(second.dispatches);
         first.plan = second.plan.map(|p| format!("{p} (after its norm '{}')", self.name));
         Ok(first)
+    }
+
+    /// This norm alone, into a scratch buffer of its input's shape (returned) and, where it keeps
+    /// it, its sum into `sum`: the step's input 0 and its skip and γ at `at` and `at + 1`.
+    pub fn prepare_normed(
+        &self,
+        cx: &PrepareCx<'_>,
+        io: &KernelIo<'_>,
+        at: usize,
+        sum: Tensor<'_>,
+    ) -> Result<(PreparedStep, GpuBuffer), GpuError> {
+        let (x, skip, gamma) = (io.input(0)?, io.input(at)?, io.input(at + 1)?);
+        let normed = cx.gpu.storage_buffer(x.elems() * x.ty.size(), "folded norm output")?;
+        let mut outputs = vec![Tensor { buf: &normed, ..x }];
+        if self.outputs[3] {
+            outputs.push(sum);
+        }
+        let step = self.prepare(cx, &KernelIo { inputs: vec![Some(x), Some(skip), Some(gamma), None], outputs })?;
+        Ok((step, normed))
     }
 
     /// The product's `plan` with this norm's dispatch first.
