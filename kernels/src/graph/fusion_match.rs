@@ -289,56 +289,61 @@ pub(super) fn bias_input(product: &Node, add: &Node, tail: &str) -> Option<usize
     (fits && (bias_shape == out || no_batch)).then_some(k)
 }
 
-/// SwiGLU's up projection for gate product `p` (a MatMulNBits) whose gating Mul `mul` reads the
-/// up value as operand `k`: a MatMulNBits of the same A with the same K, N, bits and block size,
-/// neither with zero points or act-order, the up one without a bias, whose result only `mul`
-/// reads. The two then run as one step (one kernel for one row of A).
+/// SwiGLU's up projection for gate product `p` whose gating Mul `mul` reads the up value as
+/// operand `k`: the node making that value, when it reads the gate's A, only `mul` reads its
+/// result and `same` accepts it beside the gate (the two then run as one step).
+fn up_projection(
+    nodes: &[Node],
+    p: usize,
+    (mul, k): (usize, usize),
+    sole_reader: &dyn Fn(&str) -> Option<usize>,
+    same: &dyn Fn(&Node, &Node) -> bool,
+) -> Option<usize> {
+    let up_value = &nodes[mul].input(k)?.name;
+    let u = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == up_value))?;
+    let (gate, up) = (&nodes[p], &nodes[u]);
+    let shared_a = gate.input(0).map(|v| &v.name) == up.input(0).map(|v| &v.name);
+    (u != p && shared_a && sole_reader(up_value) == Some(mul) && same(gate, up)).then_some(u)
+}
+
+/// [`up_projection`] of a MatMulNBits gate: a MatMulNBits with the same K, N, bits and block
+/// size, neither with zero points or act-order, the up one without a bias (one kernel for one
+/// row of A).
 pub(super) fn nbits_up_projection(
     nodes: &[Node],
     p: usize,
-    (mul, k): (usize, usize),
+    mul: (usize, usize),
     sole_reader: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<usize> {
-    let up_value = &nodes[mul].input(k)?.name;
-    let u = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == up_value))?;
-    let (gate, up) = (&nodes[p], &nodes[u]);
     let nbits = |n: &Node| n.domain == "com.microsoft" && n.op_type == "MatMulNBits" && n.outputs.len() == 1;
     let absent = |n: &Node, i: usize| n.input(i).is_none_or(|v| v.name.is_empty());
-    let same = ["K", "N", "block_size"].iter().all(|a| gate.int(a).is_some() && gate.int(a) == up.int(a))
-        && gate.int("bits").unwrap_or(4) == up.int("bits").unwrap_or(4);
-    let plain = |n: &Node| absent(n, 3) && absent(n, 4);
-    let shared_a = gate.input(0).map(|v| &v.name) == up.input(0).map(|v| &v.name);
-    (u != p
-        && nbits(gate)
-        && nbits(up)
-        && same
-        && plain(gate)
-        && plain(up)
-        && absent(up, 5)
-        && shared_a
-        && sole_reader(up_value) == Some(mul))
-    .then_some(u)
+    let plain = |n: &Node| nbits(n) && absent(n, 3) && absent(n, 4);
+    let same = |gate: &Node, up: &Node| {
+        ["K", "N", "block_size"].iter().all(|a| gate.int(a).is_some() && gate.int(a) == up.int(a))
+            && gate.int("bits").unwrap_or(4) == up.int("bits").unwrap_or(4)
+            && plain(gate)
+            && plain(up)
+            && absent(up, 5)
+    };
+    up_projection(nodes, p, mul, sole_reader, &same)
 }
 
-/// SwiGLU's up projection of MatMul `p` (the gate, whose SiLU the gating Mul `mul` reads, the up
-/// projection's result its operand `k`): a MatMul of the same A by constant 2-D weights of the
-/// gate's shape and type, read by that Mul alone. Its step then reads both weights
-/// (`ops/matmul_dual.rs`).
+/// [`up_projection`] of a MatMul gate: a MatMul by constant 2-D weights of the gate's shape and
+/// type. Its step then reads both weights (`ops/matmul_dual.rs`).
 pub(super) fn matmul_up_projection(
     nodes: &[Node],
     p: usize,
-    (mul, k): (usize, usize),
+    mul: (usize, usize),
     sole_reader: &dyn Fn(&str) -> Option<usize>,
 ) -> Option<usize> {
-    let up_value = &nodes[mul].input(k)?.name;
-    let u = nodes.iter().position(|n| n.output(0).is_some_and(|o| &o.name == up_value))?;
-    let (gate, up) = (&nodes[p], &nodes[u]);
     let matmul = |n: &Node| n.is_onnx() && n.op_type == "MatMul" && n.outputs.len() == 1;
     let weights = |n: &Node| n.input(1).filter(|v| v.constant).and_then(|v| Some((v.fixed_shape()?, v.elem_type)));
-    let same_weights = weights(gate).is_some_and(|(shape, ty)| shape.len() == 2 && weights(up) == Some((shape, ty)));
-    let shared_a = gate.input(0).map(|v| &v.name) == up.input(0).map(|v| &v.name);
-    (u != p && matmul(gate) && matmul(up) && same_weights && shared_a && sole_reader(up_value) == Some(mul))
-        .then_some(u)
+    let same = |gate: &Node, up: &Node| {
+        matmul(gate)
+            && matmul(up)
+            && weights(gate).is_some_and(|(shape, ty)| shape.len() == 2 && weights(up) == Some((shape, ty)))
+    };
+    up_projection(nodes, p, mul, sole_reader, &same)
 }
 
 /// The SkipSimplifiedLayerNormalization that MatMulNBits `p` (and its fused up projection `up`)
