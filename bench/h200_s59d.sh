@@ -8,5 +8,5 @@ set -uo pipefail
 SETTINGS=${SETTINGS:-"dual1:X_=0 apart1:EXP_NO_FOLD=dual dual2:X_=0 apart2:EXP_NO_FOLD=dual"} \
   bash "$(dirname "${BASH_SOURCE[0]}")/h200_s59c.sh" 2>&1 | tail -24
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
-ONNXRUNTIME_EP_WGPU_LIB=$(readlink -f .carry/exp/libonnxruntime_ep_wgpu.so) timeout ${TEST_TIMEOUT:-100} python3 -m pytest \
-  -q -p no:cacheprovider tests/test_llm_model.py tests/test_llm_ops.py 2>&1 | tail -3
+ONNXRUNTIME_EP_WGPU_LIB=$(readlink -f .carry/exp/libonnxruntime_ep_wgpu.so) timeout ${TEST_TIMEOUT:-80} python3 -m pytest \
+  -q -p no:cacheprovider ${TESTS:-tests/test_llm_model.py} 2>&1 | tail -3
