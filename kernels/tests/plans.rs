@@ -403,20 +403,21 @@ fn attention_plans_name_their_engine() {
     assert!(prefill.line.contains("tensor cores"), "{}", prefill.line);
     assert!(prefill.tiling.contains("key split"), "{}", prefill.tiling);
     let decode = plan(&[&[1, 2, 1, 64], &[1, 2, 300, 64], &[1, 2, 300, 64]]);
-    // One dispatch: the kernel's last workgroup of each row block combines its few chunks.
+    // One dispatch: few steps over the keys, so a workgroup per query row reads them all.
     assert!(decode.line.contains("split-KV attention per K/V head"), "{}", decode.line);
-    assert!(decode.line.contains("combined by the last"), "{}", decode.line);
+    assert!(decode.line.contains("one workgroup of 512 per query row over 1 steps"), "{}", decode.line);
     assert_eq!(decode.dispatches.len(), 1);
     assert!(decode.dispatches[0].0.starts_with("attn_decode_kv_"), "{:?}", decode.dispatches);
-    // Llama's decode: 32 query heads over 8 K/V heads: four rows per workgroup. At a 512-key
-    // cache 8 chunks, combined by the last workgroup; at 4096 keys 64 chunks, too many for it
-    // (16 rounds of four): the per-row combine follows.
+    // Llama's decode: 32 query heads over 8 K/V heads. At a 513-key cache two steps of 512 keys,
+    // a workgroup per query row (the wide form); a long cache of 4096 keys takes four rows per
+    // workgroup in 64 chunks, too many for its last workgroup to combine (16 rounds of four): the
+    // per-row combine follows.
     let llama = |keys: u64| plan(&[&[1, 32, 1, 64], &[1, 8, keys, 64], &[1, 8, keys, 64]]);
-    let short = llama(512);
-    assert!(short.line.contains("4 query rows per K/V head"), "{}", short.line);
-    assert!(short.line.contains("8 chunks") && short.line.contains("combined by the last"), "{}", short.line);
+    let short = llama(513);
+    assert!(short.line.contains("over 2 steps of 512 keys"), "{}", short.line);
     assert_eq!(short.dispatches.len(), 1);
-    assert!(short.dispatches[0].0.contains("_r4_"), "{:?}", short.dispatches);
+    assert!(short.dispatches[0].0.ends_with("_r1_s32_mask_none_w512"), "{:?}", short.dispatches);
+    assert_eq!(short.dispatches[0].1, [32, 1, 1], "{:?}", short.dispatches);
     let long = llama(4096);
     assert!(long.line.contains("64 chunks") && !long.line.contains("combined by the last"), "{}", long.line);
     assert!(long.dispatches[1].0.starts_with("attn_decode_combine"), "{:?}", long.dispatches);

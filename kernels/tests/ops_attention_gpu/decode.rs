@@ -134,3 +134,38 @@ fn check_cases(cases: &[(Case, &str, f64)], lanes: Option<u32>, check_plan: impl
         }
     }
 }
+
+/// Few steps over the keys: one workgroup per query row reads every key and writes the output
+/// itself (the wide form: no chunks, no partials, no combine). Masks, causal rows of two query
+/// tokens (their keys last), grouped heads, one key, and key counts just past a step; a longer
+/// cache takes the chunks again. Each step runs twice (`Direct::check`).
+#[test]
+fn short_caches_run_one_workgroup_per_query_row_against_f64() {
+    if kv_adapter().is_none() {
+        return;
+    }
+    // (case, mask, softcap, wide)
+    let cases = [
+        (case(8, 2, 1, 513, 64, None), "none", 0.0, true),
+        (case(4, 1, 1, 1, 64, None), "add", 0.0, true),
+        (case(6, 3, 2, 129, 128, Some(127)), "bool", 0.0, true),
+        (case(4, 4, 1, 300, 64, None), "none", 0.5, true),
+        (case(4, 1, 1, 9000, 64, None), "none", 0.0, false),
+    ];
+    let mut rng = common::rng("short_caches_run_one_workgroup_per_query_row_against_f64");
+    for ty in [ElemType::F32, ElemType::F16] {
+        for (c, mask, softcap, wide) in &cases {
+            let run = Direct { ty, mask, kt: false, softcap: *softcap, gain: None };
+            let bottom_right = c.causal.is_some_and(|o| o > 0);
+            let configure = |k: &mut ep_kernels::ops::attention::FlashKernel| {
+                if bottom_right {
+                    k.causal = Causal::BottomRight;
+                }
+            };
+            run.check(&mut rng, c, configure, |plan| {
+                assert!(plan.contains("per K/V head"), "{plan}");
+                assert_eq!(plan.contains("one workgroup of"), *wide, "{plan}");
+            });
+        }
+    }
+}

@@ -46,6 +46,15 @@ pub const KV_HEAD_SIZES: [u64; 3] = [64, 128, 256];
 /// Invocations per workgroup of the K/V-head kernel, and keys each key group scores per step.
 pub(super) const KV_THREADS: u32 = 128;
 pub(super) const KV_KEYS_PER_GROUP: u32 = 4;
+/// Keys each key group of the wide form (`DecodeKvSource::wide`) scores per step.
+pub(super) const WIDE_KEYS_PER_GROUP: u32 = 8;
+/// Most steps over the keys for which a workgroup per query row reads them all (the wide form)
+/// instead of key chunks whose partials the last of them combines. On the H100, in a Llama-3.2-1B
+/// token (d = 64, steps of 512 keys): 2 steps take 7–9 µs against the chunks' 15–16 (whose
+/// partials, stores and last combine cost about 7), 5 steps 14.5 against 16.3 (with the combine
+/// dispatch); alone, 8 steps took 19 µs against 16 (`docs/performance/sessions-58-61.md`,
+/// sixtieth session).
+const WIDE_MAX_STEPS: u64 = 5;
 /// Most elements of a row one invocation of the K/V-head kernel holds.
 const KV_MAX_ELEMENTS: u64 = 16;
 /// Query rows per workgroup of the K/V-head kernel: the smallest that holds a K/V head's rows.
@@ -278,6 +287,12 @@ fn plan_kv(
     lanes: u32,
 ) -> Result<AttnPlan, GpuError> {
     let rows = (g.heads / g.kv_heads) * g.sq;
+    if k.prep.is_none() && k.splits.is_none() && forced_kv_splits().is_none() {
+        let wide = kv_source(k, caps, g, 1, lanes, true);
+        if g.skv.div_ceil(wide.step()) <= wide_max_steps() && wide_fits(&wide, caps) {
+            return plan_wide(k, caps, g, shared, wide, rows);
+        }
+    }
     let rb = ROW_BLOCKS.into_iter().find(|&r| u64::from(r) >= rows.min(8)).unwrap_or(8);
     let row_blocks = rows.div_ceil(u64::from(rb));
     let units = g.batch * g.kv_heads * row_blocks;
@@ -293,9 +308,7 @@ fn plan_kv(
     if k.prep.is_some() && prep.is_none() {
         return Err(GpuError::Internal(format!("{} '{}': no folded preparation for these shapes", k.op, k.name)));
     }
-    let subgroup = caps.subgroup_min_size;
-    let source =
-        DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows: rb, lanes, subgroup, prep: prep.is_some() };
+    let source = DecodeKvSource { prep: prep.is_some(), ..kv_source(k, caps, g, rb, lanes, false) };
     let fused = source.combines_last(splits);
     let params = DecodeKvParams {
         shared,
@@ -330,6 +343,62 @@ fn plan_kv(
         pre: None,
         main,
         tail: Tail::Counted(Counted { partials, counters: units * 4, combine }),
+    })
+}
+
+/// The K/V-head kernel's source for `rows` query rows per workgroup (no folded preparation).
+fn kv_source(k: &FlashKernel, caps: &DeviceCaps, g: &Geometry, rows: u32, lanes: u32, wide: bool) -> DecodeKvSource {
+    let subgroup = caps.subgroup_min_size;
+    DecodeKvSource { ty: k.ty, d: g.d as u32, mask: k.mask, rows, lanes, subgroup, prep: false, wide }
+}
+
+/// [`WIDE_MAX_STEPS`], or an experiment build's `EXP_WIDE_MAX_STEPS=N` (0: never wide).
+fn wide_max_steps() -> u64 {
+    let forced = || std::env::var("EXP_WIDE_MAX_STEPS").ok()?.trim().parse().ok();
+    cfg!(feature = "wgsl-override").then(forced).flatten().unwrap_or(WIDE_MAX_STEPS)
+}
+
+/// Whether the device runs the wide form: its invocations in one workgroup, and its combine's
+/// partial rows (one per subgroup) in workgroup memory.
+fn wide_fits(source: &DecodeKvSource, caps: &DeviceCaps) -> bool {
+    let subgroups = u64::from(source.threads() / caps.subgroup_min_size.max(source.lanes).max(1));
+    let bytes = 4 * subgroups * (u64::from(source.d) + 2) + 4;
+    source.threads() <= caps.max_invocations_per_workgroup && bytes <= u64::from(caps.max_workgroup_storage_bytes)
+}
+
+/// The wide form: a workgroup per (batch, query row) over every key, writing the output itself.
+fn plan_wide(
+    k: &FlashKernel,
+    caps: &DeviceCaps,
+    g: &Geometry,
+    shared: SharedParams,
+    source: DecodeKvSource,
+    rows: u64,
+) -> Result<AttnPlan, GpuError> {
+    let step = source.step();
+    let chunk = g.skv.div_ceil(step).max(1) * step;
+    let count = g.batch * g.kv_heads * rows;
+    let params = DecodeKvParams {
+        shared,
+        chunk: to_u32("keys per chunk", chunk)?,
+        count: to_u32("attention workgroups", count)?,
+        splits: 1,
+        rows: to_u32("query rows per K/V head", rows)?,
+        row_blocks: to_u32("query row blocks", rows)?,
+        kv_heads: to_u32("K/V heads", g.kv_heads)?,
+        fused: 0,
+        pad: 0,
+    };
+    let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
+    let tiling =
+        format!("one workgroup of {} per query row over {} steps of {step} keys", source.threads(), chunk / step);
+    Ok(AttnPlan {
+        line: k.describe(g, "split-KV attention per K/V head", &tiling),
+        tiling: format!("K/V-head decode, {tiling}"),
+        pre: None,
+        main,
+        // The kernel binds a partials buffer and counters it never touches.
+        tail: Tail::Counted(Counted { partials: 16, counters: 16, combine: None }),
     })
 }
 

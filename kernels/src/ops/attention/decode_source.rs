@@ -1,7 +1,9 @@
 //! The split-KV decode kernels' sources: what changes each one's text, and every variant the
 //! planner may emit on a device (`decode.rs` plans and binds them).
 
-use super::decode::{kv_lanes, prep_fits, KV_HEAD_SIZES, KV_KEYS_PER_GROUP, KV_THREADS, LAST_MAX_ROUNDS, ROW_BLOCKS};
+use super::decode::{
+    kv_lanes, prep_fits, KV_HEAD_SIZES, KV_KEYS_PER_GROUP, KV_THREADS, LAST_MAX_ROUNDS, ROW_BLOCKS, WIDE_KEYS_PER_GROUP,
+};
 use super::kernel::MaskKind;
 use crate::caps::DeviceCaps;
 use crate::dtype::ElemType;
@@ -22,6 +24,20 @@ pub struct DecodeKvSource {
     pub subgroup: u32,
     /// GroupQueryAttention's preparation folded in (`_prep`, seqlens masks only): see [`PrepFields`].
     pub prep: bool,
+    /// One workgroup per query row reads every key (`_w{threads}`: [`wide_threads`] invocations,
+    /// [`WIDE_KEYS_PER_GROUP`] keys per key group and step) and writes the output itself: no key
+    /// chunks, no partials, no combine.
+    pub wide: bool,
+}
+
+/// Invocations per workgroup of the wide form for subgroups of at least `subgroup`: its
+/// workgroup memory holds one partial row per subgroup.
+pub fn wide_threads(subgroup: u32) -> u32 {
+    if subgroup >= 32 {
+        512
+    } else {
+        256
+    }
 }
 
 impl DecodeKvSource {
@@ -29,7 +45,30 @@ impl DecodeKvSource {
     /// workgroup memory (as many as keep it at one row per key group).
     fn combine_geometry(&self) -> (u32, u32) {
         let subgroup = self.subgroup.max(self.lanes);
-        (KV_THREADS / subgroup, (subgroup / self.lanes).min(self.rows))
+        (self.threads() / subgroup, (subgroup / self.lanes).min(self.rows))
+    }
+
+    /// Invocations per workgroup.
+    pub fn threads(&self) -> u32 {
+        if self.wide {
+            wide_threads(self.subgroup)
+        } else {
+            KV_THREADS
+        }
+    }
+
+    /// Keys each key group scores per step.
+    fn keys_per_group(&self) -> u32 {
+        if self.wide {
+            WIDE_KEYS_PER_GROUP
+        } else {
+            KV_KEYS_PER_GROUP
+        }
+    }
+
+    /// Keys per step of the workgroup.
+    pub fn step(&self) -> u64 {
+        u64::from(self.threads() / self.lanes * self.keys_per_group())
     }
 
     /// Whether the kernel's last workgroup of each row block combines the `splits` chunks'
@@ -40,7 +79,7 @@ impl DecodeKvSource {
     pub fn combines_last(&self, splits: u64) -> bool {
         let (msg, rp) = self.combine_geometry();
         let (rows, d) = (u64::from(self.rows), u64::from(self.d));
-        let per_invocation = (rows * d / 4).div_ceil(u64::from(KV_THREADS));
+        let per_invocation = (rows * d / 4).div_ceil(u64::from(self.threads()));
         rows * splits <= u64::from(msg * rp) * d
             && per_invocation * splits.div_ceil(4) <= last_max_rounds()
             && !crate::fold_off("last")
@@ -56,14 +95,15 @@ fn last_max_rounds() -> u64 {
 impl OpSource for DecodeKvSource {
     fn name(&self) -> String {
         format!(
-            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}{}",
+            "attn_decode_kv_{}_d{}_l{}_r{}_s{}_mask_{}{}{}",
             self.ty.name(),
             self.d,
             self.lanes,
             self.rows,
             self.subgroup,
             self.mask.name(),
-            if self.prep { "_prep" } else { "" }
+            if self.prep { "_prep" } else { "" },
+            if self.wide { format!("_w{}", self.threads()) } else { String::new() }
         )
     }
 
@@ -71,8 +111,8 @@ impl OpSource for DecodeKvSource {
         let (msg, rp) = self.combine_geometry();
         let ctx = minijinja::context! {
             t => self.ty.name(), f16 => self.ty == ElemType::F16, d => self.d, mask => self.mask.name(),
-            rb => self.rows, l => self.lanes, threads => KV_THREADS, kpt => KV_KEYS_PER_GROUP,
-            sg => self.subgroup, msg => msg, rp => rp, prep => self.prep,
+            rb => self.rows, l => self.lanes, threads => self.threads(), kpt => self.keys_per_group(),
+            sg => self.subgroup, msg => msg, rp => rp, prep => self.prep, wide => self.wide,
             // The butterfly across a key row's lanes: xor by half of them, a quarter, ... 1.
             shuffles => (0..self.lanes.trailing_zeros()).rev().map(|i| 1u32 << i).collect::<Vec<_>>(),
         };
@@ -165,10 +205,14 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
             for mask in MaskKind::ALL {
                 for rows in ROW_BLOCKS {
                     let subgroup = caps.subgroup_min_size;
-                    let source = DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup, prep: false };
+                    let source =
+                        DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup, prep: false, wide: false };
                     out.push(ShaderVariant::Op(OpShader::new(source)));
                     if mask == MaskKind::SeqLens && prep_fits(caps) {
                         out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { prep: true, ..source })));
+                    }
+                    if rows == 1 {
+                        out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { wide: true, ..source })));
                     }
                 }
             }
