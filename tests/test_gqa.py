@@ -137,13 +137,13 @@ def test_gqa_with_eight_storage_buffers_matches_cpu(make_session, run_cpu, dtype
     check(make_session, run_cpu, model, feeds, dtype, seed, LIMITED)
     programs = [gqa_programs(make_session(model, dict(OURS, **o)), feeds, tmp_path) for o in ({}, LIMITED, FOLD)]
     counts = [len(p) for p in programs]
-    assert not any(p.endswith("_prep") for p in programs[0] + programs[1]), programs[:2]
+    assert not any("_prep" in p for p in programs[0] + programs[1]), programs[:2]
     assert counts[1] == counts[0] + 2, f"preparation dispatches: {counts} (one-dispatch form, three-dispatch form)"
-    if any(p.endswith("_prep") for p in programs[2]):
+    if any("_prep" in p for p in programs[2]):
         # Decode with the preparation folded into the K/V-head kernel (asked for): that kernel alone where its last
         # workgroups combine the key chunks (few chunks), else it and its combine.
         first, rest = programs[2][0], programs[2][1:]
-        assert first.endswith("_prep") and len(rest) <= 1 and all(p.startswith("attn_decode_") for p in rest), programs[2]
+        assert "_prep" in first and len(rest) <= 1 and all(p.startswith("attn_decode_") for p in rest), programs[2]
     else:
         # Head sizes 64 and 128 fold on every device with subgroups (this one's are 8 wide); 256 needs 32 lanes.
         assert s > 1 or d == 256, programs[2]
@@ -206,14 +206,16 @@ def test_gqa_variants(make_session, run_cpu, dtype, variant, tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("variant", ["plain", "packed", "interleaved", "partial_rotary", "scale", "softcap", "head_128",
-                                     "two_row_blocks", "long_past", "window"])
+                                     "two_row_blocks", "long_past", "chunked_past", "window"])
 def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant, tmp_path):
     """Decode (one new token per batch) runs the preparation inside the K/V-head kernel: Q rotated as it is loaded,
     the new K and V rows written into the present caches by the kernel, the past rows copied as its loop reads them
     and zeros after each batch's new row (two batches of different lengths, a present longer than either). One
     dispatch: the kernel, whose last workgroup of each row block combines the key chunks (a short cache: few chunks);
     a local window (a mask to write) keeps the preparation's own dispatch.
-    Up to 8 query rows share a workgroup; 16 query heads per K/V head take two."""
+    Up to 8 query rows share a workgroup; 16 query heads per K/V head take two. Where the keys take few steps a
+    workgroup per query row reads them all (the wide form, `_w`), each of a K/V head's writing the same new rows;
+    a cache of 3000 keys takes key chunks."""
     b, heads, kv_heads, d, past, seqlens, total = 2, 6, 2, 64, 21, [20, 12], 21
     if variant == "head_128":
         heads, kv_heads, d = 8, 1, 128
@@ -223,6 +225,9 @@ def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant,
     elif variant == "long_past":
         # Many key chunks (batches of different lengths), joined by the kernel's last workgroup of each row block.
         heads, past, seqlens, total = 8, 700, [699, 400], 700
+    elif variant == "chunked_past":
+        # More keys than the wide form's 5 steps of 512 (or of 256 on narrower subgroups) hold: key chunks.
+        heads, past, seqlens, total = 8, 3000, [2999, 1500], 3000
     seed = new_seed()
     rng = np.random.default_rng(seed)
     kw = dict(rotary=variant != "plain", half=d // 2)
@@ -237,13 +242,16 @@ def test_gqa_decode_folds_its_preparation(make_session, run_cpu, dtype, variant,
                       half=kw["half"], packed=kw.get("packed", False))
     check(make_session, run_cpu, model, feeds, dtype, seed, FOLD)
     programs = gqa_programs(make_session(model, dict(OURS, **FOLD)), feeds, tmp_path)
-    folded = [p for p in programs if p.startswith("attn_decode_kv_") and p.endswith("_prep")]
+    folded = [p for p in programs if p.startswith("attn_decode_kv_") and "_prep" in p]
     if variant == "window":
         assert not folded and len(programs) == 2, programs
     else:
-        assert len(folded) == 1 and len(programs) == 1, programs
+        # Many chunks may take a combine dispatch after the kernel.
+        assert len(folded) == 1 and all(p.startswith("attn_decode_") for p in programs), programs
+        assert len(programs) == 1 or variant == "chunked_past" and len(programs) == 2, programs
+        assert ("_w" in folded[0]) == (variant != "chunked_past"), folded
         unasked = gqa_programs(make_session(model, OURS), feeds, tmp_path)
-        assert not any(p.endswith("_prep") for p in unasked) and len(unasked) == 2, unasked
+        assert not any("_prep" in p for p in unasked) and len(unasked) == 2, unasked
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

@@ -287,10 +287,14 @@ fn plan_kv(
     lanes: u32,
 ) -> Result<AttnPlan, GpuError> {
     let rows = (g.heads / g.kv_heads) * g.sq;
-    if k.prep.is_none() && k.splits.is_none() && forced_kv_splits().is_none() {
-        let wide = kv_source(k, caps, g, 1, lanes, true);
+    let prep = k.prep.filter(|_| k.mask == MaskKind::SeqLens && g.sq == 1 && prep_fits(caps));
+    if k.prep.is_some() && prep.is_none() {
+        return Err(GpuError::Internal(format!("{} '{}': no folded preparation for these shapes", k.op, k.name)));
+    }
+    if k.splits.is_none() && forced_kv_splits().is_none() {
+        let wide = DecodeKvSource { prep: prep.is_some(), ..kv_source(k, caps, g, 1, lanes, true) };
         if g.skv.div_ceil(wide.step()) <= wide_max_steps() && wide_fits(&wide, caps) {
-            return plan_wide(k, caps, g, shared, wide, rows);
+            return plan_wide(k, caps, g, (shared, prep), wide, rows);
         }
     }
     let rb = ROW_BLOCKS.into_iter().find(|&r| u64::from(r) >= rows.min(8)).unwrap_or(8);
@@ -304,10 +308,6 @@ fn plan_kv(
         None => kv_splits(units, rows.min(u64::from(rb)), g.skv, kv_step(lanes), caps),
     };
     let count = units * splits;
-    let prep = k.prep.filter(|_| k.mask == MaskKind::SeqLens && g.sq == 1 && prep_fits(caps));
-    if k.prep.is_some() && prep.is_none() {
-        return Err(GpuError::Internal(format!("{} '{}': no folded preparation for these shapes", k.op, k.name)));
-    }
     let source = DecodeKvSource { prep: prep.is_some(), ..kv_source(k, caps, g, rb, lanes, false) };
     let fused = source.combines_last(splits);
     let params = DecodeKvParams {
@@ -366,12 +366,14 @@ fn wide_fits(source: &DecodeKvSource, caps: &DeviceCaps) -> bool {
     source.threads() <= caps.max_invocations_per_workgroup && bytes <= u64::from(caps.max_workgroup_storage_bytes)
 }
 
-/// The wide form: a workgroup per (batch, query row) over every key, writing the output itself.
+/// The wide form: a workgroup per (batch, query row) over every key, writing the output itself;
+/// with a folded preparation every workgroup of a K/V head writes the new K and V rows (the same
+/// values) before its loop reads them, and the first copies a past that is not the present's range.
 fn plan_wide(
     k: &FlashKernel,
     caps: &DeviceCaps,
     g: &Geometry,
-    shared: SharedParams,
+    (shared, prep): (SharedParams, Option<PrepFields>),
     source: DecodeKvSource,
     rows: u64,
 ) -> Result<AttnPlan, GpuError> {
@@ -389,7 +391,11 @@ fn plan_wide(
         fused: 0,
         pad: 0,
     };
-    let main = OpDispatch::new(ShaderVariant::Op(OpShader::new(source)), &params, grid(count, caps)?);
+    let (variant, grid) = (ShaderVariant::Op(OpShader::new(source)), grid(count, caps)?);
+    let main = match prep {
+        Some(prep) => OpDispatch::new(variant, &DecodePrepParams { kv: params, prep }, grid),
+        None => OpDispatch::new(variant, &params, grid),
+    };
     let tiling =
         format!("one workgroup of {} per query row over {} steps of {step} keys", source.threads(), chunk / step);
     Ok(AttnPlan {

@@ -208,11 +208,16 @@ pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
                     let source =
                         DecodeKvSource { ty, d: d as u32, mask, rows, lanes, subgroup, prep: false, wide: false };
                     out.push(ShaderVariant::Op(OpShader::new(source)));
-                    if mask == MaskKind::SeqLens && prep_fits(caps) {
+                    let prep = mask == MaskKind::SeqLens && prep_fits(caps);
+                    if prep {
                         out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { prep: true, ..source })));
                     }
                     if rows == 1 {
                         out.push(ShaderVariant::Op(OpShader::new(DecodeKvSource { wide: true, ..source })));
+                        if prep {
+                            let wide = DecodeKvSource { wide: true, prep: true, ..source };
+                            out.push(ShaderVariant::Op(OpShader::new(wide)));
+                        }
                     }
                 }
             }
