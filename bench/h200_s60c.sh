@@ -3,7 +3,8 @@
 # (.carry/tests/ops_attention_gpu, built here with `cargo test --release -p ep-wgpu-kernels --test ops_attention_gpu
 # --no-run`) and the GQA, LLM and attention pytest files with the release library (.carry/bench/); then Llama-3.2-1B
 # fp16 and int4 (genai builder) one token over a past of 512, back to back, the default against
-# `decode_attention_fold=1` (GroupQueryAttention's preparation folded into the wide kernel), two rounds.
+# `decode_attention_fold=1` (GroupQueryAttention's preparation folded into the wide kernel), ROUNDS rounds (2);
+# PRECISIONS (fp16,int4) picks the models.
 # Stage: GENAI=1 KERNEL_BENCH=0 bash bench/h200_stage.sh, the test binary in .carry/tests/; goldens/ and docs/data/
 # moved out; carry [".carry", ".whl", ".gl"].
 set -uo pipefail
@@ -17,9 +18,9 @@ tail -2 "$OUT/pytest.txt"
 mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
 export PYTHONPATH=/tmp/genai:$PYTHONPATH
 MODELS=${MODELS:-/tmp/genai_models}
-timeout 200 python3 bench/genai_build.py --out "$MODELS" --only llama --precisions fp16,int4 2>&1 | tail -1
+timeout 200 python3 bench/genai_build.py --out "$MODELS" --only llama --precisions "${PRECISIONS:-fp16,int4}" 2>&1 | tail -1
 for model in "$MODELS"/*/; do
-  for round in 1 2; do
+  for round in $(seq "${ROUNDS:-2}"); do
     for opt in "default:" "fold:decode_attention_fold=1"; do
       args=(); [[ -n ${opt#*:} ]] && args=(--option "${opt#*:}")
       timeout 120 python3 bench/decode_ab.py --model "$model" --lib "$LIB" "${args[@]}" \
