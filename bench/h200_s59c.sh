@@ -22,30 +22,5 @@ for model in "$MODELS"/*/; do
   done
 done
 (cd "$OUT" && tar czf all.tgz decode_ab.jsonl prefix.jsonl gpu.txt 2>/dev/null)
-python3 - "$OUT/prefix.jsonl" "$OUT/decode_ab.jsonl" <<'PY'
-import json, sys, collections
-rows = [json.loads(line) for line in open(sys.argv[1])]
-labels = list(dict.fromkeys(r["label"] for r in rows))
-# Per setting, each step (consecutive dispatches of one step name) by its name and first grid, summed over layers.
-by, keys = collections.defaultdict(float), []
-for label in labels:
-    prev = None
-    for r in (r for r in rows if r["label"] == label):
-        name = r["ops"].split(" [")[0].replace("SkipSimplifiedLayerNormalization", "SSLN")[:48]
-        if name != prev:
-            key = f"{name} ({r.get('workgroups')} wg)"
-            prev = name
-            if key not in keys:
-                keys.append(key)
-        by[(label, key)] += r["in_run_ms"]
-print("| step, ms per token in the run | " + " | ".join(l.split()[-1] for l in labels) + " |")
-print("|---|" + "---|" * len(labels))
-for k in keys:
-    print(f"| {k} | " + " | ".join(f"{by[(l, k)]:.3f}" for l in labels) + " |")
-print("| total | " + " | ".join(f"{sum(by[(l, k)] for k in keys):.3f}" for l in labels) + " |")
-for line in open(sys.argv[2]):
-    r = json.loads(line)
-    print(r["label"], "b2b", round(r.get("b2b_ms") or 0, 3), "one pass", round(r.get("gpu_one_pass_ms") or 0, 3),
-          "steps", round((r.get("gpu") or {}).get("total_ms", 0), 3), "dispatches", (r.get("host") or {}).get("dispatches"))
-PY
+python3 bench/prefix_table.py "$OUT/prefix.jsonl" "$OUT/decode_ab.jsonl" --by step
 cat "$OUT/gpu.txt"

@@ -31,26 +31,5 @@ for model in "$MODELS"/*/; do
       --prefix "$OUT/prefix.jsonl" --label "$(basename "$model") $label" 2>/dev/null | tail -1 | tee -a "$OUT/decode_ab.jsonl"
   done
 done
-python3 - "$OUT/prefix.jsonl" "$OUT/decode_ab.jsonl" <<'PY'
-import json, sys, collections
-rows = [json.loads(line) for line in open(sys.argv[1])]
-labels = list(dict.fromkeys(r["label"] for r in rows))
-by, keys = collections.defaultdict(float), []
-for r in rows:
-    kernel = r["ops"].split(" [")[-1].rstrip("]")
-    key = kernel if "attn" in kernel or "gqa" in kernel else r["ops"].split(" [")[0][:40]
-    if key not in keys:
-        keys.append(key)
-    by[(r["label"], key)] += r["in_run_ms"]
-    by[(r["label"], key + " alone")] += r["alone_ms"]
-print("| ms per token in the run (alone) | " + " | ".join(l.split()[-1] for l in labels) + " |")
-print("|---|" + "---|" * len(labels))
-for k in keys:
-    print(f"| {k} | " + " | ".join(f"{by[(l, k)]:.3f} ({by[(l, k + ' alone')]:.3f})" for l in labels) + " |")
-print("| total | " + " | ".join(f"{sum(by[(l, k)] for k in keys):.3f}" for l in labels) + " |")
-for line in open(sys.argv[2]):
-    r = json.loads(line)
-    print(r["label"], "b2b", round(r.get("b2b_ms") or 0, 3), "one pass", round(r.get("gpu_one_pass_ms") or 0, 3),
-          "steps", round((r.get("gpu") or {}).get("total_ms", 0), 3), "dispatches", (r.get("host") or {}).get("dispatches"))
-PY
+python3 bench/prefix_table.py "$OUT/prefix.jsonl" "$OUT/decode_ab.jsonl" --by kernel
 cat "$OUT/gpu.txt"
