@@ -54,3 +54,11 @@ beside_peer() {
     startup "$LIB" peer peer warm fp16 "$r" 1
   done
 }
+# genai_models PRECISIONS: onnxruntime-genai from .carry/genai unpacked into /tmp/genai (put on PYTHONPATH), then
+# Llama-3.2-1B built by bench/genai_build.py into $MODELS (default /tmp/genai_models) in PRECISIONS (fp16,int4).
+genai_models() {
+  mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || return 2
+  export PYTHONPATH=/tmp/genai:${PYTHONPATH:-}
+  MODELS=${MODELS:-/tmp/genai_models}
+  timeout 300 python3 bench/genai_build.py --out "$MODELS" --only llama --precisions "$1" 2>&1 | tail -2
+}

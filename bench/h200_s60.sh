@@ -12,10 +12,7 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
-mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
-export PYTHONPATH=/tmp/genai:$PYTHONPATH
-MODELS=${MODELS:-/tmp/genai_models}
-timeout 300 python3 bench/genai_build.py --out "$MODELS" --only llama --precisions "${PRECISIONS:-fp16}" 2>&1 | tail -2
+genai_models "${PRECISIONS:-fp16}" || exit 2
 EXP=$(readlink -f .carry/exp/libonnxruntime_ep_wgpu.so)
 A=$(readlink -f .carry/ablate)
 DEFAULT="default:X_=0 split:EXP_WIDE_MAX_STEPS=0"

@@ -15,10 +15,7 @@ grep -E "test result|FAILED|panicked" "$OUT/rust_tests.txt" | head -5
 ONNXRUNTIME_EP_WGPU_LIB=$PWD/$LIB timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_gqa.py \
   tests/test_llm_model.py tests/test_attention.py >"$OUT/pytest.txt" 2>&1
 tail -2 "$OUT/pytest.txt"
-mkdir -p /tmp/genai && tar -xJf .carry/genai/genai.tar.xz -C /tmp/genai || exit 2
-export PYTHONPATH=/tmp/genai:$PYTHONPATH
-MODELS=${MODELS:-/tmp/genai_models}
-timeout 200 python3 bench/genai_build.py --out "$MODELS" --only llama --precisions "${PRECISIONS:-fp16,int4}" 2>&1 | tail -1
+genai_models "${PRECISIONS:-fp16,int4}" || exit 2
 for model in "$MODELS"/*/; do
   for round in $(seq "${ROUNDS:-2}"); do
     for opt in "default:" "fold:decode_attention_fold=1"; do
