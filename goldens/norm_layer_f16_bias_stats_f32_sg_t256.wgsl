@@ -26,10 +26,10 @@ struct Params {
 
 const T: u32 = 256u;
 
-var<workgroup> w_part: array<vec2<f32>, T>;
+var<workgroup> w_part: array<vec4<f32>, T>;
 
 // The sum of `v` over the workgroup, for every invocation.
-fn workgroup_sum(v: vec2<f32>, lane: u32, sg: u32, nsg: u32) -> vec2<f32> {
+fn workgroup_sum(v: vec4<f32>, lane: u32, sg: u32, nsg: u32) -> vec4<f32> {
     let s = subgroupAdd(v);
     if (lane == 0u) {
         w_part[sg] = s;
@@ -63,10 +63,15 @@ fn main(
     if (p.n > 0u) {
         shift = f32(x[base]);
     }
-    var acc = vec2<f32>(0.0, 0.0);
+    // Σ(x - k), Σ((x - k)·r)² with r = 1/√n (the shifted mean square, past f32's range only where it is), and
+    // Σ x²/n with each square in f32 as the CPU EP takes them (+Inf where one is past f32's range).
+    let r = inverseSqrt(nf);
+    let rn = 1.0 / nf;
+    var acc = vec4<f32>(0.0, 0.0, 0.0, 0.0);
     for (var j = tid; j < len; j = j + T) {
-        let d = f32(x[base + j]) - shift;
-        acc = acc + vec2<f32>(d, d * d);
+        let s = f32(x[base + j]);
+        let d = s - shift;
+        acc = acc + vec4<f32>(d, (d * r) * (d * r), (s * s) * rn, 0.0);
     }
     let total = workgroup_sum(acc, lane, sg, nsg);
     let dm = total.x / nf;
@@ -75,8 +80,17 @@ fn main(
     // ONNX Runtime's CPU EP gives, so no `max` (which would turn NaN into 0). Squares past f32's
     // range make the variance +Inf, as ONNX's definition with the f32 stash_type (and the CPU
     // EP) gives: an infinite mean square must not meet an infinite squared mean (Inf − Inf).
-    let ms = total.y / nf;
-    let variance = select(ms - dm * dm, ms, ms > 3.0e38);
+    let ms = total.y;
+    let raw = total.z;
+    var variance = ms - dm * dm;
+    // A first element far from the rest can take the shifted mean square past f32's range where the row's
+    // own stays in it: then E[x²] - mean², as the CPU EP takes it.
+    if (ms > 3.0e38) {
+        variance = raw - mean * mean;
+    }
+    if (raw > 3.0e38) {
+        variance = raw;
+    }
     let inv = 1.0 / sqrt(select(variance, 0.0, variance < 0.0) + p.eps);
     if (tid == 0u) {
         if ((p.flags & 1u) != 0u) {
