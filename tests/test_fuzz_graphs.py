@@ -420,10 +420,12 @@ def test_layer_norm_of_values_whose_squares_pass_float32(make_session, run_cpu):
     # mean square and the squared mean) where the CPU EP gives 0, as ONNX's definition with the float32 stash_type
     # does (x² passes float32's range from |x| ≈ 1.8e19, the variance is +Inf). Rows below and past that limit.
     # Between the two (no square clearly past the range, their sum near it) the CPU EP's result depends on the
-    # order of its float sums: rows there are drawn again. A row whose first element lies far from the rest once
-    # took our shifted squares past the range where the CPU EP's stayed in it (0 against finite values).
+    # order of its float sums: rows there are drawn again. A row whose first element lies far from the rest (the
+    # last row: e^43 ≈ 4.7e18, the rest below e^20) took our shifted squares past the range where the CPU EP's
+    # stayed in it (0 against finite values).
     rng = np.random.default_rng()
-    x = (rng.uniform(-1, 1, (4, 23)) * np.array([[1.0], [30.0], [50.0], [80.0]])).astype(np.float32)
+    x = (rng.uniform(-1, 1, (5, 23)) * np.array([[1.0], [30.0], [50.0], [80.0], [20.0]])).astype(np.float32)
+    x[4, 0] = 43.0
     for r in range(4):
         while True:
             sq = np.exp(x[r].astype(np.float64)) ** 2
@@ -436,7 +438,7 @@ def test_layer_norm_of_values_whose_squares_pass_float32(make_session, run_cpu):
         helper.make_node("LayerNormalization", ["e", "S"], ["Y"], axis=-1, epsilon=0.1),
     ]
     model = models.finish(
-        nodes, [models.tensor("X", np.float32, [4, 23])], [models.tensor("Y", np.float32, None)],
+        nodes, [models.tensor("X", np.float32, [5, 23])], [models.tensor("Y", np.float32, None)],
         [numpy_helper.from_array(scale, "S")],
     )
     got = make_session(model).run(None, {"X": x})[0]
