@@ -96,8 +96,8 @@ pub struct GemvVec {
 
 /// Experiment builds (`wgsl-override`) only: `EXP_GEMV_CT` (the narrow form's column lanes, a
 /// power of two from 1 to 256), `EXP_GEMV_LOADS` (its loads in flight, 1 to 64) and
-/// `EXP_GEMV_NARROW` (1: the narrow form wherever K allows it, 0: never); release builds never
-/// read them.
+/// `EXP_GEMV_NARROW` (1: the narrow form wherever K allows it, 0: never) and `EXP_GEMV_THREADS` (the
+/// narrow forms' invocations per workgroup: 256, 512 or 1024); release builds never read them.
 pub(crate) fn exp_gemv(name: &str) -> Option<u32> {
     if !cfg!(feature = "wgsl-override") {
         return None;
@@ -106,6 +106,7 @@ pub(crate) fn exp_gemv(name: &str) -> Option<u32> {
     let ok = match name {
         "EXP_GEMV_CT" => v.is_power_of_two() && v <= 256,
         "EXP_GEMV_LOADS" => (1..=64).contains(&v),
+        "EXP_GEMV_THREADS" => matches!(v, 256 | 512 | 1024),
         _ => v <= 1,
     };
     ok.then_some(v)
@@ -146,9 +147,18 @@ impl GemvVec {
         }
     }
 
+    /// Invocations per workgroup: [`GemvVec::INVOCATIONS`] (experiment builds: `EXP_GEMV_THREADS` for
+    /// the narrow forms).
+    pub fn invocations(self) -> u32 {
+        match exp_gemv("EXP_GEMV_THREADS") {
+            Some(forced) if self.narrow() => forced,
+            _ => Self::INVOCATIONS,
+        }
+    }
+
     /// Invocations along K.
     pub fn k_lanes(self) -> u32 {
-        Self::INVOCATIONS / self.column_lanes()
+        self.invocations() / self.column_lanes()
     }
 
     /// Elements per 16-byte load.
@@ -164,7 +174,7 @@ impl GemvVec {
     /// The vec4<f32> partial sums of every invocation, for one row at a time (and of the
     /// first summing stage of the narrow form).
     pub fn storage_bytes(self) -> u32 {
-        let partial = Self::INVOCATIONS * self.vec() / 4 * 16;
+        let partial = self.invocations() * self.vec() / 4 * 16;
         // Lanes beyond 16 along K are summed in two stages (8 at a time first).
         let parts =
             if self.k_lanes() > 16 { self.column_lanes() * self.vec() / 4 * self.k_lanes() / 8 * 16 } else { 0 };
@@ -362,7 +372,7 @@ impl GemmVariant {
             }
             GemmVariant::Coop(c) => [c.shape.invocations(), 1, 1],
             GemmVariant::Gemv { shape, .. } => [shape.threads, 1, 1],
-            GemmVariant::GemvVec(_) => [GemvVec::INVOCATIONS, 1, 1],
+            GemmVariant::GemvVec(g) => [g.invocations(), 1, 1],
             GemmVariant::SplitKReduce { threads, .. } => [threads, 1, 1],
             GemmVariant::AbsMax => [Self::ABSMAX_THREADS, 1, 1],
         }
