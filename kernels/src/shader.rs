@@ -223,18 +223,15 @@ impl ShaderVariant {
     }
 }
 
-/// The one-row narrow GEMV of `dtype` and `columns` column lanes with a
-/// SkipSimplifiedLayerNormalization folded into its A (`wgsl/gemv_vec.wgsl.j2` with `norm`;
-/// `ops/matmul_norm.rs`); with `dual`, SwiGLU's gate and up projections in one (its loads in
-/// flight split between the two weights).
+/// The one-row narrow GEMV `base` with a SkipSimplifiedLayerNormalization folded into its A
+/// (`wgsl/gemv_vec.wgsl.j2` with `norm`; `ops/matmul_norm.rs`); with `dual`, SwiGLU's gate and
+/// up projections in one (its loads in flight split between the two weights).
 pub(crate) fn gemv_norm_text(
-    dtype: DType,
-    columns: u32,
+    base: crate::gemm::GemvVec,
     ext_act: bool,
     residual: bool,
     dual: bool,
 ) -> Result<String, String> {
-    let base = crate::gemm::GemvVec { dtype, rows: 1, split_k: false, columns };
     let unroll = if dual { base.loads_in_flight() / 2 } else { base.loads_in_flight() };
     let (template, ctx) = gemm_context(GemmVariant::GemvVec(base));
     render(template, context! { ext_act, residual, dual, unroll, norm => true, ..ctx })

@@ -117,6 +117,8 @@ fn gemv_vec_matches_reference() {
         // One row over K > 4096 keeps 2 column lanes; a wide output takes 8 (a ragged last band).
         (&[1, 5000], &[5000, 136]),
         (&[1, 600], &[600, 4104]),
+        // K too short for the 2-lane form's 512 invocations (1024): 256.
+        (&[1, 900], &[900, 40]),
     ];
     for dtype in [DType::F32, DType::F16] {
         if dtype == DType::F16 && !gpu.caps().shader_f16 {
@@ -136,16 +138,15 @@ fn gemv_vec_matches_reference() {
             let GemmVariant::GemvVec(v) = plan.steps[0].variant else {
                 panic!("{a_shape:?}x{b_shape:?} planned {:?}", plan.steps[0].variant);
             };
-            seen.insert((v.rows, v.split_k, v.columns));
+            seen.insert((v.rows, v.split_k, v.columns, v.threads));
         }
     }
-    // (rows, split_k, column lanes): every wide form, each narrow one with one row, and the
+    // (rows, split_k, column lanes, invocations): every wide form, each narrow one with one row
+    // (at 512 invocations, and the 2-lane one at 256 where K is too short for 512), and the
     // 2-lane form with four.
-    for form in
-        [(1, false, 16), (1, true, 16), (4, false, 16), (4, true, 16), (1, false, 2), (1, false, 4), (1, false, 8)]
-            .into_iter()
-            .chain([(4, false, 2)])
-    {
+    let wide = [(1, false, 16, 256), (1, true, 16, 256), (4, false, 16, 256), (4, true, 16, 256)];
+    let narrow = [(1, false, 2, 512), (1, false, 4, 512), (1, false, 8, 512), (1, false, 2, 256), (4, false, 2, 256)];
+    for form in wide.into_iter().chain(narrow) {
         assert!(seen.contains(&form), "{form:?} did not run: {seen:?}");
     }
 }

@@ -497,7 +497,8 @@ fn gemv(p: &GemmProblem, caps: &DeviceCaps) -> Result<GemmPlan, String> {
 /// K splits across workgroups (then a reduce) when the bands alone cannot fill the device.
 /// The steps and the bytes of their split-K workspace.
 fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>, u64)>, String> {
-    let probe = GemvVec { dtype: q.dtype, rows: 1, split_k: false, columns: GemvVec::WIDE };
+    let probe =
+        GemvVec { dtype: q.dtype, rows: 1, split_k: false, columns: GemvVec::WIDE, threads: GemvVec::INVOCATIONS };
     let aligned = q.b.col_stride == 1 && wide_b_ok(q, probe.vec());
     if !aligned || q.m > 8 || GemmVariant::GemvVec(probe).fits(caps).is_err() {
         return Ok(None);
@@ -523,7 +524,7 @@ fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>,
                 && q.k >= two.k_lanes() * GemvVec::UNROLL
         }
     };
-    let shape = if use_narrow { narrow } else { probe };
+    let shape = if use_narrow { GemvVec { rows, ..narrow }.for_one_row(q.k, caps) } else { probe };
     let mut splits = if use_narrow { 1 } else { want(shape).max(1) };
     let lanes = shape.k_lanes();
     let k_chunk = q.k.div_ceil(splits).next_multiple_of(lanes).max(lanes);
@@ -564,7 +565,7 @@ fn gemv_vec(q: &GemmProblem, caps: &DeviceCaps) -> Result<Option<(Vec<GemmStep>,
 ///
 /// Rows of four keep 2 lanes (not measured).
 fn narrow_columns(q: &GemmProblem, caps: &DeviceCaps, rows: u32, bands_of: &dyn Fn(GemvVec) -> u64) -> u32 {
-    let form = |columns| GemvVec { dtype: q.dtype, rows, split_k: false, columns };
+    let form = |columns| GemvVec { dtype: q.dtype, rows, split_k: false, columns, threads: GemvVec::INVOCATIONS };
     let parallelism = u64::from(caps.parallelism.max(5));
     if rows == 1 && bands_of(form(8)) >= 4 * parallelism {
         8

@@ -84,7 +84,9 @@ impl CoopVariant {
 /// along K; `rows` output rows share each B load. The narrow forms (2, 4 or 8 column lanes, 128,
 /// 64 or 32 along K: row segments of 32, 64 or 128 bytes) have 8×, 4× or 2× the workgroups of the
 /// wide one (16 × 16), so products with few column bands fill the device without splitting K;
-/// the planner takes the widest segments that still leave enough bands (`plan.rs`).
+/// the planner takes the widest segments that still leave enough bands (`plan.rs`). One row on a
+/// narrow form takes [`GemvVec::ROW_INVOCATIONS`] where the device allows it (twice the K lanes,
+/// so twice the loads in flight on each compute unit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemvVec {
     pub dtype: DType,
@@ -92,6 +94,8 @@ pub struct GemvVec {
     pub split_k: bool,
     /// Invocations side by side along N: [`GemvVec::WIDE`], or 2, 4 or 8 (the narrow forms).
     pub columns: u32,
+    /// Invocations per workgroup: [`GemvVec::INVOCATIONS`] or [`GemvVec::ROW_INVOCATIONS`].
+    pub threads: u32,
 }
 
 /// Experiment builds (`wgsl-override`) only: `EXP_GEMV_CT` (the narrow form's column lanes, a
@@ -114,6 +118,10 @@ pub(crate) fn exp_gemv(name: &str) -> Option<u32> {
 
 impl GemvVec {
     pub const INVOCATIONS: u32 = 256;
+    /// One row's narrow forms where the device allows it: a Llama-3.2-1B fp16 token 6–8% faster
+    /// on the H100 (1.72–1.73 → 1.59–1.60 ms back to back at a past of 512, 1.85 → 1.73 at 2048;
+    /// 1024 lost: 1.75; sixty-first session).
+    pub const ROW_INVOCATIONS: u32 = 512;
     /// Loads issued back to back before their multiply-adds.
     pub const UNROLL: u32 = 4;
     /// The wide form's column lanes (each half-subgroup reads 256 contiguous bytes of a row).
@@ -147,12 +155,24 @@ impl GemvVec {
         }
     }
 
-    /// Invocations per workgroup: [`GemvVec::INVOCATIONS`] (experiment builds: `EXP_GEMV_THREADS` for
-    /// the narrow forms).
+    /// Invocations per workgroup: `threads` (experiment builds: `EXP_GEMV_THREADS` for the narrow
+    /// forms).
     pub fn invocations(self) -> u32 {
         match exp_gemv("EXP_GEMV_THREADS") {
             Some(forced) if self.narrow() => forced,
-            _ => Self::INVOCATIONS,
+            _ => self.threads,
+        }
+    }
+
+    /// This form at [`GemvVec::ROW_INVOCATIONS`] where it is one row's narrow form, `caps` runs it
+    /// and K gives each lane at least [`GemvVec::UNROLL`] loads; else itself.
+    pub fn for_one_row(self, k: u32, caps: &crate::caps::DeviceCaps) -> GemvVec {
+        let wide = GemvVec { threads: Self::ROW_INVOCATIONS, ..self };
+        let fits = GemmVariant::GemvVec(wide).fits(caps).is_ok();
+        if self.narrow() && self.rows == 1 && fits && k >= wide.k_lanes() * Self::UNROLL {
+            wide
+        } else {
+            self
         }
     }
 
@@ -172,13 +192,15 @@ impl GemvVec {
     }
 
     /// The vec4<f32> partial sums of every invocation, for one row at a time (and of the
-    /// first summing stage of the narrow form).
+    /// first summing stage of the narrow form), and a folded norm's squares per K lane (and
+    /// their sums of eight) where one row may fold one.
     pub fn storage_bytes(self) -> u32 {
         let partial = self.invocations() * self.vec() / 4 * 16;
         // Lanes beyond 16 along K are summed in two stages (8 at a time first).
         let parts =
             if self.k_lanes() > 16 { self.column_lanes() * self.vec() / 4 * self.k_lanes() / 8 * 16 } else { 0 };
-        partial + parts
+        let squares = if self.rows == 1 && self.narrow() { (self.k_lanes() + self.k_lanes() / 8) * 4 } else { 0 };
+        partial + parts + squares
     }
 }
 
@@ -332,7 +354,9 @@ impl GemmVariant {
                     GemvVec::WIDE => String::new(),
                     c => format!("_c{c}"),
                 };
-                format!("gemv_{}_vec_r{}{lanes}{split}", g.dtype, g.rows)
+                let threads =
+                    if g.threads == GemvVec::INVOCATIONS { String::new() } else { format!("_t{}", g.threads) };
+                format!("gemv_{}_vec_r{}{lanes}{threads}{split}", g.dtype, g.rows)
             }
             GemmVariant::SplitKReduce { dtype, threads } => {
                 format!("splitk_reduce_{dtype}_t{threads}")

@@ -205,6 +205,7 @@ fn long_rows(b: &super::model::ValueInfo) -> bool {
         rows: 1,
         split_k: false,
         columns: crate::gemm::GemvVec::NARROW,
+        threads: crate::gemm::GemvVec::INVOCATIONS,
     };
     matches!(b.fixed_shape().as_deref(), Some(&[k, _]) if k >= u64::from(narrow.k_lanes() * crate::gemm::GemvVec::UNROLL))
 }

@@ -59,6 +59,8 @@ pub struct GemvNormSource {
     pub dtype: DType,
     /// The narrow form's column lanes (one of [`GemvVec::NARROW_FORMS`]).
     pub columns: u32,
+    /// Its invocations per workgroup (as the product's own plan has them).
+    pub threads: u32,
     pub ext_act: bool,
     pub residual: bool,
     /// SwiGLU's gate and up projections in one (`ops/matmul_dual.rs`): the up projection's
@@ -68,7 +70,7 @@ pub struct GemvNormSource {
 
 impl GemvNormSource {
     fn base(&self) -> GemvVec {
-        GemvVec { dtype: self.dtype, rows: 1, split_k: false, columns: self.columns }
+        GemvVec { dtype: self.dtype, rows: 1, split_k: false, columns: self.columns, threads: self.threads }
     }
 }
 
@@ -81,7 +83,7 @@ impl OpSource for GemvNormSource {
     }
 
     fn emit(&self) -> Result<String, String> {
-        crate::shader::gemv_norm_text(self.dtype, self.columns, self.ext_act, self.residual, self.dual)
+        crate::shader::gemv_norm_text(self.base(), self.ext_act, self.residual, self.dual)
     }
 
     fn capabilities(&self) -> naga::valid::Capabilities {
@@ -99,8 +101,10 @@ impl OpSource for GemvNormSource {
 pub fn variants(caps: &DeviceCaps) -> Vec<ShaderVariant> {
     let mut out = Vec::new();
     for dtype in [DType::F32, DType::F16] {
-        for columns in GemvVec::NARROW_FORMS {
-            let source = GemvNormSource { dtype, columns, ext_act: false, residual: false, dual: false };
+        for (columns, threads) in
+            GemvVec::NARROW_FORMS.into_iter().flat_map(|c| [(c, GemvVec::INVOCATIONS), (c, GemvVec::ROW_INVOCATIONS)])
+        {
+            let source = GemvNormSource { dtype, columns, threads, ext_act: false, residual: false, dual: false };
             if GemmVariant::GemvVec(source.base()).fits(caps).is_err() {
                 continue;
             }
@@ -141,12 +145,13 @@ impl ProductKernel {
     pub(super) fn fused_variant(&self, step: &GemmStep) -> ShaderVariant {
         let ext_act = step.params.flags >> EXT_ACT_SHIFT & 15 != 0;
         let residual = step.params.flags & FLAG_RESIDUAL != 0;
-        let columns = match step.variant {
-            GemmVariant::GemvVec(g) => g.columns,
-            _ => GemvVec::NARROW,
+        let (columns, threads) = match step.variant {
+            GemmVariant::GemvVec(g) => (g.columns, g.threads),
+            _ => (GemvVec::NARROW, GemvVec::INVOCATIONS),
         };
         let dual = self.up;
-        ShaderVariant::Op(OpShader::new(GemvNormSource { dtype: self.dtype, columns, ext_act, residual, dual }))
+        let source = GemvNormSource { dtype: self.dtype, columns, threads, ext_act, residual, dual };
+        ShaderVariant::Op(OpShader::new(source))
     }
 
     fn elems(inputs: &[Option<&[u64]>], i: usize) -> u64 {

@@ -152,15 +152,15 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
 
 const ROWS: u32 = 1u;
 const CT: u32 = 8u;
-const KT: u32 = 32u;
+const KT: u32 = 64u;
 const VEC: u32 = 8u;
 // vec4 accumulators per invocation and row (8 columns).
 const GROUPS: u32 = 2u;
 
-var<workgroup> partial: array<vec4<f32>, 512>;
-// The K lanes summed 8 at a time first, then those 4 sums.
-const PARTS: u32 = 4u;
-var<workgroup> parts: array<vec4<f32>, 64>;
+var<workgroup> partial: array<vec4<f32>, 1024>;
+// The K lanes summed 8 at a time first, then those 8 sums.
+const PARTS: u32 = 8u;
+var<workgroup> parts: array<vec4<f32>, 128>;
 
 // Both halves of one 16-byte chunk (`i` counts chunks).
 fn load_b(i: u32) -> array<vec4<f32>, 2> {
@@ -171,7 +171,7 @@ fn load_b(i: u32) -> array<vec4<f32>, 2> {
     );
 }
 
-@compute @workgroup_size(256, 1, 1)
+@compute @workgroup_size(512, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let lin = linear_workgroup(wid);
     if (lin >= p.total_workgroups) {

@@ -150,17 +150,37 @@ fn epilogue(acc: f32, bias_index: u32) -> f32 {
     return activation(v);
 }
 
+@group(0) @binding(6) var<storage, read> residual: array<f16>;
+
+// The epilogue with the residual operand (the output's shape, so the output's index) added: a
+// conv's alpha is 1, so before the activation it joins the accumulator; after it with flag bit 9.
+// Flag bit 10 multiplies the result by it instead (a gated product).
+fn epilogue_at(acc: f32, bias_index: u32, out_index: u32) -> f32 {
+    return epilogue_with(acc, bias_index, f32(residual[out_index]));
+}
+
+// The same with the residual's element already loaded.
+fn epilogue_with(acc: f32, bias_index: u32, r: f32) -> f32 {
+    if ((p.flags & 1024u) != 0u) {
+        return epilogue(acc, bias_index) * r;
+    }
+    if ((p.flags & 512u) != 0u) {
+        return epilogue(acc, bias_index) + r;
+    }
+    return epilogue(acc + r, bias_index);
+}
+
 const ROWS: u32 = 1u;
 const CT: u32 = 2u;
-const KT: u32 = 128u;
+const KT: u32 = 256u;
 const VEC: u32 = 8u;
 // vec4 accumulators per invocation and row (8 columns).
 const GROUPS: u32 = 2u;
 
-var<workgroup> partial: array<vec4<f32>, 512>;
-// The K lanes summed 8 at a time first, then those 16 sums.
-const PARTS: u32 = 16u;
-var<workgroup> parts: array<vec4<f32>, 64>;
+var<workgroup> partial: array<vec4<f32>, 1024>;
+// The K lanes summed 8 at a time first, then those 32 sums.
+const PARTS: u32 = 32u;
+var<workgroup> parts: array<vec4<f32>, 128>;
 
 // Both halves of one 16-byte chunk (`i` counts chunks).
 fn load_b(i: u32) -> array<vec4<f32>, 2> {
@@ -171,7 +191,7 @@ fn load_b(i: u32) -> array<vec4<f32>, 2> {
     );
 }
 
-@compute @workgroup_size(256, 1, 1)
+@compute @workgroup_size(512, 1, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let lin = linear_workgroup(wid);
     if (lin >= p.total_workgroups) {
@@ -298,8 +318,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         let row = row0 + 0u;
         for (var j = 0u; j < 4u; j = j + 1u) {
-            let v = epilogue(s[j], bias_base + row * p.bias_rs + (col + j) * p.bias_cs);
-            out[c_base + row * p.c_rs + (col + j) * p.c_cs] = f16(v);
+            let o = c_base + row * p.c_rs + (col + j) * p.c_cs;
+            out[o] = f16(epilogue_at(s[j], bias_base + row * p.bias_rs + (col + j) * p.bias_cs, o));
         }
     }
 }

@@ -1,0 +1,212 @@
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<uniform> p: Params;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    k_chunk: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    c_cs: u32,
+    bias_rs: u32,
+    bias_cs: u32,
+    tiles_n: u32,
+    tiles_m: u32,
+    splits: u32,
+    batch_count: u32,
+    grid_x: u32,
+    grid_y: u32,
+    total_workgroups: u32,
+    flags: u32,
+    alpha: f32,
+    beta: f32,
+    clip_min: f32,
+    clip_max: f32,
+    batch_shape: vec4<u32>,
+    a_bs: vec4<u32>,
+    b_bs: vec4<u32>,
+    c_bs: vec4<u32>,
+    bias_bs: vec4<u32>,
+}
+
+// Element offset of batch `b` (row-major over batch_shape) for an operand's batch strides.
+fn batch_offset(b: u32, strides: vec4<u32>) -> u32 {
+    var rest = b;
+    let c3 = rest % p.batch_shape.w;
+    rest = rest / p.batch_shape.w;
+    let c2 = rest % p.batch_shape.z;
+    rest = rest / p.batch_shape.z;
+    let c1 = rest % p.batch_shape.y;
+    rest = rest / p.batch_shape.y;
+    return rest * strides.x + c1 * strides.y + c2 * strides.z + c3 * strides.w;
+}
+
+// Linear workgroup index of a (possibly folded) 3-D grid.
+fn linear_workgroup(wid: vec3<u32>) -> u32 {
+    return wid.x + p.grid_x * (wid.y + p.grid_y * wid.z);
+}
+
+fn act_keep_nan(v: f32, x: f32) -> f32 {
+    return select(v, x, (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u);
+}
+
+
+fn activation(x: f32) -> f32 {
+    var v = x;
+    let act = (p.flags >> 1u) & 3u;
+    if (act == 1u) {
+        v = act_keep_nan(select(v, 0.0, v < 0.0), v);
+    } else if (act == 2u) {
+        v = select(v, p.clip_min, v < p.clip_min);
+        v = act_keep_nan(select(v, p.clip_max, v > p.clip_max), x);
+    }
+    return v;
+}
+
+
+// alpha · acc + beta · bias, then the activation. NaN passes through like ONNX Runtime's CPU EP.
+fn epilogue(acc: f32, bias_index: u32) -> f32 {
+    var v = p.alpha * acc;
+    if ((p.flags & 1u) != 0u) {
+        v = v + p.beta * f32(bias[bias_index]);
+    }
+    return activation(v);
+}
+
+const ROWS: u32 = 1u;
+const CT: u32 = 4u;
+const KT: u32 = 128u;
+const VEC: u32 = 4u;
+// vec4 accumulators per invocation and row (4 columns).
+const GROUPS: u32 = 1u;
+
+var<workgroup> partial: array<vec4<f32>, 512>;
+// The K lanes summed 8 at a time first, then those 16 sums.
+const PARTS: u32 = 16u;
+var<workgroup> parts: array<vec4<f32>, 64>;
+
+fn load_b(i: u32) -> array<vec4<f32>, 1> {
+    return array<vec4<f32>, 1>(b[i]);
+}
+
+@compute @workgroup_size(512, 1, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let lin = linear_workgroup(wid);
+    if (lin >= p.total_workgroups) {
+        return;
+    }
+    let c_lane = tid % CT;
+    let k_lane = tid / CT;
+    let tile_n = lin % p.tiles_n;
+    var rest = lin / p.tiles_n;
+    let tile_m = rest % p.tiles_m;
+    rest = rest / p.tiles_m;
+    let batch = rest % p.batch_count;
+    let split = rest / p.batch_count;
+    let row0 = tile_m * ROWS;
+    let col0 = (tile_n * CT + c_lane) * VEC;
+    let a_base = batch_offset(batch, p.a_bs);
+    let b_base = batch_offset(batch, p.b_bs) + col0;
+    let k_begin = split * p.k_chunk;
+    let k_end = min(k_begin + p.k_chunk, p.k);
+
+    var acc0_0 = vec4<f32>(0.0);
+    if (col0 < p.n) {
+        let arow0 = a_base + min(row0 + 0u, p.m - 1u) * p.a_rs;
+        var k = k_begin + k_lane;
+        // 16 loads in flight, then their multiply-adds.
+        for (; k + 15u * KT < k_end; k = k + 16u * KT) {
+            let b0 = load_b((b_base + (k + 0u * KT) * p.b_rs) / VEC);
+            let b1 = load_b((b_base + (k + 1u * KT) * p.b_rs) / VEC);
+            let b2 = load_b((b_base + (k + 2u * KT) * p.b_rs) / VEC);
+            let b3 = load_b((b_base + (k + 3u * KT) * p.b_rs) / VEC);
+            let b4 = load_b((b_base + (k + 4u * KT) * p.b_rs) / VEC);
+            let b5 = load_b((b_base + (k + 5u * KT) * p.b_rs) / VEC);
+            let b6 = load_b((b_base + (k + 6u * KT) * p.b_rs) / VEC);
+            let b7 = load_b((b_base + (k + 7u * KT) * p.b_rs) / VEC);
+            let b8 = load_b((b_base + (k + 8u * KT) * p.b_rs) / VEC);
+            let b9 = load_b((b_base + (k + 9u * KT) * p.b_rs) / VEC);
+            let b10 = load_b((b_base + (k + 10u * KT) * p.b_rs) / VEC);
+            let b11 = load_b((b_base + (k + 11u * KT) * p.b_rs) / VEC);
+            let b12 = load_b((b_base + (k + 12u * KT) * p.b_rs) / VEC);
+            let b13 = load_b((b_base + (k + 13u * KT) * p.b_rs) / VEC);
+            let b14 = load_b((b_base + (k + 14u * KT) * p.b_rs) / VEC);
+            let b15 = load_b((b_base + (k + 15u * KT) * p.b_rs) / VEC);
+            let a0_0 = f32(a[arow0 + (k + 0u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a0_0), b0[0], acc0_0);
+            let a1_0 = f32(a[arow0 + (k + 1u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a1_0), b1[0], acc0_0);
+            let a2_0 = f32(a[arow0 + (k + 2u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a2_0), b2[0], acc0_0);
+            let a3_0 = f32(a[arow0 + (k + 3u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a3_0), b3[0], acc0_0);
+            let a4_0 = f32(a[arow0 + (k + 4u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a4_0), b4[0], acc0_0);
+            let a5_0 = f32(a[arow0 + (k + 5u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a5_0), b5[0], acc0_0);
+            let a6_0 = f32(a[arow0 + (k + 6u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a6_0), b6[0], acc0_0);
+            let a7_0 = f32(a[arow0 + (k + 7u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a7_0), b7[0], acc0_0);
+            let a8_0 = f32(a[arow0 + (k + 8u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a8_0), b8[0], acc0_0);
+            let a9_0 = f32(a[arow0 + (k + 9u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a9_0), b9[0], acc0_0);
+            let a10_0 = f32(a[arow0 + (k + 10u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a10_0), b10[0], acc0_0);
+            let a11_0 = f32(a[arow0 + (k + 11u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a11_0), b11[0], acc0_0);
+            let a12_0 = f32(a[arow0 + (k + 12u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a12_0), b12[0], acc0_0);
+            let a13_0 = f32(a[arow0 + (k + 13u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a13_0), b13[0], acc0_0);
+            let a14_0 = f32(a[arow0 + (k + 14u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a14_0), b14[0], acc0_0);
+            let a15_0 = f32(a[arow0 + (k + 15u * KT) * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(a15_0), b15[0], acc0_0);
+        }
+        for (; k < k_end; k = k + KT) {
+            let bv = load_b((b_base + k * p.b_rs) / VEC);
+            let av0 = f32(a[arow0 + k * p.a_cs]);
+            acc0_0 = fma(vec4<f32>(av0), bv[0], acc0_0);
+        }
+    }
+    let c_base = batch_offset(batch, p.c_bs);
+    let bias_base = batch_offset(batch, p.bias_bs);
+    // Invocation `tid` < CT·GROUPS adds the K lanes of one vec4 of columns.
+    let sum_lane = tid / GROUPS;
+    let sum_group = tid % GROUPS;
+    let col = (tile_n * CT + sum_lane) * VEC + sum_group * 4u;
+    workgroupBarrier();
+    partial[(k_lane * CT + c_lane) * GROUPS + 0u] = acc0_0;
+    workgroupBarrier();
+    if (tid < CT * GROUPS * PARTS) {
+        let slot = tid % (CT * GROUPS);
+        let part = tid / (CT * GROUPS);
+        var s8 = vec4<f32>(0.0);
+        for (var l = part * 8u; l < part * 8u + 8u; l = l + 1u) {
+            s8 = s8 + partial[(l * CT + slot / GROUPS) * GROUPS + slot % GROUPS];
+        }
+        parts[part * CT * GROUPS + slot] = s8;
+    }
+    workgroupBarrier();
+    if (tid < CT * GROUPS && col < p.n && row0 + 0u < p.m) {
+        var s = vec4<f32>(0.0);
+        for (var l = 0u; l < PARTS; l = l + 1u) {
+            s = s + parts[l * CT * GROUPS + tid];
+        }
+        let row = row0 + 0u;
+        for (var j = 0u; j < 4u; j = j + 1u) {
+            let v = epilogue(s[j], bias_base + row * p.bias_rs + (col + j) * p.bias_cs);
+            out[c_base + row * p.c_rs + (col + j) * p.c_cs] = f32(v);
+        }
+    }
+}
