@@ -17,7 +17,8 @@ use crate::ops::{to_u32, KernelIo, PrepareCx, PreparedStep, StepPlan};
 
 impl GqaKernel {
     /// Whether the step at `g` runs with its preparation folded into the decode kernel: asked for
-    /// (`decode_attention_fold`: the H200 ran a Llama token 0.4 ms slower with it), one new token
+    /// (`decode_attention_fold`: the H200 ran a Llama token 0.4 ms slower with it, the H100
+    /// 0.27–0.39 ms on the wide form in the sixty-first session), one new token
     /// per batch, no local window (the kernels read `seqlens_k`), and the K/V-head kernel for
     /// this head size on `caps`.
     pub(super) fn folds_prep(&self, g: &GqaGeometry, caps: &DeviceCaps, options: &ExecOptions) -> bool {
