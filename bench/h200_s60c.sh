@@ -25,10 +25,5 @@ for model in "$MODELS"/*/; do
     done
   done
 done
-python3 - "$OUT/decode_ab.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(f"{r['label']:40s} b2b {r.get('b2b_ms') or 0:.3f} ms")
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/decode_table.py" "$OUT/decode_ab.jsonl"
 cat "$OUT/gpu.txt"

@@ -42,16 +42,5 @@ if (($(left) > 60)); then
   tail -2 "$OUT/more/pytest.txt"
 fi
 (cd "$OUT" && tar czf all.tgz more decode_ab.jsonl gpu.txt 2>/dev/null)
-python3 - "$OUT/decode_ab.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    try:
-        r = json.loads(line)
-    except ValueError:
-        continue
-    gpu = r.get("gpu") or {}
-    attn = sum(t[1] for t in gpu.get("top", []) if "Attention" in t[0])
-    print(f"{r['label']:32s} b2b {r.get('b2b_ms') or 0:.3f} one pass {r.get('gpu_one_pass_ms') or 0:.3f} "
-          f"steps {gpu.get('total_ms', 0):.3f} dispatches {gpu.get('steps', 0)} attention {attn:.3f}")
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/decode_table.py" "$OUT/decode_ab.jsonl"
 cat "$OUT/gpu.txt"

@@ -18,13 +18,5 @@ for round in $(seq "${ROUNDS:-2}"); do
     done
   done
 done
-python3 - "$OUT/decode_ab.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    gpu = r.get("gpu") or {}
-    top = ", ".join(f"{k.split(' ')[0][:28]} {v:.3f}" for k, v, _ in gpu.get("top", [])[:4])
-    print(f"{r['label']:30s} b2b {r.get('b2b_ms') or 0:.3f} one pass {r.get('gpu_one_pass_ms') or 0:.3f} "
-          f"steps {gpu.get('total_ms', 0):.3f} | {top}")
-PY
+python3 "$(dirname "${BASH_SOURCE[0]}")/decode_table.py" "$OUT/decode_ab.jsonl"
 cat "$OUT/gpu.txt"
