@@ -57,17 +57,21 @@ def main() -> int:
                     "dispatches timed in one pass for every k, the least of two rounds, differenced) beside its time "
                     "alone, one JSON object per dispatch into FILE")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="an EP option (repeatable)")
+    ap.add_argument("--shared", action="store_true", help="the back-to-back loop over genai's cache layout (each "
+                    "present bound to its past, which holds ctx + 64 rows); --profile still runs unshared")
     args = ap.parse_args()
     options = dict(o.split("=", 1) for o in args.option)
     p = prov.our_provider(str(Path(args.lib).resolve()), "--lib", options)
     sess = p.session(str(Path(args.model) / "model.onnx"), strict=False)
     rng = np.random.default_rng(0)
     feeds = gb.feeds_for(sess, 1, args.ctx, rng)
+    bound, shared = (gb.shared_decode(sess, args.ctx, rng) if args.shared else (feeds, None))
     before = gb.run_phases(p)
-    timed, _ = iobind.time_bound(p, sess, feeds, {"warmup": 3, "budget_s": 3.0, "min_runs": 20, "max_runs": 400})
+    cfg = {"warmup": 3, "budget_s": 3.0, "min_runs": 20, "max_runs": 400}
+    timed, _ = iobind.time_bound(p, sess, bound, cfg, shared)
     row = {"label": args.label or Path(args.lib).name, "b2b_ms": timed.get("back_to_back_ms"),
            "b2b_call_ms": timed.get("back_to_back_call_ms"), "median_ms": timed.get("median_ms"),
-           "copies": timed.get("copies_per_run")}
+           "copies": timed.get("copies_per_run"), "shared": args.shared}
     if before is not None:
         row["host"] = gb.host_split(before, gb.run_phases(p))
     if args.profile:

@@ -28,6 +28,16 @@ pub mod runtime;
 /// that fold off, so one library times each fold against its absence (`bench/README.md`).
 /// Release builds never read the variable.
 pub(crate) fn fold_off(name: &str) -> bool {
-    cfg!(feature = "wgsl-override")
-        && std::env::var("EXP_NO_FOLD").is_ok_and(|v| v.split(',').any(|f| f.trim() == name))
+    exp_listed("EXP_NO_FOLD", name)
+}
+
+/// Whether an experiment build's `EXP_SKIP` (a comma list; `gqa_prep`: GroupQueryAttention's
+/// one-token preparation dispatch) leaves that dispatch out: timing only, the results are wrong.
+/// Release builds never read the variable.
+pub(crate) fn exp_skip(name: &str) -> bool {
+    exp_listed("EXP_SKIP", name)
+}
+
+fn exp_listed(var: &str, name: &str) -> bool {
+    cfg!(feature = "wgsl-override") && std::env::var(var).is_ok_and(|v| v.split(',').any(|f| f.trim() == name))
 }

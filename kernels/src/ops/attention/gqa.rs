@@ -445,6 +445,9 @@ impl Kernel for GqaKernel {
             }
             _ => return Err(GpuError::Internal(self.err("unexpected preparation dispatches"))),
         };
+        if g.seq == 1 && crate::exp_skip("gqa_prep") {
+            dispatches.clear();
+        }
         let qd = self.heads * g.d;
         let q_shape = [g.batch, g.seq, qd];
         let flash_io = KernelIo {
