@@ -17,6 +17,13 @@ ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 LIB=.carry/bench/libonnxruntime_ep_wgpu.so
 [[ -f $LIB ]] || LIB=target/release/libonnxruntime_ep_wgpu.so
+# left: the seconds this call has left of BUDGET (570 by default: a device call's 600 less a margin); gpu_info: the
+# card, driver and SM clock into $OUT/gpu.txt, and $OUT/more made.
+left() { echo $((${BUDGET:-570} - SECONDS)); }
+gpu_info() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+  mkdir -p "$OUT/more"
+}
 # tests_and_pack "FILES" SECONDS: pytest on FILES with our library into $OUT/more/tests.txt, then $OUT/more and
 # gpu.txt into $OUT/all.tgz (and $OUT/more removed); prints the GPU and the tests' last two lines.
 tests_and_pack() {

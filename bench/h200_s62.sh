@@ -13,9 +13,7 @@
 # docs/data/ moved out; carry [".carry", ".whl", ".gl"].
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/h200_env.sh"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$OUT/gpu.txt" 2>&1
-mkdir -p "$OUT/more"
-left() { echo $((${BUDGET:-570} - SECONDS)); }
+gpu_info
 genai_models "${PRECISIONS:-fp16,int4}" || exit 2
 # decode_settings MODEL ROUND: every setting on one model, each in a fresh process.
 decode_settings() {
